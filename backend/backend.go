@@ -1,0 +1,210 @@
+// Package backend defines what a device must do for ag: hold f32 memory and
+// run compiled graphs of a small op IR over it. A backend knows nothing of
+// autograd; core lowers forward, backward and optimizer updates to the IR.
+//
+// Backends register a Driver by name in init(), like database/sql drivers;
+// core.Open("auto") asks each registered driver in order of Priority.
+package backend
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Buffer is a block of device memory holding Len() float32 values. Its
+// concrete type belongs to the backend that allocated it.
+type Buffer interface {
+	Len() int
+}
+
+// Caps describes a backend instance.
+type Caps struct {
+	// Name is the registry name ("cpu", "webgpu", "ggml-vulkan", ...).
+	Name string
+	// Device is a human description of the hardware ("SwiftShader", "NVIDIA H200").
+	Device string
+	// MaxBufferElems is the largest buffer Alloc accepts, in float32s (0: no limit).
+	MaxBufferElems int
+	// DeviceTimer is true when RunInfo.DeviceTime is measured by the device
+	// (timestamp queries) rather than by the host clock around the run.
+	DeviceTimer bool
+	// Unsupported lists ops the backend cannot run; Compile fails on them.
+	Unsupported []Op
+}
+
+// Supports reports whether op is runnable.
+func (c Caps) Supports(op Op) bool {
+	for _, u := range c.Unsupported {
+		if u == op {
+			return false
+		}
+	}
+	return true
+}
+
+// RunInfo is what one Program.Run measured.
+type RunInfo struct {
+	// DeviceTime is the compute time of the run: device-measured when
+	// Caps.DeviceTimer, else the host time of the run itself.
+	DeviceTime time.Duration
+	// Launches counts submissions to the device (kernel launches on a
+	// per-op executor, command buffers / graph computes on a GPU).
+	Launches int
+}
+
+// Program is a compiled Graph, run many times with different bound args.
+type Program interface {
+	// Run executes the graph once. len(args) must be Graph.NumArgs; each
+	// args[i] must come from the same backend and hold at least as many
+	// elements as the nodes that read or write it. Run returns when the
+	// results are in the output buffers (reading them is then safe).
+	Run(args []Buffer) (RunInfo, error)
+	// Release frees what Compile made. The program must not run afterwards.
+	Release()
+}
+
+// Backend is one opened device.
+type Backend interface {
+	Caps() Caps
+	// Alloc returns a zero-filled buffer of n float32s.
+	Alloc(n int) (Buffer, error)
+	// Free releases a buffer; using it afterwards is an error of the caller.
+	Free(b Buffer)
+	// Write copies src into b starting at element off.
+	Write(b Buffer, off int, src []float32) error
+	// Read copies len(dst) elements of b starting at off into dst.
+	Read(b Buffer, off int, dst []float32) error
+	// Memory reports free and total device memory in bytes (estimates where
+	// the API has no query; the backend documents which).
+	Memory() (free, total uint64, err error)
+	// Compile turns a graph into a reusable program.
+	Compile(g *Graph) (Program, error)
+	// Close releases the device. Buffers and programs must be freed first.
+	Close() error
+}
+
+// NodeTimer is implemented by programs that can time each node of a run
+// (host clock per node on a CPU, timestamp queries on a GPU). The profiler
+// uses it; nodeTimes has one entry per graph node (zero where unknown, such
+// as nodes fused into others).
+type NodeTimer interface {
+	RunTimed(args []Buffer, nodeTimes []time.Duration) (RunInfo, error)
+}
+
+// Availability is a driver's answer to "can you run here?".
+type Availability struct {
+	// OK: Open can succeed on this machine.
+	OK bool
+	// Auto: "auto" may pick this driver. False for a device that works but
+	// should not be a default, such as a software Vulkan (lavapipe) adapter,
+	// which is far slower than the CPU backends.
+	Auto bool
+	// Why says what was found ("NVIDIA H200 (Vulkan)") or why not
+	// ("no Vulkan driver: install mesa-vulkan-drivers").
+	Why string
+}
+
+// Driver opens backend instances. Available probes, without side effects
+// that last, whether Open can succeed here (shown by `ag devices`).
+type Driver interface {
+	Open() (Backend, error)
+	Available() Availability
+}
+
+type entry struct {
+	name     string
+	priority int
+	drv      Driver
+}
+
+var (
+	regMu sync.Mutex
+	reg   = map[string]entry{}
+)
+
+// Register makes a driver available under name. Higher priority wins in
+// "auto" selection (ggml-vulkan 40 > webgpu 30 > ggml-cpu 20 > cpu 10).
+// It panics on a duplicate name, like database/sql.Register.
+func Register(name string, priority int, d Driver) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	if d == nil {
+		panic("backend.Register: driver " + name + " is nil")
+	}
+	if _, dup := reg[name]; dup {
+		panic("backend.Register: driver " + name + " registered twice")
+	}
+	reg[name] = entry{name, priority, d}
+}
+
+// DriverInfo describes a registered driver.
+type DriverInfo struct {
+	Name     string
+	Priority int
+	Availability
+}
+
+// Drivers lists the registered drivers, best first.
+func Drivers() []DriverInfo {
+	regMu.Lock()
+	es := make([]entry, 0, len(reg))
+	for _, e := range reg {
+		es = append(es, e)
+	}
+	regMu.Unlock()
+	sort.Slice(es, func(i, j int) bool {
+		if es[i].priority != es[j].priority {
+			return es[i].priority > es[j].priority
+		}
+		return es[i].name < es[j].name
+	})
+	out := make([]DriverInfo, len(es))
+	for i, e := range es {
+		out[i] = DriverInfo{e.name, e.priority, e.drv.Available()}
+	}
+	return out
+}
+
+// ErrNoDriver is returned by Open for a name nobody registered.
+var ErrNoDriver = errors.New("backend: no such driver")
+
+// Open opens the named driver, or with "auto" the best available one
+// (falling through to the next when one fails to open).
+func Open(name string) (Backend, error) {
+	if name == "auto" || name == "" {
+		var errs []error
+		for _, d := range Drivers() {
+			if !d.OK || !d.Auto {
+				continue
+			}
+			b, err := openNamed(d.Name)
+			if err == nil {
+				return b, nil
+			}
+			errs = append(errs, err)
+		}
+		return nil, fmt.Errorf("backend.Open(auto): no driver could be opened: %w", errors.Join(errs...))
+	}
+	return openNamed(name)
+}
+
+func openNamed(name string) (Backend, error) {
+	regMu.Lock()
+	e, ok := reg[name]
+	regMu.Unlock()
+	if !ok {
+		names := []string{}
+		for _, d := range Drivers() {
+			names = append(names, d.Name)
+		}
+		return nil, fmt.Errorf("backend.Open(%q): %w (registered: %v)", name, ErrNoDriver, names)
+	}
+	b, err := e.drv.Open()
+	if err != nil {
+		return nil, fmt.Errorf("backend.Open(%q): %w", name, err)
+	}
+	return b, nil
+}

@@ -1,0 +1,429 @@
+package backend
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Op is one primitive operation of the IR. The set is small on purpose (in the
+// spirit of tinygrad and ggml): everything core offers, gradients and optimizer
+// updates included, lowers to these, so a backend that runs them runs training.
+type Op uint8
+
+// The op set. Every value is f32; index operands are f32 holding whole numbers
+// (exact below 2^24). Shapes are row-major with up to 4 dimensions; a rank-0
+// shape is a scalar. "Broadcast" means numpy rules on right-aligned shapes.
+const (
+	OpInvalid Op = iota
+
+	// OpArg reads Run's args[Node.Arg]: a device buffer bound at run time
+	// (a parameter, an optimizer state, a realized tensor, a device table).
+	OpArg
+	// OpFill is a constant tensor: every element Node.A.
+	OpFill
+
+	// Binary elementwise ops with broadcasting of both operands to Node.Shape.
+	OpAdd
+	OpSub
+	OpMul
+	OpDiv
+
+	// Unary elementwise ops.
+	OpNeg
+	OpExp
+	OpLog
+	OpSqrt
+	OpReLU
+	OpSigmoid
+	OpTanh
+	OpAffine   // x*A + B
+	OpPowConst // x^A (x<0 with a non-integer A is NaN, as in C's powf)
+	OpClamp    // min(max(x, A), B)
+	OpInside   // 1 where A < x < B, else 0 (the mask of ReLU' and Clamp')
+
+	// OpSum sums along Node.Axis; the output keeps the rank with that axis 1.
+	OpSum
+	// OpMax takes the maximum along Node.Axis; the output keeps the rank.
+	OpMax
+	// OpSoftmax and OpLogSoftmax work along the last axis.
+	OpSoftmax
+	OpLogSoftmax
+
+	// OpReshape reinterprets the input (same element count) as Node.Shape.
+	OpReshape
+	// OpPermute reorders the axes: output axis i is input axis Node.Perm[i].
+	OpPermute
+	// OpExpand broadcasts the input to Node.Shape (numpy rules).
+	OpExpand
+	// OpSliceRows takes rows Node.Start .. Start+Shape[0]-1 along axis 0.
+	OpSliceRows
+	// OpConcatRows joins its two inputs along axis 0.
+	OpConcatRows
+	// OpGetRows selects rows of In[0] (shape [R, ...]) by the indices In[1]
+	// (shape [n]), giving [n, ...]. Indices are clamped to 0..R-1 so that no
+	// index can read outside the table.
+	OpGetRows
+	// OpScatterAddRows is the adjoint of OpGetRows: output Node.Shape [R, ...]
+	// zero, then row idx[i] += In[0][i] for each i (indices clamped alike).
+	OpScatterAddRows
+	// OpOneHot turns indices In[0] (shape [n]) into [n, C] rows with a 1 at the
+	// (clamped) index; C is Node.Shape[1].
+	OpOneHot
+
+	// OpMatMul multiplies the last two dimensions: [..., M, K] x [..., K, N].
+	// Node.TransA / TransB mean the stored operand is the transpose of the
+	// one multiplied. Leading (batch) dimensions are equal on both sides.
+	OpMatMul
+
+	// OpAdamW updates In[0]=w, In[2]=m, In[3]=v in place (all OpArg) from the
+	// gradient In[1] and the hyperparameters In[4] = [lr, beta1, beta2, eps,
+	// weight decay, 1/(1-beta1^t), 1/(1-beta2^t)] (ggml's opt_step_adamw):
+	//   m = b1*m + (1-b1)*g;  v = b2*v + (1-b2)*g*g
+	//   w = w*(1 - lr*wd) - lr * (m*bc1) / (sqrt(v*bc2) + eps)
+	// Its value is the updated w.
+	OpAdamW
+	// OpSGD updates In[0]=w and In[2]=velocity in place (both OpArg) from the
+	// gradient In[1] and In[3] = [lr, momentum, weight decay]:
+	//   g' = g + wd*w;  vel = momentum*vel + g';  w = w - lr*vel
+	// With momentum 0 the velocity is still written (it holds g').
+	// Its value is the updated w.
+	OpSGD
+
+	opCount
+)
+
+var opNames = [...]string{
+	OpInvalid: "invalid", OpArg: "arg", OpFill: "fill",
+	OpAdd: "add", OpSub: "sub", OpMul: "mul", OpDiv: "div",
+	OpNeg: "neg", OpExp: "exp", OpLog: "log", OpSqrt: "sqrt", OpReLU: "relu",
+	OpSigmoid: "sigmoid", OpTanh: "tanh", OpAffine: "affine", OpPowConst: "pow",
+	OpClamp: "clamp", OpInside: "inside",
+	OpSum: "sum", OpMax: "max", OpSoftmax: "softmax", OpLogSoftmax: "log_softmax",
+	OpReshape: "reshape", OpPermute: "permute", OpExpand: "expand",
+	OpSliceRows: "slice_rows", OpConcatRows: "concat_rows", OpGetRows: "get_rows",
+	OpScatterAddRows: "scatter_add_rows", OpOneHot: "one_hot",
+	OpMatMul: "matmul", OpAdamW: "adamw", OpSGD: "sgd",
+}
+
+// String returns the op's IR name, as used in profiles.
+func (o Op) String() string {
+	if int(o) < len(opNames) && opNames[o] != "" {
+		return opNames[o]
+	}
+	return fmt.Sprintf("op(%d)", int(o))
+}
+
+// Ops lists every valid op, in declaration order.
+func Ops() []Op {
+	out := make([]Op, 0, opCount-1)
+	for o := OpArg; o < opCount; o++ {
+		out = append(out, o)
+	}
+	return out
+}
+
+// IsUnary reports whether o is an elementwise op of one input.
+func (o Op) IsUnary() bool { return o >= OpNeg && o <= OpInside }
+
+// IsBinary reports whether o is an elementwise op of two broadcast inputs.
+func (o Op) IsBinary() bool { return o >= OpAdd && o <= OpDiv }
+
+// InPlace reports whether o writes into its OpArg operands.
+func (o Op) InPlace() bool { return o == OpAdamW || o == OpSGD }
+
+// Node is one vertex of a Graph. Inputs name earlier nodes by index.
+type Node struct {
+	Op    Op
+	In    []int
+	Shape []int
+
+	Arg    int     // OpArg: index into Run's args
+	A, B   float32 // scalar attributes (OpFill, OpAffine, OpPowConst, OpClamp, OpInside)
+	Axis   int     // OpSum, OpMax
+	Start  int     // OpSliceRows
+	Perm   []int   // OpPermute
+	TransA bool    // OpMatMul
+	TransB bool    // OpMatMul
+}
+
+// Output says that the value of Node leaves the run in Run's args[Arg]: the
+// backend computes it there (or copies it there) so it outlives the run.
+type Output struct {
+	Node int
+	Arg  int
+}
+
+// Graph is what a backend compiles: nodes in topological order and the values
+// that leave the run. Nodes execute in order; in-place ops (OpAdamW, OpSGD)
+// mutate their OpArg operands at their position, so a backend may not move a
+// read of such an arg across them.
+type Graph struct {
+	Nodes   []Node
+	Outputs []Output
+	// NumArgs is the length of the args slice Run takes.
+	NumArgs int
+}
+
+// Key returns a string that identifies the graph's structure exactly: two
+// graphs with equal keys compile to interchangeable programs. Core caches
+// compiled programs by it.
+func (g *Graph) Key() string {
+	var b strings.Builder
+	b.Grow(32 * len(g.Nodes))
+	for _, n := range g.Nodes {
+		fmt.Fprintf(&b, "%d%v%v|%d|%g|%g|%d|%d|%v|%t%t;", n.Op, n.In, n.Shape, n.Arg, n.A, n.B, n.Axis, n.Start, n.Perm, n.TransA, n.TransB)
+	}
+	fmt.Fprintf(&b, "out%v/%d", g.Outputs, g.NumArgs)
+	return b.String()
+}
+
+// String prints the graph one node per line, for debugging and error messages.
+func (g *Graph) String() string {
+	var b strings.Builder
+	for i, n := range g.Nodes {
+		fmt.Fprintf(&b, "%3d %-16s %v <- %v", i, n.Op, n.Shape, n.In)
+		switch n.Op {
+		case OpArg:
+			fmt.Fprintf(&b, " arg=%d", n.Arg)
+		case OpFill, OpAffine, OpPowConst, OpClamp, OpInside:
+			fmt.Fprintf(&b, " a=%g b=%g", n.A, n.B)
+		case OpSum, OpMax:
+			fmt.Fprintf(&b, " axis=%d", n.Axis)
+		case OpSliceRows:
+			fmt.Fprintf(&b, " start=%d", n.Start)
+		case OpPermute:
+			fmt.Fprintf(&b, " perm=%v", n.Perm)
+		case OpMatMul:
+			fmt.Fprintf(&b, " transA=%t transB=%t", n.TransA, n.TransB)
+		}
+		b.WriteByte('\n')
+	}
+	fmt.Fprintf(&b, "outputs %v, %d args\n", g.Outputs, g.NumArgs)
+	return b.String()
+}
+
+// NumElems is the number of elements of a shape (1 for a scalar).
+func NumElems(shape []int) int {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	return n
+}
+
+// Strides returns the row-major strides of shape, in elements.
+func Strides(shape []int) []int {
+	s := make([]int, len(shape))
+	acc := 1
+	for i := len(shape) - 1; i >= 0; i-- {
+		s[i] = acc
+		acc *= shape[i]
+	}
+	return s
+}
+
+// BroadcastShape returns the numpy broadcast of a and b, or an error naming
+// both shapes.
+func BroadcastShape(a, b []int) ([]int, error) {
+	n := max(len(a), len(b))
+	out := make([]int, n)
+	for i := 0; i < n; i++ {
+		da, db := 1, 1
+		if j := len(a) - n + i; j >= 0 {
+			da = a[j]
+		}
+		if j := len(b) - n + i; j >= 0 {
+			db = b[j]
+		}
+		switch {
+		case da == db, db == 1:
+			out[i] = da
+		case da == 1:
+			out[i] = db
+		default:
+			return nil, fmt.Errorf("shapes %v and %v do not broadcast (dimension %d: %d vs %d)", a, b, i, da, db)
+		}
+	}
+	return out, nil
+}
+
+// BroadcastStrides returns strides for reading an input of shape in as if it
+// had shape out (numpy broadcast): broadcast dimensions get stride 0.
+func BroadcastStrides(in, out []int) []int {
+	st := make([]int, len(out))
+	inStrides := Strides(in)
+	off := len(out) - len(in)
+	for i := range out {
+		j := i - off
+		if j >= 0 && in[j] != 1 {
+			st[i] = inStrides[j]
+		}
+	}
+	return st
+}
+
+// Validate checks the graph's structure: op codes, input counts, topological
+// order, arg indices and output shapes. Backends call it in Compile so a bad
+// graph is an error, never a crash inside a device library.
+func (g *Graph) Validate() error {
+	for i, n := range g.Nodes {
+		if err := g.validateNode(i, &n); err != nil {
+			return fmt.Errorf("backend: node %d (%s %v): %w", i, n.Op, n.Shape, err)
+		}
+	}
+	for _, o := range g.Outputs {
+		if o.Node < 0 || o.Node >= len(g.Nodes) {
+			return fmt.Errorf("backend: output names node %d of %d", o.Node, len(g.Nodes))
+		}
+		if o.Arg < 0 || o.Arg >= g.NumArgs {
+			return fmt.Errorf("backend: output of node %d goes to arg %d of %d", o.Node, o.Arg, g.NumArgs)
+		}
+	}
+	return nil
+}
+
+func (g *Graph) validateNode(i int, n *Node) error {
+	if n.Op <= OpInvalid || n.Op >= opCount {
+		return fmt.Errorf("unknown op %d", int(n.Op))
+	}
+	if len(n.Shape) > 4 {
+		return fmt.Errorf("rank %d > 4", len(n.Shape))
+	}
+	for _, d := range n.Shape {
+		if d < 1 {
+			return fmt.Errorf("dimension %d < 1", d)
+		}
+	}
+	for _, in := range n.In {
+		if in < 0 || in >= i {
+			return fmt.Errorf("input %d is not an earlier node", in)
+		}
+	}
+	want := map[Op]int{OpArg: 0, OpFill: 0, OpConcatRows: 2, OpGetRows: 2, OpScatterAddRows: 2,
+		OpMatMul: 2, OpAdamW: 5, OpSGD: 4}
+	nin, ok := want[n.Op]
+	switch {
+	case n.Op.IsBinary():
+		nin = 2
+	case !ok:
+		nin = 1
+	}
+	if len(n.In) != nin {
+		return fmt.Errorf("%d inputs, want %d", len(n.In), nin)
+	}
+	in := func(k int) []int { return g.Nodes[n.In[k]].Shape }
+	same := func(a, b []int) bool { return fmt.Sprint(a) == fmt.Sprint(b) }
+	switch {
+	case n.Op == OpArg:
+		if n.Arg < 0 || n.Arg >= g.NumArgs {
+			return fmt.Errorf("arg %d of %d", n.Arg, g.NumArgs)
+		}
+	case n.Op.IsBinary():
+		bs, err := BroadcastShape(in(0), in(1))
+		if err != nil {
+			return err
+		}
+		if !same(bs, n.Shape) {
+			return fmt.Errorf("broadcast of %v and %v is %v", in(0), in(1), bs)
+		}
+	case n.Op.IsUnary(), n.Op == OpSoftmax, n.Op == OpLogSoftmax:
+		if !same(in(0), n.Shape) {
+			return fmt.Errorf("input shape %v differs", in(0))
+		}
+	case n.Op == OpSum || n.Op == OpMax:
+		s := in(0)
+		if n.Axis < 0 || n.Axis >= len(s) || len(n.Shape) != len(s) || n.Shape[n.Axis] != 1 {
+			return fmt.Errorf("axis %d of input %v", n.Axis, s)
+		}
+		for k := range s {
+			if k != n.Axis && s[k] != n.Shape[k] {
+				return fmt.Errorf("input %v", s)
+			}
+		}
+	case n.Op == OpReshape:
+		if NumElems(in(0)) != NumElems(n.Shape) {
+			return fmt.Errorf("input %v has another size", in(0))
+		}
+	case n.Op == OpPermute:
+		s := in(0)
+		if len(n.Perm) != len(s) || len(n.Shape) != len(s) {
+			return fmt.Errorf("perm %v for input %v", n.Perm, s)
+		}
+		seen := make([]bool, len(s))
+		for k, p := range n.Perm {
+			if p < 0 || p >= len(s) || seen[p] || n.Shape[k] != s[p] {
+				return fmt.Errorf("perm %v for input %v", n.Perm, s)
+			}
+			seen[p] = true
+		}
+	case n.Op == OpExpand:
+		bs, err := BroadcastShape(in(0), n.Shape)
+		if err != nil || !same(bs, n.Shape) {
+			return fmt.Errorf("input %v does not broadcast", in(0))
+		}
+	case n.Op == OpSliceRows:
+		s := in(0)
+		if len(s) == 0 || len(n.Shape) != len(s) || n.Start < 0 || n.Start+n.Shape[0] > s[0] || !same(s[1:], n.Shape[1:]) {
+			return fmt.Errorf("start %d of input %v", n.Start, s)
+		}
+	case n.Op == OpConcatRows:
+		a, b := in(0), in(1)
+		if len(a) == 0 || len(a) != len(b) || !same(a[1:], b[1:]) || !same(a[1:], n.Shape[1:]) || n.Shape[0] != a[0]+b[0] {
+			return fmt.Errorf("inputs %v and %v", a, b)
+		}
+	case n.Op == OpGetRows:
+		t, idx := in(0), in(1)
+		if len(t) == 0 || len(idx) != 1 || len(n.Shape) != len(t) || n.Shape[0] != idx[0] || !same(t[1:], n.Shape[1:]) {
+			return fmt.Errorf("table %v, indices %v", t, idx)
+		}
+	case n.Op == OpScatterAddRows:
+		src, idx := in(0), in(1)
+		if len(src) == 0 || len(idx) != 1 || idx[0] != src[0] || len(n.Shape) != len(src) || !same(src[1:], n.Shape[1:]) {
+			return fmt.Errorf("source %v, indices %v", src, idx)
+		}
+	case n.Op == OpOneHot:
+		if len(in(0)) != 1 || len(n.Shape) != 2 || n.Shape[0] != in(0)[0] {
+			return fmt.Errorf("indices %v", in(0))
+		}
+	case n.Op == OpMatMul:
+		a, b := in(0), in(1)
+		if len(a) < 2 || len(a) != len(b) || len(n.Shape) != len(a) || !same(a[:len(a)-2], b[:len(b)-2]) {
+			return fmt.Errorf("operands %v and %v", a, b)
+		}
+		m, k := a[len(a)-2], a[len(a)-1]
+		if n.TransA {
+			m, k = k, m
+		}
+		k2, nn := b[len(b)-2], b[len(b)-1]
+		if n.TransB {
+			k2, nn = nn, k2
+		}
+		r := len(n.Shape)
+		if k != k2 || n.Shape[r-2] != m || n.Shape[r-1] != nn || !same(a[:r-2], n.Shape[:r-2]) {
+			return fmt.Errorf("operands %v (trans %t) and %v (trans %t)", a, n.TransA, b, n.TransB)
+		}
+	case n.Op.InPlace():
+		w := in(0)
+		targets := []int{0, 2}
+		if n.Op == OpAdamW {
+			targets = append(targets, 3)
+		}
+		for _, k := range targets {
+			if g.Nodes[n.In[k]].Op != OpArg || !same(in(k), w) {
+				return fmt.Errorf("operand %d must be an arg of shape %v", k, w)
+			}
+		}
+		if !same(in(1), w) || !same(n.Shape, w) {
+			return fmt.Errorf("gradient %v for parameter %v", in(1), w)
+		}
+		hp := in(len(n.In) - 1)
+		want := 7
+		if n.Op == OpSGD {
+			want = 3
+		}
+		if NumElems(hp) != want {
+			return fmt.Errorf("hyperparameters %v, want %d values", hp, want)
+		}
+	}
+	return nil
+}
