@@ -1,0 +1,56 @@
+# ag - the two commands a new user runs:
+#   make demo   train the seeds' MLP on the best device here and print the loss and step times
+#   make test   install what the tests need when missing, build ggml, run every test
+#
+# ggml (CPU + Vulkan) is built outside the clone and cached by version
+# (backend/native/ggml/build.sh); when it has been built, every target links
+# it (-tags ggml), otherwise the pure-Go and WebGPU backends are used.
+
+GO        ?= go
+GGML_BUILD := backend/native/ggml/build.sh
+GGML_PREFIX := $(shell bash $(GGML_BUILD) --print-prefix 2>/dev/null)
+HAVE_GGML := $(wildcard $(GGML_PREFIX)/.built)
+ifneq ($(HAVE_GGML),)
+  TAGS := -tags ggml
+  export CGO_CFLAGS := -I$(GGML_PREFIX)/include
+  export CGO_LDFLAGS := -L$(GGML_PREFIX)/lib
+endif
+# Tests of the ggml Vulkan device run on lavapipe, which ggml skips unless asked.
+TEST_ENV := GGML_VK_VISIBLE_DEVICES=0
+
+.PHONY: demo test deps vulkan vet unit wasm-check bench build clean-cache
+
+demo:
+	$(GO) run $(TAGS) ./cmd/ag demo
+
+build:
+	$(GO) build $(TAGS) ./...
+
+deps:
+	bash scripts/deps.sh
+
+# Builds ggml once per version; later runs print "up to date".
+vulkan:
+	bash $(GGML_BUILD)
+
+# `make test` re-invokes make after the ggml build so TAGS/CGO flags see it.
+test: deps vulkan
+	$(MAKE) --no-print-directory vet unit wasm-check
+
+vet:
+	$(GO) vet $(TAGS) ./...
+	test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
+
+unit:
+	$(TEST_ENV) $(GO) test $(TAGS) -count=1 -timeout 30m ./...
+
+# The packages that run in the browser must build for GOOS=js.
+wasm-check:
+	GOOS=js GOARCH=wasm $(GO) build ./core/ ./nn/ ./backend/... ./buffer/ ./profile/ ./wasm/
+	GOOS=js GOARCH=wasm $(GO) vet ./core/ ./nn/ ./backend/cpu/ ./profile/
+
+bench:
+	$(GO) run $(TAGS) ./cmd/ag bench -json bench.json
+
+clean-cache:
+	rm -rf $${AG_CACHE:-$$HOME/.cache/ag}

@@ -1,0 +1,293 @@
+// Package backendtest is the conformance suite every backend runs: each op of
+// the IR against a float64 reference interpreter (Eval) on random shapes, with
+// tolerances per op stated in one table (tolerances), plus whole graphs,
+// program reuse, memory calls and large tensors. A backend's test calls
+//
+//	func TestConformance(t *testing.T) { backendtest.Run(t, "cpu") }
+package backendtest
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/ag-go/ag/backend"
+)
+
+// Eval interprets g in float64, the reference every backend is checked
+// against. args[i] is the content of Run's args[i]; it must hold at least as
+// many elements as the nodes reading or writing it. Like Program.Run, Eval
+// mutates args: in-place ops (OpAdamW, OpSGD) update their arg operands at
+// their position, and after the last node each Output's value is copied into
+// the prefix of its arg. It returns the value of every node, indexed by node;
+// an OpArg node's value aliases its arg (so it shows the arg's final state).
+//
+// Indices (OpGetRows, OpScatterAddRows, OpOneHot) are rounded to the nearest
+// integer (halves away from zero; the IR promises whole numbers anyway) and
+// clamped into range; NaN counts as 0.
+func Eval(g *backend.Graph, args [][]float64) ([][]float64, error) {
+	if err := g.Validate(); err != nil {
+		return nil, fmt.Errorf("backendtest.Eval: %w", err)
+	}
+	if len(args) != g.NumArgs {
+		return nil, fmt.Errorf("backendtest.Eval: %d args, graph wants %d", len(args), g.NumArgs)
+	}
+	vals := make([][]float64, len(g.Nodes))
+	for i := range g.Nodes {
+		n := &g.Nodes[i]
+		if n.Op == backend.OpArg {
+			ne := backend.NumElems(n.Shape)
+			if len(args[n.Arg]) < ne {
+				return nil, fmt.Errorf("backendtest.Eval: node %d reads arg %d as %v (%d elements) but it holds %d", i, n.Arg, n.Shape, ne, len(args[n.Arg]))
+			}
+			vals[i] = args[n.Arg][:ne:ne]
+			continue
+		}
+		ins := make([][]float64, len(n.In))
+		shapes := make([][]int, len(n.In))
+		for k, j := range n.In {
+			ins[k], shapes[k] = vals[j], g.Nodes[j].Shape
+		}
+		vals[i] = evalNode(n, ins, shapes)
+	}
+	for _, o := range g.Outputs {
+		v := vals[o.Node]
+		if len(args[o.Arg]) < len(v) {
+			return nil, fmt.Errorf("backendtest.Eval: output of node %d has %d elements, arg %d holds %d", o.Node, len(v), o.Arg, len(args[o.Arg]))
+		}
+		copy(args[o.Arg], v)
+	}
+	return vals, nil
+}
+
+// evalNode computes one non-arg node. The graph is validated, so shapes agree.
+func evalNode(n *backend.Node, in [][]float64, shapes [][]int) []float64 {
+	out := make([]float64, backend.NumElems(n.Shape))
+	a, b := float64(n.A), float64(n.B)
+	switch {
+	case n.Op == backend.OpFill:
+		for i := range out {
+			out[i] = a
+		}
+	case n.Op.IsBinary():
+		sa := backend.BroadcastStrides(shapes[0], n.Shape)
+		sb := backend.BroadcastStrides(shapes[1], n.Shape)
+		for i := range out {
+			out[i] = binary(n.Op, in[0][offset(i, n.Shape, sa)], in[1][offset(i, n.Shape, sb)])
+		}
+	case n.Op.IsUnary():
+		for i, x := range in[0] {
+			out[i] = unary(n.Op, x, a, b)
+		}
+	case n.Op == backend.OpSum || n.Op == backend.OpMax:
+		reduce(n, in[0], shapes[0], out)
+	case n.Op == backend.OpSoftmax || n.Op == backend.OpLogSoftmax:
+		softmax(n.Op == backend.OpLogSoftmax, in[0], n.Shape, out)
+	case n.Op == backend.OpReshape:
+		copy(out, in[0])
+	case n.Op == backend.OpPermute:
+		// Output axis k is input axis Perm[k], so the output's stride along
+		// k is the input's stride along Perm[k].
+		st := backend.Strides(shapes[0])
+		ps := make([]int, len(n.Perm))
+		for k, p := range n.Perm {
+			ps[k] = st[p]
+		}
+		for i := range out {
+			out[i] = in[0][offset(i, n.Shape, ps)]
+		}
+	case n.Op == backend.OpExpand:
+		st := backend.BroadcastStrides(shapes[0], n.Shape)
+		for i := range out {
+			out[i] = in[0][offset(i, n.Shape, st)]
+		}
+	case n.Op == backend.OpSliceRows:
+		rs := backend.NumElems(n.Shape[1:])
+		copy(out, in[0][n.Start*rs:])
+	case n.Op == backend.OpConcatRows:
+		copy(out, in[0])
+		copy(out[len(in[0]):], in[1])
+	case n.Op == backend.OpGetRows:
+		rows, rs := shapes[0][0], backend.NumElems(shapes[0][1:])
+		for i, x := range in[1] {
+			r := clampIndex(x, rows)
+			copy(out[i*rs:(i+1)*rs], in[0][r*rs:(r+1)*rs])
+		}
+	case n.Op == backend.OpScatterAddRows:
+		rows, rs := n.Shape[0], backend.NumElems(n.Shape[1:])
+		for i, x := range in[1] {
+			r := clampIndex(x, rows)
+			for c := 0; c < rs; c++ {
+				out[r*rs+c] += in[0][i*rs+c]
+			}
+		}
+	case n.Op == backend.OpOneHot:
+		classes := n.Shape[1]
+		for i, x := range in[0] {
+			out[i*classes+clampIndex(x, classes)] = 1
+		}
+	case n.Op == backend.OpMatMul:
+		matmul(n, in[0], in[1], shapes[0], out)
+	case n.Op == backend.OpAdamW:
+		w, gr, m, v, hp := in[0], in[1], in[2], in[3], in[4]
+		lr, b1, b2, eps, wd, bc1, bc2 := hp[0], hp[1], hp[2], hp[3], hp[4], hp[5], hp[6]
+		for i := range w {
+			m[i] = b1*m[i] + (1-b1)*gr[i]
+			v[i] = b2*v[i] + (1-b2)*gr[i]*gr[i]
+			w[i] = w[i]*(1-lr*wd) - lr*(m[i]*bc1)/(math.Sqrt(v[i]*bc2)+eps)
+		}
+		copy(out, w)
+	case n.Op == backend.OpSGD:
+		w, gr, vel, hp := in[0], in[1], in[2], in[3]
+		lr, mom, wd := hp[0], hp[1], hp[2]
+		for i := range w {
+			vel[i] = mom*vel[i] + gr[i] + wd*w[i]
+			w[i] -= lr * vel[i]
+		}
+		copy(out, w)
+	default:
+		panic(fmt.Sprintf("backendtest.Eval: op %v has no reference", n.Op))
+	}
+	return out
+}
+
+// offset maps flat index i of a tensor of shape to an element offset under
+// strides st (which may be broadcast or permuted strides).
+func offset(i int, shape, st []int) int {
+	off := 0
+	for k := len(shape) - 1; k >= 0; k-- {
+		off += (i % shape[k]) * st[k]
+		i /= shape[k]
+	}
+	return off
+}
+
+func binary(op backend.Op, x, y float64) float64 {
+	switch op {
+	case backend.OpAdd:
+		return x + y
+	case backend.OpSub:
+		return x - y
+	case backend.OpMul:
+		return x * y
+	default: // OpDiv
+		return x / y
+	}
+}
+
+func unary(op backend.Op, x, a, b float64) float64 {
+	switch op {
+	case backend.OpNeg:
+		return -x
+	case backend.OpExp:
+		return math.Exp(x)
+	case backend.OpLog:
+		return math.Log(x)
+	case backend.OpSqrt:
+		return math.Sqrt(x)
+	case backend.OpReLU:
+		return math.Max(x, 0)
+	case backend.OpSigmoid:
+		return 1 / (1 + math.Exp(-x))
+	case backend.OpTanh:
+		return math.Tanh(x)
+	case backend.OpAffine:
+		return x*a + b
+	case backend.OpPowConst:
+		return math.Pow(x, a)
+	case backend.OpClamp:
+		return math.Min(math.Max(x, a), b)
+	default: // OpInside
+		if a < x && x < b {
+			return 1
+		}
+		return 0
+	}
+}
+
+// reduce sums or maxes in (shape s) along n.Axis into out.
+func reduce(n *backend.Node, in []float64, s []int, out []float64) {
+	st := backend.Strides(s)
+	for i := range out {
+		base := offset(i, n.Shape, st) // the reduced axis has coordinate 0 in out
+		acc := in[base]
+		for j := 1; j < s[n.Axis]; j++ {
+			x := in[base+j*st[n.Axis]]
+			if n.Op == backend.OpSum {
+				acc += x
+			} else {
+				acc = math.Max(acc, x)
+			}
+		}
+		out[i] = acc
+	}
+}
+
+// softmax works on rows of the last axis; a scalar is one row of one element.
+// It subtracts the row maximum first, as any stable implementation must.
+func softmax(logOut bool, in []float64, shape []int, out []float64) {
+	cols := 1
+	if len(shape) > 0 {
+		cols = shape[len(shape)-1]
+	}
+	for r := 0; r < len(in)/cols; r++ {
+		row, o := in[r*cols:(r+1)*cols], out[r*cols:(r+1)*cols]
+		mx := math.Inf(-1)
+		for _, x := range row {
+			mx = math.Max(mx, x)
+		}
+		sum := 0.0
+		for _, x := range row {
+			sum += math.Exp(x - mx)
+		}
+		for c, x := range row {
+			if logOut {
+				o[c] = x - mx - math.Log(sum)
+			} else {
+				o[c] = math.Exp(x-mx) / sum
+			}
+		}
+	}
+}
+
+// matmul multiplies the last two dimensions batch by batch. A stored operand
+// of shape [p, q] is read as itself or, when transposed, as its transpose.
+func matmul(n *backend.Node, a, b []float64, sa []int, out []float64) {
+	r := len(n.Shape)
+	m, nn := n.Shape[r-2], n.Shape[r-1]
+	k := sa[r-1]
+	if n.TransA {
+		k = sa[r-2]
+	}
+	batches := backend.NumElems(n.Shape[:r-2])
+	for bt := 0; bt < batches; bt++ {
+		A, B, C := a[bt*m*k:(bt+1)*m*k], b[bt*k*nn:(bt+1)*k*nn], out[bt*m*nn:(bt+1)*m*nn]
+		for i := 0; i < m; i++ {
+			for j := 0; j < nn; j++ {
+				acc := 0.0
+				for l := 0; l < k; l++ {
+					av := A[i*k+l] // stored [m, k]
+					if n.TransA {
+						av = A[l*m+i] // stored [k, m]
+					}
+					bv := B[l*nn+j] // stored [k, n]
+					if n.TransB {
+						bv = B[j*k+l] // stored [n, k]
+					}
+					acc += av * bv
+				}
+				C[i*nn+j] = acc
+			}
+		}
+	}
+}
+
+// clampIndex turns an f32 index into a row number in 0..n-1.
+func clampIndex(x float64, n int) int {
+	switch {
+	case math.IsNaN(x) || x < 0:
+		return 0
+	case x > float64(n-1):
+		return n - 1
+	}
+	return int(math.Round(x))
+}

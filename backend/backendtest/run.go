@@ -1,0 +1,335 @@
+package backendtest
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/ag-go/ag/backend"
+)
+
+// Run runs the conformance suite against the backend registered as name,
+// one subtest per op case ("add/broadcast", "matmul/transB", ...), then whole
+// graphs, buffers and memory, and (without -short) large tensors. It skips
+// when the driver is not registered or reports itself unavailable here.
+func Run(t *testing.T, name string) {
+	be := open(t, name)
+	s := &suite{be: be, caps: be.Caps()}
+	t.Logf("backend %q: %s (max buffer %d elements, unsupported %v)", s.caps.Name, s.caps.Device, s.caps.MaxBufferElems, s.caps.Unsupported)
+	for _, c := range opCases() {
+		t.Run(c.name, func(t *testing.T) {
+			rng := seeded(c.name)
+			for i, in := range c.build(rng) {
+				t.Run(fmt.Sprintf("%d_%s", i, in.label()), func(t *testing.T) { s.check(t, c.tol, in) })
+			}
+		})
+	}
+	for _, c := range graphCases() {
+		t.Run(c.name, func(t *testing.T) { c.run(t, s) })
+	}
+}
+
+// open opens the named driver or skips the test with the reason.
+func open(t *testing.T, name string) backend.Backend {
+	t.Helper()
+	var names []string
+	for _, d := range backend.Drivers() {
+		names = append(names, d.Name)
+		if d.Name != name {
+			continue
+		}
+		if !d.OK {
+			t.Skipf("backendtest.Run: driver %q not available here: %s", name, d.Why)
+		}
+		be, err := backend.Open(name)
+		if err != nil {
+			t.Fatalf("backendtest.Run: driver %q says available (%s) but Open fails: %v", name, d.Why, err)
+		}
+		t.Cleanup(func() {
+			if err := be.Close(); err != nil {
+				t.Errorf("backendtest.Run: Close(%q): %v", name, err)
+			}
+		})
+		return be
+	}
+	t.Skipf("backendtest.Run: driver %q not registered (registered: %v)", name, names)
+	return nil
+}
+
+type suite struct {
+	be   backend.Backend
+	caps backend.Caps
+}
+
+// instance is one graph to run with its initial arg contents.
+type instance struct {
+	g *backend.Graph
+	// args are the initial contents of Run's args, one per graph arg.
+	args [][]float32
+	// runs is how many times the compiled program runs (0 means 1); after
+	// each run every arg is compared with Eval's.
+	runs int
+	// feed, if set, gives new contents for some args before run k >= 1
+	// (program reuse with new data).
+	feed func(k int) map[int][]float32
+	// terms is the reduction length for tolerances with Terms set.
+	terms int
+}
+
+// label names an instance by the shapes of its graph's args: "3x7,7,3x7"
+// ("s" for a scalar).
+func (in instance) label() string {
+	parts := make([]string, in.g.NumArgs)
+	for i := range parts {
+		sh := argShape(in.g, i)
+		if len(sh) == 0 {
+			parts[i] = "s"
+			continue
+		}
+		ds := make([]string, len(sh))
+		for k, d := range sh {
+			ds[k] = fmt.Sprint(d)
+		}
+		parts[i] = strings.Join(ds, "x")
+	}
+	return strings.Join(parts, ",")
+}
+
+// check compiles in.g, runs it in.runs times and compares every arg after each
+// run with Eval under the tolerance named tolKey.
+func (s *suite) check(t *testing.T, tolKey string, in instance) {
+	t.Helper()
+	tol, ok := tolerances[tolKey]
+	if !ok {
+		t.Fatalf("backendtest: no tolerance %q in the table", tolKey)
+	}
+	for _, n := range in.g.Nodes {
+		if !s.caps.Supports(n.Op) {
+			// An unsupported op must fail to compile, cleanly.
+			p, err := s.compile(in.g)
+			if err == nil {
+				p.Release()
+				t.Fatalf("Compile accepted op %v that Caps.Unsupported lists", n.Op)
+			}
+			t.Skipf("op %v unsupported by %s: %v", n.Op, s.caps.Name, err)
+		}
+	}
+	bufs := s.upload(t, in.args)
+	prog, err := s.compile(in.g)
+	if err != nil {
+		t.Fatalf("Compile: %v\ngraph:\n%s", err, in.g)
+	}
+	defer prog.Release()
+	ref := to64(in.args)
+	runs := max(in.runs, 1)
+	for k := 0; k < runs; k++ {
+		if k > 0 && in.feed != nil {
+			for i, data := range in.feed(k) {
+				s.write(t, bufs[i], data)
+				ref[i] = to64([][]float32{data})[0]
+			}
+		}
+		mag := magnitudes(t, in.g, ref, tol, in.terms)
+		if _, err := Eval(in.g, ref); err != nil {
+			t.Fatalf("reference: %v", err)
+		}
+		if _, err := prog.Run(bufs); err != nil {
+			t.Fatalf("run %d: Run: %v\ngraph:\n%s", k, err, in.g)
+		}
+		for i, b := range bufs {
+			got := make([]float32, len(ref[i]))
+			if err := s.be.Read(b, 0, got); err != nil {
+				t.Fatalf("run %d: Read arg %d: %v", k, i, err)
+			}
+			var m []float64
+			if mag != nil {
+				m = mag[i]
+			}
+			if msg := compare(got, ref[i], m, tol, in.terms, argShape(in.g, i)); msg != "" {
+				t.Fatalf("run %d of %d: arg %d %s: %s\ngraph:\n%s", k+1, runs, i, argRole(in.g, i), msg, in.g)
+			}
+			// The device stores f32: so does the reference between runs.
+			for j, x := range ref[i] {
+				ref[i][j] = float64(float32(x))
+			}
+		}
+	}
+}
+
+// compile calls Compile and turns a panic into an error, so that a backend
+// crashing on a graph fails the test instead of the whole test binary.
+func (s *suite) compile(g *backend.Graph) (p backend.Program, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("Compile panicked: %v", r)
+		}
+	}()
+	return s.be.Compile(g)
+}
+
+// upload allocates one buffer per arg and writes its contents; the buffers
+// are freed when the test ends.
+func (s *suite) upload(t *testing.T, args [][]float32) []backend.Buffer {
+	t.Helper()
+	bufs := make([]backend.Buffer, len(args))
+	for i, a := range args {
+		b, err := s.be.Alloc(len(a))
+		if err != nil {
+			t.Fatalf("Alloc(%d) for arg %d: %v", len(a), i, err)
+		}
+		t.Cleanup(func() { s.be.Free(b) })
+		if b.Len() != len(a) {
+			t.Fatalf("Alloc(%d).Len() = %d", len(a), b.Len())
+		}
+		s.write(t, b, a)
+		bufs[i] = b
+	}
+	return bufs
+}
+
+func (s *suite) write(t *testing.T, b backend.Buffer, data []float32) {
+	t.Helper()
+	if err := s.be.Write(b, 0, data); err != nil {
+		t.Fatalf("Write(%d elements): %v", len(data), err)
+	}
+}
+
+// magnitudes evaluates the graph on |args| when the tolerance is stated
+// relative to the sum of |terms| (matmul, sum): for graphs of sums and
+// products that is the magnitude of the terms each element adds up.
+func magnitudes(t *testing.T, g *backend.Graph, ref [][]float64, tol Tol, terms int) [][]float64 {
+	if !tol.Terms {
+		return nil
+	}
+	abs := make([][]float64, len(ref))
+	for i, r := range ref {
+		abs[i] = make([]float64, len(r))
+		for j, x := range r {
+			abs[i][j] = math.Abs(x)
+		}
+	}
+	if _, err := Eval(g, abs); err != nil {
+		t.Fatalf("reference on |args|: %v", err)
+	}
+	return abs
+}
+
+// compare checks got against want element by element and describes the worst
+// element when some are out of tolerance ("" when all pass).
+func compare(got []float32, want, mag []float64, tol Tol, terms int, shape []int) string {
+	worst, worstRatio, bad := -1, 0.0, 0
+	var worstErr, worstBound float64
+	for i, w := range want {
+		g := float64(got[i])
+		var err float64
+		switch {
+		case math.IsNaN(w) || math.IsNaN(g):
+			if math.IsNaN(w) && math.IsNaN(g) {
+				continue
+			}
+			err = math.Inf(1)
+		case math.IsInf(w, 0) || math.IsInf(g, 0):
+			if w == g {
+				continue
+			}
+			err = math.Inf(1)
+		default:
+			err = math.Abs(g - w)
+		}
+		bound := tol.bound(w, mag, i, terms)
+		if err <= bound {
+			continue
+		}
+		bad++
+		ratio := err / bound
+		if bound == 0 {
+			ratio = math.Inf(1)
+		}
+		if worst < 0 || ratio > worstRatio {
+			worst, worstRatio, worstErr, worstBound = i, ratio, err, bound
+		}
+	}
+	if bad == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d of %d elements out of tolerance %+v; worst element %d %v of %v: got %.9g, want %.9g (|err| %.3g > bound %.3g)",
+		bad, len(want), tol, worst, coords(worst, shape, len(want)), shape, got[worst], want[worst], worstErr, worstBound)
+}
+
+// coords writes flat index i as a multi-index of shape when the shape covers
+// the whole buffer (an oversized arg is shown flat).
+func coords(i int, shape []int, n int) []int {
+	if backend.NumElems(shape) != n {
+		return []int{i}
+	}
+	c := make([]int, len(shape))
+	for k := len(shape) - 1; k >= 0; k-- {
+		c[k] = i % shape[k]
+		i /= shape[k]
+	}
+	return c
+}
+
+// argShape is the shape under which the graph reads or writes arg i.
+func argShape(g *backend.Graph, i int) []int {
+	for _, o := range g.Outputs {
+		if o.Arg == i {
+			return g.Nodes[o.Node].Shape
+		}
+	}
+	for _, n := range g.Nodes {
+		if n.Op == backend.OpArg && n.Arg == i {
+			return n.Shape
+		}
+	}
+	return nil
+}
+
+// argRole names what the graph does with arg i, for failure messages.
+func argRole(g *backend.Graph, i int) string {
+	var roles []string
+	for j, n := range g.Nodes {
+		if n.Op == backend.OpArg && n.Arg == i {
+			roles = append(roles, fmt.Sprintf("read by node %d as %v", j, n.Shape))
+		}
+	}
+	for _, o := range g.Outputs {
+		if o.Arg == i {
+			roles = append(roles, fmt.Sprintf("output of node %d (%v %v)", o.Node, g.Nodes[o.Node].Op, g.Nodes[o.Node].Shape))
+		}
+	}
+	return "(" + strings.Join(roles, ", ") + ")"
+}
+
+// seeded returns a generator seeded from the case name, so every case draws
+// the same numbers whatever runs before it.
+func seeded(name string) *rand.Rand {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return rand.New(rand.NewPCG(h.Sum64(), 0x5eed))
+}
+
+func to64(in [][]float32) [][]float64 {
+	out := make([][]float64, len(in))
+	for i, a := range in {
+		out[i] = make([]float64, len(a))
+		for j, x := range a {
+			out[i][j] = float64(x)
+		}
+	}
+	return out
+}
+
+// errNoPanic runs f and turns a panic into an error.
+func errNoPanic(f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = errors.New(fmt.Sprint("panic: ", r))
+		}
+	}()
+	return f()
+}

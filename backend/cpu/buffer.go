@@ -1,0 +1,77 @@
+package cpu
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/ag-go/ag/backend"
+)
+
+// ErrFreed is returned when a freed buffer is used.
+var ErrFreed = errors.New("cpu: buffer freed")
+
+// Buffer is the CPU backend's device memory: a Go slice of float32.
+type Buffer struct {
+	data  []float32
+	freed bool
+}
+
+// Len returns the number of float32s the buffer holds (0 once freed).
+func (b *Buffer) Len() int { return len(b.data) }
+
+// Data exposes the buffer's memory without a copy, for tests and for code
+// that knows it runs on this backend. The slice is valid until Free.
+func (b *Buffer) Data() []float32 { return b.data }
+
+// asBuffer checks that b is a live buffer of this backend.
+func asBuffer(fn string, b backend.Buffer) (*Buffer, error) {
+	cb, ok := b.(*Buffer)
+	if !ok || cb == nil {
+		return nil, fmt.Errorf("cpu.%s: buffer %T is not a cpu buffer", fn, b)
+	}
+	if cb.freed {
+		return nil, fmt.Errorf("cpu.%s: %w", fn, ErrFreed)
+	}
+	return cb, nil
+}
+
+// Alloc returns a zero-filled buffer of n float32s.
+func (c *CPU) Alloc(n int) (backend.Buffer, error) {
+	if n < 0 {
+		return nil, fmt.Errorf("cpu.Alloc(%d): negative size", n)
+	}
+	return &Buffer{data: make([]float32, n)}, nil
+}
+
+// Free drops the buffer's memory; it is garbage collected.
+func (c *CPU) Free(b backend.Buffer) {
+	if cb, ok := b.(*Buffer); ok && cb != nil {
+		cb.data, cb.freed = nil, true
+	}
+}
+
+// Write copies src into b starting at element off.
+func (c *CPU) Write(b backend.Buffer, off int, src []float32) error {
+	cb, err := asBuffer("Write", b)
+	if err != nil {
+		return err
+	}
+	if off < 0 || off > len(cb.data) || len(src) > len(cb.data)-off {
+		return fmt.Errorf("cpu.Write: %d values at offset %d outside buffer of %d", len(src), off, len(cb.data))
+	}
+	copy(cb.data[off:], src)
+	return nil
+}
+
+// Read copies len(dst) elements of b starting at off into dst.
+func (c *CPU) Read(b backend.Buffer, off int, dst []float32) error {
+	cb, err := asBuffer("Read", b)
+	if err != nil {
+		return err
+	}
+	if off < 0 || off > len(cb.data) || len(dst) > len(cb.data)-off {
+		return fmt.Errorf("cpu.Read: %d values at offset %d outside buffer of %d", len(dst), off, len(cb.data))
+	}
+	copy(dst, cb.data[off:])
+	return nil
+}

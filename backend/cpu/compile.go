@@ -1,0 +1,208 @@
+package cpu
+
+import (
+	"fmt"
+
+	"github.com/ag-go/ag/backend"
+)
+
+// grain is the number of elements below which an op runs on one goroutine:
+// handing work to the pool costs a few microseconds.
+const grain = 1 << 15
+
+// Compile validates g, plans its memory and builds one closure per node.
+func (c *CPU) Compile(g *backend.Graph) (backend.Program, error) {
+	if err := g.Validate(); err != nil {
+		return nil, fmt.Errorf("cpu.Compile: %w", err)
+	}
+	c.mu.Lock() // newGemm sizes the shared scratch
+	defer c.mu.Unlock()
+	pl := planGraph(g)
+	p := &program{
+		cpu: c, numArgs: g.NumArgs, nodes: len(g.Nodes),
+		argNeed: make([]int, g.NumArgs), bufs: make([]*Buffer, g.NumArgs),
+		vals: make([][]float32, len(g.Nodes)), atEnd: pl.atEnd,
+	}
+	p.slots = make([][]float32, len(pl.slotCap))
+	for s, n := range pl.slotCap {
+		p.slots[s] = make([]float32, n)
+	}
+	for i, n := range g.Nodes {
+		if !pl.needed[i] {
+			continue
+		}
+		st, size := pl.store[i], backend.NumElems(n.Shape)
+		switch st.kind {
+		case storeSlot:
+			p.vals[i] = p.slots[st.idx][st.off : st.off+size]
+		case storeArg:
+			p.binds = append(p.binds, bind{node: i, arg: st.idx, off: st.off, n: size})
+			p.argNeed[st.idx] = max(p.argNeed[st.idx], st.off+size)
+		}
+	}
+	for _, o := range g.Outputs {
+		p.argNeed[o.Arg] = max(p.argNeed[o.Arg], backend.NumElems(g.Nodes[o.Node].Shape))
+	}
+	for i := range g.Nodes {
+		if !pl.needed[i] {
+			continue
+		}
+		s := step{node: i, copies: pl.after[i]}
+		if !pl.alias[i] || g.Nodes[i].Op.InPlace() {
+			s.fn = p.nodeFunc(g, i)
+		}
+		if s.fn != nil || len(s.copies) > 0 {
+			p.steps = append(p.steps, s)
+		}
+	}
+	return p, nil
+}
+
+// rangeFunc returns a closure running body over 0..n, split into parallel
+// tasks when n is large. grainN is the smallest worthwhile task, in items.
+func (p *program) rangeFunc(n, grainN int, body func(lo, hi int)) func() {
+	c := chunks(n, max(grainN, 1))
+	if c == 1 {
+		return func() { body(0, n) }
+	}
+	task := func(_, t int) {
+		lo, hi := span(n, c, t)
+		body(lo, hi)
+	}
+	par := &p.cpu.par
+	return func() { par.do(c, task) }
+}
+
+// nodeFunc builds the closure computing node i into p.vals[i].
+func (p *program) nodeFunc(g *backend.Graph, i int) func() {
+	n := &g.Nodes[i]
+	v := p.vals
+	size := backend.NumElems(n.Shape)
+	in := func(k int) []int { return g.Nodes[n.In[k]].Shape }
+	var x0, x1 int
+	if len(n.In) > 0 {
+		x0 = n.In[0]
+	}
+	if len(n.In) > 1 {
+		x1 = n.In[1]
+	}
+	switch op := n.Op; {
+	case op == backend.OpArg:
+		return nil
+	case op == backend.OpFill:
+		a := n.A
+		return p.rangeFunc(size, grain, func(lo, hi int) {
+			o := v[i][lo:hi]
+			for j := range o {
+				o[j] = a
+			}
+		})
+	case op.IsBinary() || op == backend.OpExpand:
+		var bs []int
+		if op != backend.OpExpand {
+			bs = in(1)
+		}
+		bc := newBcast(n.Shape, in(0), bs)
+		sa, sb, inner := bc.sa[3], bc.sb[3], bc.inner
+		if bc.rows == 1 {
+			return p.rangeFunc(inner, grain, func(lo, hi int) {
+				if op == backend.OpExpand {
+					copyRow(v[i][lo:hi], v[x0][lo*sa:], sa)
+					return
+				}
+				binRow(op, v[i][lo:hi], v[x0][lo*sa:], v[x1][lo*sb:], sa, sb)
+			})
+		}
+		return p.rangeFunc(bc.rows, grain/inner, func(lo, hi int) {
+			o, a := v[i], v[x0]
+			for r := lo; r < hi; r++ {
+				oa, ob := bc.rowOffsets(r)
+				if op == backend.OpExpand {
+					copyRow(o[r*inner:(r+1)*inner], a[oa:], sa)
+				} else {
+					binRow(op, o[r*inner:(r+1)*inner], a[oa:], v[x1][ob:], sa, sb)
+				}
+			}
+		})
+	case op.IsUnary():
+		A, B := n.A, n.B
+		return p.rangeFunc(size, grain, func(lo, hi int) {
+			unary(op, A, B, v[i][lo:hi], v[x0][lo:hi])
+		})
+	case op == backend.OpSum || op == backend.OpMax:
+		s := in(0)
+		outer, red := backend.NumElems(s[:n.Axis]), s[n.Axis]
+		inner := backend.NumElems(s[n.Axis+1:])
+		isMax := op == backend.OpMax
+		if inner == 1 {
+			return p.rangeFunc(outer, grain/red, func(lo, hi int) {
+				reduceRows(isMax, v[i], v[x0], red, lo, hi)
+			})
+		}
+		cc := 1 // column chunks per outer block, when outer alone is too few tasks
+		if outer < 2*threads() {
+			cc = max(1, min(inner/256, 4*threads()))
+		}
+		unit := red * ceilDiv(inner, cc)
+		return p.rangeFunc(outer*cc, grain/unit, func(lo, hi int) {
+			for u := lo; u < hi; u++ {
+				j0, j1 := span(inner, cc, u%cc)
+				reduceCols(isMax, v[i], v[x0], red, inner, u/cc, j0, j1)
+			}
+		})
+	case op == backend.OpSoftmax || op == backend.OpLogSoftmax:
+		last := n.Shape[len(n.Shape)-1]
+		if len(n.Shape) == 0 {
+			last = 1
+		}
+		rows := size / last
+		log := op == backend.OpLogSoftmax
+		return p.rangeFunc(rows, grain/last, func(lo, hi int) {
+			softmaxRows(log, v[i], v[x0], last, lo, hi)
+		})
+	case op == backend.OpReshape:
+		return p.rangeFunc(size, grain, func(lo, hi int) { copy(v[i][lo:hi], v[x0][lo:hi]) })
+	case op == backend.OpSliceRows:
+		off := n.Start * backend.NumElems(n.Shape[1:])
+		return p.rangeFunc(size, grain, func(lo, hi int) { copy(v[i][lo:hi], v[x0][off+lo:off+hi]) })
+	case op == backend.OpPermute:
+		pp := newPermute(in(0), n.Perm)
+		rows := pp.shape[0] * pp.shape[1] * pp.shape[2]
+		return p.rangeFunc(rows, grain/pp.shape[3], func(lo, hi int) { pp.run(v[i], v[x0], lo, hi) })
+	case op == backend.OpConcatRows:
+		na := backend.NumElems(in(0))
+		return func() {
+			copy(v[i][:na], v[x0])
+			copy(v[i][na:], v[x1])
+		}
+	case op == backend.OpGetRows:
+		t := in(0)
+		width, rows := backend.NumElems(t[1:]), t[0]
+		return p.rangeFunc(n.Shape[0], grain/width, func(lo, hi int) {
+			getRows(v[i][lo*width:hi*width], v[x0], v[x1][lo:hi], width, rows)
+		})
+	case op == backend.OpScatterAddRows:
+		width, rows := backend.NumElems(n.Shape[1:]), n.Shape[0]
+		return func() { scatterAddRows(v[i], v[x0], v[x1], width, rows) }
+	case op == backend.OpOneHot:
+		classes := n.Shape[1]
+		return func() { oneHot(v[i], v[x0], classes) }
+	case op == backend.OpMatMul:
+		r := len(n.Shape)
+		batch := backend.NumElems(n.Shape[:r-2])
+		a := in(0)
+		k := a[r-1]
+		if n.TransA {
+			k = a[r-2]
+		}
+		gm := newGemm(p.cpu, kern, batch, n.Shape[r-2], n.Shape[r-1], k, n.TransA, n.TransB)
+		return func() { gm.run(v[x0], v[x1], v[i]) }
+	case op == backend.OpAdamW:
+		w, gr, m, vv, hp := n.In[0], n.In[1], n.In[2], n.In[3], n.In[4]
+		return p.rangeFunc(size, grain/4, func(lo, hi int) { adamW(v[w], v[gr], v[m], v[vv], v[hp], lo, hi) })
+	case op == backend.OpSGD:
+		w, gr, vel, hp := n.In[0], n.In[1], n.In[2], n.In[3]
+		return p.rangeFunc(size, grain/2, func(lo, hi int) { sgd(v[w], v[gr], v[vel], v[hp], lo, hi) })
+	}
+	panic(fmt.Sprintf("cpu: no kernel for op %v", n.Op)) // Validate admits only known ops
+}

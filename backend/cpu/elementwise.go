@@ -1,0 +1,214 @@
+package cpu
+
+import (
+	"math"
+
+	"github.com/ag-go/ag/backend"
+)
+
+// Elementwise ops. Each loop has the op switch outside it, so the loop body
+// is straight-line float code the compiler can keep in registers.
+
+// binVV: o[i] = a[i] op b[i].
+func binVV(op backend.Op, o, a, b []float32) {
+	a, b = a[:len(o)], b[:len(o)]
+	switch op {
+	case backend.OpAdd:
+		for i := range o {
+			o[i] = a[i] + b[i]
+		}
+	case backend.OpSub:
+		for i := range o {
+			o[i] = a[i] - b[i]
+		}
+	case backend.OpMul:
+		for i := range o {
+			o[i] = a[i] * b[i]
+		}
+	case backend.OpDiv:
+		for i := range o {
+			o[i] = a[i] / b[i]
+		}
+	}
+}
+
+// binVS: o[i] = a[i] op s.
+func binVS(op backend.Op, o, a []float32, s float32) {
+	a = a[:len(o)]
+	switch op {
+	case backend.OpAdd:
+		for i := range o {
+			o[i] = a[i] + s
+		}
+	case backend.OpSub:
+		for i := range o {
+			o[i] = a[i] - s
+		}
+	case backend.OpMul:
+		for i := range o {
+			o[i] = a[i] * s
+		}
+	case backend.OpDiv:
+		for i := range o {
+			o[i] = a[i] / s
+		}
+	}
+}
+
+// binSV: o[i] = s op b[i].
+func binSV(op backend.Op, o []float32, s float32, b []float32) {
+	b = b[:len(o)]
+	switch op {
+	case backend.OpAdd:
+		for i := range o {
+			o[i] = s + b[i]
+		}
+	case backend.OpSub:
+		for i := range o {
+			o[i] = s - b[i]
+		}
+	case backend.OpMul:
+		for i := range o {
+			o[i] = s * b[i]
+		}
+	case backend.OpDiv:
+		for i := range o {
+			o[i] = s / b[i]
+		}
+	}
+}
+
+func binSS(op backend.Op, a, b float32) float32 {
+	switch op {
+	case backend.OpAdd:
+		return a + b
+	case backend.OpSub:
+		return a - b
+	case backend.OpMul:
+		return a * b
+	default:
+		return a / b
+	}
+}
+
+// binRow computes one output row of inner elements whose inputs start at
+// a and b with inner strides sa, sb (each 0 or 1, after merging).
+func binRow(op backend.Op, o, a, b []float32, sa, sb int) {
+	switch {
+	case sa == 1 && sb == 1:
+		binVV(op, o, a, b)
+	case sa == 1:
+		binVS(op, o, a, b[0])
+	case sb == 1:
+		binSV(op, o, a[0], b)
+	default:
+		v := binSS(op, a[0], b[0])
+		for i := range o {
+			o[i] = v
+		}
+	}
+}
+
+// copyRow is binRow for a single broadcast input (OpExpand).
+func copyRow(o, a []float32, sa int) {
+	if sa == 1 {
+		copy(o, a[:len(o)])
+		return
+	}
+	v := a[0]
+	for i := range o {
+		o[i] = v
+	}
+}
+
+// unary applies a unary op to a range: o[i] = f(a[i]).
+func unary(op backend.Op, A, B float32, o, a []float32) {
+	a = a[:len(o)]
+	switch op {
+	case backend.OpNeg:
+		for i := range o {
+			o[i] = -a[i]
+		}
+	case backend.OpExp:
+		for i := range o {
+			o[i] = float32(math.Exp(float64(a[i])))
+		}
+	case backend.OpLog:
+		for i := range o {
+			o[i] = float32(math.Log(float64(a[i])))
+		}
+	case backend.OpSqrt:
+		for i := range o {
+			o[i] = float32(math.Sqrt(float64(a[i])))
+		}
+	case backend.OpReLU:
+		for i := range o {
+			o[i] = max(a[i], 0)
+		}
+	case backend.OpSigmoid:
+		for i := range o {
+			o[i] = sigmoid(a[i])
+		}
+	case backend.OpTanh:
+		for i := range o {
+			o[i] = float32(math.Tanh(float64(a[i])))
+		}
+	case backend.OpAffine:
+		for i := range o {
+			o[i] = a[i]*A + B
+		}
+	case backend.OpPowConst:
+		powConst(o, a, A)
+	case backend.OpClamp:
+		for i := range o {
+			o[i] = min(max(a[i], A), B)
+		}
+	case backend.OpInside:
+		for i := range o {
+			v := a[i]
+			if A < v && v < B {
+				o[i] = 1
+			} else {
+				o[i] = 0
+			}
+		}
+	}
+}
+
+// sigmoid is 1/(1+e^-x), written so that neither branch overflows.
+func sigmoid(x float32) float32 {
+	if x >= 0 {
+		return float32(1 / (1 + math.Exp(-float64(x))))
+	}
+	e := math.Exp(float64(x))
+	return float32(e / (1 + e))
+}
+
+// powConst is x^p with fast paths for the exponents gradients use most.
+func powConst(o, a []float32, p float32) {
+	switch p {
+	case 1:
+		copy(o, a)
+	case 2:
+		for i := range o {
+			o[i] = a[i] * a[i]
+		}
+	case 3:
+		for i := range o {
+			o[i] = a[i] * a[i] * a[i]
+		}
+	case 0.5:
+		for i := range o {
+			o[i] = float32(math.Pow(float64(a[i]), 0.5)) // NaN for x<0 like powf; Sqrt(-0) differs
+		}
+	case -1:
+		for i := range o {
+			o[i] = 1 / a[i]
+		}
+	default:
+		pp := float64(p)
+		for i := range o {
+			o[i] = float32(math.Pow(float64(a[i]), pp))
+		}
+	}
+}

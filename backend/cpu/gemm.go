@@ -1,0 +1,279 @@
+package cpu
+
+// A cache-blocked GEMM in the BLIS style: C = op(A) * op(B) is cut into
+// kc-deep slices of K; for each, B is packed into nr-wide column panels and
+// A, per block of mc rows, into mr-tall row panels, both padded with zeros,
+// so the micro-kernel only ever sees full tiles of contiguous memory. The
+// three transposed variants differ only in how the packing reads its source.
+// Packing goes to scratch owned by the backend, sized at compile time.
+
+// gemmScratch is the packing memory of a backend.
+type gemmScratch struct {
+	bShared []float32   // kc x nc packed B block, shared by the workers
+	worker  []gemmLocal // per worker
+}
+
+type gemmLocal struct {
+	a    []float32 // mc x kc packed A block
+	b    []float32 // packed B block for batch-parallel products
+	tile []float32 // mr x nr tile for ragged edges
+}
+
+func grow(s []float32, n int) []float32 {
+	if len(s) >= n {
+		return s
+	}
+	return make([]float32, n)
+}
+
+// gemm is one matmul node's plan: shapes and blocking fixed at compile time,
+// operand slices bound per run.
+type gemm struct {
+	k          microKernel
+	m, n, kk   int
+	batch      int
+	rsA, csA   int // A(i, p) = a[i*rsA + p*csA]
+	rsB, csB   int // B(p, j) = b[p*rsB + j*csB]
+	sa, sb, sc int // batch strides
+	mc         int // rows per A block (a multiple of mr)
+	nIC        int // A blocks
+	nJ         int // column chunks per block (>1 only when rows are few)
+	perBatch   bool
+
+	s *gemmScratch
+	p *parallel
+
+	// bound per run / per block
+	a, b, c        []float32
+	p0, kc, j0, nc int
+	accum          bool
+
+	packTask, compTask, batchTask func(w, t int)
+}
+
+// Work below this many multiply-adds per product runs on one goroutine;
+// waking a worker costs a few microseconds.
+const gemmParallelMin = 1 << 16
+
+func newGemm(cpu *CPU, k microKernel, batch, m, n, kk int, transA, transB bool) *gemm {
+	g := &gemm{k: k, m: m, n: n, kk: kk, batch: batch, s: &cpu.scratch, p: &cpu.par}
+	if transA { // stored [K, M]
+		g.rsA, g.csA = 1, m
+	} else { // stored [M, K]
+		g.rsA, g.csA = kk, 1
+	}
+	if transB { // stored [N, K]
+		g.rsB, g.csB = 1, kk
+	} else { // stored [K, N]
+		g.rsB, g.csB = n, 1
+	}
+	g.sa, g.sb, g.sc = m*kk, kk*n, m*n
+	t := threads()
+	work := m * n * kk
+	g.perBatch = batch >= t && work < 1<<21 || work < gemmParallelMin
+	if g.perBatch {
+		g.mc = min(roundUp(m, k.mr), k.mc)
+		g.nIC, g.nJ = 1, 1
+	} else {
+		// Enough row blocks for every thread, in a multiple of the thread
+		// count so that the last round does not leave threads idle.
+		rounds := ceilDiv(m, k.mc*t)
+		g.nIC = t * rounds
+		g.mc = roundUp(ceilDiv(m, g.nIC), k.mr)
+		g.nIC = ceilDiv(m, g.mc)
+		if g.nIC < t {
+			g.nJ = t
+		} else {
+			g.nJ = 1
+		}
+	}
+	g.packTask = g.packB
+	g.compTask = g.compute
+	g.batchTask = g.serialBatch
+	// Scratch for the largest blocks this product uses.
+	kc := min(kk, k.kc)
+	nc := min(roundUp(n, k.nr), k.nc)
+	if !g.perBatch {
+		g.s.bShared = grow(g.s.bShared, kc*nc)
+	}
+	for len(g.s.worker) < t {
+		g.s.worker = append(g.s.worker, gemmLocal{})
+	}
+	for w := range g.s.worker[:t] {
+		l := &g.s.worker[w]
+		l.a = grow(l.a, g.mc*kc)
+		l.tile = grow(l.tile, k.mr*k.nr)
+		if g.perBatch {
+			l.b = grow(l.b, kc*nc)
+		}
+	}
+	return g
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+func roundUp(a, b int) int { return ceilDiv(a, b) * b }
+
+// run computes c = op(a) * op(b) for every batch item.
+func (g *gemm) run(a, b, c []float32) {
+	if g.perBatch {
+		g.a, g.b, g.c = a, b, c
+		if g.batch > 1 && g.m*g.n*g.kk*g.batch >= gemmParallelMin {
+			g.p.do(g.batch, g.batchTask)
+		} else {
+			for i := range g.batch {
+				g.serialBatch(0, i)
+			}
+		}
+		g.a, g.b, g.c = nil, nil, nil
+		return
+	}
+	for i := range g.batch {
+		g.a, g.b, g.c = a[i*g.sa:(i+1)*g.sa], b[i*g.sb:(i+1)*g.sb], c[i*g.sc:(i+1)*g.sc]
+		for j0 := 0; j0 < g.n; j0 += g.k.nc {
+			g.j0, g.nc = j0, min(g.k.nc, g.n-j0)
+			for p0 := 0; p0 < g.kk; p0 += g.k.kc {
+				g.p0, g.kc, g.accum = p0, min(g.k.kc, g.kk-p0), p0 > 0
+				panels := ceilDiv(g.nc, g.k.nr)
+				g.p.do(min(panels, 2*threads()), g.packTask)
+				g.p.do(g.nIC*g.nJ, g.compTask)
+			}
+		}
+	}
+	g.a, g.b, g.c = nil, nil, nil
+}
+
+// packB packs task t's share of the current B block into the shared scratch.
+func (g *gemm) packB(_, t int) {
+	panels := ceilDiv(g.nc, g.k.nr)
+	lo, hi := span(panels, min(panels, 2*threads()), t)
+	packB(g.k.nr, g.s.bShared, g.b, g.rsB, g.csB, g.p0, g.kc, g.j0+lo*g.k.nr, min(g.nc-lo*g.k.nr, (hi-lo)*g.k.nr), g.n, lo)
+}
+
+// compute runs one (row block, column chunk) task of the current block.
+func (g *gemm) compute(w, t int) {
+	ib, jb := t/g.nJ, t%g.nJ
+	i0 := ib * g.mc
+	mc := min(g.mc, g.m-i0)
+	l := &g.s.worker[w]
+	packA(g.k.mr, l.a, g.a, g.rsA, g.csA, i0, mc, g.p0, g.kc)
+	panels := ceilDiv(g.nc, g.k.nr)
+	lo, hi := span(panels, g.nJ, jb)
+	g.macro(l, g.s.bShared, lo, hi, i0, mc)
+}
+
+// serialBatch computes batch item i on worker w alone, packing into the
+// worker's own scratch.
+func (g *gemm) serialBatch(w, i int) {
+	a, b, c := g.a[i*g.sa:(i+1)*g.sa], g.b[i*g.sb:(i+1)*g.sb], g.c[i*g.sc:(i+1)*g.sc]
+	l := &g.s.worker[w]
+	for j0 := 0; j0 < g.n; j0 += g.k.nc {
+		nc := min(g.k.nc, g.n-j0)
+		for p0 := 0; p0 < g.kk; p0 += g.k.kc {
+			kc := min(g.k.kc, g.kk-p0)
+			packB(g.k.nr, l.b, b, g.rsB, g.csB, p0, kc, j0, nc, g.n, 0)
+			for i0 := 0; i0 < g.m; i0 += g.mc {
+				mc := min(g.mc, g.m-i0)
+				packA(g.k.mr, l.a, a, g.rsA, g.csA, i0, mc, p0, kc)
+				g.macroOn(l, l.b, c, j0, nc, kc, p0 > 0, 0, ceilDiv(nc, g.k.nr), i0, mc)
+			}
+		}
+	}
+}
+
+func (g *gemm) macro(l *gemmLocal, bp []float32, plo, phi, i0, mc int) {
+	g.macroOn(l, bp, g.c, g.j0, g.nc, g.kc, g.accum, plo, phi, i0, mc)
+}
+
+// macroOn multiplies the packed A block (rows i0..i0+mc) by packed B panels
+// plo..phi of the block starting at column j0, into c. The B micro-panel of
+// the outer loop stays in L1 while the A micro-panels stream from L2.
+func (g *gemm) macroOn(l *gemmLocal, bp, c []float32, j0, nc, kc int, accum bool, plo, phi, i0, mc int) {
+	mr, nr, ldc := g.k.mr, g.k.nr, g.n
+	fn := g.k.fn
+	for jp := plo; jp < phi; jp++ {
+		b := bp[jp*kc*nr : (jp+1)*kc*nr]
+		col := j0 + jp*nr
+		cols := min(nr, j0+nc-col)
+		for ir := 0; ir < mc; ir += mr {
+			a := l.a[ir*kc : (ir+mr)*kc]
+			rows := min(mr, mc-ir)
+			off := (i0+ir)*ldc + col
+			if rows == mr && cols == nr {
+				fn(kc, a, b, nr, c[off:], ldc, accum)
+				continue
+			}
+			// Ragged edge: compute the full tile aside, keep the valid part.
+			fn(kc, a, b, nr, l.tile, nr, false)
+			for r := range rows {
+				dst := c[off+r*ldc : off+r*ldc+cols]
+				src := l.tile[r*nr : r*nr+cols]
+				if accum {
+					for j, v := range src {
+						dst[j] += v
+					}
+				} else {
+					copy(dst, src)
+				}
+			}
+		}
+	}
+}
+
+// packA packs rows i0..i0+mc, depth p0..p0+kc of A into mr-row panels:
+// dst[panel*kc*mr + p*mr + r] = A(i0+panel*mr+r, p0+p), zero past the rows.
+func packA(mr int, dst, a []float32, rsA, csA, i0, mc, p0, kc int) {
+	for ir := 0; ir < mc; ir += mr {
+		d := dst[ir*kc : (ir+mr)*kc]
+		rows := min(mr, mc-ir)
+		if rsA == 1 { // stored transposed: mr rows of one column are contiguous
+			for p := range kc {
+				src := a[(p0+p)*csA+i0+ir:]
+				dp := d[p*mr : p*mr+mr]
+				copy(dp, src[:rows])
+				clear(dp[rows:])
+			}
+			continue
+		}
+		for r := range rows {
+			src := a[(i0+ir+r)*rsA+p0 : (i0+ir+r)*rsA+p0+kc]
+			for p, v := range src {
+				d[p*mr+r] = v
+			}
+		}
+		for r := rows; r < mr; r++ {
+			for p := range kc {
+				d[p*mr+r] = 0
+			}
+		}
+	}
+}
+
+// packB packs depth p0..p0+kc, columns j0..j0+nc of B (n columns in all)
+// into nr-column panels, numbered from panel0 in dst:
+// dst[panel*kc*nr + p*nr + c] = B(p0+p, j0+(panel-panel0)*nr+c), zero past n.
+func packB(nr int, dst, b []float32, rsB, csB, p0, kc, j0, nc, n, panel0 int) {
+	for jp := 0; jp < nc; jp += nr {
+		d := dst[(panel0+jp/nr)*kc*nr : (panel0+jp/nr+1)*kc*nr]
+		cols := min(nr, nc-jp)
+		if csB == 1 { // row-major: nr columns of one row are contiguous
+			for p := range kc {
+				src := b[(p0+p)*rsB+j0+jp:]
+				dp := d[p*nr : p*nr+nr]
+				copy(dp, src[:cols])
+				clear(dp[cols:])
+			}
+			continue
+		}
+		for c := range cols {
+			src := b[(j0+jp+c)*csB+p0 : (j0+jp+c)*csB+p0+kc]
+			for p, v := range src {
+				d[p*nr+c] = v
+			}
+		}
+		for c := cols; c < nr; c++ {
+			for p := range kc {
+				d[p*nr+c] = 0
+			}
+		}
+	}
+}

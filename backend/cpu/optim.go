@@ -1,0 +1,33 @@
+package cpu
+
+import "math"
+
+// adamW updates w, m, v in place over elements lo..hi (ggml's
+// opt_step_adamw): hp = [lr, beta1, beta2, eps, wd, 1/(1-beta1^t), 1/(1-beta2^t)].
+func adamW(w, g, m, v, hp []float32, lo, hi int) {
+	lr, b1, b2, eps, wd, bc1, bc2 := hp[0], hp[1], hp[2], hp[3], hp[4], hp[5], hp[6]
+	decay := 1 - lr*wd
+	w, g, m, v = w[lo:hi], g[lo:hi], m[lo:hi], v[lo:hi]
+	g, m, v = g[:len(w)], m[:len(w)], v[:len(w)]
+	for i := range w {
+		gi := g[i]
+		mi := b1*m[i] + (1-b1)*gi
+		vi := b2*v[i] + (1-b2)*gi*gi
+		m[i], v[i] = mi, vi
+		den := float32(math.Sqrt(float64(vi*bc2))) + eps
+		w[i] = w[i]*decay - lr*(mi*bc1)/den
+	}
+}
+
+// sgd updates w and vel in place over elements lo..hi: hp = [lr, momentum, wd].
+func sgd(w, g, vel, hp []float32, lo, hi int) {
+	lr, mom, wd := hp[0], hp[1], hp[2]
+	w, g, vel = w[lo:hi], g[lo:hi], vel[lo:hi]
+	g, vel = g[:len(w)], vel[:len(w)]
+	for i := range w {
+		gi := g[i] + wd*w[i]
+		vi := mom*vel[i] + gi
+		vel[i] = vi
+		w[i] -= lr * vi
+	}
+}

@@ -1,0 +1,119 @@
+package cpu
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ag-go/ag/backend"
+)
+
+// ErrReleased is returned by Run on a released program.
+var ErrReleased = errors.New("cpu: program released")
+
+// program is a compiled graph: one closure per computed node, built at
+// compile time with its strides, blocking and task splits, so that Run only
+// binds the arg slices and calls them.
+type program struct {
+	cpu      *CPU
+	numArgs  int
+	nodes    int
+	argNeed  []int // floats each arg must hold (0: unused, may be nil)
+	bufs     []*Buffer
+	vals     [][]float32 // per node: where its value lives during a run
+	binds    []bind
+	steps    []step
+	atEnd    []outCopy
+	slots    [][]float32
+	released bool
+}
+
+// bind points vals[node] at args[arg][off:off+n] for one run.
+type bind struct{ node, arg, off, n int }
+
+type step struct {
+	node   int
+	fn     func() // nil for values that need no computing (args, views)
+	copies []outCopy
+}
+
+var (
+	_ backend.Program   = (*program)(nil)
+	_ backend.NodeTimer = (*program)(nil)
+)
+
+// Run executes the graph once. RunInfo.DeviceTime is the host time of the
+// run; Launches is 1 (one call into the backend).
+func (p *program) Run(args []backend.Buffer) (backend.RunInfo, error) {
+	return p.run(args, nil)
+}
+
+// RunTimed is Run with the host time of each node in nodeTimes (zero for
+// nodes that are views or were not needed).
+func (p *program) RunTimed(args []backend.Buffer, nodeTimes []time.Duration) (backend.RunInfo, error) {
+	if len(nodeTimes) != p.nodes {
+		return backend.RunInfo{}, fmt.Errorf("cpu.RunTimed: %d node times for %d nodes", len(nodeTimes), p.nodes)
+	}
+	clear(nodeTimes)
+	return p.run(args, nodeTimes)
+}
+
+func (p *program) run(args []backend.Buffer, times []time.Duration) (backend.RunInfo, error) {
+	p.cpu.mu.Lock()
+	defer p.cpu.mu.Unlock()
+	start := time.Now()
+	if p.released {
+		return backend.RunInfo{}, fmt.Errorf("cpu.Run: %w", ErrReleased)
+	}
+	if len(args) != p.numArgs {
+		return backend.RunInfo{}, fmt.Errorf("cpu.Run: %d args, graph takes %d", len(args), p.numArgs)
+	}
+	for i, need := range p.argNeed {
+		if need == 0 {
+			continue
+		}
+		b, err := asBuffer("Run", args[i])
+		if err != nil {
+			return backend.RunInfo{}, fmt.Errorf("arg %d: %w", i, err)
+		}
+		if len(b.data) < need {
+			return backend.RunInfo{}, fmt.Errorf("cpu.Run: arg %d holds %d values, graph uses %d", i, len(b.data), need)
+		}
+		p.bufs[i] = b
+	}
+	for _, b := range p.binds {
+		p.vals[b.node] = p.bufs[b.arg].data[b.off : b.off+b.n]
+	}
+	for i := range p.steps {
+		s := &p.steps[i]
+		if s.fn != nil {
+			if times != nil {
+				t0 := time.Now()
+				s.fn()
+				times[s.node] = time.Since(t0)
+			} else {
+				s.fn()
+			}
+		}
+		for _, c := range s.copies {
+			copy(p.bufs[c.arg].data, p.vals[c.node])
+		}
+	}
+	for _, c := range p.atEnd {
+		copy(p.bufs[c.arg].data, p.vals[c.node])
+	}
+	// Drop references to the caller's buffers so they can be collected.
+	for _, b := range p.binds {
+		p.vals[b.node] = nil
+	}
+	clear(p.bufs)
+	return backend.RunInfo{DeviceTime: time.Since(start), Launches: 1}, nil
+}
+
+// Release drops the program's intermediate memory.
+func (p *program) Release() {
+	p.cpu.mu.Lock()
+	defer p.cpu.mu.Unlock()
+	p.released = true
+	p.slots, p.vals, p.steps = nil, nil, nil
+}

@@ -1,0 +1,178 @@
+//go:build ggml
+
+package native
+
+/*
+#include "ag_ggml.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"unsafe"
+
+	"github.com/ag-go/ag/backend"
+)
+
+// device is one opened ggml backend (CPU or Vulkan). ggml backends are not
+// safe for concurrent use, so every call into ggml holds mu.
+type device struct {
+	mu     sync.Mutex
+	name   string
+	desc   string
+	isCPU  bool
+	be     C.ggml_backend_t
+	dummy  C.ggml_backend_buffer_t // placeholder memory for unbound args at Compile
+	caps   backend.Caps
+	closed bool
+	// getRowsBack: the device runs GGML_OP_GET_ROWS_BACK (ggml-cpu does,
+	// ggml-vulkan does not); ScatterAddRows then avoids a one-hot matmul.
+	getRowsBack bool
+}
+
+func newDevice(name, desc string, be C.ggml_backend_t, isCPU bool) (*device, error) {
+	d := &device{name: name, desc: desc, isCPU: isCPU, be: be}
+	d.dummy = C.ggml_backend_alloc_buffer(be, 256)
+	if d.dummy == nil {
+		C.ggml_backend_free(be)
+		return nil, fmt.Errorf("native: %s: allocating a 256-byte placeholder buffer failed", name)
+	}
+	maxElems := 0
+	if m := uint64(C.ggml_backend_get_max_size(be)); m/4 < math.MaxInt32 {
+		// CPU reports SIZE_MAX: no limit (0). A GPU reports its largest allocation.
+		maxElems = int(m / 4)
+	}
+	d.caps = backend.Caps{Name: name, Device: desc, MaxBufferElems: maxElems}
+	d.getRowsBack = d.probeGetRowsBack()
+	d.caps.Unsupported = d.probeUnsupported()
+	return d, nil
+}
+
+func (d *device) Caps() backend.Caps { return d.caps }
+
+// buffer is one Alloc: its own ggml context holding a 1-D f32 tensor and the
+// backend buffer behind it.
+type buffer struct {
+	d   *device
+	ctx *C.struct_ggml_context
+	buf C.ggml_backend_buffer_t
+	t   *C.struct_ggml_tensor
+	n   int
+}
+
+func (b *buffer) Len() int { return b.n }
+
+// errFreed is returned when a freed buffer is used.
+var errFreed = errors.New("native: buffer used after Free")
+
+func (d *device) Alloc(n int) (backend.Buffer, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("native: %s Alloc(%d): size must be at least 1", d.name, n)
+	}
+	if d.caps.MaxBufferElems > 0 && n > d.caps.MaxBufferElems {
+		return nil, fmt.Errorf("native: %s Alloc(%d): larger than the device's largest buffer (%d floats)", d.name, n, d.caps.MaxBufferElems)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil, fmt.Errorf("native: %s Alloc(%d): device closed", d.name, n)
+	}
+	ctx := C.ggml_init(C.struct_ggml_init_params{mem_size: C.size_t(C.ggml_tensor_overhead() + 256), no_alloc: true})
+	if ctx == nil {
+		return nil, fmt.Errorf("native: %s Alloc(%d): ggml_init failed", d.name, n)
+	}
+	t := C.ggml_new_tensor_1d(ctx, C.GGML_TYPE_F32, C.int64_t(n))
+	buf := C.ggml_backend_alloc_ctx_tensors(ctx, d.be)
+	if buf == nil {
+		C.ggml_free(ctx)
+		return nil, fmt.Errorf("native: %s Alloc(%d): out of device memory (%d bytes)", d.name, n, 4*n)
+	}
+	C.ggml_backend_buffer_clear(buf, 0)
+	return &buffer{d: d, ctx: ctx, buf: buf, t: t, n: n}, nil
+}
+
+func (d *device) Free(b backend.Buffer) {
+	nb, ok := b.(*buffer)
+	if !ok || nb.d != d || nb.buf == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	C.ggml_backend_buffer_free(nb.buf)
+	C.ggml_free(nb.ctx)
+	nb.buf, nb.ctx, nb.t = nil, nil, nil
+}
+
+// own checks that b is a live buffer of this device.
+func (d *device) own(fn string, b backend.Buffer) (*buffer, error) {
+	nb, ok := b.(*buffer)
+	if !ok {
+		return nil, fmt.Errorf("native: %s %s: buffer of type %T is not from this backend", d.name, fn, b)
+	}
+	if nb.d != d {
+		return nil, fmt.Errorf("native: %s %s: buffer belongs to another device (%s)", d.name, fn, nb.d.name)
+	}
+	if nb.buf == nil {
+		return nil, fmt.Errorf("native: %s %s: %w", d.name, fn, errFreed)
+	}
+	return nb, nil
+}
+
+func (d *device) Write(b backend.Buffer, off int, src []float32) error {
+	nb, err := d.own("Write", b)
+	if err != nil {
+		return err
+	}
+	if off < 0 || off+len(src) > nb.n {
+		return fmt.Errorf("native: %s Write(off %d, %d values): outside the buffer of %d", d.name, off, len(src), nb.n)
+	}
+	if len(src) == 0 {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	C.ggml_backend_tensor_set(nb.t, unsafe.Pointer(&src[0]), C.size_t(4*off), C.size_t(4*len(src)))
+	return nil
+}
+
+func (d *device) Read(b backend.Buffer, off int, dst []float32) error {
+	nb, err := d.own("Read", b)
+	if err != nil {
+		return err
+	}
+	if off < 0 || off+len(dst) > nb.n {
+		return fmt.Errorf("native: %s Read(off %d, %d values): outside the buffer of %d", d.name, off, len(dst), nb.n)
+	}
+	if len(dst) == 0 {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	C.ggml_backend_tensor_get(nb.t, unsafe.Pointer(&dst[0]), C.size_t(4*off), C.size_t(4*len(dst)))
+	return nil
+}
+
+// Memory is what ggml_backend_dev_memory reports: system memory for the
+// CPU backend, the Vulkan heap budget (or heap size) for a GPU.
+func (d *device) Memory() (free, total uint64, err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var f, t C.size_t
+	C.ggml_backend_dev_memory(C.ggml_backend_get_device(d.be), &f, &t)
+	return uint64(f), uint64(t), nil
+}
+
+func (d *device) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	C.ggml_backend_buffer_free(d.dummy)
+	C.ggml_backend_free(d.be)
+	return nil
+}

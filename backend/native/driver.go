@@ -1,0 +1,135 @@
+//go:build ggml
+
+package native
+
+/*
+#cgo LDFLAGS: -lggml -lggml-vulkan -lggml-cpu -lggml-base -lvulkan -lgomp -lstdc++ -lm -lpthread -ldl
+#include "ag_ggml.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/ag-go/ag/backend"
+)
+
+// Vulkan physical device types (VkPhysicalDeviceType).
+const (
+	vkTypeIntegrated = 1
+	vkTypeDiscrete   = 2
+	vkTypeCPU        = 4
+)
+
+// visibleEnv is ggml's variable that picks Vulkan devices by index; without
+// it ggml skips CPU-type devices such as lavapipe.
+const visibleEnv = "GGML_VK_VISIBLE_DEVICES"
+
+type vkDevice struct {
+	name string
+	typ  int
+}
+
+// probeVulkan lists the Vulkan physical devices in loader order, which is
+// the order GGML_VK_VISIBLE_DEVICES indexes.
+func probeVulkan() ([]vkDevice, error) {
+	var out [C.AG_VK_MAX_DEVICES]C.ag_vk_device
+	n := int(C.ag_vk_probe(&out[0], C.AG_VK_MAX_DEVICES))
+	if n < 0 {
+		return nil, fmt.Errorf("vkCreateInstance failed (VkResult %d)", n)
+	}
+	devs := make([]vkDevice, n)
+	for i := range devs {
+		devs[i] = vkDevice{C.GoString(&out[i].name[0]), int(out[i]._type)}
+	}
+	return devs, nil
+}
+
+type vulkanDriver struct{}
+
+// Available reports OK for a GPU-type Vulkan device, and for a CPU-type one
+// (lavapipe) only when GGML_VK_VISIBLE_DEVICES selects it: then Auto is
+// false, because lavapipe is far slower than ggml's CPU backend.
+func (vulkanDriver) Available() backend.Availability {
+	devs, err := probeVulkan()
+	if err != nil {
+		return backend.Availability{Why: "no Vulkan driver (" + err.Error() + "): install mesa-vulkan-drivers or a GPU driver"}
+	}
+	if len(devs) == 0 {
+		return backend.Availability{Why: "no Vulkan device found: install mesa-vulkan-drivers or a GPU driver"}
+	}
+	if env, ok := os.LookupEnv(visibleEnv); ok {
+		first := strings.TrimSpace(strings.Split(env, ",")[0])
+		i, err := strconv.Atoi(first)
+		if err != nil || i < 0 || i >= len(devs) {
+			return backend.Availability{Why: fmt.Sprintf("%s=%q names no device (%d found)", visibleEnv, env, len(devs))}
+		}
+		d := devs[i]
+		if d.typ == vkTypeCPU {
+			return backend.Availability{OK: true, Auto: false,
+				Why: fmt.Sprintf("%s (Vulkan, CPU-type software device selected by %s=%s; correctness only, slower than ggml-cpu)", d.name, visibleEnv, env)}
+		}
+		return backend.Availability{OK: true, Auto: true, Why: d.name + " (Vulkan)"}
+	}
+	var cpuNames []string
+	for _, d := range devs {
+		if d.typ == vkTypeDiscrete || d.typ == vkTypeIntegrated {
+			return backend.Availability{OK: true, Auto: true, Why: d.name + " (Vulkan)"}
+		}
+		if d.typ == vkTypeCPU {
+			cpuNames = append(cpuNames, d.name)
+		}
+	}
+	if len(cpuNames) > 0 {
+		return backend.Availability{Why: fmt.Sprintf("only a CPU-type Vulkan device (%s), which ggml skips: set %s=0 to use it (slow, for testing)",
+			strings.Join(cpuNames, ", "), visibleEnv)}
+	}
+	return backend.Availability{Why: fmt.Sprintf("no GPU-type Vulkan device among %d found", len(devs))}
+}
+
+func (d vulkanDriver) Open() (backend.Backend, error) {
+	if n := int(C.ggml_backend_vk_get_device_count()); n == 0 {
+		return nil, fmt.Errorf("native: ggml finds no Vulkan device: %s", d.Available().Why)
+	}
+	be := C.ggml_backend_vk_init(0)
+	if be == nil {
+		return nil, fmt.Errorf("native: ggml_backend_vk_init(0) failed")
+	}
+	var desc [256]C.char
+	C.ggml_backend_vk_get_device_description(0, &desc[0], C.size_t(len(desc)))
+	return newDevice(VulkanName, C.GoString(&desc[0])+" (Vulkan)", be, false)
+}
+
+type cpuDriver struct{}
+
+func (cpuDriver) Available() backend.Availability {
+	return backend.Availability{OK: true, Auto: true,
+		Why: fmt.Sprintf("%s (ggml CPU backend, %d threads)", cpuDescription(), runtime.NumCPU())}
+}
+
+func (cpuDriver) Open() (backend.Backend, error) {
+	be := C.ggml_backend_cpu_init()
+	if be == nil {
+		return nil, fmt.Errorf("native: ggml_backend_cpu_init failed")
+	}
+	C.ggml_backend_cpu_set_n_threads(be, C.int(runtime.NumCPU()))
+	return newDevice(CPUName, cpuDescription()+" (ggml CPU)", be, true)
+}
+
+// cpuDescription is the CPU's model name as ggml's CPU device reports it.
+func cpuDescription() string {
+	reg := C.ggml_backend_cpu_reg()
+	if reg == nil || C.ggml_backend_reg_dev_count(reg) == 0 {
+		return "CPU"
+	}
+	return strings.TrimSpace(C.GoString(C.ggml_backend_dev_description(C.ggml_backend_reg_dev_get(reg, 0))))
+}
+
+func init() {
+	backend.Register(VulkanName, VulkanPriority, vulkanDriver{})
+	backend.Register(CPUName, CPUPriority, cpuDriver{})
+}

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# build.sh builds ggml (CPU + Vulkan backends) as static libraries for
+# ag's backend/native and prints the install prefix (include/ and lib/).
+#
+# Source: the Go module github.com/ollama/ollama@v0.17.4, which vendors ggml
+# (llama.cpp ec98e2002 plus ollama's patches) under ml/backend/ggml/ggml.
+# `go mod download` fetches it checksum-verified against sum.golang.org.
+# The sources are copied to a writable folder in the cache, patched with
+# patches/*.patch (each says why), built with CMake, and a stamp records
+# success: a second run with the same version and patches costs seconds.
+#
+# Usage: build.sh [--print-prefix]
+#   AG_CACHE     cache root (default $HOME/.cache/ag)
+#   AG_GGML_JOBS parallel compile jobs (default 2)
+set -euo pipefail
+
+VERSION=v0.17.4
+MODULE=github.com/ollama/ollama
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+CACHE="${AG_CACHE:-$HOME/.cache/ag}"
+JOBS="${AG_GGML_JOBS:-2}"
+
+# The folder name carries a hash of everything that shapes the build, so a
+# changed patch or CMake file gives a fresh build instead of a stale one.
+hash_inputs() {
+  (cd "$HERE" && cat build.sh CMakeLists.txt patches/*.patch) | sha256sum | cut -c1-12
+}
+PREFIX="$CACHE/ggml-ollama-$VERSION-$(hash_inputs)"
+STAMP="$PREFIX/.built"
+
+if [[ "${1:-}" == "--print-prefix" ]]; then
+  echo "$PREFIX"
+  exit 0
+fi
+if [[ $# -gt 0 ]]; then
+  echo "usage: $0 [--print-prefix]" >&2
+  exit 2
+fi
+
+log() { echo "ggml build: $*" >&2; }
+
+if [[ -f "$STAMP" ]]; then
+  log "up to date ($(cat "$STAMP"))"
+  echo "$PREFIX"
+  exit 0
+fi
+
+# Tools first, with the Debian packages that provide them.
+missing=()
+need() { command -v "$1" >/dev/null 2>&1 || missing+=("$1 (Debian package $2)"); }
+need go golang
+need cmake cmake
+need g++ g++
+need gcc gcc
+need glslc glslc
+need glslangValidator glslang-tools
+need patch patch
+need sha256sum coreutils
+if [[ ! -f /usr/include/vulkan/vulkan.h ]]; then
+  missing+=("vulkan/vulkan.h (Debian package libvulkan-dev)")
+fi
+if [[ ! -d /usr/include/spirv ]] && ! ls /usr/include/spirv* >/dev/null 2>&1; then
+  missing+=("SPIR-V headers (Debian package spirv-headers)")
+fi
+if [[ ${#missing[@]} -gt 0 ]]; then
+  echo "ggml build: missing tools:" >&2
+  printf '  %s\n' "${missing[@]}" >&2
+  echo "install them with: apt-get install -y cmake g++ libvulkan-dev glslc glslang-tools spirv-headers" >&2
+  exit 1
+fi
+
+log "fetching $MODULE@$VERSION (checksum-verified by go mod download)"
+# Run outside any module so that go.mod/go.sum of the caller stay untouched.
+json="$(cd / && GOFLAGS= go mod download -json "$MODULE@$VERSION")"
+moddir="$(printf '%s\n' "$json" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')"
+if [[ -z "$moddir" || ! -d "$moddir/ml/backend/ggml/ggml/src" ]]; then
+  echo "ggml build: go mod download gave no usable directory:" >&2
+  printf '%s\n' "$json" >&2
+  exit 1
+fi
+
+SRC="$PREFIX/src-tree"
+BUILD="$PREFIX/build"
+log "copying ggml sources to $SRC"
+rm -rf "$PREFIX"
+mkdir -p "$SRC" "$BUILD"
+for d in include src cmake; do
+  cp -r "$moddir/ml/backend/ggml/ggml/$d" "$SRC/"
+done
+chmod -R u+w "$SRC"   # the module cache is read-only
+cp "$HERE/CMakeLists.txt" "$SRC/CMakeLists.txt"
+
+for p in "$HERE"/patches/*.patch; do
+  log "applying $(basename "$p")"
+  patch -s -p1 -d "$SRC" --forward <"$p"
+done
+
+log "configuring (GGML_VULKAN=ON, static, Release)"
+cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
+  -DGGML_VULKAN=ON -DGGML_NATIVE=OFF >"$BUILD/configure.log" 2>&1 || {
+  tail -40 "$BUILD/configure.log" >&2
+  exit 1
+}
+grep -E "supported by glslc|Including|Vulkan found" "$BUILD/configure.log" | sed 's/^/ggml build:   /' >&2 || true
+
+start=$(date +%s)
+log "compiling with $JOBS jobs (cold: about 5 min on 2 cores); log in $BUILD/build.log"
+cmake --build "$BUILD" --target ggml ggml-base ggml-cpu ggml-vulkan -j "$JOBS" >"$BUILD/build.log" 2>&1 || {
+  tail -40 "$BUILD/build.log" >&2
+  exit 1
+}
+
+log "installing include/ and lib/ into $PREFIX"
+mkdir -p "$PREFIX/include" "$PREFIX/lib"
+cp "$SRC"/include/*.h "$PREFIX/include/"
+for lib in ggml ggml-base ggml-cpu ggml-vulkan; do
+  a="$(find "$BUILD" -name "lib$lib.a" -print -quit)"
+  if [[ -z "$a" ]]; then
+    echo "ggml build: lib$lib.a was not built (see $BUILD/build.log)" >&2
+    exit 1
+  fi
+  cp "$a" "$PREFIX/lib/"
+done
+# Keep the built archives and headers; drop the object files and sources.
+rm -rf "$BUILD" "$SRC"
+echo "$MODULE@$VERSION built $(date -u +%Y-%m-%dT%H:%M:%SZ) in $(($(date +%s) - start)) s" >"$STAMP"
+log "done: $(cat "$STAMP")"
+echo "$PREFIX"

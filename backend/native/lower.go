@@ -1,0 +1,557 @@
+//go:build ggml
+
+package native
+
+/*
+#include "ag_ggml.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"math"
+	"unsafe"
+
+	"github.com/ag-go/ag/backend"
+)
+
+type tensor = *C.struct_ggml_tensor
+
+// argLeaf is a leaf tensor that Run points at args[arg].
+type argLeaf struct {
+	t     tensor
+	arg   int
+	elems int // elements the node reads or writes
+}
+
+// fillConst is a constant tensor (OpFill and helper constants), set once at
+// Compile in the program's constant buffer.
+type fillConst struct {
+	t     tensor
+	value float32
+}
+
+// lowering builds one ggml graph from an IR graph. It checks every shape it
+// hands to ggml first: a failed GGML_ASSERT would abort the whole process.
+type lowering struct {
+	d     *device
+	g     *backend.Graph
+	ctx   *C.struct_ggml_context // no_alloc: graph and intermediate tensors
+	cctx  *C.struct_ggml_context // no_alloc: constants
+	gf    *C.struct_ggml_cgraph
+	val   []tensor // the value of each IR node
+	args  []argLeaf
+	fills []fillConst
+	// nodeEnd[i] is the graph's node count after IR node i was expanded, so a
+	// failed supports_op can name the IR node that produced the ggml node.
+	nodeEnd []int
+}
+
+// tensorsFor bounds how many ggml tensors lowering one IR node creates
+// (lowerNode checks it), so the no_alloc context is sized up front and can
+// never overflow (ggml would abort).
+func tensorsFor(n *backend.Node) int {
+	switch n.Op {
+	case backend.OpAdamW:
+		return 48
+	case backend.OpSGD:
+		return 24
+	case backend.OpPowConst, backend.OpOneHot, backend.OpScatterAddRows, backend.OpLogSoftmax:
+		return 16
+	default:
+		return 10
+	}
+}
+
+func newLowering(d *device, g *backend.Graph) (*lowering, error) {
+	budget := 64
+	for i := range g.Nodes {
+		budget += tensorsFor(&g.Nodes[i])
+	}
+	budget += 2 * len(g.Outputs)
+	mem := C.size_t(budget)*C.ggml_tensor_overhead() + C.ggml_graph_overhead_custom(C.size_t(budget), false)
+	ctx := C.ggml_init(C.struct_ggml_init_params{mem_size: mem, no_alloc: true})
+	cctx := C.ggml_init(C.struct_ggml_init_params{mem_size: C.size_t(len(g.Nodes)+8) * C.ggml_tensor_overhead(), no_alloc: true})
+	if ctx == nil || cctx == nil {
+		return nil, fmt.Errorf("ggml_init of %d bytes failed", mem)
+	}
+	l := &lowering{d: d, g: g, ctx: ctx, cctx: cctx, val: make([]tensor, len(g.Nodes)), nodeEnd: make([]int, len(g.Nodes))}
+	l.gf = C.ggml_new_graph_custom(ctx, C.size_t(budget), false)
+	return l, nil
+}
+
+func (l *lowering) free() {
+	if l.ctx != nil {
+		C.ggml_free(l.ctx)
+	}
+	if l.cctx != nil {
+		C.ggml_free(l.cctx)
+	}
+	l.ctx, l.cctx = nil, nil
+}
+
+// ne maps a row-major IR shape to ggml's ne (ne[0] is the fastest axis).
+func ne(shape []int) [4]C.int64_t {
+	out := [4]C.int64_t{1, 1, 1, 1}
+	for i, d := range shape {
+		out[len(shape)-1-i] = C.int64_t(d)
+	}
+	return out
+}
+
+func (l *lowering) newTensor(ctx *C.struct_ggml_context, shape []int) tensor {
+	n := ne(shape)
+	return C.ggml_new_tensor(ctx, C.GGML_TYPE_F32, 4, &n[0])
+}
+
+func (l *lowering) newArg(shape []int, arg int) tensor {
+	t := l.newTensor(l.ctx, shape)
+	l.args = append(l.args, argLeaf{t: t, arg: arg, elems: backend.NumElems(shape)})
+	return t
+}
+
+func (l *lowering) constant(shape []int, v float32) tensor {
+	t := l.newTensor(l.cctx, shape)
+	l.fills = append(l.fills, fillConst{t, v})
+	return t
+}
+
+func (l *lowering) expand(t tensor) { C.ggml_build_forward_expand(l.gf, t) }
+
+func (l *lowering) tensorsUsed() int {
+	return int(C.ggml_get_mem_used(l.ctx) / C.ggml_tensor_overhead())
+}
+
+// build lowers every node in IR order (so ggml executes them in that order:
+// reads of an arg stay on their side of an in-place update) and places each
+// output copy right after its node.
+func (l *lowering) build() error {
+	outs := make(map[int][]backend.Output)
+	for _, o := range l.g.Outputs {
+		outs[o.Node] = append(outs[o.Node], o)
+	}
+	for i := range l.g.Nodes {
+		n := &l.g.Nodes[i]
+		before := l.tensorsUsed()
+		v, effects, err := l.lowerNode(i, n)
+		if err != nil {
+			return fmt.Errorf("node %d (%s %v): %w", i, n.Op, n.Shape, err)
+		}
+		if used := l.tensorsUsed() - before; used > tensorsFor(n) {
+			return fmt.Errorf("node %d (%s): lowering made %d ggml tensors, more than its budget %d (a bug in package native)", i, n.Op, used, tensorsFor(n))
+		}
+		l.val[i] = v
+		for _, e := range effects {
+			l.expand(e)
+		}
+		l.expand(v)
+		for _, o := range outs[i] {
+			if l.holdsArg(i, o.Arg) {
+				continue // the value already lives in that arg
+			}
+			dst := l.newArg(n.Shape, o.Arg)
+			l.expand(C.ggml_cpy(l.ctx, v, dst))
+		}
+		l.nodeEnd[i] = int(C.ggml_graph_n_nodes(l.gf))
+	}
+	return nil
+}
+
+// holdsArg reports whether node i's value is stored in args[arg] itself: an
+// OpArg node of that arg, or an in-place update of it.
+func (l *lowering) holdsArg(i, arg int) bool {
+	n := &l.g.Nodes[i]
+	switch {
+	case n.Op == backend.OpArg:
+		return n.Arg == arg
+	case n.Op.InPlace():
+		return l.g.Nodes[n.In[0]].Arg == arg
+	}
+	return false
+}
+
+// checkSupported asks the device about every ggml node of the graph.
+func (l *lowering) checkSupported() error {
+	nn := int(C.ggml_graph_n_nodes(l.gf))
+	irNode := 0
+	for k := 0; k < nn; k++ {
+		for irNode < len(l.nodeEnd)-1 && k >= l.nodeEnd[irNode] {
+			irNode++
+		}
+		t := C.ggml_graph_node(l.gf, C.int(k))
+		switch t.op {
+		case C.GGML_OP_NONE, C.GGML_OP_VIEW, C.GGML_OP_RESHAPE, C.GGML_OP_PERMUTE, C.GGML_OP_TRANSPOSE:
+			continue
+		}
+		if !C.ggml_backend_supports_op(l.d.be, t) {
+			n := &l.g.Nodes[irNode]
+			return fmt.Errorf("%s cannot run ggml op %s [%d %d %d %d] needed by node %d (%s %v)",
+				l.d.name, C.GoString(C.ggml_op_desc(t)), t.ne[0], t.ne[1], t.ne[2], t.ne[3], irNode, n.Op, n.Shape)
+		}
+	}
+	return nil
+}
+
+func (l *lowering) in(n *backend.Node, k int) tensor { return l.val[n.In[k]] }
+
+func (l *lowering) inShape(n *backend.Node, k int) []int { return l.g.Nodes[n.In[k]].Shape }
+
+func sameNe(t tensor, want [4]C.int64_t) bool {
+	return t.ne[0] == want[0] && t.ne[1] == want[1] && t.ne[2] == want[2] && t.ne[3] == want[3]
+}
+
+// broadcastTo repeats t to shape (numpy rules, already validated).
+func (l *lowering) broadcastTo(t tensor, shape []int) tensor {
+	w := ne(shape)
+	if sameNe(t, w) {
+		return t
+	}
+	return C.ggml_repeat_4d(l.ctx, t, w[0], w[1], w[2], w[3])
+}
+
+func (l *lowering) reshape(t tensor, shape []int) tensor {
+	w := ne(shape)
+	if sameNe(t, w) {
+		return t
+	}
+	return C.ggml_reshape_4d(l.ctx, t, w[0], w[1], w[2], w[3])
+}
+
+func (l *lowering) scaleBias(t tensor, s, b float32) tensor {
+	return C.ggml_scale_bias(l.ctx, t, C.float(s), C.float(b))
+}
+
+// scalar is element k of a contiguous f32 tensor, as a one-element view.
+func (l *lowering) scalar(t tensor, k int) tensor {
+	return C.ggml_view_1d(l.ctx, t, 1, C.size_t(4*k))
+}
+
+// lowerNode returns the node's value and the side-effect nodes (in-place
+// copies) that must run before it.
+func (l *lowering) lowerNode(i int, n *backend.Node) (tensor, []tensor, error) {
+	ctx := l.ctx
+	switch {
+	case n.Op == backend.OpArg:
+		return l.newArg(n.Shape, n.Arg), nil, nil
+	case n.Op == backend.OpFill:
+		return l.constant(n.Shape, n.A), nil, nil
+	case n.Op.IsBinary():
+		a := l.broadcastTo(l.in(n, 0), n.Shape) // ggml broadcasts src1 only
+		b := l.in(n, 1)
+		switch n.Op {
+		case backend.OpAdd:
+			return C.ggml_add(ctx, a, b), nil, nil
+		case backend.OpSub:
+			return C.ggml_sub(ctx, a, b), nil, nil
+		case backend.OpMul:
+			return C.ggml_mul(ctx, a, b), nil, nil
+		default:
+			return C.ggml_div(ctx, a, b), nil, nil
+		}
+	case n.Op.IsUnary():
+		return l.lowerUnary(n), nil, nil
+	case n.Op == backend.OpSum || n.Op == backend.OpMax:
+		return l.lowerReduce(n), nil, nil
+	case n.Op == backend.OpSoftmax:
+		return C.ggml_soft_max(ctx, l.in(n, 0)), nil, nil
+	case n.Op == backend.OpLogSoftmax:
+		// x - max - log(sum(exp(x - max))): stable where log(softmax) underflows.
+		x := l.in(n, 0)
+		d := C.ggml_sub(ctx, x, l.rowMax(x))
+		lse := C.ggml_log(ctx, C.ggml_sum_rows(ctx, C.ggml_exp(ctx, d)))
+		return C.ggml_sub(ctx, d, lse), nil, nil
+	case n.Op == backend.OpReshape:
+		return l.reshape(l.in(n, 0), n.Shape), nil, nil
+	case n.Op == backend.OpPermute:
+		return l.lowerPermute(n), nil, nil
+	case n.Op == backend.OpExpand:
+		return l.broadcastTo(l.in(n, 0), n.Shape), nil, nil
+	case n.Op == backend.OpSliceRows:
+		x := l.in(n, 0)
+		r := len(n.Shape)
+		w := ne(n.Shape)
+		off := C.size_t(n.Start) * x.nb[r-1]
+		return C.ggml_view_4d(ctx, x, w[0], w[1], w[2], w[3], x.nb[1], x.nb[2], x.nb[3], off), nil, nil
+	case n.Op == backend.OpConcatRows:
+		return C.ggml_concat(ctx, l.in(n, 0), l.in(n, 1), C.int(len(n.Shape)-1)), nil, nil
+	case n.Op == backend.OpGetRows:
+		tab := l.in(n, 0)
+		ts := l.inShape(n, 0)
+		rows := ts[0]
+		width := backend.NumElems(ts[1:])
+		_, idx := l.indices(l.in(n, 1), rows)
+		t2 := C.ggml_reshape_2d(ctx, tab, C.int64_t(width), C.int64_t(rows))
+		return l.reshape(C.ggml_get_rows(ctx, t2, idx), n.Shape), nil, nil
+	case n.Op == backend.OpScatterAddRows:
+		return l.lowerScatterAdd(n), nil, nil
+	case n.Op == backend.OpOneHot:
+		c := n.Shape[1]
+		cnt := l.inShape(n, 0)[0]
+		idxF, _ := l.indices(l.in(n, 0), c)
+		// onehot[i][c] = relu(1 - |c - idx[i]|): exactly 0 or 1 for whole indices.
+		ar := C.ggml_repeat_4d(ctx, C.ggml_arange(ctx, 0, C.float(c), 1), C.int64_t(c), C.int64_t(cnt), 1, 1)
+		ix := C.ggml_repeat_4d(ctx, C.ggml_reshape_2d(ctx, idxF, 1, C.int64_t(cnt)), C.int64_t(c), C.int64_t(cnt), 1, 1)
+		d := C.ggml_abs(ctx, C.ggml_sub(ctx, ar, ix))
+		return C.ggml_relu(ctx, l.scaleBias(d, -1, 1)), nil, nil
+	case n.Op == backend.OpMatMul:
+		return l.lowerMatMul(n), nil, nil
+	case n.Op == backend.OpAdamW:
+		return l.lowerAdamW(i, n)
+	case n.Op == backend.OpSGD:
+		return l.lowerSGD(n)
+	}
+	return nil, nil, fmt.Errorf("op %s has no ggml lowering", n.Op)
+}
+
+// indices clamps f32 indices to 0..rows-1 and truncates them to whole
+// numbers through an i32 cast, as the seed's ag_buffer does before get_rows.
+// It returns both the whole-number f32 values and the i32 tensor.
+func (l *lowering) indices(idx tensor, rows int) (f32, i32 tensor) {
+	c := C.ggml_clamp(l.ctx, idx, 0, C.float(rows-1))
+	i32 = C.ggml_cast(l.ctx, c, C.GGML_TYPE_I32)
+	f32 = C.ggml_cast(l.ctx, i32, C.GGML_TYPE_F32)
+	return f32, i32
+}
+
+func (l *lowering) lowerUnary(n *backend.Node) tensor {
+	ctx := l.ctx
+	x := l.in(n, 0)
+	switch n.Op {
+	case backend.OpNeg:
+		return C.ggml_neg(ctx, x)
+	case backend.OpExp:
+		return C.ggml_exp(ctx, x)
+	case backend.OpLog:
+		return C.ggml_log(ctx, x)
+	case backend.OpSqrt:
+		return C.ggml_sqrt(ctx, x)
+	case backend.OpReLU:
+		return C.ggml_relu(ctx, x)
+	case backend.OpSigmoid:
+		return C.ggml_sigmoid(ctx, x)
+	case backend.OpTanh:
+		return C.ggml_tanh(ctx, x)
+	case backend.OpAffine:
+		return l.scaleBias(x, n.A, n.B)
+	case backend.OpClamp:
+		return C.ggml_clamp(ctx, x, C.float(n.A), C.float(n.B))
+	case backend.OpInside:
+		// step(x-A) * step(B-x); step(y) is 1 for y > 0, and y = x-A is > 0
+		// exactly when x > A (IEEE subtraction is exact in sign).
+		lo := C.ggml_step(ctx, l.scaleBias(x, 1, -n.A))
+		hi := C.ggml_step(ctx, l.scaleBias(x, -1, n.B))
+		return C.ggml_mul(ctx, lo, hi)
+	default: // OpPowConst
+		return l.lowerPow(n, x)
+	}
+}
+
+// lowerPow computes x^A. ggml has no pow: common exponents use exact ops,
+// the rest exp(A*log|x|), with the sign restored for odd whole A and NaN for
+// x < 0 with a fractional A (log of a negative), as C's powf gives.
+func (l *lowering) lowerPow(n *backend.Node, x tensor) tensor {
+	ctx := l.ctx
+	a := float64(n.A)
+	switch a {
+	case 0:
+		return l.constant(n.Shape, 1)
+	case 1:
+		return x
+	case 2:
+		return C.ggml_sqr(ctx, x)
+	case 3:
+		return C.ggml_mul(ctx, C.ggml_sqr(ctx, x), x)
+	case 0.5:
+		return C.ggml_sqrt(ctx, x)
+	case -1:
+		return C.ggml_div(ctx, l.constant(n.Shape, 1), x)
+	case -0.5:
+		return C.ggml_div(ctx, l.constant(n.Shape, 1), C.ggml_sqrt(ctx, x))
+	case -2:
+		return C.ggml_div(ctx, l.constant(n.Shape, 1), C.ggml_sqr(ctx, x))
+	}
+	whole := a == math.Trunc(a) && math.Abs(a) < 1<<24
+	base := x
+	if whole {
+		base = C.ggml_abs(ctx, x)
+	}
+	r := C.ggml_exp(ctx, l.scaleBias(C.ggml_log(ctx, base), n.A, 0))
+	if whole && math.Mod(a, 2) != 0 {
+		// sign(x) = step(x) - step(-x); ggml-vulkan has no SGN.
+		sgn := C.ggml_sub(ctx, C.ggml_step(ctx, x), C.ggml_step(ctx, C.ggml_neg(ctx, x)))
+		r = C.ggml_mul(ctx, r, sgn)
+	}
+	return r
+}
+
+// toFront permutes ggml dim d to position 0, keeping the other dims in
+// order, and makes it contiguous: a row-wise op then reduces along d, and
+// its result (with ne0 = 1) has the memory order of the reduced shape.
+func (l *lowering) toFront(x tensor, d int) tensor {
+	if d == 0 {
+		return x
+	}
+	var ax [4]C.int
+	for s := 0; s < 4; s++ {
+		switch {
+		case s < d:
+			ax[s] = C.int(s + 1)
+		case s == d:
+			ax[s] = 0
+		default:
+			ax[s] = C.int(s)
+		}
+	}
+	return C.ggml_cont(l.ctx, C.ggml_permute(l.ctx, x, ax[0], ax[1], ax[2], ax[3]))
+}
+
+// rowMax is the maximum along ne0, through a max pool whose window is a row
+// (ggml has no max reduction). Its start value is -FLT_MAX, so a row of
+// -Inf gives -FLT_MAX.
+func (l *lowering) rowMax(x tensor) tensor {
+	return C.ggml_pool_2d(l.ctx, x, C.GGML_OP_POOL_MAX, C.int(x.ne[0]), 1, C.int(x.ne[0]), 1, 0, 0)
+}
+
+func (l *lowering) lowerReduce(n *backend.Node) tensor {
+	x := l.in(n, 0)
+	d := len(n.Shape) - 1 - n.Axis
+	f := l.toFront(x, d)
+	var r tensor
+	if n.Op == backend.OpSum {
+		r = C.ggml_sum_rows(l.ctx, f)
+	} else {
+		r = l.rowMax(f)
+	}
+	return l.reshape(r, n.Shape)
+}
+
+func (l *lowering) lowerPermute(n *backend.Node) tensor {
+	r := len(n.Shape)
+	var ax [4]C.int
+	for s := 0; s < 4; s++ {
+		ax[s] = C.int(s)
+	}
+	// Output ggml dim j is IR output axis r-1-j, which is IR input axis
+	// Perm[r-1-j], which is ggml input dim r-1-Perm[r-1-j].
+	for j := 0; j < r; j++ {
+		ax[r-1-n.Perm[r-1-j]] = C.int(j)
+	}
+	x := l.in(n, 0)
+	return C.ggml_cont(l.ctx, C.ggml_permute(l.ctx, x, ax[0], ax[1], ax[2], ax[3]))
+}
+
+// lowerMatMul maps C[M,N] = op(A)[M,K] x op(B)[K,N] (row-major) onto
+// ggml_mul_mat(x, y), which gives y * x^T with K as both operands' ne0:
+// y must hold op(A) as [M rows of K], x must hold op(B)^T as [N rows of K].
+func (l *lowering) lowerMatMul(n *backend.Node) tensor {
+	a, b := l.in(n, 0), l.in(n, 1)
+	y := a
+	if n.TransA { // stored [K,M]
+		y = C.ggml_cont(l.ctx, C.ggml_transpose(l.ctx, a))
+	}
+	x := b
+	if !n.TransB { // stored [K,N]
+		x = C.ggml_cont(l.ctx, C.ggml_transpose(l.ctx, b))
+	}
+	return C.ggml_mul_mat(l.ctx, x, y)
+}
+
+// lowerScatterAdd: out[R, ...] = 0, then row idx[i] += src[i]. ggml-cpu has
+// GET_ROWS_BACK (an exact scatter-add); elsewhere it is onehot^T x src as a
+// matmul, exact too since every product is src*1 or src*0.
+func (l *lowering) lowerScatterAdd(n *backend.Node) tensor {
+	ctx := l.ctx
+	src := l.in(n, 0)
+	cnt := l.inShape(n, 0)[0]
+	rows := n.Shape[0]
+	width := backend.NumElems(n.Shape[1:])
+	idxF, idxI := l.indices(l.in(n, 1), rows)
+	src2 := C.ggml_reshape_2d(ctx, src, C.int64_t(width), C.int64_t(cnt))
+	if l.d.getRowsBack {
+		shape := C.ggml_new_tensor_2d(ctx, C.GGML_TYPE_F32, C.int64_t(width), C.int64_t(rows))
+		return l.reshape(C.ggml_get_rows_back(ctx, src2, idxI, shape), n.Shape)
+	}
+	// ohT[r][i] = relu(1 - |r - idx[i]|), ne = (cnt, rows).
+	ar := C.ggml_repeat_4d(ctx, C.ggml_reshape_2d(ctx, C.ggml_arange(ctx, 0, C.float(rows), 1), 1, C.int64_t(rows)), C.int64_t(cnt), C.int64_t(rows), 1, 1)
+	ix := C.ggml_repeat_4d(ctx, idxF, C.int64_t(cnt), C.int64_t(rows), 1, 1)
+	ohT := C.ggml_relu(ctx, l.scaleBias(C.ggml_abs(ctx, C.ggml_sub(ctx, ar, ix)), -1, 1))
+	srcT := C.ggml_cont(ctx, C.ggml_transpose(ctx, src2)) // ne = (cnt, width)
+	return l.reshape(C.ggml_mul_mat(ctx, srcT, ohT), n.Shape)
+}
+
+// argOf returns the arg index behind node k if it is an OpArg, else -1.
+func (l *lowering) argOf(k int) int {
+	if l.g.Nodes[k].Op == backend.OpArg {
+		return l.g.Nodes[k].Arg
+	}
+	return -1
+}
+
+// privateArgs reports whether the given args are touched by node i only:
+// no other node reads them and no output is written to them.
+func (l *lowering) privateArgs(i int, args ...int) bool {
+	mine := map[int]bool{}
+	for _, a := range args {
+		mine[a] = true
+	}
+	for j := range l.g.Nodes {
+		for k, in := range l.g.Nodes[j].In {
+			if a := l.argOf(in); a >= 0 && mine[a] && (j != i || (k != 2 && k != 3)) {
+				return false
+			}
+		}
+	}
+	for _, o := range l.g.Outputs {
+		if mine[o.Arg] || mine[l.argOf(o.Node)] {
+			return false
+		}
+	}
+	return true
+}
+
+// lowerAdamW uses ggml's fused opt_step_adamw (its params layout is the
+// IR's) where it is safe. ggml-vulkan orders nodes by the memory each
+// writes as its result, and the fused op also writes m and v without saying
+// so: when another node reads or writes m or v, the update is composed of
+// ordinary ops with explicit copies, which the Vulkan backend does order.
+func (l *lowering) lowerAdamW(i int, n *backend.Node) (tensor, []tensor, error) {
+	ctx := l.ctx
+	w, g, m, v, hp := l.in(n, 0), l.in(n, 1), l.in(n, 2), l.in(n, 3), l.in(n, 4)
+	wArg, mArg, vArg := l.argOf(n.In[0]), l.argOf(n.In[2]), l.argOf(n.In[3])
+	if wArg == mArg || wArg == vArg || mArg == vArg {
+		return nil, nil, fmt.Errorf("w, m and v must be distinct args (got %d, %d, %d)", wArg, mArg, vArg)
+	}
+	if l.d.isCPU || l.privateArgs(i, mArg, vArg) {
+		C.ggml_set_param(w) // opt_step_adamw asserts it
+		return C.ggml_opt_step_adamw(ctx, w, g, m, v, hp), nil, nil
+	}
+	lr, b1, b2, eps := l.scalar(hp, 0), l.scalar(hp, 1), l.scalar(hp, 2), l.scalar(hp, 3)
+	wd, bc1, bc2 := l.scalar(hp, 4), l.scalar(hp, 5), l.scalar(hp, 6)
+	m2 := C.ggml_add(ctx, C.ggml_mul(ctx, m, b1), C.ggml_mul(ctx, g, l.scaleBias(b1, -1, 1)))
+	v2 := C.ggml_add(ctx, C.ggml_mul(ctx, v, b2), C.ggml_mul(ctx, C.ggml_sqr(ctx, g), l.scaleBias(b2, -1, 1)))
+	cm := C.ggml_cpy(ctx, m2, m)
+	cv := C.ggml_cpy(ctx, v2, v)
+	keep := l.scaleBias(C.ggml_mul(ctx, lr, wd), -1, 1)
+	den := C.ggml_add(ctx, C.ggml_sqrt(ctx, C.ggml_mul(ctx, v2, bc2)), eps)
+	upd := C.ggml_mul(ctx, C.ggml_div(ctx, C.ggml_mul(ctx, m2, bc1), den), lr)
+	w2 := C.ggml_sub(ctx, C.ggml_mul(ctx, w, keep), upd)
+	return C.ggml_cpy(ctx, w2, w), []tensor{cm, cv}, nil
+}
+
+// lowerSGD composes the momentum update (ggml's opt_step_sgd has no
+// momentum): g' = g + wd*w; vel = momentum*vel + g'; w = w - lr*vel.
+func (l *lowering) lowerSGD(n *backend.Node) (tensor, []tensor, error) {
+	ctx := l.ctx
+	w, g, vel, hp := l.in(n, 0), l.in(n, 1), l.in(n, 2), l.in(n, 3)
+	if a, b := l.argOf(n.In[0]), l.argOf(n.In[2]); a == b {
+		return nil, nil, fmt.Errorf("w and velocity must be distinct args (both %d)", a)
+	}
+	lr, mom, wd := l.scalar(hp, 0), l.scalar(hp, 1), l.scalar(hp, 2)
+	gp := C.ggml_add(ctx, g, C.ggml_mul(ctx, w, wd))
+	vel2 := C.ggml_add(ctx, C.ggml_mul(ctx, vel, mom), gp)
+	cv := C.ggml_cpy(ctx, vel2, vel)
+	w2 := C.ggml_sub(ctx, w, C.ggml_mul(ctx, vel2, lr))
+	return C.ggml_cpy(ctx, w2, w), []tensor{cv}, nil
+}
+
+var _ = unsafe.Pointer(nil)

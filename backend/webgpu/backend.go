@@ -1,0 +1,245 @@
+package webgpu
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+
+	"github.com/ag-go/ag/backend"
+)
+
+func init() { backend.Register("webgpu", 30, driver{}) }
+
+// driver opens the WebGPU backend; its probe runs once per process.
+type driver struct{}
+
+var probe struct {
+	once sync.Once
+	info devInfo
+	err  error
+}
+
+func probed() (devInfo, error) {
+	probe.once.Do(func() { probe.info, probe.err = probeDev() })
+	return probe.info, probe.err
+}
+
+// Available reports whether an adapter exists. "auto" may pick it only on a
+// real GPU: software adapters (lavapipe, SwiftShader) are far slower than
+// the CPU backends.
+func (driver) Available() backend.Availability {
+	info, err := probed()
+	if err != nil {
+		return backend.Availability{Why: err.Error()}
+	}
+	why := info.String()
+	if !info.gpu {
+		why += " (not picked by auto)"
+	}
+	return backend.Availability{OK: true, Auto: info.gpu, Why: why}
+}
+
+// Open requests a device from the adapter.
+func (driver) Open() (backend.Backend, error) {
+	d, err := openDev()
+	if err != nil {
+		return nil, err
+	}
+	b := &Backend{d: d, pipes: map[string]*gpipe{}, bindLimit: d.info.maxBinding}
+	b.total = memoryBudget(d.info)
+	return b, nil
+}
+
+// Backend is an opened WebGPU device. Its methods are safe for concurrent
+// use; runs are serialized.
+type Backend struct {
+	mu     sync.Mutex
+	d      *dev
+	closed bool
+	nextID uint64
+	pipes  map[string]*gpipe // compiled kernels by WGSL source
+	// allocated counts the bytes of live device buffers (tensors, program
+	// intermediates and parameters), total is the Memory budget.
+	allocated, total uint64
+	// bindLimit is the largest storage binding in bytes (the device's
+	// maxStorageBufferBindingSize; tests lower it to exercise splitting).
+	bindLimit uint64
+}
+
+// buffer is the Backend's backend.Buffer.
+type buffer struct {
+	g     *gbuf
+	n     int
+	id    uint64
+	owner *Backend
+	freed bool
+}
+
+// Len returns the element count.
+func (b *buffer) Len() int { return b.n }
+
+// memoryBudget is the total Memory reports. WebGPU has no memory query, so it
+// is an estimate: AG_WEBGPU_MEMORY_MB when set, else 16 GiB (capped at 4x
+// maxBufferSize) on a real GPU and 2 GiB on a software adapter or a browser.
+func memoryBudget(info devInfo) uint64 {
+	if s := os.Getenv("AG_WEBGPU_MEMORY_MB"); s != "" {
+		if mb, err := strconv.ParseUint(s, 10, 64); err == nil && mb > 0 {
+			return mb << 20
+		}
+	}
+	if info.gpu {
+		return min(16<<30, 4*info.maxBuffer)
+	}
+	return 2 << 30
+}
+
+// Caps describes the device.
+func (b *Backend) Caps() backend.Caps {
+	return backend.Caps{
+		Name:           "webgpu",
+		Device:         b.d.info.String(),
+		MaxBufferElems: int(b.d.info.maxBuffer / 4),
+		DeviceTimer:    b.d.info.timestamps,
+	}
+}
+
+func (b *Backend) newBuffer(bytes uint64) (*gbuf, error) {
+	g, err := b.d.newBuffer(max(bytes, 4), usageStorage)
+	if err != nil {
+		return nil, err
+	}
+	b.allocated += g.size
+	return g, nil
+}
+
+func (b *Backend) destroy(g *gbuf) {
+	b.allocated -= g.size
+	b.d.destroyBuffer(g)
+}
+
+// Alloc returns a zero-filled buffer (WebGPU zero-initializes buffers).
+func (b *Backend) Alloc(n int) (backend.Buffer, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil, errors.New("webgpu.Alloc: backend closed")
+	}
+	if n < 0 || uint64(n)*4 > b.d.info.maxBuffer {
+		return nil, fmt.Errorf("webgpu.Alloc(%d): outside 0..%d elements (maxBufferSize %d bytes)", n, b.d.info.maxBuffer/4, b.d.info.maxBuffer)
+	}
+	g, err := b.newBuffer(uint64(n) * 4)
+	if err != nil {
+		return nil, fmt.Errorf("webgpu.Alloc(%d): %w", n, err)
+	}
+	b.nextID++
+	return &buffer{g: g, n: n, id: b.nextID, owner: b}, nil
+}
+
+// own checks that buf is a live buffer of this backend.
+func (b *Backend) own(fn string, buf backend.Buffer) (*buffer, error) {
+	wb, ok := buf.(*buffer)
+	switch {
+	case !ok || wb == nil:
+		return nil, fmt.Errorf("webgpu.%s: buffer %T is not a webgpu buffer", fn, buf)
+	case wb.owner != b:
+		return nil, fmt.Errorf("webgpu.%s: buffer belongs to another backend", fn)
+	case wb.freed:
+		return nil, fmt.Errorf("webgpu.%s: buffer of %d elements was freed", fn, wb.n)
+	}
+	return wb, nil
+}
+
+// Free releases the buffer's device memory.
+func (b *Backend) Free(buf backend.Buffer) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	wb, err := b.own("Free", buf)
+	if err != nil || b.closed {
+		return
+	}
+	wb.freed = true
+	b.destroy(wb.g)
+}
+
+// Write copies src into buf at element off.
+func (b *Backend) Write(buf backend.Buffer, off int, src []float32) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	wb, err := b.own("Write", buf)
+	if err != nil {
+		return err
+	}
+	if off < 0 || off+len(src) > wb.n {
+		return fmt.Errorf("webgpu.Write: %d elements at %d outside buffer of %d", len(src), off, wb.n)
+	}
+	if len(src) == 0 {
+		return nil
+	}
+	if err := b.d.write(wb.g, uint64(off)*4, f32Bytes(src)); err != nil {
+		return fmt.Errorf("webgpu.Write(%d elements at %d): %w", len(src), off, err)
+	}
+	return nil
+}
+
+// Read copies len(dst) elements of buf from element off into dst.
+func (b *Backend) Read(buf backend.Buffer, off int, dst []float32) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	wb, err := b.own("Read", buf)
+	if err != nil {
+		return err
+	}
+	if off < 0 || off+len(dst) > wb.n {
+		return fmt.Errorf("webgpu.Read: %d elements at %d outside buffer of %d", len(dst), off, wb.n)
+	}
+	if len(dst) == 0 {
+		return nil
+	}
+	if err := b.d.read(wb.g, uint64(off)*4, f32Bytes(dst)); err != nil {
+		return fmt.Errorf("webgpu.Read(%d elements at %d): %w", len(dst), off, err)
+	}
+	return nil
+}
+
+// Memory reports an estimate (WebGPU cannot query device memory): total is
+// the budget of memoryBudget, free is total minus the bytes this backend has
+// allocated (buffers, program intermediates and parameters).
+func (b *Backend) Memory() (free, total uint64, err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.allocated >= b.total {
+		return 0, b.total, nil
+	}
+	return b.total - b.allocated, b.total, nil
+}
+
+// pipeline returns the cached pipeline for a kernel, compiling it once.
+func (b *Backend) pipeline(k *kernel) (*gpipe, error) {
+	if p, ok := b.pipes[k.src]; ok {
+		return p, nil
+	}
+	p, err := b.d.newPipeline(k.name, k.src, k.readOnly)
+	if err != nil {
+		return nil, fmt.Errorf("kernel %s: %w", k.name, err)
+	}
+	b.pipes[k.src] = p
+	return p, nil
+}
+
+// Close releases the cached pipelines and the device.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	for _, p := range b.pipes {
+		b.d.releasePipeline(p)
+	}
+	b.pipes = nil
+	b.d.close()
+	return nil
+}

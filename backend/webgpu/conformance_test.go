@@ -1,0 +1,11 @@
+package webgpu
+
+import (
+	"testing"
+
+	"github.com/ag-go/ag/backend/backendtest"
+)
+
+// TestConformance runs the shared backend suite on the adapter found here
+// (lavapipe on the CPU machines: correctness only).
+func TestConformance(t *testing.T) { backendtest.Run(t, "webgpu") }

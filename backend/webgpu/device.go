@@ -1,0 +1,106 @@
+package webgpu
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+// This file holds what the two device layers (device_native.go through
+// wgpu-native, device_js.go through the browser's navigator.gpu) share: the
+// description of an adapter and the plain structs the executor hands them.
+// Each layer defines gbuf, gpipe, gbind and dev with the same methods:
+//
+//	openDev() (*dev, error)
+//	probeDev() (devInfo, error)
+//	(*dev).newBuffer(size uint64, usage bufUsage) (*gbuf, error)
+//	(*dev).destroyBuffer(*gbuf)
+//	(*dev).write(b *gbuf, off uint64, data []byte) error
+//	(*dev).read(b *gbuf, off uint64, dst []byte) error
+//	(*dev).newPipeline(label, wgsl string, readOnly []bool) (*gpipe, error)
+//	(*dev).releasePipeline(*gpipe)
+//	(*dev).newBindGroup(p *gpipe, entries []bindEntry) (*gbind, error)
+//	(*dev).releaseBindGroup(*gbind)
+//	(*dev).run(passes [][]dispatch, copies []copyOp, timed bool) (ticks []uint64, err error)
+//	(*dev).close()
+
+// devInfo describes the adapter and the limits the device was created with.
+type devInfo struct {
+	name   string // adapter name ("llvmpipe (LLVM 15.0.6, 256 bits)")
+	driver string // driver description, may be empty
+	api    string // "Vulkan", "Metal", "browser", ...
+	kind   string // "discrete GPU", "integrated GPU", "CPU", "unknown"
+	// gpu: a real GPU (discrete or integrated), the only kind "auto" picks.
+	gpu bool
+
+	maxBuffer         uint64 // maxBufferSize, bytes
+	maxBinding        uint64 // maxStorageBufferBindingSize, bytes
+	maxInvocations    uint32 // maxComputeInvocationsPerWorkgroup
+	maxWGSizeX        uint32 // maxComputeWorkgroupSizeX
+	maxWGStorage      uint32 // maxComputeWorkgroupStorageSize, bytes
+	storageAlign      uint32 // minStorageBufferOffsetAlignment, bytes
+	maxWGPerDim       uint32 // maxComputeWorkgroupsPerDimension
+	maxStorageBuffers uint32 // maxStorageBuffersPerShaderStage
+	// timestamps: the device was created with timestamp-query.
+	timestamps bool
+}
+
+// String is the human description used in Caps.Device and Availability.Why.
+func (i devInfo) String() string {
+	s := i.name
+	if i.driver != "" && i.driver != i.name {
+		s += " (" + i.driver + ")"
+	}
+	return fmt.Sprintf("%s via %s, %s", s, i.api, i.kind)
+}
+
+// bufUsage says what a device buffer is for.
+type bufUsage int
+
+const (
+	usageStorage bufUsage = iota // storage + copy src/dst: tensors, params
+)
+
+// bindEntry binds bytes [off, off+size) of buf at the binding of its index.
+type bindEntry struct {
+	buf       *gbuf
+	off, size uint64
+}
+
+// dispatch is one compute dispatch of a pass.
+type dispatch struct {
+	pipe    *gpipe
+	bind    *gbind
+	x, y, z uint32
+}
+
+// copyOp is a buffer-to-buffer copy recorded after the compute passes
+// (outputs that must land in another arg).
+type copyOp struct {
+	src, dst       *gbuf
+	srcOff, dstOff uint64
+	size           uint64
+}
+
+// f32Bytes views a float32 slice as bytes without copying.
+func f32Bytes(s []float32) []byte {
+	if len(s) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), 4*len(s))
+}
+
+// u32Bytes views a uint32 slice as bytes without copying.
+func u32Bytes(s []uint32) []byte {
+	if len(s) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), 4*len(s))
+}
+
+// u64Bytes views a uint64 slice as bytes without copying.
+func u64Bytes(s []uint64) []byte {
+	if len(s) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), 8*len(s))
+}

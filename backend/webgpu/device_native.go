@@ -1,0 +1,426 @@
+//go:build !js
+
+package webgpu
+
+import (
+
+	"fmt"
+
+	"github.com/cogentcore/webgpu/wgpu"
+)
+
+// The native device layer: wgpu-native through github.com/cogentcore/webgpu.
+// Pitfalls it works around (notes/PLATFORM.md): the device is requested from
+// DefaultLimits raised field by field, because the adapter's own limits carry
+// a garbage MaxPushConstantSize; no DeviceLostCallback (it panics under
+// cgocheck); compute passes are released after End; mapped ranges are copied
+// out before Unmap; many WriteBuffer calls are flushed with an empty submit.
+
+type gbuf struct {
+	b    *wgpu.Buffer
+	size uint64
+}
+
+type gpipe struct {
+	p   *wgpu.ComputePipeline
+	bgl *wgpu.BindGroupLayout
+	pl  *wgpu.PipelineLayout
+}
+
+type gbind struct{ g *wgpu.BindGroup }
+
+type dev struct {
+	inst    *wgpu.Instance
+	adapter *wgpu.Adapter
+	device  *wgpu.Device
+	queue   *wgpu.Queue
+	info    devInfo
+
+	staging     *wgpu.Buffer // MapRead|CopyDst, grown on demand
+	stagingSize uint64
+
+	// Timestamp queries: a query set and its resolve/readback buffers,
+	// grown to the largest run seen.
+	qs                 *wgpu.QuerySet
+	qCount             uint32
+	qResolve, qReadout *wgpu.Buffer
+
+	pendingWrites int
+}
+
+// maxStaging bounds one readback or upload chunk so that a read of a large
+// table does not need a staging buffer as large as the table.
+const maxStaging = 64 << 20
+
+func adapterDesc(ad *wgpu.Adapter) devInfo {
+	ai := ad.GetInfo()
+	info := devInfo{name: ai.Name, driver: ai.DriverDescription, api: ai.BackendType.String()}
+	switch ai.BackendType {
+	case wgpu.BackendTypeVulkan:
+		info.api = "Vulkan"
+	case wgpu.BackendTypeMetal:
+		info.api = "Metal"
+	case wgpu.BackendTypeD3D12:
+		info.api = "D3D12"
+	case wgpu.BackendTypeOpenGL, wgpu.BackendTypeOpenGLES:
+		info.api = "OpenGL"
+	}
+	switch ai.AdapterType {
+	case wgpu.AdapterTypeDiscreteGPU:
+		info.kind, info.gpu = "discrete GPU", true
+	case wgpu.AdapterTypeIntegratedGPU:
+		info.kind, info.gpu = "integrated GPU", true
+	case wgpu.AdapterTypeCPU:
+		info.kind = "software (CPU)"
+	default:
+		info.kind = "unknown adapter type"
+	}
+	return info
+}
+
+func fillLimits(info *devInfo, l wgpu.Limits) {
+	info.maxBuffer = l.MaxBufferSize
+	info.maxBinding = l.MaxStorageBufferBindingSize
+	info.maxInvocations = l.MaxComputeInvocationsPerWorkgroup
+	info.maxWGSizeX = l.MaxComputeWorkgroupSizeX
+	info.maxWGStorage = l.MaxComputeWorkgroupStorageSize
+	info.storageAlign = l.MinStorageBufferOffsetAlignment
+	info.maxWGPerDim = l.MaxComputeWorkgroupsPerDimension
+	info.maxStorageBuffers = l.MaxStorageBuffersPerShaderStage
+}
+
+func requestAdapter() (*wgpu.Instance, *wgpu.Adapter, error) {
+	inst := wgpu.CreateInstance(nil)
+	ad, err := inst.RequestAdapter(&wgpu.RequestAdapterOptions{PowerPreference: wgpu.PowerPreferenceHighPerformance})
+	if err != nil || ad == nil {
+		inst.Release()
+		return nil, nil, fmt.Errorf("webgpu: no adapter (install a Vulkan driver, e.g. mesa-vulkan-drivers): %v", err)
+	}
+	return inst, ad, nil
+}
+
+// probeDev finds the adapter Open would use and releases it again.
+func probeDev() (devInfo, error) {
+	inst, ad, err := requestAdapter()
+	if err != nil {
+		return devInfo{}, err
+	}
+	info := adapterDesc(ad)
+	fillLimits(&info, ad.GetLimits().Limits)
+	info.timestamps = ad.HasFeature(wgpu.FeatureNameTimestampQuery)
+	ad.Release()
+	inst.Release()
+	return info, nil
+}
+
+// openDev requests a device with the adapter's buffer limits and, where
+// offered, timestamp queries.
+func openDev() (*dev, error) {
+	inst, ad, err := requestAdapter()
+	if err != nil {
+		return nil, err
+	}
+	al := ad.GetLimits().Limits
+	lim := wgpu.DefaultLimits()
+	lim.MaxBufferSize = al.MaxBufferSize
+	lim.MaxStorageBufferBindingSize = al.MaxStorageBufferBindingSize
+	var feats []wgpu.FeatureName
+	if ad.HasFeature(wgpu.FeatureNameTimestampQuery) {
+		feats = append(feats, wgpu.FeatureNameTimestampQuery)
+	}
+	device, err := ad.RequestDevice(&wgpu.DeviceDescriptor{Label: "ag", RequiredFeatures: feats, RequiredLimits: &wgpu.RequiredLimits{Limits: lim}})
+	if err != nil && feats != nil {
+		// Retry without timestamps: device time then falls back to the host clock.
+		feats = nil
+		device, err = ad.RequestDevice(&wgpu.DeviceDescriptor{Label: "ag", RequiredLimits: &wgpu.RequiredLimits{Limits: lim}})
+	}
+	if err != nil {
+		ad.Release()
+		inst.Release()
+		return nil, fmt.Errorf("webgpu: RequestDevice (maxBufferSize %d, maxStorageBufferBindingSize %d): %w", lim.MaxBufferSize, lim.MaxStorageBufferBindingSize, err)
+	}
+	d := &dev{inst: inst, adapter: ad, device: device, queue: device.GetQueue()}
+	d.info = adapterDesc(ad)
+	fillLimits(&d.info, device.GetLimits().Limits)
+	d.info.timestamps = feats != nil && device.HasFeature(wgpu.FeatureNameTimestampQuery)
+	return d, nil
+}
+
+func (d *dev) newBuffer(size uint64, _ bufUsage) (*gbuf, error) {
+	b, err := d.device.CreateBuffer(&wgpu.BufferDescriptor{
+		Usage: wgpu.BufferUsageStorage | wgpu.BufferUsageCopySrc | wgpu.BufferUsageCopyDst,
+		Size:  size,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &gbuf{b: b, size: size}, nil
+}
+
+func (d *dev) destroyBuffer(b *gbuf) {
+	b.b.Destroy()
+	b.b.Release()
+}
+
+func (d *dev) write(b *gbuf, off uint64, data []byte) error {
+	for len(data) > 0 {
+		n := min(len(data), maxStaging)
+		if err := d.queue.WriteBuffer(b.b, off, data[:n]); err != nil {
+			return err
+		}
+		data, off = data[n:], off+uint64(n)
+		// wgpu keeps every write in one pending staging area until the
+		// next submit; flushing now and then keeps many small writes fast.
+		if d.pendingWrites++; d.pendingWrites >= 16 || n == maxStaging {
+			d.flushWrites()
+		}
+	}
+	return nil
+}
+
+func (d *dev) flushWrites() {
+	if d.pendingWrites == 0 {
+		return
+	}
+	d.queue.Submit()
+	d.pendingWrites = 0
+}
+
+func (d *dev) ensureStaging(size uint64) error {
+	if d.staging != nil && d.stagingSize >= size {
+		return nil
+	}
+	if d.staging != nil {
+		d.staging.Destroy()
+		d.staging.Release()
+		d.staging = nil
+	}
+	st, err := d.device.CreateBuffer(&wgpu.BufferDescriptor{Usage: wgpu.BufferUsageMapRead | wgpu.BufferUsageCopyDst, Size: size})
+	if err != nil {
+		return err
+	}
+	d.staging, d.stagingSize = st, size
+	return nil
+}
+
+func (d *dev) read(b *gbuf, off uint64, dst []byte) error {
+	d.pendingWrites = 0 // the submit below flushes them
+	for len(dst) > 0 {
+		n := uint64(min(len(dst), maxStaging))
+		if err := d.ensureStaging(n); err != nil {
+			return err
+		}
+		enc, err := d.device.CreateCommandEncoder(nil)
+		if err != nil {
+			return err
+		}
+		if err := enc.CopyBufferToBuffer(b.b, off, d.staging, 0, n); err != nil {
+			enc.Release()
+			return err
+		}
+		cmd, err := enc.Finish(nil)
+		enc.Release()
+		if err != nil {
+			return err
+		}
+		d.queue.Submit(cmd)
+		cmd.Release()
+		if err := d.mapRead(d.staging, n, dst[:n]); err != nil {
+			return err
+		}
+		dst, off = dst[n:], off+n
+	}
+	return nil
+}
+
+// mapRead maps the first n bytes of a MapRead buffer, copies them into dst
+// (the mapped memory is valid only until Unmap) and unmaps.
+func (d *dev) mapRead(buf *wgpu.Buffer, n uint64, dst []byte) error {
+	done := false
+	var status wgpu.BufferMapAsyncStatus
+	if err := buf.MapAsync(wgpu.MapModeRead, 0, n, func(s wgpu.BufferMapAsyncStatus) { status, done = s, true }); err != nil {
+		return err
+	}
+	for !done {
+		d.device.Poll(true, nil)
+	}
+	if status != wgpu.BufferMapAsyncStatusSuccess {
+		return fmt.Errorf("MapAsync: status %v", status)
+	}
+	copy(dst, buf.GetMappedRange(0, uint(n)))
+	return buf.Unmap()
+}
+
+func (d *dev) newPipeline(label, src string, readOnly []bool) (*gpipe, error) {
+	mod, err := d.device.CreateShaderModule(&wgpu.ShaderModuleDescriptor{Label: label, WGSLDescriptor: &wgpu.ShaderModuleWGSLDescriptor{Code: src}})
+	if err != nil {
+		return nil, err
+	}
+	defer mod.Release()
+	entries := make([]wgpu.BindGroupLayoutEntry, len(readOnly))
+	for i, ro := range readOnly {
+		t := wgpu.BufferBindingTypeStorage
+		if ro {
+			t = wgpu.BufferBindingTypeReadOnlyStorage
+		}
+		entries[i] = wgpu.BindGroupLayoutEntry{Binding: uint32(i), Visibility: wgpu.ShaderStageCompute, Buffer: wgpu.BufferBindingLayout{Type: t}}
+	}
+	bgl, err := d.device.CreateBindGroupLayout(&wgpu.BindGroupLayoutDescriptor{Label: label, Entries: entries})
+	if err != nil {
+		return nil, err
+	}
+	pl, err := d.device.CreatePipelineLayout(&wgpu.PipelineLayoutDescriptor{Label: label, BindGroupLayouts: []*wgpu.BindGroupLayout{bgl}})
+	if err != nil {
+		bgl.Release()
+		return nil, err
+	}
+	p, err := d.device.CreateComputePipeline(&wgpu.ComputePipelineDescriptor{Label: label, Layout: pl,
+		Compute: wgpu.ProgrammableStageDescriptor{Module: mod, EntryPoint: "main"}})
+	if err != nil {
+		pl.Release()
+		bgl.Release()
+		return nil, err
+	}
+	return &gpipe{p: p, bgl: bgl, pl: pl}, nil
+}
+
+func (d *dev) releasePipeline(p *gpipe) {
+	p.p.Release()
+	p.pl.Release()
+	p.bgl.Release()
+}
+
+func (d *dev) newBindGroup(p *gpipe, entries []bindEntry) (*gbind, error) {
+	es := make([]wgpu.BindGroupEntry, len(entries))
+	for i, e := range entries {
+		es[i] = wgpu.BindGroupEntry{Binding: uint32(i), Buffer: e.buf.b, Offset: e.off, Size: e.size}
+	}
+	g, err := d.device.CreateBindGroup(&wgpu.BindGroupDescriptor{Layout: p.bgl, Entries: es})
+	if err != nil {
+		return nil, err
+	}
+	return &gbind{g: g}, nil
+}
+
+func (d *dev) releaseBindGroup(g *gbind) { g.g.Release() }
+
+func (d *dev) ensureQueries(n uint32) error {
+	if d.qs != nil && d.qCount >= n {
+		return nil
+	}
+	d.releaseQueries()
+	qs, err := d.device.CreateQuerySet(&wgpu.QuerySetDescriptor{Type: wgpu.QueryTypeTimestamp, Count: n})
+	if err != nil {
+		return err
+	}
+	res, err := d.device.CreateBuffer(&wgpu.BufferDescriptor{Usage: wgpu.BufferUsageQueryResolve | wgpu.BufferUsageCopySrc, Size: 8 * uint64(n)})
+	if err != nil {
+		qs.Release()
+		return err
+	}
+	out, err := d.device.CreateBuffer(&wgpu.BufferDescriptor{Usage: wgpu.BufferUsageMapRead | wgpu.BufferUsageCopyDst, Size: 8 * uint64(n)})
+	if err != nil {
+		qs.Release()
+		res.Release()
+		return err
+	}
+	d.qs, d.qCount, d.qResolve, d.qReadout = qs, n, res, out
+	return nil
+}
+
+func (d *dev) releaseQueries() {
+	if d.qs == nil {
+		return
+	}
+	d.qs.Release()
+	d.qResolve.Destroy()
+	d.qResolve.Release()
+	d.qReadout.Destroy()
+	d.qReadout.Release()
+	d.qs, d.qCount = nil, 0
+}
+
+// run records every pass into one command encoder, submits it once and
+// waits. With timed it writes a timestamp before the first pass and after
+// each pass and returns them (len(passes)+1 ticks, in ns: wgpu-native on
+// Vulkan reports raw ticks and the binding does not expose the period;
+// NVIDIA's and lavapipe's period is 1 ns).
+func (d *dev) run(passes [][]dispatch, copies []copyOp, timed bool) ([]uint64, error) {
+	d.pendingWrites = 0
+	nq := uint32(len(passes) + 1)
+	if timed {
+		if err := d.ensureQueries(nq); err != nil {
+			return nil, err
+		}
+	}
+	enc, err := d.device.CreateCommandEncoder(nil)
+	if err != nil {
+		return nil, err
+	}
+	defer enc.Release()
+	if timed {
+		if err := enc.WriteTimestamp(d.qs, 0); err != nil {
+			return nil, err
+		}
+	}
+	for i, pass := range passes {
+		cp := enc.BeginComputePass(nil)
+		for _, ds := range pass {
+			cp.SetPipeline(ds.pipe.p)
+			cp.SetBindGroup(0, ds.bind.g, nil)
+			cp.DispatchWorkgroups(ds.x, ds.y, ds.z)
+		}
+		err := cp.End()
+		cp.Release()
+		if err != nil {
+			return nil, err
+		}
+		if timed {
+			if err := enc.WriteTimestamp(d.qs, uint32(i+1)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, c := range copies {
+		if err := enc.CopyBufferToBuffer(c.src.b, c.srcOff, c.dst.b, c.dstOff, c.size); err != nil {
+			return nil, err
+		}
+	}
+	if timed {
+		if err := enc.ResolveQuerySet(d.qs, 0, nq, d.qResolve, 0); err != nil {
+			return nil, err
+		}
+		if err := enc.CopyBufferToBuffer(d.qResolve, 0, d.qReadout, 0, 8*uint64(nq)); err != nil {
+			return nil, err
+		}
+	}
+	cmd, err := enc.Finish(nil)
+	if err != nil {
+		return nil, err
+	}
+	idx := d.queue.Submit(cmd)
+	cmd.Release()
+	d.device.Poll(true, &wgpu.WrappedSubmissionIndex{Queue: d.queue, SubmissionIndex: idx})
+	if !timed {
+		return nil, nil
+	}
+	raw := make([]uint64, nq)
+	if err := d.mapRead(d.qReadout, 8*uint64(nq), u64Bytes(raw)); err != nil {
+		return nil, fmt.Errorf("timestamps: %w", err)
+	}
+	return raw, nil
+}
+
+func (d *dev) close() {
+	d.releaseQueries()
+	if d.staging != nil {
+		d.staging.Destroy()
+		d.staging.Release()
+		d.staging = nil
+	}
+	d.queue.Release()
+	d.device.Release()
+	d.adapter.Release()
+	d.inst.Release()
+}
+

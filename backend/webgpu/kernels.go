@@ -1,0 +1,432 @@
+package webgpu
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/ag-go/ag/backend"
+)
+
+// The WGSL kernels. Every kernel binds P (binding 0), a read-only array<u32>
+// slice of the program's parameter buffer holding the kernel's sizes, strides
+// and scalars (f32 scalars as their bits), then its tensors. Sources are
+// generated per variant (op, transposes, workgroup size) and the Backend
+// caches one pipeline per distinct source.
+
+// kernel is one WGSL compute shader and its binding layout.
+type kernel struct {
+	name     string
+	src      string
+	readOnly []bool // per binding, binding 0 (P) included
+}
+
+// wg is the workgroup size of the one-dimensional kernels: WebGPU guarantees
+// 256 invocations and 256 in x.
+const wg = 256
+
+type bindDecl struct {
+	name string
+	rw   bool
+}
+
+// newKernel assembles a shader from its tensor bindings and its body.
+func newKernel(name string, binds []bindDecl, body string) *kernel {
+	var b strings.Builder
+	b.WriteString("@group(0) @binding(0) var<storage, read> P: array<u32>;\n")
+	ro := []bool{true}
+	for i, d := range binds {
+		acc := "read"
+		if d.rw {
+			acc = "read_write"
+		}
+		fmt.Fprintf(&b, "@group(0) @binding(%d) var<storage, %s> %s: array<f32>;\n", i+1, acc, d.name)
+		ro = append(ro, !d.rw)
+	}
+	b.WriteString(wgslHelpers)
+	b.WriteString(body)
+	return &kernel{name: name, src: b.String(), readOnly: ro}
+}
+
+const wgslHelpers = `
+fn pf(i: u32) -> f32 { return bitcast<f32>(P[i]); }
+// idx rounds an index (halves away from zero), counts NaN as 0 and clamps it
+// into 0..n-1 so that no index can reach outside its table.
+fn idx(v: f32, n: u32) -> u32 {
+	if ((bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u) { return 0u; }
+	let r = sign(v) * floor(abs(v) + 0.5);
+	return min(u32(clamp(r, 0.0, f32(n - 1u))), n - 1u);
+}
+`
+
+// linearHead opens a kernel with one invocation per element i over a 2-D
+// grid of workgroups (the x dimension is limited to 65535 groups).
+var linearHead = fmt.Sprintf(`
+@compute @workgroup_size(%d)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+	let i = (wid.y * nwg.x + wid.x) * %du + lid;
+`, wg, wg)
+
+// unaryExpr is the WGSL expression of a unary op over x with scalars a, b.
+func unaryExpr(n *backend.Node) string {
+	switch n.Op {
+	case backend.OpNeg:
+		return "-x"
+	case backend.OpExp:
+		return "exp(x)"
+	case backend.OpLog:
+		return "log(x)"
+	case backend.OpSqrt:
+		return "sqrt(x)"
+	case backend.OpReLU:
+		return "select(0.0, x, x > 0.0)"
+	case backend.OpSigmoid:
+		return "1.0 / (1.0 + exp(-x))"
+	case backend.OpTanh:
+		// tanh saturates to +-1 in f32 beyond 15; clamping keeps GPU
+		// implementations that compute it through exp from giving inf/inf.
+		return "tanh(clamp(x, -15.0, 15.0))"
+	case backend.OpAffine:
+		return "x * a + b"
+	case backend.OpPowConst:
+		return powExpr(n.A)
+	case backend.OpClamp:
+		return "min(max(x, a), b)"
+	case backend.OpInside:
+		return "select(0.0, 1.0, x > a && x < b)"
+	}
+	panic("webgpu: not a unary op: " + n.Op.String())
+}
+
+// powExpr specializes x^A for the constant A: exact forms for the common
+// exponents, C powf's sign rules for integer exponents of negative bases and
+// NaN for non-integer ones (WGSL's pow is undefined for x < 0).
+func powExpr(a float32) string {
+	switch a {
+	case 0:
+		return "1.0"
+	case 1:
+		return "x"
+	case 2:
+		return "x * x"
+	case 3:
+		return "x * x * x"
+	case -1:
+		return "1.0 / x"
+	case 0.5:
+		return "sqrt(x)"
+	}
+	fa := float64(a)
+	if fa == math.Trunc(fa) {
+		odd := math.Mod(math.Abs(fa), 2) == 1
+		if odd {
+			return "select(pow(abs(x), a), -pow(abs(x), a), x < 0.0)"
+		}
+		return "pow(abs(x), a)"
+	}
+	return "select(pow(x, a), bitcast<f32>(0x7fc00000u), x < 0.0)"
+}
+
+// unaryKernel: params [n, a, b].
+func unaryKernel(expr string) *kernel {
+	return newKernel("unary", []bindDecl{{"X", false}, {"Y", true}}, linearHead+`
+	if (i >= P[0]) { return; }
+	let a = pf(1u); let b = pf(2u);
+	let x = X[i];
+	Y[i] = `+expr+`;
+}
+`)
+}
+
+func binaryOp(op backend.Op) string {
+	return map[backend.Op]string{backend.OpAdd: "+", backend.OpSub: "-", backend.OpMul: "*", backend.OpDiv: "/"}[op]
+}
+
+// binarySameKernel: both operands have the output's shape; params [n].
+func binarySameKernel(op backend.Op) *kernel {
+	return newKernel("binary_same", []bindDecl{{"A", false}, {"B", false}, {"Y", true}}, linearHead+`
+	if (i >= P[0]) { return; }
+	Y[i] = A[i] `+binaryOp(op)+` B[i];
+}
+`)
+}
+
+// binaryBcastKernel: params [n, d0..d3, sa0..sa3, sb0..sb3] with the output
+// shape right-aligned into 4 dimensions and broadcast strides (0 where an
+// operand is broadcast).
+func binaryBcastKernel(op backend.Op) *kernel {
+	return newKernel("binary_bcast", []bindDecl{{"A", false}, {"B", false}, {"Y", true}}, linearHead+`
+	if (i >= P[0]) { return; }
+	var r = i;
+	let i3 = r % P[4]; r = r / P[4];
+	let i2 = r % P[3]; r = r / P[3];
+	let i1 = r % P[2]; let i0 = r / P[2];
+	let ia = i0 * P[5] + i1 * P[6] + i2 * P[7] + i3 * P[8];
+	let ib = i0 * P[9] + i1 * P[10] + i2 * P[11] + i3 * P[12];
+	Y[i] = A[ia] `+binaryOp(op)+` B[ib];
+}
+`)
+}
+
+// fillKernel: params [n, value].
+func fillKernel() *kernel {
+	return newKernel("fill", []bindDecl{{"Y", true}}, linearHead+`
+	if (i >= P[0]) { return; }
+	Y[i] = pf(1u);
+}
+`)
+}
+
+// stridedKernel copies Y[dstOff + i] = X[srcOff + sum_k idx_k * s_k] for the
+// output index (idx_0..idx_3) of i in shape d: expand, permute, slices and
+// concatenation. Params [n, dstOff, srcOff, d0..d3, s0..s3].
+func stridedKernel() *kernel {
+	return newKernel("strided", []bindDecl{{"X", false}, {"Y", true}}, linearHead+`
+	if (i >= P[0]) { return; }
+	var r = i;
+	let i3 = r % P[6]; r = r / P[6];
+	let i2 = r % P[5]; r = r / P[5];
+	let i1 = r % P[4]; let i0 = r / P[4];
+	Y[P[1] + i] = X[P[2] + i0 * P[7] + i1 * P[8] + i2 * P[9] + i3 * P[10]];
+}
+`)
+}
+
+// rowHead opens a kernel with one workgroup per row of a [rows, C] view and
+// a shared array for tree reductions. Params start [rows, C].
+var rowHead = fmt.Sprintf(`
+var<workgroup> sh: array<f32, %d>;
+fn reduceMax(v: f32, lid: u32) -> f32 {
+	sh[lid] = v;
+	workgroupBarrier();
+	for (var s = %du; s > 0u; s = s >> 1u) {
+		if (lid < s) { sh[lid] = max(sh[lid], sh[lid + s]); }
+		workgroupBarrier();
+	}
+	let r = sh[0];
+	workgroupBarrier();
+	return r;
+}
+fn reduceSum(v: f32, lid: u32) -> f32 {
+	sh[lid] = v;
+	workgroupBarrier();
+	for (var s = %du; s > 0u; s = s >> 1u) {
+		if (lid < s) { sh[lid] = sh[lid] + sh[lid + s]; }
+		workgroupBarrier();
+	}
+	let r = sh[0];
+	workgroupBarrier();
+	return r;
+}
+@compute @workgroup_size(%d)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+	let row = wid.y * nwg.x + wid.x;
+	if (row >= P[0]) { return; }
+	let C = P[1];
+	let base = row * C;
+`, wg, wg/2, wg/2, wg)
+
+// reduceRowKernel sums or maxes each row of [rows, C] into Y[row].
+func reduceRowKernel(isMax bool) *kernel {
+	body := `
+	var acc = 0.0;
+	for (var c = lid; c < C; c = c + ` + fmt.Sprint(wg) + `u) { acc = acc + X[base + c]; }
+	let r = reduceSum(acc, lid);
+	if (lid == 0u) { Y[row] = r; }
+}
+`
+	if isMax {
+		body = `
+	var acc = -bitcast<f32>(0x7f800000u);
+	for (var c = lid; c < C; c = c + ` + fmt.Sprint(wg) + `u) { acc = max(acc, X[base + c]); }
+	let r = reduceMax(acc, lid);
+	if (lid == 0u) { Y[row] = r; }
+}
+`
+	}
+	return newKernel("reduce_row", []bindDecl{{"X", false}, {"Y", true}}, rowHead+body)
+}
+
+// reduceColKernel reduces [outer, R, inner] along R with one invocation per
+// output element. Params [nOut, R, inner].
+func reduceColKernel(isMax bool) *kernel {
+	init, step := "0.0", "acc + X[base + r * inner]"
+	if isMax {
+		init, step = "-bitcast<f32>(0x7f800000u)", "max(acc, X[base + r * inner])"
+	}
+	return newKernel("reduce_col", []bindDecl{{"X", false}, {"Y", true}}, linearHead+`
+	if (i >= P[0]) { return; }
+	let R = P[1]; let inner = P[2];
+	let base = (i / inner) * R * inner + i % inner;
+	var acc = `+init+`;
+	for (var r = 0u; r < R; r = r + 1u) { acc = `+step+`; }
+	Y[i] = acc;
+}
+`)
+}
+
+// softmaxKernel: softmax or log-softmax of each row, one workgroup per row.
+func softmaxKernel(log bool) *kernel {
+	out := "exp(X[base + c] - m) / s"
+	if log {
+		out = "X[base + c] - m - log(s)"
+	}
+	return newKernel("softmax", []bindDecl{{"X", false}, {"Y", true}}, rowHead+fmt.Sprintf(`
+	var mx = -bitcast<f32>(0x7f800000u);
+	for (var c = lid; c < C; c = c + %du) { mx = max(mx, X[base + c]); }
+	let m = reduceMax(mx, lid);
+	var acc = 0.0;
+	for (var c = lid; c < C; c = c + %du) { acc = acc + exp(X[base + c] - m); }
+	let s = reduceSum(acc, lid);
+	for (var c = lid; c < C; c = c + %du) { Y[base + c] = %s; }
+}
+`, wg, wg, wg, out))
+}
+
+// getRowsKernel: Y[i] = T[idx(I[i / W]) * W + i %% W] for the table rows
+// r0..r0+rc-1 bound (large tables run as several dispatches over bound
+// ranges). Params [n, W, R, r0, rc].
+func getRowsKernel() *kernel {
+	return newKernel("get_rows", []bindDecl{{"T", false}, {"I", false}, {"Y", true}}, linearHead+`
+	if (i >= P[0]) { return; }
+	let W = P[1];
+	let r = idx(I[i / W], P[2]);
+	if (r < P[3] || r >= P[3] + P[4]) { return; }
+	Y[i] = T[(r - P[3]) * W + i % W];
+}
+`)
+}
+
+// scatterAddKernel: invocation t owns column t %% W of the output rows
+// [rb*RB, rb*RB+RB) with rb = t / W: it zeroes them and adds every source
+// row whose index falls there, in order (no float atomics in WGSL, and the
+// sum order is deterministic). Params [threads, R, W, n, RB].
+func scatterAddKernel() *kernel {
+	return newKernel("scatter_add_rows", []bindDecl{{"S", false}, {"I", false}, {"Y", true}}, linearHead+`
+	if (i >= P[0]) { return; }
+	let R = P[1]; let W = P[2]; let n = P[3]; let RB = P[4];
+	let j = i % W;
+	let lo = (i / W) * RB;
+	let hi = min(R, lo + RB);
+	for (var r = lo; r < hi; r = r + 1u) { Y[r * W + j] = 0.0; }
+	for (var k = 0u; k < n; k = k + 1u) {
+		let r = idx(I[k], R);
+		if (r >= lo && r < hi) { Y[r * W + j] = Y[r * W + j] + S[k * W + j]; }
+	}
+}
+`)
+}
+
+// oneHotKernel: params [n*C, C].
+func oneHotKernel() *kernel {
+	return newKernel("one_hot", []bindDecl{{"I", false}, {"Y", true}}, linearHead+`
+	if (i >= P[0]) { return; }
+	let C = P[1];
+	Y[i] = select(0.0, 1.0, idx(I[i / C], C) == i % C);
+}
+`)
+}
+
+// matmulKernel is a tiled matmul: a workgroup of t x t invocations computes
+// a (4t) x (4t) tile of C, 4x4 outputs per invocation at a stride of t (so
+// shared-memory reads and global writes are contiguous across invocations),
+// stepping through K in slices of 16 staged in workgroup memory. The stored
+// operands are read through the transposes. Params [M, N, K]; the workgroup
+// grid is (ceil(N/4t), ceil(M/4t), batch).
+func matmulKernel(transA, transB bool, t int) *kernel {
+	bm := 4 * t
+	const bk = 16
+	loads := bm * bk / (t * t)
+	aLoad := fmt.Sprintf(`let mm = e / %du; let kk = e %% %du;
+			var v = 0.0;
+			if (m0 + mm < M && k0 + kk < K) { v = A[aOff + (m0 + mm) * K + k0 + kk]; }
+			As[kk * %du + mm] = v;`, bk, bk, bm)
+	if transA {
+		aLoad = fmt.Sprintf(`let kk = e / %du; let mm = e %% %du;
+			var v = 0.0;
+			if (m0 + mm < M && k0 + kk < K) { v = A[aOff + (k0 + kk) * M + m0 + mm]; }
+			As[kk * %du + mm] = v;`, bm, bm, bm)
+	}
+	bLoad := fmt.Sprintf(`let kk = e / %du; let nn = e %% %du;
+			var v = 0.0;
+			if (n0 + nn < N && k0 + kk < K) { v = B[bOff + (k0 + kk) * N + n0 + nn]; }
+			Bs[kk * %du + nn] = v;`, bm, bm, bm)
+	if transB {
+		bLoad = fmt.Sprintf(`let nn = e / %du; let kk = e %% %du;
+			var v = 0.0;
+			if (n0 + nn < N && k0 + kk < K) { v = B[bOff + (n0 + nn) * K + k0 + kk]; }
+			Bs[kk * %du + nn] = v;`, bk, bk, bm)
+	}
+	body := fmt.Sprintf(`
+const T = %du;
+const BM = %du;
+const BK = %du;
+var<workgroup> As: array<f32, %d>;
+var<workgroup> Bs: array<f32, %d>;
+@compute @workgroup_size(%d, %d, 1)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) l: vec3<u32>) {
+	let M = P[0]; let N = P[1]; let K = P[2];
+	let aOff = wid.z * M * K; let bOff = wid.z * K * N; let cOff = wid.z * M * N;
+	let m0 = wid.y * BM; let n0 = wid.x * BM;
+	let tid = l.y * T + l.x;
+	var acc: array<f32, 16>;
+	for (var k0 = 0u; k0 < K; k0 = k0 + BK) {
+		for (var q = 0u; q < %du; q = q + 1u) {
+			let e = tid + q * T * T;
+			{ %s }
+			{ %s }
+		}
+		workgroupBarrier();
+		for (var kk = 0u; kk < BK; kk = kk + 1u) {
+			let a0 = As[kk * BM + l.y]; let a1 = As[kk * BM + l.y + T];
+			let a2 = As[kk * BM + l.y + 2u * T]; let a3 = As[kk * BM + l.y + 3u * T];
+			let b0 = Bs[kk * BM + l.x]; let b1 = Bs[kk * BM + l.x + T];
+			let b2 = Bs[kk * BM + l.x + 2u * T]; let b3 = Bs[kk * BM + l.x + 3u * T];
+			acc[0] = fma(a0, b0, acc[0]); acc[1] = fma(a0, b1, acc[1]); acc[2] = fma(a0, b2, acc[2]); acc[3] = fma(a0, b3, acc[3]);
+			acc[4] = fma(a1, b0, acc[4]); acc[5] = fma(a1, b1, acc[5]); acc[6] = fma(a1, b2, acc[6]); acc[7] = fma(a1, b3, acc[7]);
+			acc[8] = fma(a2, b0, acc[8]); acc[9] = fma(a2, b1, acc[9]); acc[10] = fma(a2, b2, acc[10]); acc[11] = fma(a2, b3, acc[11]);
+			acc[12] = fma(a3, b0, acc[12]); acc[13] = fma(a3, b1, acc[13]); acc[14] = fma(a3, b2, acc[14]); acc[15] = fma(a3, b3, acc[15]);
+		}
+		workgroupBarrier();
+	}
+	for (var u = 0u; u < 4u; u = u + 1u) {
+		let row = m0 + l.y + u * T;
+		if (row >= M) { continue; }
+		for (var v = 0u; v < 4u; v = v + 1u) {
+			let col = n0 + l.x + v * T;
+			if (col < N) { Y[cOff + row * N + col] = acc[u * 4u + v]; }
+		}
+	}
+}
+`, t, bm, bk, bk*bm, bk*bm, t, t, loads, aLoad, bLoad)
+	return newKernel(fmt.Sprintf("matmul_%t_%t", transA, transB), []bindDecl{{"A", false}, {"B", false}, {"Y", true}}, body)
+}
+
+// adamWKernel updates w, m, v in place per ir.go. Params [n].
+func adamWKernel() *kernel {
+	return newKernel("adamw", []bindDecl{{"W", true}, {"G", false}, {"Mo", true}, {"V", true}, {"H", false}}, linearHead+`
+	if (i >= P[0]) { return; }
+	let lr = H[0]; let b1 = H[1]; let b2 = H[2]; let eps = H[3]; let wd = H[4]; let bc1 = H[5]; let bc2 = H[6];
+	let g = G[i];
+	let m = b1 * Mo[i] + (1.0 - b1) * g;
+	let v = b2 * V[i] + (1.0 - b2) * g * g;
+	Mo[i] = m;
+	V[i] = v;
+	W[i] = W[i] * (1.0 - lr * wd) - lr * (m * bc1) / (sqrt(v * bc2) + eps);
+}
+`)
+}
+
+// sgdKernel updates w and the velocity in place per ir.go. Params [n].
+func sgdKernel() *kernel {
+	return newKernel("sgd", []bindDecl{{"W", true}, {"G", false}, {"V", true}, {"H", false}}, linearHead+`
+	if (i >= P[0]) { return; }
+	let lr = H[0]; let mom = H[1]; let wd = H[2];
+	let w = W[i];
+	let g = G[i] + wd * w;
+	let vel = mom * V[i] + g;
+	V[i] = vel;
+	W[i] = w - lr * vel;
+}
+`)
+}

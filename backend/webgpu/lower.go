@@ -1,0 +1,234 @@
+package webgpu
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/ag-go/ag/backend"
+)
+
+// lower turns node i into its dispatches. Elementwise ops, fills, optimizer
+// updates and get_rows over buffers larger than one storage binding run as
+// several dispatches over bound ranges; other ops fail to compile there.
+func (p *program) lower(g *backend.Graph, i int, locs []loc) error {
+	n := &g.Nodes[i]
+	ne := backend.NumElems(n.Shape)
+	ref := func(j int) bref {
+		l := locs[j]
+		return bref{kind: l.kind, idx: l.idx, size: uint64(backend.NumElems(g.Nodes[j].Shape)) * 4}
+	}
+	out := ref(i)
+	in := func(k int) bref { return ref(n.In[k]) }
+	inShape := func(k int) []int { return g.Nodes[n.In[k]].Shape }
+	switch {
+	case n.Op == backend.OpArg, n.Op == backend.OpReshape:
+		return nil
+	case n.Op == backend.OpFill:
+		p.split(i, fillKernel(), []bref{out}, []bool{true}, ne, f32bits(n.A))
+	case n.Op.IsUnary():
+		p.split(i, unaryKernel(unaryExpr(n)), []bref{in(0), out}, []bool{true, true}, ne, f32bits(n.A), f32bits(n.B))
+	case n.Op.IsBinary():
+		a, b := inShape(0), inShape(1)
+		if same(a, n.Shape) && same(b, n.Shape) {
+			p.split(i, binarySameKernel(n.Op), []bref{in(0), in(1), out}, []bool{true, true, true}, ne)
+			return nil
+		}
+		prm := []uint32{uint32(ne)}
+		prm = append(prm, pad4(n.Shape, 1)...)
+		prm = append(prm, pad4(backend.BroadcastStrides(a, n.Shape), 0)...)
+		prm = append(prm, pad4(backend.BroadcastStrides(b, n.Shape), 0)...)
+		x, y := p.grid(ne, wg)
+		p.add(i, binaryBcastKernel(n.Op), []bref{in(0), in(1), out}, prm, x, y, 1)
+	case n.Op == backend.OpSum, n.Op == backend.OpMax:
+		s := inShape(0)
+		outer := backend.NumElems(s[:n.Axis])
+		r := s[n.Axis]
+		inner := backend.NumElems(s[n.Axis+1:])
+		isMax := n.Op == backend.OpMax
+		if inner == 1 {
+			x, y := p.grid(outer, 1)
+			p.add(i, reduceRowKernel(isMax), []bref{in(0), out}, []uint32{uint32(outer), uint32(r)}, x, y, 1)
+		} else {
+			x, y := p.grid(ne, wg)
+			p.add(i, reduceColKernel(isMax), []bref{in(0), out}, []uint32{uint32(ne), uint32(r), uint32(inner)}, x, y, 1)
+		}
+	case n.Op == backend.OpSoftmax, n.Op == backend.OpLogSoftmax:
+		c := 1
+		if len(n.Shape) > 0 {
+			c = n.Shape[len(n.Shape)-1]
+		}
+		rows := ne / c
+		x, y := p.grid(rows, 1)
+		p.add(i, softmaxKernel(n.Op == backend.OpLogSoftmax), []bref{in(0), out}, []uint32{uint32(rows), uint32(c)}, x, y, 1)
+	case n.Op == backend.OpPermute:
+		st := backend.Strides(inShape(0))
+		ps := make([]int, len(n.Perm))
+		for k, a := range n.Perm {
+			ps[k] = st[a]
+		}
+		p.strided(i, in(0), out, ne, 0, 0, n.Shape, ps)
+	case n.Op == backend.OpExpand:
+		p.strided(i, in(0), out, ne, 0, 0, n.Shape, backend.BroadcastStrides(inShape(0), n.Shape))
+	case n.Op == backend.OpSliceRows:
+		row := backend.NumElems(n.Shape[1:])
+		p.strided(i, in(0), out, ne, 0, n.Start*row, []int{ne}, []int{1})
+	case n.Op == backend.OpConcatRows:
+		na := backend.NumElems(inShape(0))
+		nb := backend.NumElems(inShape(1))
+		p.strided(i, in(0), out, na, 0, 0, []int{na}, []int{1})
+		p.strided(i, in(1), out, nb, na, 0, []int{nb}, []int{1})
+	case n.Op == backend.OpGetRows:
+		return p.getRows(i, in(0), in(1), out, inShape(0), ne)
+	case n.Op == backend.OpScatterAddRows:
+		r := n.Shape[0]
+		w := backend.NumElems(n.Shape[1:])
+		rb := max(1, min(r, (r*w+16383)/16384))
+		threads := w * ((r + rb - 1) / rb)
+		x, y := p.grid(threads, wg)
+		p.add(i, scatterAddKernel(), []bref{in(0), in(1), out}, []uint32{uint32(threads), uint32(r), uint32(w), uint32(inShape(1)[0]), uint32(rb)}, x, y, 1)
+	case n.Op == backend.OpOneHot:
+		x, y := p.grid(ne, wg)
+		p.add(i, oneHotKernel(), []bref{in(0), out}, []uint32{uint32(ne), uint32(n.Shape[1])}, x, y, 1)
+	case n.Op == backend.OpMatMul:
+		r := len(n.Shape)
+		m, nn := n.Shape[r-2], n.Shape[r-1]
+		a := inShape(0)
+		k := a[r-1]
+		if n.TransA {
+			k = a[r-2]
+		}
+		batch := backend.NumElems(n.Shape[:r-2])
+		t := p.matmulThreads()
+		bm := 4 * t
+		p.add(i, matmulKernel(n.TransA, n.TransB, t), []bref{in(0), in(1), out}, []uint32{uint32(m), uint32(nn), uint32(k)},
+			uint32((nn+bm-1)/bm), uint32((m+bm-1)/bm), uint32(batch))
+		if batch > int(p.b.d.info.maxWGPerDim) || (m+bm-1)/bm > int(p.b.d.info.maxWGPerDim) || (nn+bm-1)/bm > int(p.b.d.info.maxWGPerDim) {
+			return fmt.Errorf("matmul grid exceeds %d workgroups per dimension", p.b.d.info.maxWGPerDim)
+		}
+	case n.Op == backend.OpAdamW:
+		p.split(i, adamWKernel(), []bref{in(0), in(1), in(2), in(3), in(4)}, []bool{true, true, true, true, false}, ne)
+	case n.Op == backend.OpSGD:
+		p.split(i, sgdKernel(), []bref{in(0), in(1), in(2), in(3)}, []bool{true, true, true, false}, ne)
+	default:
+		return fmt.Errorf("op %s not lowered", n.Op)
+	}
+	return nil
+}
+
+// matmulThreads picks the matmul workgroup side from the device limits:
+// 16x16 invocations (64x64 tiles) where allowed, else 8x8.
+func (p *program) matmulThreads() int {
+	info := p.b.d.info
+	if info.maxInvocations >= 256 && info.maxWGSizeX >= 16 && info.maxWGStorage >= 2*16*64*4 {
+		return 16
+	}
+	return 8
+}
+
+// add appends one dispatch; binds[0] (the parameters) is filled in later.
+func (p *program) add(node int, k *kernel, binds []bref, params []uint32, x, y, z uint32) {
+	p.steps = append(p.steps, step{node: node, k: k, binds: append([]bref{{}}, binds...), params: params, x: x, y: y, z: z})
+}
+
+// grid covers n items with groups of per items, folding the groups into a
+// second dimension beyond maxComputeWorkgroupsPerDimension.
+func (p *program) grid(n, per int) (x, y uint32) {
+	groups := max((n+per-1)/per, 1)
+	mx := max(int(p.b.d.info.maxWGPerDim), 1)
+	gx := min(groups, mx)
+	return uint32(gx), uint32((groups + gx - 1) / gx)
+}
+
+// chunkElems is the largest element count of one bound range: within the
+// binding limit and a multiple of the offset alignment.
+func (p *program) chunkElems() int {
+	al := max(int(p.b.d.info.storageAlign)/4, 1)
+	return int(p.b.bindLimit/4) / al * al
+}
+
+// split runs an elementwise kernel over ne elements as one dispatch, or
+// over several bound ranges when a buffer exceeds the binding limit. Binds
+// with chunked set are indexed by element; the others are bound whole.
+// The kernel's params are [chunk length, extra...].
+func (p *program) split(node int, k *kernel, binds []bref, chunked []bool, ne int, extra ...uint32) {
+	c := ne
+	if uint64(ne)*4 > p.b.bindLimit {
+		c = p.chunkElems()
+	}
+	for off := 0; off < ne; off += c {
+		l := min(c, ne-off)
+		bs := make([]bref, len(binds))
+		for j, r := range binds {
+			if chunked[j] {
+				r.off, r.size = uint64(off)*4, uint64(l)*4
+			}
+			bs[j] = r
+		}
+		x, y := p.grid(l, wg)
+		p.add(node, k, bs, append([]uint32{uint32(l)}, extra...), x, y, 1)
+	}
+}
+
+// strided adds a copy Y[dstOff+i] = X[srcOff + index(i)·strides] over the
+// output shape d (up to 4-D).
+func (p *program) strided(node int, x, y bref, n, dstOff, srcOff int, d, strides []int) {
+	prm := []uint32{uint32(n), uint32(dstOff), uint32(srcOff)}
+	prm = append(prm, pad4(d, 1)...)
+	prm = append(prm, pad4(strides, 0)...)
+	gx, gy := p.grid(n, wg)
+	p.add(node, stridedKernel(), []bref{x, y}, prm, gx, gy, 1)
+}
+
+// getRows selects rows, splitting a table larger than one binding into
+// ranges of rows, each dispatch writing the outputs whose index falls in it.
+func (p *program) getRows(node int, table, ids, out bref, tshape []int, ne int) error {
+	r := tshape[0]
+	w := backend.NumElems(tshape[1:])
+	rc := r
+	if table.size > p.b.bindLimit {
+		al := max(int(p.b.d.info.storageAlign)/4, 1)
+		step := al / gcd(w, al)
+		rc = int(p.b.bindLimit/4) / w / step * step
+		if rc == 0 {
+			return fmt.Errorf("a row of %d elements exceeds the binding limit of %d bytes", w, p.b.bindLimit)
+		}
+	}
+	for r0 := 0; r0 < r; r0 += rc {
+		l := min(rc, r-r0)
+		t := table
+		t.off, t.size = uint64(r0*w)*4, uint64(l*w)*4
+		x, y := p.grid(ne, wg)
+		p.add(node, getRowsKernel(), []bref{t, ids, out}, []uint32{uint32(ne), uint32(w), uint32(r), uint32(r0), uint32(l)}, x, y, 1)
+	}
+	return nil
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+func f32bits(f float32) uint32 { return math.Float32bits(f) }
+
+// pad4 right-aligns s into 4 values, filling the front with fill.
+func pad4(s []int, fill int) []uint32 {
+	out := []uint32{uint32(fill), uint32(fill), uint32(fill), uint32(fill)}
+	for k := range s {
+		out[4-len(s)+k] = uint32(s[k])
+	}
+	return out
+}
+
+func same(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,217 @@
+package webgpu
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ag-go/ag/backend"
+)
+
+// maxCachedGroups bounds the bind groups a step keeps per set of bound arg
+// buffers; training usually alternates a handful.
+const maxCachedGroups = 16
+
+// Run executes the program: one command encoder, one compute pass with every
+// dispatch, the output copies, one submit, one wait.
+func (p *program) Run(args []backend.Buffer) (backend.RunInfo, error) {
+	return p.run(args, nil)
+}
+
+// RunTimed runs like Run but with one compute pass per node and a timestamp
+// between passes, so nodeTimes gets each node's device time. Without
+// timestamp queries each node is submitted and waited for on its own and
+// timed by the host clock (which then includes the submission cost).
+func (p *program) RunTimed(args []backend.Buffer, nodeTimes []time.Duration) (backend.RunInfo, error) {
+	if len(nodeTimes) != p.nodes {
+		return backend.RunInfo{}, fmt.Errorf("webgpu.RunTimed: %d node times for %d nodes", len(nodeTimes), p.nodes)
+	}
+	return p.run(args, nodeTimes)
+}
+
+func (p *program) run(args []backend.Buffer, nodeTimes []time.Duration) (backend.RunInfo, error) {
+	b := p.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case p.released:
+		return backend.RunInfo{}, errors.New("webgpu.Run: program released")
+	case b.closed:
+		return backend.RunInfo{}, errors.New("webgpu.Run: backend closed")
+	case len(args) != p.numArgs:
+		return backend.RunInfo{}, fmt.Errorf("webgpu.Run: %d args, program wants %d", len(args), p.numArgs)
+	}
+	bufs := make([]*buffer, len(args))
+	for i, a := range args {
+		wb, err := b.own("Run", a)
+		if err != nil {
+			return backend.RunInfo{}, fmt.Errorf("arg %d: %w", i, err)
+		}
+		if wb.n < p.argNeed[i] {
+			return backend.RunInfo{}, fmt.Errorf("webgpu.Run: arg %d holds %d elements, the graph needs %d", i, wb.n, p.argNeed[i])
+		}
+		bufs[i] = wb
+	}
+	ds := make([]dispatch, len(p.steps))
+	for i := range p.steps {
+		bg, err := p.bindGroup(&p.steps[i], bufs)
+		if err != nil {
+			return backend.RunInfo{}, fmt.Errorf("webgpu.Run: node %d: %w", p.steps[i].node, err)
+		}
+		s := &p.steps[i]
+		ds[i] = dispatch{pipe: s.pipe, bind: bg, x: s.x, y: s.y, z: s.z}
+	}
+	copies := make([]copyOp, 0, len(p.copies))
+	for _, c := range p.copies {
+		src := p.slotOrArg(c.src, bufs)
+		copies = append(copies, copyOp{src: src, dst: bufs[c.dst].g, size: c.bytes})
+	}
+	if nodeTimes != nil {
+		return p.runPerNode(ds, copies, nodeTimes)
+	}
+	start := time.Now()
+	ticks, err := b.d.run([][]dispatch{ds}, copies, b.d.info.timestamps)
+	host := time.Since(start)
+	if err != nil {
+		return backend.RunInfo{}, fmt.Errorf("webgpu.Run: %w", err)
+	}
+	info := backend.RunInfo{DeviceTime: host, Launches: 1}
+	if dt, ok := tickSpan(ticks, 0, len(ticks)-1, host); ok {
+		info.DeviceTime = dt
+	}
+	return info, nil
+}
+
+// tickSpan converts the timestamps i..j (ns) into a duration, refusing
+// values that cannot be right (not increasing, or longer than the host
+// saw), in which case the caller keeps the host time.
+func tickSpan(ticks []uint64, i, j int, host time.Duration) (time.Duration, bool) {
+	if len(ticks) <= j || ticks[j] < ticks[i] || (ticks[j] == 0) {
+		return 0, false
+	}
+	d := time.Duration(ticks[j] - ticks[i])
+	if host > 0 && d > host {
+		return 0, false
+	}
+	return d, true
+}
+
+func (p *program) runPerNode(ds []dispatch, copies []copyOp, nodeTimes []time.Duration) (backend.RunInfo, error) {
+	clear(nodeTimes)
+	var passes [][]dispatch
+	var owners []int
+	for i, s := range p.steps {
+		if len(owners) == 0 || owners[len(owners)-1] != s.node {
+			passes = append(passes, nil)
+			owners = append(owners, s.node)
+		}
+		passes[len(passes)-1] = append(passes[len(passes)-1], ds[i])
+	}
+	d := p.b.d
+	// A timestamp query set holds at most 4096 queries.
+	if d.info.timestamps && len(passes)+1 <= 4096 {
+		start := time.Now()
+		ticks, err := d.run(passes, copies, true)
+		host := time.Since(start)
+		if err != nil {
+			return backend.RunInfo{}, fmt.Errorf("webgpu.RunTimed: %w", err)
+		}
+		if total, ok := tickSpan(ticks, 0, len(ticks)-1, host); ok {
+			for k, n := range owners {
+				dt, _ := tickSpan(ticks, k, k+1, host)
+				nodeTimes[n] += dt
+			}
+			return backend.RunInfo{DeviceTime: total, Launches: 1}, nil
+		}
+		// Timestamps unusable: fall through to host timing.
+	}
+	var total time.Duration
+	for k, pass := range passes {
+		var cs []copyOp
+		if k == len(passes)-1 {
+			cs = copies
+		}
+		start := time.Now()
+		if _, err := d.run([][]dispatch{pass}, cs, false); err != nil {
+			return backend.RunInfo{}, fmt.Errorf("webgpu.RunTimed: node %d: %w", owners[k], err)
+		}
+		dt := time.Since(start)
+		nodeTimes[owners[k]] += dt
+		total += dt
+	}
+	if len(passes) == 0 && len(copies) > 0 {
+		start := time.Now()
+		if _, err := d.run(nil, copies, false); err != nil {
+			return backend.RunInfo{}, fmt.Errorf("webgpu.RunTimed: %w", err)
+		}
+		total += time.Since(start)
+	}
+	return backend.RunInfo{DeviceTime: total, Launches: max(len(passes), 1)}, nil
+}
+
+func (p *program) slotOrArg(l loc, bufs []*buffer) *gbuf {
+	if l.kind == refArg {
+		return bufs[l.idx].g
+	}
+	return p.slots[l.idx]
+}
+
+// bindGroup returns the step's bind group for these args: the one made at
+// Compile, or one cached by the identity of the arg buffers it binds.
+func (p *program) bindGroup(s *step, bufs []*buffer) (*gbind, error) {
+	if s.fixed != nil {
+		return s.fixed, nil
+	}
+	var key argKey
+	for i, r := range s.binds {
+		if r.kind == refArg {
+			key[i] = bufs[r.idx].id
+		}
+	}
+	if bg, ok := s.groups[key]; ok {
+		return bg, nil
+	}
+	if s.groups == nil || len(s.groups) >= maxCachedGroups {
+		for _, bg := range s.groups {
+			p.b.d.releaseBindGroup(bg)
+		}
+		s.groups = map[argKey]*gbind{}
+	}
+	bg, err := p.b.d.newBindGroup(s.pipe, p.entries(s, bufs))
+	if err != nil {
+		return nil, err
+	}
+	s.groups[key] = bg
+	return bg, nil
+}
+
+// Release frees the program's bind groups, intermediates and parameters.
+func (p *program) Release() {
+	p.b.mu.Lock()
+	defer p.b.mu.Unlock()
+	p.release()
+}
+
+func (p *program) release() {
+	if p.released || p.b.closed {
+		p.released = true
+		return
+	}
+	p.released = true
+	for i := range p.steps {
+		s := &p.steps[i]
+		if s.fixed != nil {
+			p.b.d.releaseBindGroup(s.fixed)
+		}
+		for _, bg := range s.groups {
+			p.b.d.releaseBindGroup(bg)
+		}
+	}
+	for _, s := range p.slots {
+		p.b.destroy(s)
+	}
+	if p.params != nil {
+		p.b.destroy(p.params)
+	}
+	p.steps, p.slots, p.params = nil, nil, nil
+}

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/core"
+	"github.com/ag-go/ag/internal/workload"
+)
+
+// benchResult is one measurement in `ag bench --json` output.
+type benchResult struct {
+	Device  string  `json:"device"`
+	Kind    string  `json:"kind"` // "matmul" or "mlp_step"
+	N       int     `json:"n,omitempty"`
+	Width   int     `json:"width,omitempty"`
+	Depth   int     `json:"depth,omitempty"`
+	Batch   int     `json:"batch,omitempty"`
+	MedianM float64 `json:"median_ms"`
+	MinMs   float64 `json:"min_ms"`
+	GFLOPs  float64 `json:"gflops"`
+	Reps    int     `json:"reps"`
+	Loss    float64 `json:"final_loss,omitempty"`
+}
+
+type benchReport struct {
+	Time    string        `json:"time"`
+	GOOS    string        `json:"goos"`
+	GOARCH  string        `json:"goarch"`
+	CPUs    int           `json:"cpus"`
+	Results []benchResult `json:"results"`
+}
+
+func bench(args []string) error {
+	fs := flag.NewFlagSet("bench", flag.ExitOnError)
+	devs := fs.String("device", "", "comma-separated backends (default: every backend that runs here and auto may pick, plus cpu)")
+	sizes := fs.String("matmul", "256,512,1024", "square matmul sizes")
+	batches := fs.String("batch", "64,256", "MLP batch sizes")
+	width := fs.Int("width", 1024, "MLP width")
+	depth := fs.Int("depth", 4, "MLP depth")
+	reps := fs.Int("reps", 10, "timed repetitions per measurement")
+	out := fs.String("json", "", "write the results as JSON to this file")
+	fs.Parse(args)
+
+	names := splitList(*devs)
+	if len(names) == 0 {
+		for _, d := range backend.Drivers() {
+			if d.OK && (d.Auto || d.Name == "cpu") {
+				names = append(names, d.Name)
+			}
+		}
+	}
+	rep := benchReport{Time: time.Now().UTC().Format(time.RFC3339), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, CPUs: runtime.NumCPU()}
+	fmt.Printf("%-12s %-10s %-18s %10s %10s %10s\n", "device", "kind", "shape", "median ms", "min ms", "GFLOP/s")
+	for _, name := range names {
+		dev, err := core.Open(name)
+		if err != nil {
+			return err
+		}
+		for _, n := range ints(*sizes) {
+			r, err := benchMatMul(dev, n, *reps)
+			if err != nil {
+				return fmt.Errorf("%s matmul %d: %w", name, n, err)
+			}
+			rep.Results = append(rep.Results, r)
+			printResult(r, fmt.Sprintf("%dx%dx%d", n, n, n))
+		}
+		for _, b := range ints(*batches) {
+			r, err := benchStep(dev, *width, *depth, b, *reps)
+			if err != nil {
+				return fmt.Errorf("%s MLP step batch %d: %w", name, b, err)
+			}
+			rep.Results = append(rep.Results, r)
+			printResult(r, fmt.Sprintf("%dx%d b%d", *depth, *width, b))
+		}
+		if err := dev.Close(); err != nil {
+			return err
+		}
+	}
+	if *out != "" {
+		f, err := os.Create(*out)
+		if err != nil {
+			return err
+		}
+		enc := json.NewEncoder(f)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+		fmt.Println("wrote", *out)
+	}
+	return nil
+}
+
+func printResult(r benchResult, shape string) {
+	fmt.Printf("%-12s %-10s %-18s %10.3f %10.3f %10.1f\n", r.Device, r.Kind, shape, r.MedianM, r.MinMs, r.GFLOPs)
+}
+
+func benchMatMul(dev *core.Device, n, reps int) (benchResult, error) {
+	rng := rand.New(rand.NewPCG(uint64(n), 3))
+	v := make([]float32, n*n)
+	for i := range v {
+		v[i] = float32(rng.Float64() - 0.5)
+	}
+	a, b := dev.Tensor(v, n, n), dev.Tensor(v, n, n)
+	var times []time.Duration
+	for i := -2; i < reps; i++ { // two warm-up runs compile and upload
+		t0 := time.Now()
+		c := core.MatMul(a, b)
+		if err := dev.Sync(c); err != nil {
+			return benchResult{}, err
+		}
+		if i >= 0 {
+			times = append(times, time.Since(t0))
+		}
+		c.Release()
+	}
+	med, mn := stats(times)
+	return benchResult{Device: dev.Name(), Kind: "matmul", N: n, MedianM: med, MinMs: mn,
+		GFLOPs: 2 * float64(n) * float64(n) * float64(n) / med / 1e6, Reps: reps}, nil
+}
+
+func benchStep(dev *core.Device, width, depth, batch, reps int) (benchResult, error) {
+	m, err := workload.New(dev, workload.Config{Width: width, Depth: depth, Batch: batch, Seed: 1})
+	if err != nil {
+		return benchResult{}, err
+	}
+	if _, _, err := m.Timed(2); err != nil { // compile
+		return benchResult{}, err
+	}
+	times, loss, err := m.Timed(reps)
+	if err != nil {
+		return benchResult{}, err
+	}
+	med, mn := stats(times)
+	return benchResult{Device: dev.Name(), Kind: "mlp_step", Width: width, Depth: depth, Batch: batch,
+		MedianM: med, MinMs: mn, GFLOPs: m.FLOPs() / med / 1e6, Reps: reps, Loss: float64(loss)}, nil
+}
+
+func stats(ts []time.Duration) (median, min float64) {
+	s := slices.Clone(ts)
+	slices.Sort(s)
+	return ms(s[len(s)/2]), ms(s[0])
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func ints(s string) []int {
+	var out []int
+	for _, f := range splitList(s) {
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			fmt.Fprintf(os.Stderr, "ag bench: ignoring size %q\n", f)
+			continue
+		}
+		out = append(out, n)
+	}
+	return out
+}

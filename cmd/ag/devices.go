@@ -1,0 +1,30 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"text/tabwriter"
+
+	"github.com/ag-go/ag/backend"
+)
+
+func devices(args []string) error {
+	fs := flag.NewFlagSet("devices", flag.ExitOnError)
+	fs.Parse(args)
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tRUNS HERE\tAUTO\tDETAILS")
+	for _, d := range backend.Drivers() {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", d.Name, yes(d.OK), yes(d.OK && d.Auto), d.Why)
+	}
+	tw.Flush()
+	fmt.Println("\n`auto` picks the first name marked AUTO (ggml-vulkan > webgpu > ggml-cpu > cpu).")
+	return nil
+}
+
+func yes(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

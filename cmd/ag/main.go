@@ -1,0 +1,34 @@
+// Command ag trains, benchmarks and inspects ag models.
+//
+//	ag devices                 list the backends and whether they run here
+//	ag demo [flags]            train the seeds' MLP on the best device, print the loss and step times
+//	ag bench [flags]           measure matmul and training-step speed, write JSON
+//
+// Run `ag <command> -h` for a command's flags.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	_ "github.com/ag-go/ag/backend/cpu"
+	_ "github.com/ag-go/ag/backend/native"
+	_ "github.com/ag-go/ag/backend/webgpu"
+)
+
+var commands = map[string]func(args []string) error{
+	"devices": devices,
+	"demo":    demo,
+	"bench":   bench,
+}
+
+func main() {
+	if len(os.Args) < 2 || commands[os.Args[1]] == nil {
+		fmt.Fprintln(os.Stderr, "usage: ag devices | demo [flags] | bench [flags]\nrun `ag <command> -h` for the flags of a command")
+		os.Exit(2)
+	}
+	if err := commands[os.Args[1]](os.Args[2:]); err != nil {
+		fmt.Fprintln(os.Stderr, "ag "+os.Args[1]+":", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,228 @@
+package core
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/ag-go/ag/backend"
+)
+
+// Backward appends the gradient of t (a one-element tensor, usually a loss)
+// with respect to every tensor it depends on to the device's pending graph,
+// and accumulates the result into the Grad of each leaf that requires grad
+// (params). It does not run anything: the backward becomes part of the next
+// sync's program, together with the forward and any optimizer update.
+//
+// Each node is differentiated once: a second Backward through the same nodes
+// is an error, like PyTorch without retain_graph.
+func (t *Tensor) Backward() error {
+	if t.Len() != 1 {
+		return fmt.Errorf("core: Backward of a tensor of shape %v: want one element (a scalar loss)", t.shape)
+	}
+	if !t.requiresGrad {
+		return fmt.Errorf("core: Backward of %v: it does not depend on any tensor that requires grad", t)
+	}
+	order, err := topo(t)
+	if err != nil {
+		return err
+	}
+	d := t.dev
+	d.mu.Lock()
+	d.noGrad++
+	d.pass = passBackward
+	d.mu.Unlock()
+	defer func() {
+		d.mu.Lock()
+		d.noGrad--
+		d.pass = passForward
+		d.mu.Unlock()
+	}()
+
+	grads := map[*Tensor]*Tensor{t: d.Full(1, t.shape...)}
+	for i := len(order) - 1; i >= 0; i-- {
+		n := order[i]
+		g := grads[n]
+		delete(grads, n)
+		if g == nil {
+			continue
+		}
+		if n.isLeaf() {
+			if n.grad == nil {
+				n.grad = g
+			} else {
+				n.grad = Add(n.grad, g)
+			}
+			n.grad.keep = true
+			continue
+		}
+		for k, in := range n.inputs {
+			if !in.requiresGrad {
+				continue // no work for inputs without gradient (data, labels)
+			}
+			gin := vjp(n, g, k)
+			if gin == nil {
+				continue
+			}
+			if prev := grads[in]; prev != nil {
+				gin = Add(prev, gin)
+			}
+			grads[in] = gin
+		}
+		n.backwarded = true
+	}
+	return nil
+}
+
+func (t *Tensor) isLeaf() bool { return t.op == backend.OpInvalid }
+
+// topo orders the requires-grad subgraph under t, inputs first.
+func topo(t *Tensor) ([]*Tensor, error) {
+	var order []*Tensor
+	seen := map[*Tensor]bool{}
+	var visit func(n *Tensor) error
+	visit = func(n *Tensor) error {
+		if seen[n] || !n.requiresGrad {
+			return nil
+		}
+		seen[n] = true
+		if !n.isLeaf() {
+			if n.backwarded {
+				return fmt.Errorf("core: Backward: %v was already differentiated by an earlier Backward", n)
+			}
+			if n.inputs == nil {
+				return fmt.Errorf("core: Backward: the graph of %v is gone (its values were not kept)", n)
+			}
+		}
+		for _, in := range n.inputs {
+			if in.st == stateSpent {
+				return fmt.Errorf("core: Backward: %v needs %v, which was not kept", n, in)
+			}
+			if err := visit(in); err != nil {
+				return err
+			}
+		}
+		order = append(order, n)
+		return nil
+	}
+	return order, visit(t)
+}
+
+// vjp returns the gradient of input k of n given the gradient g of n (nil
+// where none flows), expressed in the same IR ops.
+func vjp(n *Tensor, g *Tensor, k int) *Tensor {
+	in := n.inputs
+	x := in[k]
+	switch n.op {
+	case backend.OpAdd:
+		return unbroadcast(g, x.shape)
+	case backend.OpSub:
+		if k == 1 {
+			g = Neg(g)
+		}
+		return unbroadcast(g, x.shape)
+	case backend.OpMul:
+		return unbroadcast(Mul(g, in[1-k]), x.shape)
+	case backend.OpDiv:
+		if k == 0 {
+			return unbroadcast(Div(g, in[1]), x.shape)
+		}
+		return unbroadcast(Neg(Div(Mul(g, n), in[1])), x.shape)
+	case backend.OpNeg:
+		return Neg(g)
+	case backend.OpExp:
+		return Mul(g, n)
+	case backend.OpLog:
+		return Div(g, x)
+	case backend.OpSqrt:
+		return Div(g, Scale(n, 2))
+	case backend.OpReLU:
+		return Mul(g, inside(x, 0, inf))
+	case backend.OpSigmoid:
+		return Mul(g, Mul(n, Affine(n, -1, 1)))
+	case backend.OpTanh:
+		return Mul(g, Affine(Mul(n, n), -1, 1))
+	case backend.OpAffine:
+		return Scale(g, n.attr.A)
+	case backend.OpPowConst:
+		p := n.attr.A
+		return Mul(g, Scale(Pow(x, p-1), p))
+	case backend.OpClamp:
+		return Mul(g, inside(x, n.attr.A, n.attr.B))
+	case backend.OpSum:
+		return Expand(g, x.shape...)
+	case backend.OpSoftmax:
+		gy := Mul(g, n)
+		return Sub(gy, Mul(n, sumKeep("SoftmaxGrad", gy, n.Rank()-1)))
+	case backend.OpLogSoftmax:
+		return Sub(g, Mul(Exp(n), sumKeep("LogSoftmaxGrad", g, n.Rank()-1)))
+	case backend.OpReshape:
+		return Reshape(g, x.shape...)
+	case backend.OpPermute:
+		inv := make([]int, len(n.attr.Perm))
+		for i, p := range n.attr.Perm {
+			inv[p] = i
+		}
+		return Permute(g, inv...)
+	case backend.OpExpand:
+		return unbroadcast(g, x.shape)
+	case backend.OpSliceRows:
+		from, rows := n.attr.Start, n.shape[0]
+		out := g
+		if from > 0 {
+			out = ConcatRows(g.dev.Full(0, withRows(x.shape, from)...), out)
+		}
+		if rest := x.shape[0] - from - rows; rest > 0 {
+			out = ConcatRows(out, g.dev.Full(0, withRows(x.shape, rest)...))
+		}
+		return out
+	case backend.OpConcatRows:
+		if k == 0 {
+			return SliceRows(g, 0, x.shape[0])
+		}
+		return SliceRows(g, in[0].shape[0], x.shape[0])
+	case backend.OpGetRows:
+		if k == 0 {
+			return scatterAddRows(g, in[1], x.shape[0])
+		}
+	case backend.OpScatterAddRows:
+		if k == 0 {
+			return Gather(g, in[1])
+		}
+	case backend.OpMatMul:
+		a, b := in[0], in[1]
+		ta, tb := n.attr.TransA, n.attr.TransB
+		switch {
+		case k == 0 && !ta:
+			return MatMulT(g, b, false, !tb)
+		case k == 0:
+			return MatMulT(b, g, tb, true)
+		case !tb:
+			return MatMulT(a, g, !ta, false)
+		default:
+			return MatMulT(g, a, true, ta)
+		}
+	}
+	// OpMax, OpOneHot, OpFill, OpInside, index operands and updates carry
+	// no gradient.
+	return nil
+}
+
+func withRows(shape []int, rows int) []int {
+	s := slices.Clone(shape)
+	s[0] = rows
+	return s
+}
+
+// unbroadcast sums g (of a broadcast shape) back down to shape.
+func unbroadcast(g *Tensor, shape []int) *Tensor {
+	if slices.Equal(g.shape, shape) {
+		return g
+	}
+	off := g.Rank() - len(shape)
+	for ax := 0; ax < g.Rank(); ax++ {
+		if ax < off || shape[ax-off] == 1 && g.shape[ax] != 1 {
+			g = sumKeep("unbroadcast", g, ax)
+		}
+	}
+	return Reshape(g, shape...)
+}

@@ -1,0 +1,414 @@
+package core
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/ag-go/ag/backend"
+	_ "github.com/ag-go/ag/backend/cpu" // the embedded default backend
+)
+
+// Device wraps one backend instance with the values resident on it, its lazy
+// graph of pending ops and its cache of compiled programs.
+//
+// Closing a device drains pending work and moves every live value (params,
+// optimizer state, tables) to the host; the device stays usable and opens its
+// backend again on the next use, uploading values as they are needed - the
+// analogue of ggmlR's device switch, with nothing lost.
+type Device struct {
+	name string // driver name as opened ("auto" resolved)
+
+	mu      sync.Mutex
+	be      backend.Backend // nil while closed
+	caps    backend.Caps
+	gen     int // backend instances so far: recordings compare it
+	pending []*Tensor
+	progs   map[string]backend.Program
+	live    map[*storage]struct{}
+	pool    map[int][]backend.Buffer // freed buffers by length, for reuse
+	pooled  int64
+	eager   bool
+	noGrad  int
+	pass    passKind // recorded into new nodes
+
+	freeMu sync.Mutex
+	freeq  []*storage // values of collected tensors, freed at the next sync
+
+	stats Stats
+}
+
+// Stats counts what a device did; see Device.Stats.
+type Stats struct {
+	Runs      int // program runs
+	Compiles  int // programs compiled (cache misses)
+	CacheHits int // runs that reused a compiled program
+	Uploads   int // host-to-device writes
+	Downloads int // device-to-host reads
+	UpBytes   int64
+	DownBytes int64
+}
+
+// Open opens a device by backend name: "auto" (the best available, see
+// backend.Drivers), "cpu", "webgpu", "ggml-vulkan", "ggml-cpu".
+func Open(name string) (*Device, error) {
+	be, err := backend.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("core.Open: %w", err)
+	}
+	d := &Device{
+		be:    be,
+		caps:  be.Caps(),
+		gen:   1,
+		progs: map[string]backend.Program{},
+		live:  map[*storage]struct{}{},
+	}
+	d.name = d.caps.Name
+	return d, nil
+}
+
+// Info describes the device: its backend's capabilities.
+func (d *Device) Info() backend.Caps {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.caps
+}
+
+// Name is the backend's registry name.
+func (d *Device) Name() string { return d.name }
+
+// String is e.g. "cpu (pure Go, 2 goroutines)".
+func (d *Device) String() string { return fmt.Sprintf("%s (%s)", d.caps.Name, d.caps.Device) }
+
+// Stats returns the device's counters.
+func (d *Device) Stats() Stats {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.stats
+}
+
+// Generation counts backend instances: it increases each time the device
+// opens its backend again after Close. Recordings that bind device memory
+// compare it to know when to record anew.
+func (d *Device) Generation() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.gen
+}
+
+// SetEager switches eager mode: every op runs as soon as it is recorded, and
+// its value is kept. For debugging and per-op profiles; slow.
+func (d *Device) SetEager(on bool) (prev bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	prev, d.eager = d.eager, on
+	return prev
+}
+
+// NoGrad runs f with gradient recording off on this device: ops inside build
+// no backward recipe and keep no values for one (inference, evaluation).
+func (d *Device) NoGrad(f func()) {
+	d.mu.Lock()
+	d.noGrad++
+	d.mu.Unlock()
+	defer func() {
+		d.mu.Lock()
+		d.noGrad--
+		d.mu.Unlock()
+	}()
+	f()
+}
+
+// Memory reports the free and total memory the backend reports, in bytes.
+func (d *Device) Memory() (free, total uint64, err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.ensureOpen(); err != nil {
+		return 0, 0, err
+	}
+	return d.be.Memory()
+}
+
+// ensureOpen opens the backend again after Close.
+func (d *Device) ensureOpen() error {
+	if d.be != nil {
+		return nil
+	}
+	be, err := backend.Open(d.name)
+	if err != nil {
+		return fmt.Errorf("core: reopening device %q: %w", d.name, err)
+	}
+	d.be, d.caps = be, be.Caps()
+	d.gen++
+	d.progs = map[string]backend.Program{}
+	return nil
+}
+
+// Close drains pending work, moves every live value to the host in 16 MB
+// parts and releases the backend. If a download fails, Close returns the
+// error and frees nothing. The device opens its backend again on next use.
+func (d *Device) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.be == nil {
+		return nil
+	}
+	if err := d.syncLocked(nil, "Close"); err != nil {
+		return fmt.Errorf("core: Device.Close: pending work failed, nothing was freed: %w", err)
+	}
+	// Download everything before freeing anything, so a failure loses nothing.
+	hosts := make(map[*storage][]float32, len(d.live))
+	for s := range d.live {
+		if s.buf == nil {
+			continue
+		}
+		h := make([]float32, s.n)
+		for off := 0; off < s.n; off += rescueChunk {
+			end := min(off+rescueChunk, s.n)
+			if err := d.be.Read(s.buf, off, h[off:end]); err != nil {
+				return fmt.Errorf("core: Device.Close: moving a value of %d floats to the host failed at element %d, so the device was not released: %w", s.n, off, err)
+			}
+		}
+		d.count(false, s.n)
+		hosts[s] = h
+	}
+	for s, h := range hosts {
+		d.be.Free(s.buf)
+		s.buf, s.host = nil, h
+	}
+	d.drainFrees()
+	d.flushPool()
+	for _, p := range d.progs {
+		p.Release()
+	}
+	d.progs = nil
+	err := d.be.Close()
+	d.be = nil
+	return err
+}
+
+// rescueChunk bounds the host temporary per device read on Close (16 MB).
+const rescueChunk = 4 << 20
+
+// storage is a realized value: device memory, or host memory while the
+// device is closed (or before first use). It never points back to a Tensor,
+// so a tensor's cleanup can free it.
+type storage struct {
+	n    int
+	buf  backend.Buffer
+	host []float32
+}
+
+// newStorage registers a value; cleanup frees it when owner is collected.
+func (d *Device) newStorage(owner *Tensor, host []float32, n int) *storage {
+	s := &storage{n: n, host: host}
+	d.live[s] = struct{}{}
+	runtime.AddCleanup(owner, func(s *storage) { d.collect(s) }, s)
+	return s
+}
+
+// collect runs on the cleanup goroutine when a tensor is garbage collected.
+// It may not take d.mu (a sync may hold it), so the storage is queued and
+// freed at the next sync. A pending node holds its inputs, so a value is
+// never collected while queued work still reads it.
+func (d *Device) collect(s *storage) {
+	d.freeMu.Lock()
+	d.freeq = append(d.freeq, s)
+	d.freeMu.Unlock()
+}
+
+// drainFrees frees the storage of collected tensors. Called with d.mu held.
+func (d *Device) drainFrees() {
+	d.freeMu.Lock()
+	q := d.freeq
+	d.freeq = nil
+	d.freeMu.Unlock()
+	for _, s := range q {
+		d.dropStorage(s)
+	}
+}
+
+// dropStorage frees s now, keeping its buffer for reuse. Called with d.mu held.
+func (d *Device) dropStorage(s *storage) {
+	if s.buf != nil && d.be != nil {
+		d.putBuf(s.buf)
+	}
+	s.buf, s.host = nil, nil
+	delete(d.live, s)
+}
+
+// poolBytes bounds the device memory kept for reuse. A training step keeps
+// the same set of values (gradients, the loss) every step; reusing their
+// buffers spares an allocation per value per step, which on a GPU costs more
+// than the arithmetic of a small layer.
+const poolBytes = 256 << 20
+
+// getBuf returns a buffer of n floats with undefined contents (run outputs
+// and uploads overwrite all of it).
+func (d *Device) getBuf(n int) (backend.Buffer, error) {
+	if l := d.pool[n]; len(l) > 0 {
+		b := l[len(l)-1]
+		d.pool[n] = l[:len(l)-1]
+		d.pooled -= 4 * int64(n)
+		return b, nil
+	}
+	return d.be.Alloc(n)
+}
+
+func (d *Device) putBuf(b backend.Buffer) {
+	n := b.Len()
+	if d.pooled+4*int64(n) > poolBytes {
+		d.be.Free(b)
+		return
+	}
+	if d.pool == nil {
+		d.pool = map[int][]backend.Buffer{}
+	}
+	d.pool[n] = append(d.pool[n], b)
+	d.pooled += 4 * int64(n)
+}
+
+// flushPool frees the buffers kept for reuse.
+func (d *Device) flushPool() {
+	for _, l := range d.pool {
+		for _, b := range l {
+			d.be.Free(b)
+		}
+	}
+	d.pool, d.pooled = nil, 0
+}
+
+// onDevice makes sure s has a device buffer, uploading the host value.
+func (d *Device) onDevice(s *storage) error {
+	if s.buf != nil {
+		return nil
+	}
+	b, err := d.getBuf(s.n)
+	if err != nil {
+		return fmt.Errorf("allocating %d floats on %s: %w", s.n, d.caps.Name, err)
+	}
+	if s.host != nil {
+		if err := d.be.Write(b, 0, s.host); err != nil {
+			d.putBuf(b)
+			return fmt.Errorf("uploading %d floats to %s: %w", s.n, d.caps.Name, err)
+		}
+		d.count(true, s.n)
+	}
+	s.buf, s.host = b, nil
+	return nil
+}
+
+func (d *Device) count(up bool, n int) {
+	if up {
+		d.stats.Uploads++
+		d.stats.UpBytes += 4 * int64(n)
+	} else {
+		d.stats.Downloads++
+		d.stats.DownBytes += 4 * int64(n)
+	}
+}
+
+// read returns a realized tensor's values. Called after Sync(t).
+func (d *Device) read(t *Tensor, fn string) ([]float32, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := t.readable(fn); err != nil {
+		return nil, err
+	}
+	s := t.stor
+	out := make([]float32, s.n)
+	if s.buf == nil {
+		copy(out, s.host)
+		return out, nil
+	}
+	if err := d.be.Read(s.buf, 0, out); err != nil {
+		return nil, fmt.Errorf("core: %s of %v: %w", fn, t, err)
+	}
+	d.count(false, s.n)
+	return out, nil
+}
+
+func (t *Tensor) readable(fn string) error {
+	switch t.st {
+	case stateSpent:
+		return fmt.Errorf("core: %s of %v: %w by the run that computed it (call Keep() on it before that run, or pass it to Device.Sync)", fn, t, ErrNotKept)
+	case stateReleased:
+		return fmt.Errorf("core: %s of %v: %w", fn, t, ErrReleased)
+	case statePending:
+		return fmt.Errorf("core: internal: %s of %v: still pending after a sync", fn, t)
+	}
+	return nil
+}
+
+// ReadAt returns n values of a realized tensor starting at element off,
+// without downloading the rest (a sync point).
+func (t *Tensor) ReadAt(off, n int) ([]float32, error) {
+	if off < 0 || n < 0 || off+n > t.Len() {
+		return nil, fmt.Errorf("core: ReadAt(%d, %d) outside a tensor of %d elements", off, n, t.Len())
+	}
+	d := t.dev
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.syncLocked([]*Tensor{t}, "ReadAt"); err != nil {
+		return nil, err
+	}
+	if err := t.readable("ReadAt"); err != nil {
+		return nil, err
+	}
+	out := make([]float32, n)
+	if t.stor.buf == nil {
+		copy(out, t.stor.host[off:off+n])
+		return out, nil
+	}
+	if err := d.be.Read(t.stor.buf, off, out); err != nil {
+		return nil, fmt.Errorf("core: ReadAt(%d, %d) of %v: %w", off, n, t, err)
+	}
+	d.count(false, n)
+	return out, nil
+}
+
+// WriteAt overwrites len(data) values of a realized tensor starting at
+// element off. Pending work that reads t runs first and sees the old value;
+// work recorded afterwards sees the new one.
+func (t *Tensor) WriteAt(off int, data []float32) error {
+	if off < 0 || off+len(data) > t.Len() {
+		return fmt.Errorf("core: WriteAt(%d, %d values) outside a tensor of %d elements", off, len(data), t.Len())
+	}
+	d := t.dev
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if t.st != stateRealized || t.stor == nil {
+		return fmt.Errorf("core: WriteAt on %v: only realized values (data, params, Zeros) can be written", t)
+	}
+	if d.readers(t) {
+		if err := d.syncLocked(nil, "WriteAt"); err != nil {
+			return err
+		}
+	}
+	if len(data) == 0 {
+		return nil
+	}
+	if err := d.ensureOpen(); err != nil {
+		return err
+	}
+	if err := d.onDevice(t.stor); err != nil {
+		return fmt.Errorf("core: WriteAt: %w", err)
+	}
+	if err := d.be.Write(t.stor.buf, off, data); err != nil {
+		return fmt.Errorf("core: WriteAt(%d, %d values) of %v: %w", off, len(data), t, err)
+	}
+	d.count(true, len(data))
+	return nil
+}
+
+// readers reports whether a pending node reads t. Called with d.mu held.
+func (d *Device) readers(t *Tensor) bool {
+	for _, p := range d.pending {
+		for _, in := range p.inputs {
+			if in == t {
+				return true
+			}
+		}
+	}
+	return false
+}

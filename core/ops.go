@@ -1,0 +1,317 @@
+package core
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/ag-go/ag/backend"
+)
+
+// Ops are package functions on tensors, like gonum's. Each checks shapes and
+// panics with the op and the shapes on a mistake (a programming error), then
+// records one node of the backend IR on the tensors' device. Nothing runs
+// until a sync point (Data, Item, Device.Sync).
+
+func unary(fn string, op backend.Op, x *Tensor, a, b float32) *Tensor {
+	return x.dev.record(fn, op, slices.Clone(x.shape), backend.Node{A: a, B: b}, x)
+}
+
+func binary(fn string, op backend.Op, a, b *Tensor) *Tensor {
+	s, err := backend.BroadcastShape(a.shape, b.shape)
+	if err != nil {
+		panic(fmt.Sprintf("core.%s: %v", fn, err))
+	}
+	return a.dev.record(fn, op, s, backend.Node{}, a, b)
+}
+
+// Add returns a+b with numpy broadcasting.
+func Add(a, b *Tensor) *Tensor { return binary("Add", backend.OpAdd, a, b) }
+
+// Sub returns a-b with numpy broadcasting.
+func Sub(a, b *Tensor) *Tensor { return binary("Sub", backend.OpSub, a, b) }
+
+// Mul returns a*b elementwise with numpy broadcasting.
+func Mul(a, b *Tensor) *Tensor { return binary("Mul", backend.OpMul, a, b) }
+
+// Div returns a/b elementwise with numpy broadcasting.
+func Div(a, b *Tensor) *Tensor { return binary("Div", backend.OpDiv, a, b) }
+
+// Neg returns -x.
+func Neg(x *Tensor) *Tensor { return unary("Neg", backend.OpNeg, x, 0, 0) }
+
+// Exp returns e^x.
+func Exp(x *Tensor) *Tensor { return unary("Exp", backend.OpExp, x, 0, 0) }
+
+// Log returns the natural logarithm of x.
+func Log(x *Tensor) *Tensor { return unary("Log", backend.OpLog, x, 0, 0) }
+
+// Sqrt returns the square root of x.
+func Sqrt(x *Tensor) *Tensor { return unary("Sqrt", backend.OpSqrt, x, 0, 0) }
+
+// ReLU returns max(x, 0).
+func ReLU(x *Tensor) *Tensor { return unary("ReLU", backend.OpReLU, x, 0, 0) }
+
+// Sigmoid returns 1/(1+e^-x).
+func Sigmoid(x *Tensor) *Tensor { return unary("Sigmoid", backend.OpSigmoid, x, 0, 0) }
+
+// Tanh returns tanh(x).
+func Tanh(x *Tensor) *Tensor { return unary("Tanh", backend.OpTanh, x, 0, 0) }
+
+// Scale returns s*x.
+func Scale(x *Tensor, s float32) *Tensor { return Affine(x, s, 0) }
+
+// AddScalar returns x+c.
+func AddScalar(x *Tensor, c float32) *Tensor { return Affine(x, 1, c) }
+
+// Affine returns a*x + b.
+func Affine(x *Tensor, a, b float32) *Tensor { return unary("Affine", backend.OpAffine, x, a, b) }
+
+// Pow returns x^p for a constant p (x<0 with a non-integer p gives NaN).
+func Pow(x *Tensor, p float32) *Tensor { return unary("Pow", backend.OpPowConst, x, p, 0) }
+
+// Clamp limits x to [lo, hi]. Its gradient passes straight through strictly
+// inside the range and is zero outside, like ggmlR's ag_clamp.
+func Clamp(x *Tensor, lo, hi float32) *Tensor {
+	if !(lo <= hi) {
+		panic(fmt.Sprintf("core.Clamp: lo %g > hi %g", lo, hi))
+	}
+	return unary("Clamp", backend.OpClamp, x, lo, hi)
+}
+
+// inside is the 0/1 mask lo < x < hi (no gradient).
+func inside(x *Tensor, lo, hi float32) *Tensor {
+	return unary("inside", backend.OpInside, x, lo, hi)
+}
+
+// Softmax normalizes along the last axis.
+func Softmax(x *Tensor) *Tensor {
+	needRank("Softmax", x, 1)
+	return x.dev.record("Softmax", backend.OpSoftmax, slices.Clone(x.shape), backend.Node{}, x)
+}
+
+// LogSoftmax is log(Softmax(x)) along the last axis, computed stably.
+func LogSoftmax(x *Tensor) *Tensor {
+	needRank("LogSoftmax", x, 1)
+	return x.dev.record("LogSoftmax", backend.OpLogSoftmax, slices.Clone(x.shape), backend.Node{}, x)
+}
+
+func needRank(fn string, x *Tensor, min int) {
+	if x.Rank() < min {
+		panic(fmt.Sprintf("core.%s: input of shape %v needs at least %d dimensions", fn, x.shape, min))
+	}
+}
+
+func normAxis(fn string, x *Tensor, axis int) int {
+	r := x.Rank()
+	if axis < 0 {
+		axis += r
+	}
+	if axis < 0 || axis >= r {
+		panic(fmt.Sprintf("core.%s: axis %d out of range for shape %v", fn, axis, x.shape))
+	}
+	return axis
+}
+
+// sumKeep sums along axis keeping the rank (the IR's OpSum).
+func sumKeep(fn string, x *Tensor, axis int) *Tensor {
+	s := slices.Clone(x.shape)
+	s[axis] = 1
+	return x.dev.record(fn, backend.OpSum, s, backend.Node{Axis: axis}, x)
+}
+
+// Sum adds all elements into a scalar (shape []).
+func Sum(x *Tensor) *Tensor {
+	if x.Rank() == 0 {
+		return x
+	}
+	flat := x
+	if x.Rank() != 1 {
+		flat = Reshape(x, x.Len())
+	}
+	return Reshape(sumKeep("Sum", flat, 0))
+}
+
+// SumAxis sums along axis (negative counts from the end); keepDim keeps
+// the axis with size 1.
+func SumAxis(x *Tensor, axis int, keepDim bool) *Tensor {
+	axis = normAxis("SumAxis", x, axis)
+	y := sumKeep("SumAxis", x, axis)
+	if keepDim {
+		return y
+	}
+	return Reshape(y, slices.Delete(slices.Clone(x.shape), axis, axis+1)...)
+}
+
+// Mean averages all elements into a scalar.
+func Mean(x *Tensor) *Tensor { return Scale(Sum(x), 1/float32(x.Len())) }
+
+// MeanAxis averages along axis; keepDim keeps the axis with size 1.
+func MeanAxis(x *Tensor, axis int, keepDim bool) *Tensor {
+	axis = normAxis("MeanAxis", x, axis)
+	return Scale(SumAxis(x, axis, keepDim), 1/float32(x.shape[axis]))
+}
+
+// MaxAxis takes the maximum along axis (no gradient flows through it).
+func MaxAxis(x *Tensor, axis int, keepDim bool) *Tensor {
+	axis = normAxis("MaxAxis", x, axis)
+	s := slices.Clone(x.shape)
+	s[axis] = 1
+	y := x.dev.record("MaxAxis", backend.OpMax, s, backend.Node{Axis: axis}, x)
+	y.requiresGrad = false
+	if keepDim {
+		return y
+	}
+	return Reshape(y, slices.Delete(slices.Clone(x.shape), axis, axis+1)...)
+}
+
+// Reshape views x with a new shape of the same size; one dimension may be -1.
+func Reshape(x *Tensor, shape ...int) *Tensor {
+	shape = slices.Clone(shape)
+	infer, known := -1, 1
+	for i, s := range shape {
+		if s == -1 && infer < 0 {
+			infer = i
+		} else {
+			known *= s
+		}
+	}
+	if infer >= 0 && known > 0 && x.Len()%known == 0 {
+		shape[infer] = x.Len() / known
+	}
+	if backend.NumElems(shape) != x.Len() || slices.ContainsFunc(shape, func(s int) bool { return s < 1 }) {
+		panic(fmt.Sprintf("core.Reshape: %v (%d elements) cannot become %v", x.shape, x.Len(), shape))
+	}
+	checkShape("Reshape", shape)
+	if slices.Equal(shape, x.shape) {
+		return x
+	}
+	return x.dev.record("Reshape", backend.OpReshape, shape, backend.Node{}, x)
+}
+
+// Permute reorders axes: output axis i is input axis perm[i].
+func Permute(x *Tensor, perm ...int) *Tensor {
+	if len(perm) != x.Rank() {
+		panic(fmt.Sprintf("core.Permute: perm %v for shape %v", perm, x.shape))
+	}
+	s := make([]int, len(perm))
+	seen := make([]bool, len(perm))
+	for i, p := range perm {
+		if p < 0 || p >= len(perm) || seen[p] {
+			panic(fmt.Sprintf("core.Permute: perm %v is not a permutation of %d axes", perm, len(perm)))
+		}
+		seen[p] = true
+		s[i] = x.shape[p]
+	}
+	return x.dev.record("Permute", backend.OpPermute, s, backend.Node{Perm: slices.Clone(perm)}, x)
+}
+
+// Transpose swaps the last two axes.
+func Transpose(x *Tensor) *Tensor {
+	needRank("Transpose", x, 2)
+	r := x.Rank()
+	perm := make([]int, r)
+	for i := range perm {
+		perm[i] = i
+	}
+	perm[r-2], perm[r-1] = r-1, r-2
+	return Permute(x, perm...)
+}
+
+// Expand broadcasts x to shape (numpy rules).
+func Expand(x *Tensor, shape ...int) *Tensor {
+	s, err := backend.BroadcastShape(x.shape, shape)
+	if err != nil || !slices.Equal(s, shape) {
+		panic(fmt.Sprintf("core.Expand: shape %v does not broadcast to %v", x.shape, shape))
+	}
+	if slices.Equal(x.shape, shape) {
+		return x
+	}
+	return x.dev.record("Expand", backend.OpExpand, slices.Clone(shape), backend.Node{}, x)
+}
+
+// SliceRows takes n rows of x starting at row from (along axis 0).
+func SliceRows(x *Tensor, from, n int) *Tensor {
+	needRank("SliceRows", x, 1)
+	if from < 0 || n < 1 || from+n > x.shape[0] {
+		panic(fmt.Sprintf("core.SliceRows: rows %d..%d of shape %v", from, from+n-1, x.shape))
+	}
+	s := slices.Clone(x.shape)
+	s[0] = n
+	return x.dev.record("SliceRows", backend.OpSliceRows, s, backend.Node{Start: from}, x)
+}
+
+// ConcatRows joins a and b along axis 0.
+func ConcatRows(a, b *Tensor) *Tensor {
+	needRank("ConcatRows", a, 1)
+	if a.Rank() != b.Rank() || !slices.Equal(a.shape[1:], b.shape[1:]) {
+		panic(fmt.Sprintf("core.ConcatRows: shapes %v and %v differ beyond axis 0", a.shape, b.shape))
+	}
+	s := slices.Clone(a.shape)
+	s[0] += b.shape[0]
+	return a.dev.record("ConcatRows", backend.OpConcatRows, s, backend.Node{}, a, b)
+}
+
+// Gather selects rows of x by the indices idx (a 1-D tensor of whole numbers,
+// no gradient): the result has shape [len(idx), x.shape[1:]...]. Indices out
+// of range are clamped on the device, so they never read outside x.
+func Gather(x, idx *Tensor) *Tensor {
+	needRank("Gather", x, 1)
+	if idx.Rank() != 1 {
+		panic(fmt.Sprintf("core.Gather: indices of shape %v, want 1-D", idx.shape))
+	}
+	s := slices.Clone(x.shape)
+	s[0] = idx.shape[0]
+	return x.dev.record("Gather", backend.OpGetRows, s, backend.Node{}, x, idx)
+}
+
+// scatterAddRows is Gather's adjoint: rows of src added into a zero [rows, ...].
+func scatterAddRows(src, idx *Tensor, rows int) *Tensor {
+	s := slices.Clone(src.shape)
+	s[0] = rows
+	return src.dev.record("scatterAddRows", backend.OpScatterAddRows, s, backend.Node{}, src, idx)
+}
+
+// OneHot turns 1-D indices into [n, classes] rows with a 1 at each index.
+func OneHot(idx *Tensor, classes int) *Tensor {
+	if idx.Rank() != 1 || classes < 1 {
+		panic(fmt.Sprintf("core.OneHot: indices of shape %v, %d classes", idx.shape, classes))
+	}
+	return idx.dev.record("OneHot", backend.OpOneHot, []int{idx.shape[0], classes}, backend.Node{}, idx)
+}
+
+// Full makes a tensor of the given shape with every element v (recorded
+// lazily, so it costs no upload).
+func (d *Device) Full(v float32, shape ...int) *Tensor {
+	checkShape("Full", shape)
+	return d.record("Full", backend.OpFill, slices.Clone(shape), backend.Node{A: v})
+}
+
+// MatMul multiplies the last two dimensions: [..., M, K] x [..., K, N].
+func MatMul(a, b *Tensor) *Tensor { return MatMulT(a, b, false, false) }
+
+// MatMulT multiplies op(a) by op(b), where op transposes the last two
+// dimensions when the flag is set, without materializing the transpose.
+func MatMulT(a, b *Tensor, transA, transB bool) *Tensor {
+	if a.Rank() < 2 || a.Rank() != b.Rank() || !slices.Equal(a.shape[:a.Rank()-2], b.shape[:b.Rank()-2]) {
+		panic(fmt.Sprintf("core.MatMul: shapes %v and %v (need the same rank >= 2 and equal batch dimensions)", a.shape, b.shape))
+	}
+	r := a.Rank()
+	m, k := a.shape[r-2], a.shape[r-1]
+	if transA {
+		m, k = k, m
+	}
+	k2, n := b.shape[r-2], b.shape[r-1]
+	if transB {
+		k2, n = n, k2
+	}
+	if k != k2 {
+		panic(fmt.Sprintf("core.MatMul: inner dimensions differ: %v (trans %t) x %v (trans %t)", a.shape, transA, b.shape, transB))
+	}
+	s := slices.Clone(a.shape)
+	s[r-2], s[r-1] = m, n
+	return a.dev.record("MatMul", backend.OpMatMul, s, backend.Node{TransA: transA, TransB: transB}, a, b)
+}
+
+// inf is +Inf as f32, for masks without an upper bound.
+var inf = float32(math.Inf(1))

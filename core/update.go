@@ -1,0 +1,59 @@
+package core
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/ag-go/ag/backend"
+)
+
+// AdamWUpdate records a fused AdamW update of the parameter w from the
+// gradient g, in place on the device: w, the first moment m and the second
+// moment v (persistent tensors of w's shape, e.g. from Device.Zeros) are
+// updated where they live, at this point of the graph: ops recorded before it
+// read the old w, ops recorded after it the new one. hp holds the 7 values
+// [lr, beta1, beta2, eps, weight decay, 1/(1-beta1^t), 1/(1-beta2^t)]; being
+// a tensor, it is a program input, so changing the learning rate does not
+// recompile anything. nn.Adam builds on it.
+func AdamWUpdate(w, g, m, v, hp *Tensor) {
+	checkUpdate("AdamWUpdate", w, g, hp, 7, m, v)
+	w.dev.recordUpdate("AdamWUpdate", backend.OpAdamW, w, g, m, v, hp)
+}
+
+// SGDUpdate records an in-place SGD update with momentum of w from g; vel is
+// the persistent velocity and hp = [lr, momentum, weight decay]:
+// vel = momentum*vel + g + wd*w; w -= lr*vel.
+func SGDUpdate(w, g, vel, hp *Tensor) {
+	checkUpdate("SGDUpdate", w, g, hp, 3, vel)
+	w.dev.recordUpdate("SGDUpdate", backend.OpSGD, w, g, vel, hp)
+}
+
+func checkUpdate(fn string, w, g, hp *Tensor, nhp int, state ...*Tensor) {
+	for i, t := range append([]*Tensor{w}, state...) {
+		if t.op != backend.OpInvalid || t.st != stateRealized || t.dev != w.dev {
+			panic(fmt.Sprintf("core.%s: operand %d (%v) must be a realized persistent tensor (Param or Zeros) of the parameter's device", fn, i, t))
+		}
+		if !slices.Equal(t.shape, w.shape) {
+			panic(fmt.Sprintf("core.%s: state of shape %v for a parameter of shape %v", fn, t.shape, w.shape))
+		}
+	}
+	if !slices.Equal(g.shape, w.shape) {
+		panic(fmt.Sprintf("core.%s: gradient of shape %v for a parameter of shape %v", fn, g.shape, w.shape))
+	}
+	if hp.Len() != nhp {
+		panic(fmt.Sprintf("core.%s: %d hyperparameters, want %d", fn, hp.Len(), nhp))
+	}
+}
+
+func (d *Device) recordUpdate(fn string, op backend.Op, ins ...*Tensor) {
+	d.mu.Lock()
+	d.noGrad++
+	prev := d.pass
+	d.pass = passUpdate
+	d.mu.Unlock()
+	d.record(fn, op, slices.Clone(ins[0].shape), backend.Node{}, ins...)
+	d.mu.Lock()
+	d.noGrad--
+	d.pass = prev
+	d.mu.Unlock()
+}

@@ -1,0 +1,118 @@
+// Package workload holds the training workload that the demo, the benchmarks
+// and the browser page share: the seeds' MLP (depth Linear layers of
+// width x width with ReLU between) fitting synthetic regression data, trained
+// with Adam on an MSE loss.
+package workload
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/ag-go/ag/core"
+	"github.com/ag-go/ag/nn"
+)
+
+// Config is the shape of the workload.
+type Config struct {
+	Width, Depth, Batch int
+	LR                  float32
+	Seed                uint64
+	Batches             int // distinct batches of data cycled through (default 4)
+}
+
+// MLP is a model, its optimizer and its data on one device.
+type MLP struct {
+	Cfg   Config
+	Dev   *core.Device
+	Model nn.Sequential
+	Opt   *nn.Adam
+	xs    []*core.Tensor
+	ys    []*core.Tensor
+	step  int
+}
+
+// New builds the model and the data. The targets come from a fixed random
+// teacher network of the same shape (y = tanh(x·T)), computed on the device
+// once, so the task is learnable and the loss falls.
+func New(dev *core.Device, cfg Config) (*MLP, error) {
+	if cfg.Width < 1 || cfg.Depth < 1 || cfg.Batch < 1 {
+		return nil, fmt.Errorf("workload.New: width %d, depth %d, batch %d: all must be >= 1", cfg.Width, cfg.Depth, cfg.Batch)
+	}
+	if cfg.Batches < 1 {
+		cfg.Batches = 4
+	}
+	if cfg.LR == 0 {
+		cfg.LR = 1e-3
+	}
+	r := rand.New(rand.NewPCG(cfg.Seed, 0xa9))
+	sizes := make([]int, cfg.Depth+1)
+	for i := range sizes {
+		sizes[i] = cfg.Width
+	}
+	m := &MLP{Cfg: cfg, Dev: dev, Model: nn.MLP(dev, sizes, core.ReLU, r)}
+	m.Opt = nn.NewAdam(m.Model.Params(), cfg.LR)
+	teacher := make([]float32, cfg.Width*cfg.Width)
+	scale := 1.5 / float32(cfg.Width)
+	for i := range teacher {
+		teacher[i] = float32(r.NormFloat64()) * scale * 1.7
+	}
+	t := dev.Tensor(teacher, cfg.Width, cfg.Width)
+	var err error
+	dev.NoGrad(func() {
+		for range cfg.Batches {
+			xv := make([]float32, cfg.Batch*cfg.Width)
+			for i := range xv {
+				xv[i] = float32(r.Float64()*2 - 1)
+			}
+			x := dev.Tensor(xv, cfg.Batch, cfg.Width)
+			y := core.Tanh(core.MatMul(x, t)).Keep()
+			m.xs = append(m.xs, x)
+			m.ys = append(m.ys, y)
+		}
+		err = dev.Sync()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("workload.New: computing targets: %w", err)
+	}
+	return m, nil
+}
+
+// Step runs one training step (forward, backward, Adam) and returns the
+// loss. It is one program run on the device.
+func (m *MLP) Step() (float32, error) {
+	x, y := m.xs[m.step%len(m.xs)], m.ys[m.step%len(m.ys)]
+	m.step++
+	m.Opt.ZeroGrad()
+	loss := nn.MSELoss(m.Model.Forward(x), y)
+	if err := loss.Backward(); err != nil {
+		return 0, err
+	}
+	if err := m.Opt.Step(); err != nil {
+		return 0, err
+	}
+	return loss.Item()
+}
+
+// FLOPs is the arithmetic of one step: forward, backward (twice the
+// forward's matmuls) and the update, counting a multiply-add as two.
+func (m *MLP) FLOPs() float64 {
+	w, b, d := float64(m.Cfg.Width), float64(m.Cfg.Batch), float64(m.Cfg.Depth)
+	return 3 * 2 * b * w * w * d
+}
+
+// Timed runs n steps and returns each step's wall time and the last loss.
+func (m *MLP) Timed(n int) ([]time.Duration, float32, error) {
+	times := make([]time.Duration, n)
+	var loss float32
+	for i := range n {
+		t0 := time.Now()
+		l, err := m.Step()
+		if err != nil {
+			return nil, 0, err
+		}
+		times[i] = time.Since(t0)
+		loss = l
+	}
+	return times, loss, nil
+}

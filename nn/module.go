@@ -1,0 +1,115 @@
+// Package nn holds layers, losses and optimizers built on core: Linear and
+// Sequential, MSE and cross-entropy losses, SGD with momentum and Adam/AdamW
+// as fused update ops that run on the device, and saving/loading of model
+// and optimizer state.
+package nn
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/ag-go/ag/core"
+)
+
+// Module is a layer or a model: a function of one tensor with parameters.
+type Module interface {
+	Forward(x *core.Tensor) *core.Tensor
+	// Params lists the trainable tensors, in a stable order (state files
+	// and optimizers rely on it).
+	Params() []*core.Tensor
+}
+
+// Linear computes x·W + b for x of shape [batch, in]: W is [in, out], b is
+// [out] (broadcast over the batch).
+type Linear struct {
+	W, B *core.Tensor // B is nil without bias
+}
+
+// NewLinear makes a Linear layer on dev with glorot-uniform weights drawn from
+// rng (W ~ U(-a, a), a = sqrt(6/(in+out))) and a zero bias when bias is set.
+func NewLinear(dev *core.Device, in, out int, bias bool, rng *rand.Rand) *Linear {
+	if in < 1 || out < 1 {
+		panic(fmt.Sprintf("nn.NewLinear: in %d, out %d: both must be >= 1", in, out))
+	}
+	a := math.Sqrt(6 / float64(in+out))
+	w := make([]float32, in*out)
+	for i := range w {
+		w[i] = float32((2*rng.Float64() - 1) * a)
+	}
+	l := &Linear{W: dev.Param(w, in, out)}
+	if bias {
+		l.B = dev.Param(make([]float32, out), out)
+	}
+	return l
+}
+
+// Forward returns x·W (+ b).
+func (l *Linear) Forward(x *core.Tensor) *core.Tensor {
+	y := core.MatMul(x, l.W)
+	if l.B != nil {
+		y = core.Add(y, l.B)
+	}
+	return y
+}
+
+// Params returns W and, with a bias, b.
+func (l *Linear) Params() []*core.Tensor {
+	if l.B == nil {
+		return []*core.Tensor{l.W}
+	}
+	return []*core.Tensor{l.W, l.B}
+}
+
+// Func makes a parameterless Module of an op, e.g. nn.Func(core.ReLU).
+type Func func(*core.Tensor) *core.Tensor
+
+// Forward applies the function.
+func (f Func) Forward(x *core.Tensor) *core.Tensor { return f(x) }
+
+// Params returns nil.
+func (f Func) Params() []*core.Tensor { return nil }
+
+// Sequential applies its modules in order.
+type Sequential []Module
+
+// Forward runs x through every module.
+func (s Sequential) Forward(x *core.Tensor) *core.Tensor {
+	for _, m := range s {
+		x = m.Forward(x)
+	}
+	return x
+}
+
+// Params concatenates the modules' parameters in order.
+func (s Sequential) Params() []*core.Tensor {
+	var ps []*core.Tensor
+	for _, m := range s {
+		ps = append(ps, m.Params()...)
+	}
+	return ps
+}
+
+// MLP builds Linear layers of the given sizes (sizes[0] inputs, sizes[len-1]
+// outputs) with act between them (not after the last), e.g.
+// MLP(dev, []int{784, 256, 10}, core.ReLU, rng).
+func MLP(dev *core.Device, sizes []int, act func(*core.Tensor) *core.Tensor, rng *rand.Rand) Sequential {
+	if len(sizes) < 2 {
+		panic(fmt.Sprintf("nn.MLP: sizes %v: need at least inputs and outputs", sizes))
+	}
+	var s Sequential
+	for i := 0; i+1 < len(sizes); i++ {
+		s = append(s, NewLinear(dev, sizes[i], sizes[i+1], true, rng))
+		if i+2 < len(sizes) && act != nil {
+			s = append(s, Func(act))
+		}
+	}
+	return s
+}
+
+// ZeroGrad drops the gradients of every parameter of m.
+func ZeroGrad(m Module) {
+	for _, p := range m.Params() {
+		p.ZeroGrad()
+	}
+}

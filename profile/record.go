@@ -1,0 +1,206 @@
+package profile
+
+import "time"
+
+// Run is one program run at a sync point, as core measured it. One Run may
+// hold nodes of several passes (a fused training step); RecordRun splits its
+// stages among them (see the package doc).
+type Run struct {
+	// Site names where the run came from: "sync", "eager", "captured", ...
+	Site string
+	// Start is when the run's first stage began (the trace places it there).
+	// A zero Start means "ended now".
+	Start time.Time
+	// Stage times of the run. Create is per op and comes through Op.
+	Ctx, Graph, Flush, Upload, Compute, Download time.Duration
+	// DeviceTimed is true when Compute is device time (timestamp queries).
+	DeviceTimed bool
+	// Nodes are the program's nodes, in execution order.
+	Nodes []NodeTime
+	// DownloadPass is the pass of the value read back (the loss: forward,
+	// a gradient: backward). Used only when the run has nodes of that pass;
+	// otherwise Download is split by node count like Ctx.
+	DownloadPass Pass
+}
+
+// NodeTime is one node of a run.
+type NodeTime struct {
+	Op   string        // op name, the key of the per-op totals
+	Pass Pass          // which pass emitted the node
+	Dur  time.Duration // its compute time; 0 when unknown (fused, or no timer)
+}
+
+// Op records one op of pass p: counted in the pass's operations and in its
+// op's count, and create added to the create stage and to the op's total.
+// Core calls it when an op records a node (lazy; later runs add the compute)
+// or runs one (eager). It does nothing when the pass profiler is off.
+func Op(p Pass, op string, create time.Duration) {
+	if !Enabled(p) {
+		return
+	}
+	now := time.Now()
+	c := float64(create)
+	mu.Lock()
+	d := &st.pass[p]
+	d.ops++
+	d.stage[StageCreate] += c
+	t := d.op(op)
+	t.count++
+	t.create += c
+	st.trace.add(event{name: op, cat: passNames[p], ph: 'X', tid: tidOps,
+		ts: now.Sub(st.epoch) - create, dur: create})
+	mu.Unlock()
+}
+
+// Step records the wall time of one training step, for the snapshot's step
+// list and its coverage figure (attributed stage time over step wall time).
+// It does nothing when every profiler is off.
+func Step(wall time.Duration) {
+	if !Any() {
+		return
+	}
+	now := time.Now()
+	mu.Lock()
+	st.steps.add(float64(wall))
+	st.trace.add(event{name: "step", cat: "step", ph: 'X', tid: tidSteps,
+		ts: now.Sub(st.epoch) - wall, dur: wall, args: &eventArgs{Step: st.steps.n}})
+	mu.Unlock()
+}
+
+// RecordRun folds one program run into the profiles of the passes that are
+// on, and into the trace. It does nothing when every profiler is off.
+func RecordRun(r *Run) {
+	if r == nil || !Any() {
+		return
+	}
+	sh := attribute(r)
+	mu.Lock()
+	defer mu.Unlock()
+	for p := range numPasses {
+		if !on[p].Load() {
+			continue
+		}
+		d := &st.pass[p]
+		got := sh.nodes[p] > 0
+		for s, v := range sh.stage[p] {
+			d.stage[s] += v
+			got = got || v != 0
+		}
+		if got {
+			d.runs++
+			if r.DeviceTimed {
+				d.timedRuns++
+			}
+		}
+	}
+	for i, n := range r.Nodes {
+		if n.Pass >= numPasses || !on[n.Pass].Load() {
+			continue
+		}
+		t := st.pass[n.Pass].op(n.Op)
+		t.nodes++
+		t.compute += sh.node[i]
+	}
+	st.traceRun(r, &sh)
+}
+
+// runShare is a run split among the passes; times in float64 nanoseconds.
+type runShare struct {
+	stage   [numPasses][numStages]float64
+	nodes   [numPasses]int // nodes per pass
+	node    []float64      // compute share of each node
+	compute float64        // the run's compute (r.Compute, or the node sum when that is 0)
+	timed   bool           // node durations were known
+}
+
+// attribute splits r's stages among the passes of its nodes:
+//   - Compute by node durations when any is known, else evenly per node;
+//   - Upload to the forward (inputs feed it), Download to r.DownloadPass,
+//     each falling back to the node-count share when the run has no node of
+//     that pass;
+//   - Ctx, Graph and Flush by node-count share.
+//
+// A run without nodes gives Upload to the forward and the rest to
+// DownloadPass. A node of an invalid pass keeps its share from every pass.
+func attribute(r *Run) runShare {
+	var sh runShare
+	n := len(r.Nodes)
+	var sumDur float64
+	for _, nd := range r.Nodes {
+		if nd.Pass < numPasses {
+			sh.nodes[nd.Pass]++
+		}
+		sumDur += float64(nd.Dur)
+	}
+	sh.compute = float64(r.Compute)
+	if sh.compute == 0 {
+		sh.compute = sumDur
+	}
+	dl := r.DownloadPass
+	if n == 0 {
+		if dl < numPasses {
+			for _, s := range [...]Stage{StageCtx, StageFlush, StageGraph, StageCompute, StageDownload} {
+				sh.stage[dl][s] = float64(r.dur(s))
+			}
+		}
+		sh.stage[PassForward][StageUpload] = float64(r.Upload)
+		return sh
+	}
+
+	// byCount gives pass p its node-count share of d; multiplying first keeps
+	// whole shares exact (3 ms over 1 of 3 nodes is exactly 1 ms).
+	byCount := func(s Stage) {
+		d := float64(r.dur(s))
+		for p := range numPasses {
+			if sh.nodes[p] > 0 {
+				sh.stage[p][s] = d * float64(sh.nodes[p]) / float64(n)
+			}
+		}
+	}
+	byCount(StageCtx)
+	byCount(StageFlush)
+	byCount(StageGraph)
+	if sh.nodes[PassForward] > 0 {
+		sh.stage[PassForward][StageUpload] = float64(r.Upload)
+	} else {
+		byCount(StageUpload)
+	}
+	if dl < numPasses && sh.nodes[dl] > 0 {
+		sh.stage[dl][StageDownload] = float64(r.Download)
+	} else {
+		byCount(StageDownload)
+	}
+
+	sh.node = make([]float64, n)
+	sh.timed = sumDur > 0
+	for i, nd := range r.Nodes {
+		if sh.timed {
+			sh.node[i] = sh.compute * float64(nd.Dur) / sumDur
+		} else {
+			sh.node[i] = sh.compute / float64(n)
+		}
+		if nd.Pass < numPasses {
+			sh.stage[nd.Pass][StageCompute] += sh.node[i]
+		}
+	}
+	return sh
+}
+
+// dur returns the run's time for stage s (0 for create, which is per op).
+func (r *Run) dur(s Stage) time.Duration {
+	switch s {
+	case StageCtx:
+		return r.Ctx
+	case StageFlush:
+		return r.Flush
+	case StageUpload:
+		return r.Upload
+	case StageGraph:
+		return r.Graph
+	case StageCompute:
+		return r.Compute
+	case StageDownload:
+		return r.Download
+	}
+	return 0
+}

@@ -1,0 +1,196 @@
+package profile
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"slices"
+)
+
+// Report is one pass's profile: what the seed's text report prints, as data
+// (and as JSON for the web page). Times are milliseconds, shares percent.
+type Report struct {
+	// Pass is "forward", "backward" or "update".
+	Pass string `json:"pass"`
+	// Ops counts the ops recorded (Op calls).
+	Ops int `json:"ops"`
+	// Runs counts the program runs that gave this pass a share.
+	Runs int `json:"runs"`
+	// DeviceTimedRuns counts those of Runs whose compute was device time.
+	DeviceTimedRuns int `json:"device_timed_runs"`
+	// TotalMS is the sum of the stages.
+	TotalMS float64 `json:"total_ms"`
+	// PerOpMS is TotalMS / Ops (0 without ops).
+	PerOpMS float64 `json:"per_op_ms"`
+	// Stages are the stages with time recorded, largest first.
+	Stages []StageTime `json:"stages"`
+	// ByOp are the per-op totals (create + compute), largest first.
+	ByOp []OpTime `json:"by_op"`
+	// TransferMS is upload + download: what a resident pass would remove.
+	TransferMS float64 `json:"transfer_ms"`
+	// TransferPct is TransferMS as a percent of TotalMS.
+	TransferPct float64 `json:"transfer_pct"`
+	// Ceiling is TotalMS / (TotalMS - TransferMS): the most removing every
+	// transfer could speed this pass up ("could not beat Kx").
+	Ceiling float64 `json:"ceiling"`
+}
+
+// StageTime is one stage's total in a Report.
+type StageTime struct {
+	Stage string  `json:"stage"` // "ctx", "create", ...
+	MS    float64 `json:"ms"`
+	Pct   float64 `json:"pct"` // of the pass total
+}
+
+// OpTime is one op name's total in a Report.
+type OpTime struct {
+	Op        string  `json:"op"`
+	Count     int     `json:"count"` // Op calls
+	Nodes     int     `json:"nodes"` // program nodes run
+	CreateMS  float64 `json:"create_ms"`
+	ComputeMS float64 `json:"compute_ms"`
+	MS        float64 `json:"ms"`  // CreateMS + ComputeMS
+	Pct       float64 `json:"pct"` // of the pass total
+}
+
+func ms(ns float64) float64 { return ns / 1e6 }
+
+func pct(part, whole float64) float64 {
+	if whole == 0 {
+		return 0 // keeps JSON free of NaN
+	}
+	return 100 * part / whole
+}
+
+// Empty reports whether nothing was recorded for the pass.
+func (r *Report) Empty() bool { return r.Ops == 0 && r.Runs == 0 && r.TotalMS == 0 }
+
+// build makes the Report of one pass's data; mu must be held.
+func (d *passData) build(p Pass) *Report {
+	r := &Report{Pass: p.String(), Ops: d.ops, Runs: d.runs, DeviceTimedRuns: d.timedRuns,
+		Stages: []StageTime{}, ByOp: []OpTime{}}
+	var total float64
+	for _, v := range d.stage {
+		total += v
+	}
+	r.TotalMS = ms(total)
+	if d.ops > 0 {
+		r.PerOpMS = r.TotalMS / float64(d.ops)
+	}
+	for s, v := range d.stage {
+		if v != 0 {
+			r.Stages = append(r.Stages, StageTime{Stage: stageNames[s], MS: ms(v), Pct: pct(v, total)})
+		}
+	}
+	// Stable: ties keep execution order, as R's order() keeps ties.
+	slices.SortStableFunc(r.Stages, func(a, b StageTime) int { return cmp.Compare(b.MS, a.MS) })
+	for name, t := range d.byOp {
+		v := t.create + t.compute
+		r.ByOp = append(r.ByOp, OpTime{Op: name, Count: t.count, Nodes: t.nodes,
+			CreateMS: ms(t.create), ComputeMS: ms(t.compute), MS: ms(v), Pct: pct(v, total)})
+	}
+	slices.SortFunc(r.ByOp, func(a, b OpTime) int {
+		return cmp.Or(cmp.Compare(b.MS, a.MS), cmp.Compare(a.Op, b.Op))
+	})
+	moved := d.stage[StageUpload] + d.stage[StageDownload]
+	r.TransferMS = ms(moved)
+	r.TransferPct = pct(moved, total)
+	r.Ceiling = total / max(total-moved, 1e-9*1e6) // the seed's 1e-9 ms floor, in ns
+	return r
+}
+
+// Data returns the profile of pass p (never nil; see Report.Empty).
+func Data(p Pass) *Report {
+	if p >= numPasses {
+		return &Report{Pass: p.String(), Stages: []StageTime{}, ByOp: []OpTime{}}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return st.pass[p].build(p)
+}
+
+// ReportForward prints the forward profile in the seed's format
+// (ag_forward_profile_report) and returns it; nil when nothing was recorded.
+// A nil w prints nothing.
+func ReportForward(w io.Writer) *Report { return ReportPass(w, PassForward) }
+
+// ReportBackward prints the backward profile like ReportForward.
+func ReportBackward(w io.Writer) *Report { return ReportPass(w, PassBackward) }
+
+// ReportPass prints the profile of pass p like ReportForward.
+func ReportPass(w io.Writer, p Pass) *Report {
+	w = orDiscard(w)
+	r := Data(p)
+	if r.Empty() {
+		fmt.Fprintf(w, "no %s operations recorded (is profiling on?)\n", r.Pass)
+		return nil
+	}
+	r.WriteText(w)
+	return r
+}
+
+// orDiscard lets the report functions take a nil writer to mean "data only".
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}
+
+// WriteText prints r in the seed's format:
+//
+//	forward: 12 operations, 10.00 ms total, 0.833 ms per op
+//	  compute       6.00 ms   60.0%
+//	  ...
+//	  -> transfer (upload+download) 30.0% of the forward
+//	  -> a resident forward could not beat 1.43x on this workload
+func (r *Report) WriteText(w io.Writer) {
+	fmt.Fprintf(w, "%s: %d operations, %.2f ms total, %.3f ms per op\n", r.Pass, r.Ops, r.TotalMS, r.PerOpMS)
+	for _, s := range r.Stages {
+		fmt.Fprintf(w, "  %-9s %8.2f ms  %5.1f%%\n", s.Stage, s.MS, s.Pct)
+	}
+	fmt.Fprintf(w, "  -> transfer (upload+download) %.1f%% of the %s\n", r.TransferPct, r.Pass)
+	fmt.Fprintf(w, "  -> a resident %s could not beat %.2fx on this workload\n", r.Pass, r.Ceiling)
+}
+
+// WriteOps prints r's per-op table (op, count, ms, % of the pass), at most n
+// rows (n <= 0: all), folding the rest into one row. A last row holds the
+// stages no op owns (ctx, flush, upload, graph, download), so the rows add
+// up to the pass total.
+func (r *Report) WriteOps(w io.Writer, n int) {
+	fmt.Fprintf(w, "%s per op (create + compute)\n", r.Pass)
+	fmt.Fprintf(w, "  %-18s %7s %10s %7s\n", "op", "count", "ms", "%")
+	var opsMS float64
+	for _, o := range r.ByOp {
+		opsMS += o.MS
+	}
+	rows := r.ByOp
+	if n > 0 && len(rows) > n {
+		rows = rows[:n]
+	}
+	var shown float64
+	for _, o := range rows {
+		fmt.Fprintf(w, "  %-18s %7d %10.2f %6.1f%%\n", o.Op, o.Count, o.MS, o.Pct)
+		shown += o.MS
+	}
+	if rest := len(r.ByOp) - len(rows); rest > 0 {
+		label := fmt.Sprintf("(%d more ops)", rest)
+		fmt.Fprintf(w, "  %-18s %7s %10.2f %6.1f%%\n", label, "", opsMS-shown, pct(opsMS-shown, r.TotalMS))
+	}
+	other := r.TotalMS - opsMS
+	fmt.Fprintf(w, "  %-18s %7s %10.2f %6.1f%%\n", "(other stages)", "", other, pct(other, r.TotalMS))
+}
+
+// ReportOps prints the per-op table of pass p (see Report.WriteOps) and
+// returns the report; nil, with the seed's message, when nothing was recorded.
+// A nil w prints nothing.
+func ReportOps(w io.Writer, p Pass, n int) *Report {
+	w = orDiscard(w)
+	r := Data(p)
+	if r.Empty() {
+		fmt.Fprintf(w, "no %s operations recorded (is profiling on?)\n", r.Pass)
+		return nil
+	}
+	r.WriteOps(w, n)
+	return r
+}

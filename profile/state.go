@@ -1,0 +1,99 @@
+package profile
+
+import "time"
+
+// state is everything the profiler records; mu guards it.
+type state struct {
+	pass     [numPasses]passData
+	xfer     map[xferKey]*xferCount
+	xferEver bool // Count(true) was called at least once (the seed's "never enabled")
+	launch   map[string]int
+	steps    stepLog
+	trace    ring
+	epoch    time.Time // trace time zero
+}
+
+func newState() state {
+	s := state{launch: map[string]int{}, epoch: time.Now()}
+	s.resetXfer()
+	s.trace.setCap(defaultTraceCap)
+	return s
+}
+
+func (s *state) resetXfer() { s.xfer = map[xferKey]*xferCount{} }
+
+// passData accumulates one pass. Times are float64 nanoseconds: run shares
+// are fractions of a duration, and float64 holds whole nanoseconds exactly
+// up to 104 days.
+type passData struct {
+	stage     [numStages]float64
+	ops       int // Op calls
+	runs      int // runs that gave this pass a share
+	timedRuns int // of those, runs whose compute was device-timed
+	byOp      map[string]*opTotal
+}
+
+// opTotal is one op name's share of a pass.
+type opTotal struct {
+	count   int     // Op calls
+	nodes   int     // program nodes run
+	create  float64 // ns
+	compute float64 // ns
+}
+
+func (d *passData) reset() { *d = passData{} }
+
+func (d *passData) empty() bool {
+	if d.ops != 0 || d.runs != 0 {
+		return false
+	}
+	for _, v := range d.stage {
+		if v != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (d *passData) op(name string) *opTotal {
+	if d.byOp == nil {
+		d.byOp = map[string]*opTotal{}
+	}
+	t := d.byOp[name]
+	if t == nil {
+		t = &opTotal{}
+		d.byOp[name] = t
+	}
+	return t
+}
+
+// maxSteps bounds the kept step times; older ones still count in the totals.
+const maxSteps = 4096
+
+// stepLog keeps the wall time of the last maxSteps steps.
+type stepLog struct {
+	n     int       // steps recorded
+	total float64   // ns, all steps
+	last  []float64 // ns, ring of the last maxSteps
+}
+
+func (l *stepLog) add(ns float64) {
+	if len(l.last) < maxSteps {
+		l.last = append(l.last, ns)
+	} else {
+		l.last[l.n%maxSteps] = ns
+	}
+	l.n++
+	l.total += ns
+}
+
+// ordered returns the kept step times, oldest first.
+func (l *stepLog) ordered() []float64 {
+	out := make([]float64, 0, len(l.last))
+	if len(l.last) < maxSteps {
+		return append(out, l.last...)
+	}
+	i := l.n % maxSteps
+	out = append(out, l.last[i:]...)
+	return append(out, l.last[:i]...)
+}
