@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/profile"
 )
 
 // Backward appends the gradient of t (a one-element tensor, usually a loss)
@@ -29,12 +30,12 @@ func (t *Tensor) Backward() error {
 	d := t.dev
 	d.mu.Lock()
 	d.noGrad++
-	d.pass = passBackward
+	d.pass = profile.PassBackward
 	d.mu.Unlock()
 	defer func() {
 		d.mu.Lock()
 		d.noGrad--
-		d.pass = passForward
+		d.pass = profile.PassForward
 		d.mu.Unlock()
 	}()
 

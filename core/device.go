@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/ag-go/ag/backend"
 	_ "github.com/ag-go/ag/backend/cpu" // the embedded default backend
+	"github.com/ag-go/ag/profile"
 )
 
 // Device wraps one backend instance with the values resident on it, its lazy
@@ -30,12 +32,15 @@ type Device struct {
 	pooled  int64
 	eager   bool
 	noGrad  int
-	pass    passKind // recorded into new nodes
+	pass    profile.Pass // recorded into new nodes
 
 	freeMu sync.Mutex
 	freeq  []*storage // values of collected tensors, freed at the next sync
 
 	stats Stats
+
+	lastRun *profile.Run // the last run's profile, until Data adds its download
+	holdRun bool
 }
 
 // Stats counts what a device did; see Device.Stats.
@@ -169,7 +174,7 @@ func (d *Device) Close() error {
 				return fmt.Errorf("core: Device.Close: moving a value of %d floats to the host failed at element %d, so the device was not released: %w", s.n, off, err)
 			}
 		}
-		d.count(false, s.n)
+		d.count(false, s.n, "Close rescue")
 		hosts[s] = h
 	}
 	for s, h := range hosts {
@@ -292,13 +297,20 @@ func (d *Device) onDevice(s *storage) error {
 			d.putBuf(b)
 			return fmt.Errorf("uploading %d floats to %s: %w", s.n, d.caps.Name, err)
 		}
-		d.count(true, s.n)
+		d.count(true, s.n, "inputs")
 	}
 	s.buf, s.host = b, nil
 	return nil
 }
 
-func (d *Device) count(up bool, n int) {
+func (d *Device) count(up bool, n int, site string) {
+	if profile.Counting() {
+		dir := profile.Down
+		if up {
+			dir = profile.Up
+		}
+		profile.Xfer(dir, site, 4*n)
+	}
 	if up {
 		d.stats.Uploads++
 		d.stats.UpBytes += 4 * int64(n)
@@ -308,10 +320,30 @@ func (d *Device) count(up bool, n int) {
 	}
 }
 
-// read returns a realized tensor's values. Called after Sync(t).
-func (d *Device) read(t *Tensor, fn string) ([]float32, error) {
+// syncRead runs pending work and reads t, as one profiled run.
+func (d *Device) syncRead(t *Tensor, fn string) ([]float32, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.holdRun = true
+	err := d.syncLocked([]*Tensor{t}, fn)
+	d.holdRun = false
+	rec := d.lastRun
+	d.lastRun = nil
+	if err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	v, err := d.read(t, fn)
+	if rec != nil {
+		rec.Download = time.Since(t0)
+		rec.DownloadPass = t.pass
+		profile.RecordRun(rec)
+	}
+	return v, err
+}
+
+// read returns a realized tensor's values. Called with d.mu held.
+func (d *Device) read(t *Tensor, fn string) ([]float32, error) {
 	if err := t.readable(fn); err != nil {
 		return nil, err
 	}
@@ -324,7 +356,7 @@ func (d *Device) read(t *Tensor, fn string) ([]float32, error) {
 	if err := d.be.Read(s.buf, 0, out); err != nil {
 		return nil, fmt.Errorf("core: %s of %v: %w", fn, t, err)
 	}
-	d.count(false, s.n)
+	d.count(false, s.n, fn)
 	return out, nil
 }
 
@@ -363,7 +395,7 @@ func (t *Tensor) ReadAt(off, n int) ([]float32, error) {
 	if err := d.be.Read(t.stor.buf, off, out); err != nil {
 		return nil, fmt.Errorf("core: ReadAt(%d, %d) of %v: %w", off, n, t, err)
 	}
-	d.count(false, n)
+	d.count(false, n, "ReadAt")
 	return out, nil
 }
 
@@ -397,7 +429,7 @@ func (t *Tensor) WriteAt(off int, data []float32) error {
 	if err := d.be.Write(t.stor.buf, off, data); err != nil {
 		return fmt.Errorf("core: WriteAt(%d, %d values) of %v: %w", off, len(data), t, err)
 	}
-	d.count(true, len(data))
+	d.count(true, len(data), "WriteAt")
 	return nil
 }
 

@@ -6,16 +6,7 @@ import (
 	"time"
 
 	"github.com/ag-go/ag/backend"
-)
-
-// passKind says which part of a training step recorded a node, so the
-// profiler can attribute its time.
-type passKind uint8
-
-const (
-	passForward passKind = iota
-	passBackward
-	passUpdate
+	"github.com/ag-go/ag/profile"
 )
 
 // Tensor makes a tensor holding a copy of data with the given shape (no
@@ -78,6 +69,10 @@ func checkShape(fn string, shape []int) {
 // record appends a pending node computing op over ins. fn names the public
 // function for error messages.
 func (d *Device) record(fn string, op backend.Op, shape []int, attr backend.Node, ins ...*Tensor) *Tensor {
+	var t0 time.Time
+	if profile.Any() {
+		t0 = time.Now()
+	}
 	grad := false
 	for i, in := range ins {
 		if in.dev != d {
@@ -94,6 +89,9 @@ func (d *Device) record(fn string, op backend.Op, shape []int, attr backend.Node
 	t.pass = d.pass
 	t.seq = len(d.pending)
 	d.pending = append(d.pending, t)
+	if !t0.IsZero() {
+		profile.Op(t.pass, op.String(), time.Since(t0))
+	}
 	if d.eager {
 		t.keep = true
 		if err := d.syncLocked(nil, "eager"); err != nil {
@@ -132,6 +130,8 @@ func (d *Device) syncLocked(want []*Tensor, site string) error {
 	if err := d.ensureOpen(); err != nil {
 		return err
 	}
+	prof := profile.Any()
+	var rec profile.Run
 	t0 := time.Now()
 	lw, err := d.lower()
 	if err != nil {
@@ -140,6 +140,7 @@ func (d *Device) syncLocked(want []*Tensor, site string) error {
 	}
 	key := lw.g.Key()
 	prog, ok := d.progs[key]
+	t1 := time.Now()
 	if ok {
 		d.stats.CacheHits++
 	} else {
@@ -151,10 +152,43 @@ func (d *Device) syncLocked(want []*Tensor, site string) error {
 		d.progs[key] = prog
 		d.stats.Compiles++
 	}
-	_ = t0
-	if _, err := prog.Run(lw.args); err != nil {
+	t2 := time.Now()
+	var info backend.RunInfo
+	var nodeTimes []time.Duration
+	if nt, ok := prog.(backend.NodeTimer); ok && prof {
+		nodeTimes = make([]time.Duration, len(lw.g.Nodes))
+		info, err = nt.RunTimed(lw.args, nodeTimes)
+	} else {
+		info, err = prog.Run(lw.args)
+	}
+	if err != nil {
 		lw.free(d)
 		return fmt.Errorf("core: %s: running %d nodes on %s: %w", site, len(lw.g.Nodes), d.caps.Name, err)
+	}
+	profile.Launch(site, info.Launches)
+	if prof {
+		t3 := time.Now()
+		rec = profile.Run{Site: site, Start: t0, Flush: lw.flush, Upload: lw.upload,
+			Ctx:     t1.Sub(t0) - lw.lowerTime(),
+			Graph:   lw.lowerTime() - lw.flush - lw.upload + t2.Sub(t1),
+			Compute: t3.Sub(t2), DeviceTimed: d.caps.DeviceTimer}
+		if d.caps.DeviceTimer {
+			rec.Compute = info.DeviceTime
+		}
+		rec.Nodes = make([]profile.NodeTime, len(lw.g.Nodes))
+		for _, t := range d.pending {
+			i := lw.nodeOf[t]
+			rec.Nodes[i] = profile.NodeTime{Op: t.op.String(), Pass: t.pass}
+			if nodeTimes != nil {
+				rec.Nodes[i].Dur = nodeTimes[i]
+			}
+		}
+		for i := range rec.Nodes {
+			if rec.Nodes[i].Op == "" { // arg nodes read bound memory: no work
+				rec.Nodes[i] = profile.NodeTime{Op: "arg", Pass: profile.PassForward}
+			}
+		}
+		d.lastRun = &rec
 	}
 	d.stats.Runs++
 	for _, t := range d.pending {
@@ -170,17 +204,27 @@ func (d *Device) syncLocked(want []*Tensor, site string) error {
 		}
 	}
 	d.pending = d.pending[:0]
+	if prof && !d.holdRun {
+		profile.RecordRun(&rec)
+		d.lastRun = nil
+	}
 	return nil
 }
 
 // lowering is one sync's translation of pending tensors to a backend graph.
 type lowering struct {
+	start  time.Time
+	flush  time.Duration // allocating kept values' memory
+	upload time.Duration // host values crossing to the device
+	end    time.Time
 	g      backend.Graph
 	args   []backend.Buffer
 	argOf  map[*storage]int // arg node index per realized value
 	nodeOf map[*Tensor]int
 	out    map[*Tensor]backend.Buffer // kept values and their new buffers
 }
+
+func (lw *lowering) lowerTime() time.Duration { return lw.end.Sub(lw.start) }
 
 func (lw *lowering) free(d *Device) {
 	for _, b := range lw.out {
@@ -198,7 +242,9 @@ func (d *Device) lower() (*lowering, error) {
 		argOf:  map[*storage]int{},
 		nodeOf: make(map[*Tensor]int, len(d.pending)),
 		out:    map[*Tensor]backend.Buffer{},
+		start:  time.Now(),
 	}
+	defer func() { lw.end = time.Now() }()
 	consumed := make(map[*Tensor]bool, len(d.pending))
 	keep := make(map[*Tensor]bool)
 	for _, t := range d.pending {
@@ -235,7 +281,9 @@ func (d *Device) lower() (*lowering, error) {
 		lw.nodeOf[t] = len(lw.g.Nodes)
 		lw.g.Nodes = append(lw.g.Nodes, n)
 		if keep[t] {
+			f0 := time.Now()
 			b, err := d.getBuf(t.Len())
+			lw.flush += time.Since(f0)
 			if err != nil {
 				return lw, fmt.Errorf("allocating %d floats for %v: %w", t.Len(), t, err)
 			}
@@ -264,7 +312,10 @@ func (lw *lowering) input(d *Device, in *Tensor) (int, error) {
 	if idx, ok := lw.argOf[in.stor]; ok {
 		return idx, nil
 	}
-	if err := d.onDevice(in.stor); err != nil {
+	u0 := time.Now()
+	err := d.onDevice(in.stor)
+	lw.upload += time.Since(u0)
+	if err != nil {
 		return 0, err
 	}
 	idx := len(lw.g.Nodes)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/profile"
 )
 
 // ErrNotKept is returned when reading a tensor whose value was computed by an
@@ -42,7 +43,7 @@ type Tensor struct {
 	op     backend.Op
 	inputs []*Tensor
 	attr   backend.Node // scalar/axis/perm/trans attributes of op
-	pass   passKind     // forward, backward or update (for the profiler)
+	pass   profile.Pass // forward, backward or update (for the profiler)
 	seq    int          // position in the device's pending list
 
 	requiresGrad bool
@@ -107,10 +108,7 @@ func (t *Tensor) Keep() *Tensor {
 // Data returns the tensor's values. It is a sync point: pending work on the
 // device runs first.
 func (t *Tensor) Data() ([]float32, error) {
-	if err := t.dev.Sync(t); err != nil {
-		return nil, err
-	}
-	return t.dev.read(t, "Data")
+	return t.dev.syncRead(t, "Data")
 }
 
 // Item returns the value of a one-element tensor. It is a sync point.

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/profile"
 )
 
 // AdamWUpdate records a fused AdamW update of the parameter w from the
@@ -49,7 +50,7 @@ func (d *Device) recordUpdate(fn string, op backend.Op, ins ...*Tensor) {
 	d.mu.Lock()
 	d.noGrad++
 	prev := d.pass
-	d.pass = passUpdate
+	d.pass = profile.PassUpdate
 	d.mu.Unlock()
 	d.record(fn, op, slices.Clone(ins[0].shape), backend.Node{}, ins...)
 	d.mu.Lock()

@@ -1,8 +1,10 @@
 package backendtest
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/ag-go/ag/backend"
 )
@@ -79,6 +81,8 @@ func graphCases() []graphCase {
 			return in
 		}),
 		checked("graph/train-step", trainStep),
+		{"graph/rebind-buffers", testRebind},
+		{"graph/node-timer", testNodeTimer},
 		{"graph/invalid", testInvalid},
 		{"buffers/write-read", testBuffers},
 		{"buffers/out-of-range", testBufferErrors},
@@ -147,6 +151,84 @@ func trainStep(r *rand.Rand) instance {
 	inst.runs = 3
 	inst.feed = func(k int) map[int][]float32 { return map[int][]float32{6: adamHP(k+1, 0.01)} }
 	return inst
+}
+
+// testRebind runs one program over two different sets of buffers, in turns:
+// a backend caching bindings by program would read the first set again.
+func testRebind(t *testing.T, s *suite) {
+	r := seeded("graph/rebind-buffers")
+	b1, b2 := mlp(r), mlp(r)
+	g := &b1.g
+	prog, err := s.compile(g)
+	if err != nil {
+		t.Fatalf("Compile: %v", err)
+	}
+	defer prog.Release()
+	sets := [][]backend.Buffer{s.upload(t, b1.args), s.upload(t, b2.args)}
+	refs := [][][]float64{to64(b1.args), to64(b2.args)}
+	for k := range 4 {
+		set, ref := sets[k%2], refs[k%2]
+		if _, err := Eval(g, ref); err != nil {
+			t.Fatalf("reference: %v", err)
+		}
+		info, err := prog.Run(set)
+		if err != nil {
+			t.Fatalf("run %d: %v", k, err)
+		}
+		if info.Launches < 1 || info.DeviceTime < 0 {
+			t.Errorf("run %d: RunInfo %+v: want at least one launch and a time >= 0", k, info)
+		}
+		s.compareArgs(t, g, set, ref, tolerances["graph"], fmt.Sprintf("run %d on buffer set %d", k, k%2))
+	}
+}
+
+// testNodeTimer checks that a program implementing NodeTimer computes the
+// same results through RunTimed and reports one time per node.
+func testNodeTimer(t *testing.T, s *suite) {
+	b := mlp(seeded("graph/node-timer"))
+	prog, err := s.compile(&b.g)
+	if err != nil {
+		t.Fatalf("Compile: %v", err)
+	}
+	defer prog.Release()
+	nt, ok := prog.(backend.NodeTimer)
+	if !ok {
+		t.Skipf("%s programs do not implement NodeTimer", s.caps.Name)
+	}
+	bufs := s.upload(t, b.args)
+	times := make([]time.Duration, len(b.g.Nodes))
+	if _, err := nt.RunTimed(bufs, times); err != nil {
+		t.Fatalf("RunTimed: %v", err)
+	}
+	var total time.Duration
+	for i, d := range times {
+		if d < 0 {
+			t.Errorf("node %d (%v): time %v < 0", i, b.g.Nodes[i].Op, d)
+		}
+		total += d
+	}
+	if total <= 0 {
+		t.Errorf("RunTimed: all node times zero: %v", times)
+	}
+	ref := to64(b.args)
+	if _, err := Eval(&b.g, ref); err != nil {
+		t.Fatalf("reference: %v", err)
+	}
+	s.compareArgs(t, &b.g, bufs, ref, tolerances["graph"], "RunTimed")
+}
+
+// compareArgs reads every buffer and compares it with ref.
+func (s *suite) compareArgs(t *testing.T, g *backend.Graph, bufs []backend.Buffer, ref [][]float64, tol Tol, what string) {
+	t.Helper()
+	for i, b := range bufs {
+		got := make([]float32, len(ref[i]))
+		if err := s.be.Read(b, 0, got); err != nil {
+			t.Fatalf("%s: Read arg %d: %v", what, i, err)
+		}
+		if msg := compare(got, ref[i], nil, tol, 0, argShape(g, i)); msg != "" {
+			t.Fatalf("%s: arg %d %s: %s", what, i, argRole(g, i), msg)
+		}
+	}
 }
 
 // testInvalid checks that graphs Validate rejects fail in Compile, without a

@@ -126,6 +126,12 @@ func (s *suite) check(t *testing.T, tolKey string, in instance) {
 	defer prog.Release()
 	ref := to64(in.args)
 	runs := max(in.runs, 1)
+	used := 0.0 // the largest error/bound seen: how much of the tolerance the backend needs
+	defer func() {
+		if tol != (Tol{}) && !t.Failed() {
+			t.Logf("worst error is %.3g of the bound %+v", used, tol)
+		}
+	}()
 	for k := 0; k < runs; k++ {
 		if k > 0 && in.feed != nil {
 			for i, data := range in.feed(k) {
@@ -152,6 +158,7 @@ func (s *suite) check(t *testing.T, tolKey string, in instance) {
 			if msg := compare(got, ref[i], m, tol, in.terms, argShape(in.g, i)); msg != "" {
 				t.Fatalf("run %d of %d: arg %d %s: %s\ngraph:\n%s", k+1, runs, i, argRole(in.g, i), msg, in.g)
 			}
+			used = max(used, usedBound(got, ref[i], m, tol, in.terms))
 			// The device stores f32: so does the reference between runs.
 			for j, x := range ref[i] {
 				ref[i][j] = float64(float32(x))
@@ -258,6 +265,17 @@ func compare(got []float32, want, mag []float64, tol Tol, terms int, shape []int
 	}
 	return fmt.Sprintf("%d of %d elements out of tolerance %+v; worst element %d %v of %v: got %.9g, want %.9g (|err| %.3g > bound %.3g)",
 		bad, len(want), tol, worst, coords(worst, shape, len(want)), shape, got[worst], want[worst], worstErr, worstBound)
+}
+
+// usedBound is the largest |got-want|/bound over finite elements.
+func usedBound(got []float32, want, mag []float64, tol Tol, terms int) float64 {
+	worst := 0.0
+	for i, w := range want {
+		if b := tol.bound(w, mag, i, terms); b > 0 && !math.IsInf(w, 0) && !math.IsNaN(w) {
+			worst = max(worst, math.Abs(float64(got[i])-w)/b)
+		}
+	}
+	return worst
 }
 
 // coords writes flat index i as a multi-index of shape when the shape covers

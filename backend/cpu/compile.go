@@ -151,9 +151,9 @@ func (p *program) nodeFunc(g *backend.Graph, i int) func() {
 			}
 		})
 	case op == backend.OpSoftmax || op == backend.OpLogSoftmax:
-		last := n.Shape[len(n.Shape)-1]
-		if len(n.Shape) == 0 {
-			last = 1
+		last := 1 // a scalar is one row of one
+		if len(n.Shape) > 0 {
+			last = n.Shape[len(n.Shape)-1]
 		}
 		rows := size / last
 		log := op == backend.OpLogSoftmax

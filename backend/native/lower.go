@@ -10,7 +10,6 @@ import "C"
 import (
 	"fmt"
 	"math"
-	"unsafe"
 
 	"github.com/ag-go/ag/backend"
 )
@@ -57,7 +56,7 @@ func tensorsFor(n *backend.Node) int {
 	case backend.OpSGD:
 		return 24
 	case backend.OpPowConst, backend.OpOneHot, backend.OpScatterAddRows, backend.OpLogSoftmax:
-		return 16
+		return 24
 	default:
 		return 10
 	}
@@ -553,5 +552,3 @@ func (l *lowering) lowerSGD(n *backend.Node) (tensor, []tensor, error) {
 	w2 := C.ggml_sub(ctx, w, C.ggml_mul(ctx, vel2, lr))
 	return C.ggml_cpy(ctx, w2, w), []tensor{cv}, nil
 }
-
-var _ = unsafe.Pointer(nil)

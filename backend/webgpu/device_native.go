@@ -3,8 +3,8 @@
 package webgpu
 
 import (
-
 	"fmt"
+	"strings"
 
 	"github.com/cogentcore/webgpu/wgpu"
 )
@@ -54,7 +54,12 @@ const maxStaging = 64 << 20
 
 func adapterDesc(ad *wgpu.Adapter) devInfo {
 	ai := ad.GetInfo()
+	// wgpu-native v0.23's info puts the adapter name in the description
+	// and hex ids in the name fields ("0x0"); prefer the readable one.
 	info := devInfo{name: ai.Name, driver: ai.DriverDescription, api: ai.BackendType.String()}
+	if info.name == "" || strings.HasPrefix(info.name, "0x") {
+		info.name, info.driver = ai.DriverDescription, ""
+	}
 	switch ai.BackendType {
 	case wgpu.BackendTypeVulkan:
 		info.api = "Vulkan"
@@ -423,4 +428,3 @@ func (d *dev) close() {
 	d.adapter.Release()
 	d.inst.Release()
 }
-

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
+	"os"
 	"slices"
 	"time"
 
 	"github.com/ag-go/ag/core"
 	"github.com/ag-go/ag/internal/workload"
+	"github.com/ag-go/ag/profile"
 )
 
 func demo(args []string) error {
@@ -19,7 +23,13 @@ func demo(args []string) error {
 	steps := fs.Int("steps", 60, "training steps")
 	lr := fs.Float64("lr", 1e-3, "Adam learning rate")
 	every := fs.Int("every", 0, "print the loss every N steps (0: about 12 lines)")
+	prof := fs.Bool("profile", false, "profile the steps after the first two and print the forward/backward reports, per-op tables, transfers and launches")
+	trace := fs.String("trace", "", "with -profile: write a Chrome trace-event JSON file (open in Perfetto or chrome://tracing)")
+	profJSON := fs.String("profile-json", "", "with -profile: write the whole profile as JSON (the web page opens it)")
 	fs.Parse(args)
+	if (*trace != "" || *profJSON != "") && !*prof {
+		*prof = true
+	}
 	if *steps < 1 {
 		return fmt.Errorf("-steps %d: want at least 1", *steps)
 	}
@@ -45,12 +55,18 @@ func demo(args []string) error {
 	var times []time.Duration
 	var first float32
 	for i := 0; i < *steps; i++ {
+		if *prof && i == min(2, *steps-1) { // leave the compiling steps out
+			startProfile()
+		}
 		s0 := time.Now()
 		loss, err := m.Step()
 		if err != nil {
 			return fmt.Errorf("step %d: %w", i, err)
 		}
 		dt := time.Since(s0)
+		if *prof && i >= min(2, *steps-1) {
+			profile.Step(dt)
+		}
 		times = append(times, dt)
 		if i == 0 {
 			first = loss
@@ -73,7 +89,68 @@ func demo(args []string) error {
 	st := dev.Stats()
 	fmt.Printf("device work: %d runs, %d compiles, %d uploads (%.1f MB), %d downloads (%.3f MB)\n",
 		st.Runs, st.Compiles, st.Uploads, float64(st.UpBytes)/1e6, st.Downloads, float64(st.DownBytes)/1e6)
+	if *prof {
+		return printProfile(dev.String(), *trace, *profJSON)
+	}
 	return nil
+}
+
+func startProfile() {
+	profile.Reset()
+	profile.Forward(true)
+	profile.Backward(true)
+	profile.Switch(profile.PassUpdate, true)
+	profile.Count(true)
+}
+
+// printProfile prints the reports of the profiled steps and writes the
+// trace and JSON files asked for.
+func printProfile(device, trace, jsonPath string) error {
+	fmt.Println()
+	for _, p := range []profile.Pass{profile.PassForward, profile.PassBackward, profile.PassUpdate} {
+		r := profile.ReportPass(os.Stdout, p)
+		if !r.Empty() {
+			r.WriteOps(os.Stdout, 8)
+		}
+		fmt.Println()
+	}
+	profile.XferReport(os.Stdout, 20)
+	fmt.Println()
+	profile.LaunchReport(os.Stdout)
+	snap := profile.Snapshot()
+	snap.Device = device
+	fmt.Printf("\nprofiled %d steps: %.1f ms of %.1f ms wall attributed to named stages (%.1f%%)\n",
+		snap.Steps, snap.AttributedMS, snap.StepTotalMS, snap.CoveragePct)
+	if trace != "" {
+		if err := writeFile(trace, profile.WriteTrace); err != nil {
+			return err
+		}
+		fmt.Println("wrote trace", trace)
+	}
+	if jsonPath != "" {
+		err := writeFile(jsonPath, func(w io.Writer) error {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", " ")
+			return enc.Encode(snap)
+		})
+		if err != nil {
+			return err
+		}
+		fmt.Println("wrote profile", jsonPath)
+	}
+	return nil
+}
+
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return f.Close()
 }
 
 func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }

@@ -1,0 +1,194 @@
+//go:build ggml
+
+package native
+
+/*
+#include <stdlib.h>
+#include "ag_ggml.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"time"
+	"unsafe"
+
+	"github.com/ag-go/ag/backend"
+)
+
+// program is one compiled graph: a ggml graph whose intermediates were
+// planned once by ggml's graph allocator and whose arg leaves Run points at
+// the bound buffers.
+type program struct {
+	d      *device
+	l      *lowering
+	galloc C.ggml_gallocr_t
+	cbuf   C.ggml_backend_buffer_t // constants
+	// C arrays for ag_bind: leaves[i] takes srcs[i]'s memory; views follow.
+	leaves, srcs, views **C.struct_ggml_tensor
+	nviews          int
+	numArgs         int
+	released        bool
+}
+
+// lower validates g and builds its ggml graph, checking every node against
+// the device; it allocates no device memory.
+func (d *device) lower(g *backend.Graph) (*lowering, error) {
+	if err := g.Validate(); err != nil {
+		return nil, err
+	}
+	l, err := newLowering(d, g)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.build(); err != nil {
+		l.free()
+		return nil, err
+	}
+	if err := l.checkSupported(); err != nil {
+		l.free()
+		return nil, err
+	}
+	return l, nil
+}
+
+func (d *device) Compile(g *backend.Graph) (backend.Program, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil, fmt.Errorf("native: %s Compile: device closed", d.name)
+	}
+	l, err := d.lower(g)
+	if err != nil {
+		return nil, fmt.Errorf("native: %s Compile: %w", d.name, err)
+	}
+	p := &program{d: d, l: l, numArgs: g.NumArgs}
+	if err := p.allocate(); err != nil {
+		p.release()
+		return nil, fmt.Errorf("native: %s Compile: %w", d.name, err)
+	}
+	return p, nil
+}
+
+func carray(n int) **C.struct_ggml_tensor {
+	return (**C.struct_ggml_tensor)(C.calloc(C.size_t(max(n, 1)), C.size_t(unsafe.Sizeof(uintptr(0)))))
+}
+
+func cslice(p **C.struct_ggml_tensor, n int) []tensor {
+	return unsafe.Slice((*tensor)(unsafe.Pointer(p)), max(n, 1))[:n]
+}
+
+// allocate sets the constants, plans the intermediates and lists the views
+// that Run must re-point.
+func (p *program) allocate() error {
+	l := p.l
+	if len(l.fills) > 0 {
+		p.cbuf = C.ggml_backend_alloc_ctx_tensors(l.cctx, p.d.be)
+		if p.cbuf == nil {
+			return fmt.Errorf("out of device memory for %d constants", len(l.fills))
+		}
+		for _, f := range l.fills {
+			n := int(C.ggml_nelements(f.t))
+			vals := make([]float32, n)
+			for i := range vals {
+				vals[i] = f.value
+			}
+			C.ggml_backend_tensor_set(f.t, unsafe.Pointer(&vals[0]), 0, C.size_t(4*n))
+		}
+	}
+	n := len(l.args)
+	p.leaves, p.srcs = carray(n), carray(n)
+	leaves := cslice(p.leaves, n)
+	isArg := make(map[tensor]bool, n)
+	for i, a := range l.args {
+		leaves[i] = a.t
+		isArg[a.t] = true
+	}
+	// Args get placeholder addresses so that the allocator plans only the
+	// intermediates; Run binds the real buffers.
+	C.ag_mark_bound(p.leaves, C.int(n), p.d.dummy)
+	p.galloc = C.ggml_gallocr_new(C.ggml_backend_get_default_buffer_type(p.d.be))
+	if !C.ggml_gallocr_alloc_graph(p.galloc, l.gf) {
+		return fmt.Errorf("out of device memory for intermediates (%d bytes wanted)", uint64(C.ggml_gallocr_get_attempted_buffer_size(p.galloc, 0)))
+	}
+	var views []tensor
+	nn := int(C.ggml_graph_n_nodes(l.gf))
+	for k := 0; k < nn; k++ {
+		t := C.ggml_graph_node(l.gf, C.int(k))
+		if t.view_src != nil && isArg[t.view_src] {
+			views = append(views, t)
+		}
+	}
+	p.nviews = len(views)
+	p.views = carray(len(views))
+	copy(cslice(p.views, len(views)), views)
+	return nil
+}
+
+// bind checks the args and points the graph's leaves at them.
+func (p *program) bind(args []backend.Buffer) error {
+	if p.released {
+		return fmt.Errorf("native: %s Run: program released", p.d.name)
+	}
+	if len(args) != p.numArgs {
+		return fmt.Errorf("native: %s Run: %d args, want %d", p.d.name, len(args), p.numArgs)
+	}
+	srcs := cslice(p.srcs, len(p.l.args))
+	for i, a := range p.l.args {
+		b, err := p.d.own("Run", args[a.arg])
+		if err != nil {
+			return fmt.Errorf("%w (arg %d)", err, a.arg)
+		}
+		if b.n < a.elems {
+			return fmt.Errorf("native: %s Run: arg %d holds %d values, the graph uses %d", p.d.name, a.arg, b.n, a.elems)
+		}
+		srcs[i] = b.t
+	}
+	C.ag_bind(p.leaves, p.srcs, C.int(len(p.l.args)), p.views, C.int(p.nviews))
+	return nil
+}
+
+// Run is one ggml graph compute; it returns when the results are in the
+// output buffers. DeviceTime is the host time of the compute.
+func (p *program) Run(args []backend.Buffer) (backend.RunInfo, error) {
+	p.d.mu.Lock()
+	defer p.d.mu.Unlock()
+	if err := p.bind(args); err != nil {
+		return backend.RunInfo{}, err
+	}
+	start := time.Now()
+	st := C.ggml_backend_graph_compute(p.d.be, p.l.gf)
+	el := time.Since(start)
+	if st != C.GGML_STATUS_SUCCESS {
+		return backend.RunInfo{}, fmt.Errorf("native: %s Run: ggml_backend_graph_compute failed with status %d", p.d.name, int(st))
+	}
+	return backend.RunInfo{DeviceTime: el, Launches: 1}, nil
+}
+
+func (p *program) Release() {
+	p.d.mu.Lock()
+	defer p.d.mu.Unlock()
+	p.release()
+}
+
+func (p *program) release() {
+	if p.released {
+		return
+	}
+	p.released = true
+	if p.d.keeps() {
+		return
+	}
+	if p.galloc != nil {
+		C.ggml_gallocr_free(p.galloc)
+	}
+	if p.cbuf != nil {
+		C.ggml_backend_buffer_free(p.cbuf)
+	}
+	p.l.free()
+	for _, a := range []**C.struct_ggml_tensor{p.leaves, p.srcs, p.views} {
+		if a != nil {
+			C.free(unsafe.Pointer(a))
+		}
+	}
+}
