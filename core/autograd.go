@@ -3,6 +3,7 @@ package core
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/ag-go/ag/backend"
 	"github.com/ag-go/ag/profile"
@@ -23,6 +24,10 @@ func (t *Tensor) Backward() error {
 	if !t.requiresGrad {
 		return fmt.Errorf("core: Backward of %v: it does not depend on any tensor that requires grad", t)
 	}
+	var start time.Time
+	if profiling() {
+		start = time.Now()
+	}
 	order, err := topo(t)
 	if err != nil {
 		return err
@@ -31,11 +36,17 @@ func (t *Tensor) Backward() error {
 	d.mu.Lock()
 	d.noGrad++
 	d.pass = profile.PassBackward
+	created := d.created
 	d.mu.Unlock()
 	defer func() {
 		d.mu.Lock()
 		d.noGrad--
 		d.pass = profile.PassForward
+		if !start.IsZero() {
+			// the walk between the ops it records is backward create time too
+			walk := time.Since(start) - (d.created - created)
+			profile.AddStage(profile.PassBackward, profile.StageCreate, walk)
+		}
 		d.mu.Unlock()
 	}()
 

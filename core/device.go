@@ -41,6 +41,7 @@ type Device struct {
 
 	lastRun *profile.Run // the last run's profile, until Data adds its download
 	holdRun bool
+	created time.Duration // create time of recorded ops, for Backward's walk
 }
 
 // Stats counts what a device did; see Device.Stats.

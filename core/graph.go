@@ -70,7 +70,7 @@ func checkShape(fn string, shape []int) {
 // function for error messages.
 func (d *Device) record(fn string, op backend.Op, shape []int, attr backend.Node, ins ...*Tensor) *Tensor {
 	var t0 time.Time
-	if profile.Any() {
+	if profiling() {
 		t0 = time.Now()
 	}
 	grad := false
@@ -90,7 +90,9 @@ func (d *Device) record(fn string, op backend.Op, shape []int, attr backend.Node
 	t.seq = len(d.pending)
 	d.pending = append(d.pending, t)
 	if !t0.IsZero() {
-		profile.Op(t.pass, op.String(), time.Since(t0))
+		dt := time.Since(t0)
+		d.created += dt
+		profile.Op(t.pass, op.String(), dt)
 	}
 	if d.eager {
 		t.keep = true
@@ -114,6 +116,7 @@ func (d *Device) Sync(ts ...*Tensor) error {
 // program cache when its structure was seen before) and realizes the kept
 // values. On failure nothing is lost: the pending work stays pending.
 func (d *Device) syncLocked(want []*Tensor, site string) error {
+	t0 := time.Now()
 	d.drainFrees()
 	for _, t := range want {
 		if t.dev != d {
@@ -130,9 +133,8 @@ func (d *Device) syncLocked(want []*Tensor, site string) error {
 	if err := d.ensureOpen(); err != nil {
 		return err
 	}
-	prof := profile.Any()
+	prof := profiling()
 	var rec profile.Run
-	t0 := time.Now()
 	lw, err := d.lower()
 	if err != nil {
 		lw.free(d)
@@ -166,13 +168,31 @@ func (d *Device) syncLocked(want []*Tensor, site string) error {
 		return fmt.Errorf("core: %s: running %d nodes on %s: %w", site, len(lw.g.Nodes), d.caps.Name, err)
 	}
 	profile.Launch(site, info.Launches)
+	t3 := time.Now()
+	d.stats.Runs++
+	for _, t := range d.pending {
+		if b, ok := lw.out[t]; ok {
+			t.st = stateRealized
+			t.stor = d.newStorage(t, nil, t.Len())
+			t.stor.buf = b
+		} else {
+			t.st = stateSpent
+		}
+		if !t.requiresGrad || t.backwarded {
+			t.inputs = nil // let the ancestors go
+		}
+	}
 	if prof {
-		t3 := time.Now()
-		rec = profile.Run{Site: site, Start: t0, Flush: lw.flush, Upload: lw.upload,
+		// The stages tile the sync's wall time (see doc.go for the mapping).
+		rec = profile.Run{Site: site, Start: t0, Upload: lw.upload,
 			Ctx:     t1.Sub(t0) - lw.lowerTime(),
 			Graph:   lw.lowerTime() - lw.flush - lw.upload + t2.Sub(t1),
-			Compute: t3.Sub(t2), DeviceTimed: d.caps.DeviceTimer}
-		if d.caps.DeviceTimer {
+			Flush:   lw.flush + time.Since(t3),
+			Compute: t3.Sub(t2)}
+		if d.caps.DeviceTimer && info.DeviceTime > 0 && info.DeviceTime <= rec.Compute {
+			// compute is the device's own measure; submit and wait go to graph
+			rec.DeviceTimed = true
+			rec.Graph += rec.Compute - info.DeviceTime
 			rec.Compute = info.DeviceTime
 		}
 		rec.Nodes = make([]profile.NodeTime, len(lw.g.Nodes))
@@ -189,19 +209,6 @@ func (d *Device) syncLocked(want []*Tensor, site string) error {
 			}
 		}
 		d.lastRun = &rec
-	}
-	d.stats.Runs++
-	for _, t := range d.pending {
-		if b, ok := lw.out[t]; ok {
-			t.st = stateRealized
-			t.stor = d.newStorage(t, nil, t.Len())
-			t.stor.buf = b
-		} else {
-			t.st = stateSpent
-		}
-		if !t.requiresGrad || t.backwarded {
-			t.inputs = nil // let the ancestors go
-		}
 	}
 	d.pending = d.pending[:0]
 	if prof && !d.holdRun {

@@ -204,3 +204,15 @@ func (r *Run) dur(s Stage) time.Duration {
 	}
 	return 0
 }
+
+// AddStage adds d to stage s of pass p without counting an operation: time
+// that belongs to a pass but to no single op, such as the graph walk of a
+// backward between the ops it records. It does nothing when p is off.
+func AddStage(p Pass, s Stage, d time.Duration) {
+	if !Enabled(p) || s >= numStages {
+		return
+	}
+	mu.Lock()
+	st.pass[p].stage[s] += float64(d)
+	mu.Unlock()
+}

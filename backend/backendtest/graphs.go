@@ -3,6 +3,7 @@ package backendtest
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -268,7 +269,7 @@ func testInvalid(t *testing.T, s *suite) {
 	for name, args := range map[string][]backend.Buffer{"1 arg of 2": bufs[:1], "3 args of 2": bufs, "arg too small": {bufs[0], bufs[2]}} {
 		if err := errNoPanic(func() error { _, err := p.Run(args); return err }); err == nil {
 			t.Errorf("Run(%s) returned no error", name)
-		} else if len(err.Error()) > 6 && err.Error()[:6] == "panic:" {
+		} else if strings.HasPrefix(err.Error(), "panic:") {
 			t.Errorf("Run(%s) panicked: %v", name, err)
 		}
 	}
@@ -345,7 +346,7 @@ func testBufferErrors(t *testing.T, s *suite) {
 		switch {
 		case err == nil:
 			t.Errorf("%s: no error", name)
-		case len(err.Error()) > 6 && err.Error()[:6] == "panic:":
+		case strings.HasPrefix(err.Error(), "panic:"):
 			t.Errorf("%s: %v", name, err)
 		}
 	}

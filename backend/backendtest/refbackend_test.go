@@ -14,9 +14,9 @@ import (
 // whole suite must pass on it (no false failures from f32 storage), and a
 // deliberately broken variant must fail (the suite can catch bugs).
 type refBackend struct {
-	name   string
-	break_ string // "": correct; "swap": swap the ends of each output; "scale": scale outputs by 1+1e-4
-	used   int
+	name  string
+	fault string // "": correct; "swap": swap the ends of each output; "scale": scale outputs by 1+1e-4
+	used  int
 }
 
 type refBuf struct{ data []float32 }
@@ -31,7 +31,7 @@ func init() {
 type refDriver struct{ brk string }
 
 func (d refDriver) Open() (backend.Backend, error) {
-	return &refBackend{name: "ref", break_: d.brk}, nil
+	return &refBackend{name: "ref", fault: d.brk}, nil
 }
 func (d refDriver) Available() backend.Availability {
 	return backend.Availability{OK: true, Why: "float64 reference in a test"}
@@ -92,7 +92,7 @@ func (p *refProg) Run(bufs []backend.Buffer) (backend.RunInfo, error) {
 	}
 	for _, o := range p.g.Outputs {
 		a := args[o.Arg][:backend.NumElems(p.g.Nodes[o.Node].Shape)]
-		switch p.r.break_ {
+		switch p.r.fault {
 		case "swap":
 			a[0], a[len(a)-1] = a[len(a)-1], a[0]
 		case "scale":

@@ -13,12 +13,12 @@ import (
 // [-2, 2) unless the op needs otherwise. Tolerances are per op, stated below.
 
 var (
-	tolExact = tol{0, 0}        // copies, selections, exact float ops
-	tolRound = tol{1e-7, 2e-7}  // one f32 rounding of an exact result
-	tolMath  = tol{1e-6, 1e-6}  // exp/log/tanh/pow through float64
-	tolSum   = tol{2e-5, 1e-5}  // f32 accumulation of up to a few hundred terms
-	tolMM    = tol{1e-4, 1e-5}  // f32 dot products of up to ~600 terms
-	tolOpt   = tol{1e-6, 1e-5}  // AdamW/SGD in f32
+	tolExact = tol{0, 0}       // copies, selections, exact float ops
+	tolRound = tol{1e-7, 2e-7} // one f32 rounding of an exact result
+	tolMath  = tol{1e-6, 1e-6} // exp/log/tanh/pow through float64
+	tolSum   = tol{2e-5, 1e-5} // f32 accumulation of up to a few hundred terms
+	tolMM    = tol{1e-4, 1e-5} // f32 dot products of up to ~600 terms
+	tolOpt   = tol{1e-6, 1e-5} // AdamW/SGD in f32
 )
 
 func TestBinaryBroadcast(t *testing.T) {

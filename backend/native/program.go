@@ -26,9 +26,9 @@ type program struct {
 	cbuf   C.ggml_backend_buffer_t // constants
 	// C arrays for ag_bind: leaves[i] takes srcs[i]'s memory; views follow.
 	leaves, srcs, views **C.struct_ggml_tensor
-	nviews          int
-	numArgs         int
-	released        bool
+	nviews              int
+	numArgs             int
+	released            bool
 }
 
 // lower validates g and builds its ggml graph, checking every node against

@@ -66,6 +66,8 @@ type Backend struct {
 	// bindLimit is the largest storage binding in bytes (the device's
 	// maxStorageBufferBindingSize; tests lower it to exercise splitting).
 	bindLimit uint64
+	// matmulThreads forces the matmul workgroup side (tests; 0: automatic).
+	matmulThreads int
 }
 
 // buffer is the Backend's backend.Buffer.

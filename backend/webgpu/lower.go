@@ -98,7 +98,7 @@ func (p *program) lower(g *backend.Graph, i int, locs []loc) error {
 			k = a[r-2]
 		}
 		batch := backend.NumElems(n.Shape[:r-2])
-		t := p.matmulThreads()
+		t := p.matmulThreads(m, nn, batch)
 		bm := 4 * t
 		p.add(i, matmulKernel(n.TransA, n.TransB, t), []bref{in(0), in(1), out}, []uint32{uint32(m), uint32(nn), uint32(k)},
 			uint32((nn+bm-1)/bm), uint32((m+bm-1)/bm), uint32(batch))
@@ -115,14 +115,22 @@ func (p *program) lower(g *backend.Graph, i int, locs []loc) error {
 	return nil
 }
 
-// matmulThreads picks the matmul workgroup side from the device limits:
-// 16x16 invocations (64x64 tiles) where allowed, else 8x8.
-func (p *program) matmulThreads() int {
-	info := p.b.d.info
-	if info.maxInvocations >= 256 && info.maxWGSizeX >= 16 && info.maxWGStorage >= 2*16*64*4 {
-		return 16
+// matmulThreads picks the matmul workgroup side: 16x16 invocations (64x64
+// tiles) where the device limits allow and the product has enough tiles to
+// fill a GPU, else 8x8 (32x32 tiles, four times the workgroups, for small
+// products such as a batch of 64 rows).
+func (p *program) matmulThreads(m, n, batch int) int {
+	if p.b.matmulThreads != 0 {
+		return p.b.matmulThreads
 	}
-	return 8
+	info := p.b.d.info
+	if info.maxInvocations < 256 || info.maxWGSizeX < 16 || info.maxWGStorage < 2*16*64*4 {
+		return 8
+	}
+	if ((m+63)/64)*((n+63)/64)*batch < 256 {
+		return 8
+	}
+	return 16
 }
 
 // add appends one dispatch; binds[0] (the parameters) is filled in later.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 
@@ -156,17 +157,28 @@ func randArgs(rng *rand.Rand, c opCase) [][]float32 {
 
 func TestOps(t *testing.T) {
 	be := openTest(t)
+	for _, threads := range []int{0, 8, 16} {
+		be.matmulThreads = threads
+		t.Run(fmt.Sprintf("matmul-threads-%d", threads), func(t *testing.T) { testOps(t, be, threads) })
+	}
+	be.matmulThreads = 0
+}
+
+// testOps runs every case; with threads set only the matmuls (the other
+// kernels do not depend on it).
+func testOps(t *testing.T, be *Backend, threads int) {
 	for ci, c := range opCases() {
+		if threads != 0 && !strings.HasPrefix(c.name, "matmul") {
+			continue
+		}
 		t.Run(c.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(ci), 7))
 			g := &backend.Graph{Nodes: argNodes(c.shapes), NumArgs: len(c.shapes) + 1}
-			base := len(g.Nodes)
 			for _, n := range c.nodes {
 				n.In = append([]int(nil), n.In...)
 				g.Nodes = append(g.Nodes, n)
 			}
 			last := len(g.Nodes) - 1
-			_ = base
 			g.Outputs = []backend.Output{{Node: last, Arg: len(c.shapes)}}
 			args := randArgs(rng, c)
 			args[len(c.shapes)] = make([]float32, backend.NumElems(g.Nodes[last].Shape))

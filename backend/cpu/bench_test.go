@@ -1,0 +1,75 @@
+package cpu
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/ag-go/ag/backend"
+)
+
+// BenchmarkMatMul multiplies square f32 matrices through Compile + Run of a
+// one-node graph and reports GFLOP/s (2*n^3 flops per run).
+//
+//	go test -run x -bench MatMul -benchtime 20x ./backend/cpu/
+func BenchmarkMatMul(b *testing.B) {
+	for _, tc := range []struct {
+		n      int
+		ta, tb bool
+	}{{256, false, false}, {512, false, false}, {1024, false, false}, {1024, true, false}, {1024, false, true}, {1024, true, true}} {
+		name := fmt.Sprint(tc.n)
+		if tc.ta || tc.tb {
+			name += map[bool]string{true: "T", false: "N"}[tc.ta] + map[bool]string{true: "T", false: "N"}[tc.tb]
+		}
+		b.Run(name, func(b *testing.B) {
+			benchGraph(b, matmulGraph(tc.n, tc.ta, tc.tb), 2*float64(tc.n)*float64(tc.n)*float64(tc.n))
+		})
+	}
+}
+
+func matmulGraph(n int, ta, tb bool) *gb {
+	g := &gb{}
+	g.out(g.node(backend.Node{Op: backend.OpMatMul, In: []int{g.arg(n, n), g.arg(n, n)}, Shape: []int{n, n}, TransA: ta, TransB: tb}))
+	return g
+}
+
+// BenchmarkMLPStep is one Adam training step of a 4x1024 MLP (the issue's
+// yardstick), batch 64 and 256.
+func BenchmarkMLPStep(b *testing.B) {
+	for _, batch := range []int{64, 256} {
+		b.Run(fmt.Sprint(batch), func(b *testing.B) {
+			g := mlpStep(batch, []int{1024, 1024, 1024, 1024, 1024})
+			flops := 0.0
+			for _, n := range g.g.Nodes {
+				if n.Op == backend.OpMatMul {
+					flops += 2 * float64(backend.NumElems(n.Shape)) * 1024
+				}
+			}
+			benchGraph(b, g, flops)
+		})
+	}
+}
+
+func benchGraph(b *testing.B, g *gb, flops float64) {
+	c := New()
+	prog, err := c.Compile(&g.g)
+	if err != nil {
+		b.Fatal(err)
+	}
+	args := randArgs(rand.New(rand.NewPCG(40, 1)), g.shapes, -1, 1)
+	bufs := make([]backend.Buffer, len(args))
+	for i, a := range args {
+		bufs[i], _ = c.Alloc(len(a))
+		_ = c.Write(bufs[i], 0, a)
+	}
+	if _, err := prog.Run(bufs); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := prog.Run(bufs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}

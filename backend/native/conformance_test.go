@@ -1,0 +1,14 @@
+//go:build ggml
+
+package native
+
+import (
+	"testing"
+
+	"github.com/ag-go/ag/backend/backendtest"
+)
+
+func TestConformanceCPU(t *testing.T) { backendtest.Run(t, CPUName) }
+
+// On lavapipe this runs with GGML_VK_VISIBLE_DEVICES set by TestMain.
+func TestConformanceVulkan(t *testing.T) { backendtest.Run(t, VulkanName) }

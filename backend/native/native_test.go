@@ -1,0 +1,289 @@
+//go:build ggml
+
+package native
+
+import (
+	"math"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/backend/backendtest"
+)
+
+// devices lists the drivers to test, skipping those unavailable here.
+func devices(t *testing.T) []string {
+	var out []string
+	for _, name := range []string{CPUName, VulkanName} {
+		if a := driverAvailability(name); !a.OK {
+			t.Logf("%s unavailable: %s", name, a.Why)
+			continue
+		}
+		out = append(out, name)
+	}
+	if len(out) == 0 {
+		t.Skip("no ggml device available")
+	}
+	return out
+}
+
+func driverAvailability(name string) backend.Availability {
+	for _, d := range backend.Drivers() {
+		if d.Name == name {
+			return d.Availability
+		}
+	}
+	return backend.Availability{Why: "not registered"}
+}
+
+// opened caches one backend per driver for the whole test binary: opening
+// ggml-vulkan costs pipeline compiles, and lavapipe must not free (TestMain).
+var opened = map[string]backend.Backend{}
+
+func open(t testing.TB, name string) backend.Backend {
+	t.Helper()
+	if be, ok := opened[name]; ok {
+		return be
+	}
+	be, err := backend.Open(name)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", name, err)
+	}
+	opened[name] = be
+	return be
+}
+
+func upload(t *testing.T, be backend.Backend, data []float32) backend.Buffer {
+	t.Helper()
+	b, err := be.Alloc(len(data))
+	if err != nil {
+		t.Fatalf("Alloc(%d): %v", len(data), err)
+	}
+	if err := be.Write(b, 0, data); err != nil {
+		t.Fatalf("Write: %v", err)
+	}
+	t.Cleanup(func() { be.Free(b) })
+	return b
+}
+
+func download(t *testing.T, be backend.Backend, b backend.Buffer) []float32 {
+	t.Helper()
+	out := make([]float32, b.Len())
+	if err := be.Read(b, 0, out); err != nil {
+		t.Fatalf("Read: %v", err)
+	}
+	return out
+}
+
+func randVals(r *rand.Rand, n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(r.NormFloat64())
+	}
+	return v
+}
+
+// runAndCompare runs g on be with args and compares every arg afterwards
+// with backendtest.Eval within |err| <= tol*(1+|want|).
+func runAndCompare(t *testing.T, be backend.Backend, g *backend.Graph, args [][]float32, tol float64) {
+	t.Helper()
+	bufs := make([]backend.Buffer, len(args))
+	ref := make([][]float64, len(args))
+	for i, a := range args {
+		bufs[i] = upload(t, be, a)
+		ref[i] = make([]float64, len(a))
+		for j, x := range a {
+			ref[i][j] = float64(x)
+		}
+	}
+	p, err := be.Compile(g)
+	if err != nil {
+		t.Fatalf("Compile: %v\n%s", err, g)
+	}
+	defer p.Release()
+	if _, err := backendtest.Eval(g, ref); err != nil {
+		t.Fatalf("Eval: %v", err)
+	}
+	info, err := p.Run(bufs)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if info.Launches != 1 {
+		t.Errorf("Launches = %d, want 1 (one graph compute)", info.Launches)
+	}
+	for i, b := range bufs {
+		got := download(t, be, b)
+		for j, w := range ref[i] {
+			if d := math.Abs(float64(got[j]) - w); !(d <= tol*(1+math.Abs(w))) {
+				t.Fatalf("arg %d[%d] = %g, want %g\n%s", i, j, got[j], w, g)
+			}
+		}
+	}
+}
+
+func arg(a int, shape ...int) backend.Node {
+	return backend.Node{Op: backend.OpArg, Arg: a, Shape: shape}
+}
+
+// AdamW whose m is also read by a later node and copied out: on Vulkan this
+// takes the composed path (the fused op hides its writes to m and v from
+// ggml-vulkan's ordering), which must give the same numbers.
+func TestAdamWSharedState(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	shape := []int{5, 7}
+	g := &backend.Graph{NumArgs: 7, Nodes: []backend.Node{
+		arg(0, shape...), arg(1, shape...), arg(2, shape...), arg(3, shape...), arg(4, 7),
+		{Op: backend.OpAdamW, In: []int{0, 1, 2, 3, 4}, Shape: shape},
+		{Op: backend.OpExp, In: []int{2}, Shape: shape}, // reads m after the update
+	}, Outputs: []backend.Output{{Node: 6, Arg: 5}, {Node: 2, Arg: 6}}}
+	m := randVals(r, 35)
+	v := make([]float32, 35)
+	for i := range v {
+		v[i] = float32(r.Float64())
+	}
+	hp := []float32{0.01, 0.9, 0.999, 1e-8, 0.1, 1 / (1 - 0.9), 1 / (1 - 0.999)}
+	for _, name := range devices(t) {
+		t.Run(name, func(t *testing.T) {
+			runAndCompare(t, open(t, name), g, [][]float32{randVals(r, 35), randVals(r, 35), m, v, hp, make([]float32, 35), make([]float32, 35)}, 2e-5)
+		})
+	}
+}
+
+// A read of w before and after an in-place SGD update in one graph sees the
+// old and the new value respectively.
+func TestInPlaceOrder(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	shape := []int{9, 4}
+	g := &backend.Graph{NumArgs: 6, Nodes: []backend.Node{
+		arg(0, shape...), arg(1, shape...), arg(2, shape...), arg(3, 3),
+		{Op: backend.OpMul, In: []int{0, 0}, Shape: shape}, // before: old w
+		{Op: backend.OpSGD, In: []int{0, 1, 2, 3}, Shape: shape},
+		{Op: backend.OpNeg, In: []int{0}, Shape: shape}, // after: new w
+	}, Outputs: []backend.Output{{Node: 4, Arg: 4}, {Node: 6, Arg: 5}}}
+	for _, name := range devices(t) {
+		t.Run(name, func(t *testing.T) {
+			runAndCompare(t, open(t, name), g, [][]float32{randVals(r, 36), randVals(r, 36), randVals(r, 36), {0.1, 0.9, 0.01}, make([]float32, 36), make([]float32, 36)}, 1e-5)
+		})
+	}
+}
+
+// One program runs on different buffers: Run re-points the graph's leaves
+// (and the views over them) without re-planning.
+func TestRunRebindsArgs(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	g := &backend.Graph{NumArgs: 3, Nodes: []backend.Node{
+		arg(0, 6, 5), arg(1, 5, 3),
+		{Op: backend.OpReshape, In: []int{0}, Shape: []int{30}},
+		{Op: backend.OpReshape, In: []int{2}, Shape: []int{6, 5}},
+		{Op: backend.OpMatMul, In: []int{3, 1}, Shape: []int{6, 3}},
+	}, Outputs: []backend.Output{{Node: 4, Arg: 2}}}
+	for _, name := range devices(t) {
+		t.Run(name, func(t *testing.T) {
+			be := open(t, name)
+			p, err := be.Compile(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Release()
+			for k := 0; k < 3; k++ {
+				a, b := randVals(r, 30), randVals(r, 15)
+				args := []backend.Buffer{upload(t, be, a), upload(t, be, b), upload(t, be, make([]float32, 18))}
+				if _, err := p.Run(args); err != nil {
+					t.Fatal(err)
+				}
+				got := download(t, be, args[2])
+				for i := 0; i < 6; i++ {
+					for j := 0; j < 3; j++ {
+						var want float64
+						for q := 0; q < 5; q++ {
+							want += float64(a[i*5+q]) * float64(b[q*3+j])
+						}
+						if d := math.Abs(float64(got[i*3+j]) - want); d > 1e-5*(1+math.Abs(want)) {
+							t.Fatalf("run %d: out[%d][%d] = %g, want %g", k, i, j, got[i*3+j], want)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// Errors a caller can make are errors, never a ggml abort.
+func TestErrors(t *testing.T) {
+	for _, name := range devices(t) {
+		t.Run(name, func(t *testing.T) {
+			be := open(t, name)
+			bad := &backend.Graph{NumArgs: 2, Nodes: []backend.Node{arg(0, 2, 3), arg(1, 4, 5),
+				{Op: backend.OpMatMul, In: []int{0, 1}, Shape: []int{2, 5}}}}
+			if _, err := be.Compile(bad); err == nil {
+				t.Error("Compile accepted a matmul of [2 3] x [4 5]")
+			}
+			g := &backend.Graph{NumArgs: 2, Nodes: []backend.Node{arg(0, 2, 3), {Op: backend.OpExp, In: []int{0}, Shape: []int{2, 3}}},
+				Outputs: []backend.Output{{Node: 1, Arg: 1}}}
+			p, err := be.Compile(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Release()
+			small := upload(t, be, make([]float32, 5))
+			ok := upload(t, be, make([]float32, 6))
+			if _, err := p.Run([]backend.Buffer{small, ok}); err == nil || !strings.Contains(err.Error(), "holds 5") {
+				t.Errorf("Run with a 5-element arg for a [2 3] node: %v", err)
+			}
+			if _, err := p.Run([]backend.Buffer{ok}); err == nil {
+				t.Error("Run with 1 arg of 2 succeeded")
+			}
+			if err := be.Write(ok, 4, []float32{1, 2, 3}); err == nil {
+				t.Error("Write past the end succeeded")
+			}
+			if err := be.Read(ok, -1, make([]float32, 1)); err == nil {
+				t.Error("Read at -1 succeeded")
+			}
+			freed, _ := be.Alloc(3)
+			be.Free(freed)
+			if err := be.Write(freed, 0, []float32{1}); err == nil {
+				t.Error("Write to a freed buffer succeeded")
+			}
+			if f, tot, err := be.Memory(); err != nil || tot == 0 || f > tot {
+				t.Errorf("Memory() = %d, %d, %v", f, tot, err)
+			}
+			if u := be.Caps().Unsupported; len(u) > 0 {
+				t.Errorf("%s lists unsupported ops %v", name, u)
+			}
+		})
+	}
+}
+
+// ggml-vulkan's availability follows GGML_VK_VISIBLE_DEVICES on lavapipe.
+func TestVulkanAvailability(t *testing.T) {
+	devs, err := probeVulkan()
+	if err != nil || len(devs) == 0 {
+		a := driverAvailability(VulkanName)
+		if a.OK {
+			t.Fatalf("no Vulkan device (%v) but ggml-vulkan says %+v", err, a)
+		}
+		t.Skipf("no Vulkan device: %s", a.Why)
+	}
+	if !softwareVulkan {
+		a := driverAvailability(VulkanName)
+		if !a.OK || !a.Auto {
+			t.Errorf("GPU present (%v) but availability %+v", devs, a)
+		}
+		return
+	}
+	a := driverAvailability(VulkanName)
+	if !a.OK || a.Auto || !strings.Contains(a.Why, "CPU-type") {
+		t.Errorf("lavapipe with %s set: availability %+v, want OK, not Auto, naming the device type", visibleEnv, a)
+	}
+	t.Setenv(visibleEnv, "") // restored after the test
+	os.Unsetenv(visibleEnv)
+	a = driverAvailability(VulkanName)
+	if a.OK || !strings.Contains(a.Why, visibleEnv+"=0") {
+		t.Errorf("lavapipe without %s: availability %+v, want not OK with the hint", visibleEnv, a)
+	}
+	if c := driverAvailability(CPUName); !c.OK || !c.Auto {
+		t.Errorf("ggml-cpu availability %+v", c)
+	}
+}

@@ -1,0 +1,373 @@
+//go:build js
+
+package webgpu
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"syscall/js"
+)
+
+// The browser device layer, written against syscall/js and the WebGPU
+// JavaScript API directly. The binding's js side falls short where this
+// backend needs it (notes/PLATFORM.md): it ignores requiredLimits, panics on
+// requiredFeatures, reports every mapAsync as successful, needs
+// globalThis.wasm for WriteBuffer and has no query sets. Every call that
+// waits on a promise blocks the calling goroutine: run GPU work on a
+// goroutine of its own, never inside a js.FuncOf callback.
+
+type gbuf struct {
+	v    js.Value
+	size uint64
+}
+
+type gpipe struct{ p, bgl js.Value }
+
+type gbind struct{ g js.Value }
+
+type dev struct {
+	adapter, device, queue js.Value
+	info                   devInfo
+
+	qs                 js.Value
+	qCount             uint32
+	qResolve, qReadout js.Value
+}
+
+// GPUBufferUsage, GPUMapMode and GPUShaderStage flags.
+const (
+	jsMapRead      = 0x1
+	jsCopySrc      = 0x4
+	jsCopyDst      = 0x8
+	jsStorage      = 0x80
+	jsQueryResolve = 0x200
+	jsModeRead     = 0x1
+	jsCompute      = 0x4
+)
+
+const maxStaging = 64 << 20
+
+// await waits for a promise; a rejection becomes an error.
+func await(p js.Value) (js.Value, error) {
+	if p.Type() != js.TypeObject || p.Get("then").Type() != js.TypeFunction {
+		return p, nil
+	}
+	done := make(chan struct{})
+	var res js.Value
+	var err error
+	ok := js.FuncOf(func(_ js.Value, a []js.Value) any {
+		if len(a) > 0 {
+			res = a[0]
+		}
+		close(done)
+		return nil
+	})
+	fail := js.FuncOf(func(_ js.Value, a []js.Value) any {
+		err = errors.New(jsText(a))
+		close(done)
+		return nil
+	})
+	defer ok.Release()
+	defer fail.Release()
+	p.Call("then", ok, fail)
+	<-done
+	return res, err
+}
+
+func jsText(a []js.Value) string {
+	if len(a) == 0 || a[0].IsUndefined() || a[0].IsNull() {
+		return "promise rejected"
+	}
+	return a[0].Call("toString").String()
+}
+
+func jsAdapter() (js.Value, error) {
+	gpu := js.Global().Get("navigator").Get("gpu")
+	if !gpu.Truthy() {
+		return js.Value{}, errors.New("webgpu: navigator.gpu is missing: this browser has no WebGPU (or it is disabled)")
+	}
+	ad, err := await(gpu.Call("requestAdapter", map[string]any{"powerPreference": "high-performance"}))
+	if err != nil {
+		return js.Value{}, fmt.Errorf("webgpu: requestAdapter: %w", err)
+	}
+	if !ad.Truthy() {
+		return js.Value{}, errors.New("webgpu: requestAdapter returned no adapter")
+	}
+	return ad, nil
+}
+
+func jsDesc(ad js.Value) devInfo {
+	info := devInfo{api: "browser WebGPU", kind: "GPU", gpu: true}
+	ai := ad.Get("info")
+	str := func(k string) string {
+		if !ai.Truthy() {
+			return ""
+		}
+		if v := ai.Get(k); v.Type() == js.TypeString {
+			return v.String()
+		}
+		return ""
+	}
+	info.name = str("description")
+	if info.name == "" {
+		info.name = strings.TrimSpace(str("vendor") + " " + str("architecture") + " " + str("device"))
+	}
+	if info.name == "" {
+		info.name = "WebGPU adapter"
+	}
+	fallback := ad.Get("isFallbackAdapter").Truthy() || (ai.Truthy() && ai.Get("isFallbackAdapter").Truthy())
+	if fallback || strings.Contains(strings.ToLower(info.name), "swiftshader") {
+		info.kind, info.gpu = "software (fallback adapter)", false
+	}
+	return info
+}
+
+func jsLimits(info *devInfo, l js.Value) {
+	u := func(k string) uint64 { return uint64(l.Get(k).Float()) }
+	info.maxBuffer = u("maxBufferSize")
+	info.maxBinding = u("maxStorageBufferBindingSize")
+	info.maxInvocations = uint32(u("maxComputeInvocationsPerWorkgroup"))
+	info.maxWGSizeX = uint32(u("maxComputeWorkgroupSizeX"))
+	info.maxWGStorage = uint32(u("maxComputeWorkgroupStorageSize"))
+	info.storageAlign = uint32(u("minStorageBufferOffsetAlignment"))
+	info.maxWGPerDim = uint32(u("maxComputeWorkgroupsPerDimension"))
+	info.maxStorageBuffers = uint32(u("maxStorageBuffersPerShaderStage"))
+}
+
+func probeDev() (devInfo, error) {
+	ad, err := jsAdapter()
+	if err != nil {
+		return devInfo{}, err
+	}
+	info := jsDesc(ad)
+	jsLimits(&info, ad.Get("limits"))
+	info.timestamps = ad.Get("features").Call("has", "timestamp-query").Bool()
+	return info, nil
+}
+
+func openDev() (*dev, error) {
+	ad, err := jsAdapter()
+	if err != nil {
+		return nil, err
+	}
+	al := ad.Get("limits")
+	desc := map[string]any{
+		"requiredLimits": map[string]any{
+			"maxBufferSize":               al.Get("maxBufferSize"),
+			"maxStorageBufferBindingSize": al.Get("maxStorageBufferBindingSize"),
+		},
+	}
+	ts := ad.Get("features").Call("has", "timestamp-query").Bool()
+	if ts {
+		desc["requiredFeatures"] = []any{"timestamp-query"}
+	}
+	device, err := await(ad.Call("requestDevice", desc))
+	if err != nil && ts {
+		ts = false
+		delete(desc, "requiredFeatures")
+		device, err = await(ad.Call("requestDevice", desc))
+	}
+	if err != nil || !device.Truthy() {
+		return nil, fmt.Errorf("webgpu: requestDevice: %v", err)
+	}
+	d := &dev{adapter: ad, device: device, queue: device.Get("queue")}
+	d.info = jsDesc(ad)
+	jsLimits(&d.info, device.Get("limits"))
+	d.info.timestamps = ts && device.Get("features").Call("has", "timestamp-query").Bool()
+	return d, nil
+}
+
+// scoped runs f inside a validation error scope and returns its error.
+func (d *dev) scoped(f func()) error {
+	d.device.Call("pushErrorScope", "validation")
+	f()
+	e, err := await(d.device.Call("popErrorScope"))
+	if err != nil {
+		return err
+	}
+	if e.Truthy() {
+		return errors.New(e.Get("message").String())
+	}
+	return nil
+}
+
+func (d *dev) rawBuffer(size uint64, usage int) (js.Value, error) {
+	var b js.Value
+	err := d.scoped(func() { b = d.device.Call("createBuffer", map[string]any{"size": size, "usage": usage}) })
+	return b, err
+}
+
+func (d *dev) newBuffer(size uint64, _ bufUsage) (*gbuf, error) {
+	b, err := d.rawBuffer(size, jsStorage|jsCopySrc|jsCopyDst)
+	if err != nil {
+		return nil, err
+	}
+	return &gbuf{v: b, size: size}, nil
+}
+
+func (d *dev) destroyBuffer(b *gbuf) { b.v.Call("destroy") }
+
+func (d *dev) write(b *gbuf, off uint64, data []byte) error {
+	for len(data) > 0 {
+		n := min(len(data), maxStaging)
+		arr := js.Global().Get("Uint8Array").New(n)
+		js.CopyBytesToJS(arr, data[:n])
+		d.queue.Call("writeBuffer", b.v, off, arr)
+		data, off = data[n:], off+uint64(n)
+	}
+	return nil
+}
+
+func (d *dev) read(b *gbuf, off uint64, dst []byte) error {
+	for len(dst) > 0 {
+		n := uint64(min(len(dst), maxStaging))
+		st, err := d.rawBuffer(n, jsMapRead|jsCopyDst)
+		if err != nil {
+			return err
+		}
+		enc := d.device.Call("createCommandEncoder")
+		enc.Call("copyBufferToBuffer", b.v, off, st, 0, n)
+		d.queue.Call("submit", []any{enc.Call("finish")})
+		err = d.mapRead(st, n, dst[:n])
+		st.Call("destroy")
+		if err != nil {
+			return err
+		}
+		dst, off = dst[n:], off+n
+	}
+	return nil
+}
+
+// mapRead maps a MapRead buffer, copies n bytes out and unmaps.
+func (d *dev) mapRead(buf js.Value, n uint64, dst []byte) error {
+	if _, err := await(buf.Call("mapAsync", jsModeRead, 0, n)); err != nil {
+		return fmt.Errorf("mapAsync: %w", err)
+	}
+	arr := js.Global().Get("Uint8Array").New(buf.Call("getMappedRange", 0, n))
+	js.CopyBytesToGo(dst, arr)
+	buf.Call("unmap")
+	return nil
+}
+
+func (d *dev) newPipeline(label, src string, readOnly []bool) (*gpipe, error) {
+	var p gpipe
+	err := d.scoped(func() {
+		mod := d.device.Call("createShaderModule", map[string]any{"label": label, "code": src})
+		entries := make([]any, len(readOnly))
+		for i, ro := range readOnly {
+			t := "storage"
+			if ro {
+				t = "read-only-storage"
+			}
+			entries[i] = map[string]any{"binding": i, "visibility": jsCompute, "buffer": map[string]any{"type": t}}
+		}
+		p.bgl = d.device.Call("createBindGroupLayout", map[string]any{"label": label, "entries": entries})
+		pl := d.device.Call("createPipelineLayout", map[string]any{"label": label, "bindGroupLayouts": []any{p.bgl}})
+		p.p = d.device.Call("createComputePipeline", map[string]any{"label": label, "layout": pl,
+			"compute": map[string]any{"module": mod, "entryPoint": "main"}})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+func (d *dev) releasePipeline(*gpipe) {} // garbage-collected in the browser
+
+func (d *dev) newBindGroup(p *gpipe, entries []bindEntry) (*gbind, error) {
+	es := make([]any, len(entries))
+	for i, e := range entries {
+		es[i] = map[string]any{"binding": i, "resource": map[string]any{"buffer": e.buf.v, "offset": e.off, "size": e.size}}
+	}
+	var g js.Value
+	err := d.scoped(func() { g = d.device.Call("createBindGroup", map[string]any{"layout": p.bgl, "entries": es}) })
+	if err != nil {
+		return nil, err
+	}
+	return &gbind{g: g}, nil
+}
+
+func (d *dev) releaseBindGroup(*gbind) {} // garbage-collected in the browser
+
+func (d *dev) ensureQueries(n uint32) error {
+	if d.qCount >= n {
+		return nil
+	}
+	d.releaseQueries()
+	return d.scoped(func() {
+		d.qs = d.device.Call("createQuerySet", map[string]any{"type": "timestamp", "count": n})
+		d.qResolve = d.device.Call("createBuffer", map[string]any{"size": 8 * n, "usage": jsQueryResolve | jsCopySrc})
+		d.qReadout = d.device.Call("createBuffer", map[string]any{"size": 8 * n, "usage": jsMapRead | jsCopyDst})
+		d.qCount = n
+	})
+}
+
+func (d *dev) releaseQueries() {
+	if d.qCount == 0 {
+		return
+	}
+	d.qs.Call("destroy")
+	d.qResolve.Call("destroy")
+	d.qReadout.Call("destroy")
+	d.qCount = 0
+}
+
+// run records the passes into one encoder, submits once and waits. With
+// timed, the first pass writes a timestamp at its start and every pass one
+// at its end (len(passes)+1 ticks, ns per the WebGPU spec).
+func (d *dev) run(passes [][]dispatch, copies []copyOp, timed bool) ([]uint64, error) {
+	nq := uint32(len(passes) + 1)
+	if timed {
+		if err := d.ensureQueries(nq); err != nil {
+			return nil, err
+		}
+	}
+	err := d.scoped(func() {
+		enc := d.device.Call("createCommandEncoder")
+		for i, pass := range passes {
+			desc := map[string]any{}
+			if timed {
+				tw := map[string]any{"querySet": d.qs, "endOfPassWriteIndex": i + 1}
+				if i == 0 {
+					tw["beginningOfPassWriteIndex"] = 0
+				}
+				desc["timestampWrites"] = tw
+			}
+			cp := enc.Call("beginComputePass", desc)
+			for _, ds := range pass {
+				cp.Call("setPipeline", ds.pipe.p)
+				cp.Call("setBindGroup", 0, ds.bind.g)
+				cp.Call("dispatchWorkgroups", ds.x, ds.y, ds.z)
+			}
+			cp.Call("end")
+		}
+		for _, c := range copies {
+			enc.Call("copyBufferToBuffer", c.src.v, c.srcOff, c.dst.v, c.dstOff, c.size)
+		}
+		if timed {
+			enc.Call("resolveQuerySet", d.qs, 0, nq, d.qResolve, 0)
+			enc.Call("copyBufferToBuffer", d.qResolve, 0, d.qReadout, 0, 8*nq)
+		}
+		d.queue.Call("submit", []any{enc.Call("finish")})
+	})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := await(d.queue.Call("onSubmittedWorkDone")); err != nil {
+		return nil, err
+	}
+	if !timed {
+		return nil, nil
+	}
+	raw := make([]uint64, nq)
+	if err := d.mapRead(d.qReadout, 8*uint64(nq), u64Bytes(raw)); err != nil {
+		return nil, fmt.Errorf("timestamps: %w", err)
+	}
+	return raw, nil
+}
+
+func (d *dev) close() {
+	d.releaseQueries()
+	d.device.Call("destroy")
+}

@@ -1,0 +1,44 @@
+// Package core holds tensors, devices, the lazy graph, reverse-mode autograd
+// and the ops with their gradients.
+//
+// # Laziness
+//
+// Ops are package functions (core.MatMul, core.ReLU, ...) that record one
+// node of the backend IR on their inputs' device; nothing runs until a sync
+// point: Tensor.Data or Item, Device.Sync, a write to or read of a persistent
+// tensor that pending work reads, Device.Close. Tensor.Backward appends the
+// gradient nodes to the same pending graph and optimizers (package nn) append
+// fused update nodes, so a whole training step runs as one program. Programs
+// are cached by graph structure: a step that repeats is compiled once and
+// replayed with newly bound inputs (automatic capture).
+//
+// A run keeps the values that someone may read: its results (values no other
+// pending op consumes), values marked with Tensor.Keep or passed to Sync,
+// gradients, and values a Backward still to come needs. The memory of every
+// other intermediate is planned by the backend and reused within the run;
+// reading such a value afterwards returns ErrNotKept.
+//
+// # Errors
+//
+// Shape mistakes are programming errors: ops panic at the call with a message
+// naming the op and the shapes. Device and data errors (out of memory, a lost
+// device, a failed transfer) are returned by the sync points, and leave the
+// pending work pending, so nothing is lost.
+//
+// # Profiling
+//
+// With a profiler of package profile switched on, every sync is one profiled
+// run whose stages tile its wall time, named as in ggmlR's ag_fwd_profile:
+//
+//	ctx       draining collected values, (re)opening the backend, program-cache lookup
+//	create    recording an op (per op); for a backward also the graph walk
+//	flush     allocating device memory for the kept values, making them tensors
+//	upload    host values crossing to the device (inputs, first use of params)
+//	graph     lowering pending nodes to the IR, compiling on a cache miss, and,
+//	          on devices that time themselves, the submit/wait around compute
+//	compute   the program run (device time where timestamp queries exist)
+//	download  reading requested values back
+//
+// The profile package splits each run among the passes (forward, backward,
+// update) of its nodes. Build with -tags agnoprof to compile the hook out.
+package core
