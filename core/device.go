@@ -41,6 +41,7 @@ type Device struct {
 
 	lastRun *profile.Run // the last run's profile, until Data adds its download
 	holdRun bool
+	guard   string // set while a Capture records: sync points are errors
 	created time.Duration // create time of recorded ops, for Backward's walk
 }
 
@@ -203,11 +204,14 @@ type storage struct {
 	n    int
 	buf  backend.Buffer
 	host []float32
+	// madeInCapture marks host values made while a Capture records: a replay
+	// would not upload them again, so the recording refuses them.
+	madeInCapture bool
 }
 
 // newStorage registers a value; cleanup frees it when owner is collected.
 func (d *Device) newStorage(owner *Tensor, host []float32, n int) *storage {
-	s := &storage{n: n, host: host}
+	s := &storage{n: n, host: host, madeInCapture: d.guard != "" && host != nil}
 	d.live[s] = struct{}{}
 	runtime.AddCleanup(owner, func(s *storage) { d.collect(s) }, s)
 	return s
@@ -410,6 +414,9 @@ func (t *Tensor) WriteAt(off int, data []float32) error {
 	d := t.dev
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.guard != "" {
+		return fmt.Errorf("core: WriteAt of %v: %w: an upload (site \"WriteAt\") during %s would not be repeated by a replay", t, ErrCapture, d.guard)
+	}
 	if t.st != stateRealized || t.stor == nil {
 		return fmt.Errorf("core: WriteAt on %v: only realized values (data, params, Zeros) can be written", t)
 	}

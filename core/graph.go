@@ -116,6 +116,9 @@ func (d *Device) Sync(ts ...*Tensor) error {
 // program cache when its structure was seen before) and realizes the kept
 // values. On failure nothing is lost: the pending work stays pending.
 func (d *Device) syncLocked(want []*Tensor, site string) error {
+	if d.guard != "" {
+		return fmt.Errorf("core: %s: %w: a sync point (a download or a run) during %s would not be repeated by a replay", site, ErrCapture, d.guard)
+	}
 	t0 := time.Now()
 	d.drainFrees()
 	for _, t := range want {

@@ -24,6 +24,12 @@ type Optimizer interface {
 	state() ([]*core.Tensor, error)
 	steps() int
 	setSteps(int)
+	// nextHyper advances the step count and returns the hyperparameter
+	// values of that step (the update op's last input).
+	nextHyper() []float32
+	// stepWith records the updates with hp as the hyperparameter tensor and,
+	// when scale is not nil, every gradient multiplied by it (clipping).
+	stepWith(hp, scale *core.Tensor) error
 }
 
 // SGD is stochastic gradient descent with momentum and (L2) weight decay:
@@ -46,12 +52,21 @@ func (o *SGD) Step() error {
 	if err := o.ensureState(); err != nil {
 		return err
 	}
+	return o.stepWith(o.params[0].Device().Tensor(o.nextHyper(), 3), nil)
+}
+
+func (o *SGD) nextHyper() []float32 {
 	o.t++
-	dev := o.params[0].Device()
-	hp := dev.Tensor([]float32{o.LR, o.Momentum, o.WeightDecay}, 3)
+	return []float32{o.LR, o.Momentum, o.WeightDecay}
+}
+
+func (o *SGD) stepWith(hp, scale *core.Tensor) error {
+	if err := o.ensureState(); err != nil {
+		return err
+	}
 	for i, p := range o.params {
 		if g := p.Grad(); g != nil {
-			core.SGDUpdate(p, g, o.vel[i], hp)
+			core.SGDUpdate(p, scaled(g, scale), o.vel[i], hp)
 		}
 	}
 	return nil
@@ -120,14 +135,23 @@ func (o *Adam) Step() error {
 	if err := o.ensureState(); err != nil {
 		return err
 	}
+	return o.stepWith(o.params[0].Device().Tensor(o.nextHyper(), 7), nil)
+}
+
+func (o *Adam) nextHyper() []float32 {
 	o.t++
 	bc1 := 1 / (1 - math.Pow(float64(o.Beta1), float64(o.t)))
 	bc2 := 1 / (1 - math.Pow(float64(o.Beta2), float64(o.t)))
-	dev := o.params[0].Device()
-	hp := dev.Tensor([]float32{o.LR, o.Beta1, o.Beta2, o.Eps, o.WeightDecay, float32(bc1), float32(bc2)}, 7)
+	return []float32{o.LR, o.Beta1, o.Beta2, o.Eps, o.WeightDecay, float32(bc1), float32(bc2)}
+}
+
+func (o *Adam) stepWith(hp, scale *core.Tensor) error {
+	if err := o.ensureState(); err != nil {
+		return err
+	}
 	for i, p := range o.params {
 		if g := p.Grad(); g != nil {
-			core.AdamWUpdate(p, g, o.m[i], o.v[i], hp)
+			core.AdamWUpdate(p, scaled(g, scale), o.m[i], o.v[i], hp)
 		}
 	}
 	return nil
@@ -175,6 +199,13 @@ func (o *Adam) state() ([]*core.Tensor, error) {
 }
 func (o *Adam) steps() int     { return o.t }
 func (o *Adam) setSteps(t int) { o.t = t }
+
+func scaled(g, scale *core.Tensor) *core.Tensor {
+	if scale == nil {
+		return g
+	}
+	return core.Mul(g, scale)
+}
 
 func zerosLike(who string, ps []*core.Tensor) ([]*core.Tensor, error) {
 	out := make([]*core.Tensor, len(ps))

@@ -1,4 +1,19 @@
-// Command wasm will be the GOOS=js entry point: the Promise-based JS API the
-// web page calls (list devices, build and train a model, profile a step).
-// Not built yet: its issue comes after core, profile and webgpu.
+// Command wasm is ag in the browser: compiled with GOOS=js GOARCH=wasm it
+// puts a small Promise-based API on globalThis.ag, which the page of
+// `ag serve` (package web) calls:
+//
+//	ag.devices()                          drivers, the best device, WebGPU's adapter or why none
+//	ag.build({width, depth, batch, lr, device})  a fresh MLP workload on device ("best": webgpu when it runs, else cpu)
+//	ag.train(steps, onProgress(step, loss, ms))  trains; resolves with the losses and step times
+//	ag.profile({mode, steps})             profiles steps in mode "eager", "lazy" or "captured" (see ModeEager...)
+//	ag.trace(mode?)                       the Chrome trace JSON (a string) of the last profile
+//	ag.stop()                             ends a running train after its current step
+//
+// Every call but stop returns a Promise. The work runs on one worker
+// goroutine, in call order, never inside a js.FuncOf callback: the WebGPU
+// backend waits on JS promises, which would deadlock a callback. Errors
+// reject the Promise with an Error holding the Go error text.
+//
+// Built natively the command only says how to build it; the session logic
+// (session.go) is tested natively.
 package main

@@ -39,10 +39,15 @@ func BenchmarkMLPStep(b *testing.B) {
 	for _, batch := range []int{64, 256} {
 		b.Run(fmt.Sprint(batch), func(b *testing.B) {
 			g := mlpStep(batch, []int{1024, 1024, 1024, 1024, 1024})
-			flops := 0.0
+			flops := 0.0 // of the matmuls: 2*M*N*K each
 			for _, n := range g.g.Nodes {
 				if n.Op == backend.OpMatMul {
-					flops += 2 * float64(backend.NumElems(n.Shape)) * 1024
+					a := g.g.Nodes[n.In[0]].Shape
+					k := a[1]
+					if n.TransA {
+						k = a[0]
+					}
+					flops += 2 * float64(backend.NumElems(n.Shape)*k)
 				}
 			}
 			benchGraph(b, g, flops)

@@ -39,6 +39,7 @@ type gemm struct {
 	nIC        int // A blocks
 	nJ         int // column chunks per block (>1 only when rows are few)
 	perBatch   bool
+	directB    bool // read full B panels in place (row-major B, few rows of A)
 
 	s *gemmScratch
 	p *parallel
@@ -51,9 +52,12 @@ type gemm struct {
 	packTask, compTask, batchTask func(w, t int)
 }
 
-// Work below this many multiply-adds per product runs on one goroutine;
-// waking a worker costs a few microseconds.
-const gemmParallelMin = 1 << 16
+// Work below this many multiply-adds runs on one goroutine: a million
+// take ~5 us on one core, about what waking a pool worker costs.
+const gemmParallelMin = 1 << 20
+
+// directBMaxRows is the most rows of A for which B is not packed.
+const directBMaxRows = 256
 
 func newGemm(cpu *CPU, k microKernel, batch, m, n, kk int, transA, transB bool) *gemm {
 	g := &gemm{k: k, m: m, n: n, kk: kk, batch: batch, s: &cpu.scratch, p: &cpu.par}
@@ -87,6 +91,10 @@ func newGemm(cpu *CPU, k microKernel, batch, m, n, kk int, transA, transB bool) 
 			g.nJ = 1
 		}
 	}
+	// With few rows, each B element is used only m times: packing it would
+	// cost as much as the arithmetic. Row-major B panels are read in place
+	// (nr contiguous floats per row); only the ragged last panel is packed.
+	g.directB = !transB && m <= directBMaxRows
 	g.packTask = g.packB
 	g.compTask = g.compute
 	g.batchTask = g.serialBatch
@@ -134,7 +142,11 @@ func (g *gemm) run(a, b, c []float32) {
 			for p0 := 0; p0 < g.kk; p0 += g.k.kc {
 				g.p0, g.kc, g.accum = p0, min(g.k.kc, g.kk-p0), p0 > 0
 				panels := ceilDiv(g.nc, g.k.nr)
-				g.p.do(min(panels, 2*threads()), g.packTask)
+				if !g.directB {
+					g.p.do(min(panels, 2*threads()), g.packTask)
+				} else if g.nc%g.k.nr != 0 {
+					g.packB(0, -1)
+				}
 				g.p.do(g.nIC*g.nJ, g.compTask)
 			}
 		}
@@ -142,10 +154,14 @@ func (g *gemm) run(a, b, c []float32) {
 	g.a, g.b, g.c = nil, nil, nil
 }
 
-// packB packs task t's share of the current B block into the shared scratch.
+// packB packs task t's share of the current B block into the shared
+// scratch; t = -1 packs only the last panel.
 func (g *gemm) packB(_, t int) {
 	panels := ceilDiv(g.nc, g.k.nr)
-	lo, hi := span(panels, min(panels, 2*threads()), t)
+	lo, hi := panels-1, panels
+	if t >= 0 {
+		lo, hi = span(panels, min(panels, 2*threads()), t)
+	}
 	packB(g.k.nr, g.s.bShared, g.b, g.rsB, g.csB, g.p0, g.kc, g.j0+lo*g.k.nr, min(g.nc-lo*g.k.nr, (hi-lo)*g.k.nr), g.n, lo)
 }
 
@@ -174,36 +190,40 @@ func (g *gemm) serialBatch(w, i int) {
 			for i0 := 0; i0 < g.m; i0 += g.mc {
 				mc := min(g.mc, g.m-i0)
 				packA(g.k.mr, l.a, a, g.rsA, g.csA, i0, mc, p0, kc)
-				g.macroOn(l, l.b, c, j0, nc, kc, p0 > 0, 0, ceilDiv(nc, g.k.nr), i0, mc)
+				g.macroOn(l, l.b, c, j0, nc, kc, p0 > 0, false, 0, ceilDiv(nc, g.k.nr), i0, mc)
 			}
 		}
 	}
 }
 
 func (g *gemm) macro(l *gemmLocal, bp []float32, plo, phi, i0, mc int) {
-	g.macroOn(l, bp, g.c, g.j0, g.nc, g.kc, g.accum, plo, phi, i0, mc)
+	g.macroOn(l, bp, g.c, g.j0, g.nc, g.kc, g.accum, g.directB, plo, phi, i0, mc)
 }
 
 // macroOn multiplies the packed A block (rows i0..i0+mc) by packed B panels
 // plo..phi of the block starting at column j0, into c. The B micro-panel of
 // the outer loop stays in L1 while the A micro-panels stream from L2.
-func (g *gemm) macroOn(l *gemmLocal, bp, c []float32, j0, nc, kc int, accum bool, plo, phi, i0, mc int) {
+// direct: full B panels are read in place from g.b (see directB).
+func (g *gemm) macroOn(l *gemmLocal, bp, c []float32, j0, nc, kc int, accum, direct bool, plo, phi, i0, mc int) {
 	mr, nr, ldc := g.k.mr, g.k.nr, g.n
 	fn := g.k.fn
 	for jp := plo; jp < phi; jp++ {
-		b := bp[jp*kc*nr : (jp+1)*kc*nr]
 		col := j0 + jp*nr
 		cols := min(nr, j0+nc-col)
+		b, ldb := bp[jp*kc*nr:(jp+1)*kc*nr], nr
+		if direct && cols == nr {
+			b, ldb = g.b[g.p0*g.rsB+col:], g.rsB
+		}
 		for ir := 0; ir < mc; ir += mr {
 			a := l.a[ir*kc : (ir+mr)*kc]
 			rows := min(mr, mc-ir)
 			off := (i0+ir)*ldc + col
 			if rows == mr && cols == nr {
-				fn(kc, a, b, nr, c[off:], ldc, accum)
+				fn(kc, a, b, ldb, c[off:], ldc, accum)
 				continue
 			}
 			// Ragged edge: compute the full tile aside, keep the valid part.
-			fn(kc, a, b, nr, l.tile, nr, false)
+			fn(kc, a, b, ldb, l.tile, nr, false)
 			for r := range rows {
 				dst := c[off+r*ldc : off+r*ldc+cols]
 				src := l.tile[r*nr : r*nr+cols]
@@ -234,7 +254,20 @@ func packA(mr int, dst, a []float32, rsA, csA, i0, mc, p0, kc int) {
 			}
 			continue
 		}
-		for r := range rows {
+		// Row-major: four source rows at once, four adjacent floats per k.
+		r := 0
+		for ; r+4 <= rows; r += 4 {
+			base := (i0+ir+r)*rsA + p0
+			s0 := a[base : base+kc]
+			s1 := a[base+rsA : base+rsA+kc]
+			s2 := a[base+2*rsA : base+2*rsA+kc]
+			s3 := a[base+3*rsA : base+3*rsA+kc]
+			for p := range s0 {
+				dp := d[p*mr+r : p*mr+r+4 : p*mr+r+4]
+				dp[0], dp[1], dp[2], dp[3] = s0[p], s1[p], s2[p], s3[p]
+			}
+		}
+		for ; r < rows; r++ {
 			src := a[(i0+ir+r)*rsA+p0 : (i0+ir+r)*rsA+p0+kc]
 			for p, v := range src {
 				d[p*mr+r] = v
@@ -264,7 +297,21 @@ func packB(nr int, dst, b []float32, rsB, csB, p0, kc, j0, nc, n, panel0 int) {
 			}
 			continue
 		}
-		for c := range cols {
+		// Stored transposed: read four source rows at once and write four
+		// adjacent floats per k step (fewer bounds checks, four streams).
+		c := 0
+		for ; c+4 <= cols; c += 4 {
+			base := (j0+jp+c)*csB + p0
+			s0 := b[base : base+kc]
+			s1 := b[base+csB : base+csB+kc]
+			s2 := b[base+2*csB : base+2*csB+kc]
+			s3 := b[base+3*csB : base+3*csB+kc]
+			for p := range s0 {
+				dp := d[p*nr+c : p*nr+c+4 : p*nr+c+4]
+				dp[0], dp[1], dp[2], dp[3] = s0[p], s1[p], s2[p], s3[p]
+			}
+		}
+		for ; c < cols; c++ {
 			src := b[(j0+jp+c)*csB+p0 : (j0+jp+c)*csB+p0+kc]
 			for p, v := range src {
 				d[p*nr+c] = v

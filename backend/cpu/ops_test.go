@@ -271,9 +271,13 @@ func TestMatMulOp(t *testing.T) {
 				case 1:
 					m, n, kk = 2, 700, 300 // few rows: column split
 				case 2:
-					m, n, kk, batch = 20, 17, 9, []int{7} // batch-parallel
+					m, n, kk, batch = 40, 30, 50, []int{2, 7} // batch-parallel
 				case 3:
 					m, n, kk, batch = 150, 70, 300, []int{3} // batched, each parallel
+				case 4:
+					m, n, kk = 40, 300, 600 // B read in place, K in 3 blocks, ragged panel
+				case 5:
+					m, n, kk = 1, 1, 1
 				}
 				ta, tb := trial%4 >= 2, trial%2 == 1
 				as, bs := []int{m, kk}, []int{kk, n}

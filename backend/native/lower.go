@@ -118,7 +118,7 @@ func (l *lowering) constant(shape []int, v float32) tensor {
 func (l *lowering) expand(t tensor) { C.ggml_build_forward_expand(l.gf, t) }
 
 func (l *lowering) tensorsUsed() int {
-	return int(C.ggml_get_mem_used(l.ctx) / C.ggml_tensor_overhead())
+	return int(C.ggml_used_mem(l.ctx) / C.ggml_tensor_overhead())
 }
 
 // build lowers every node in IR order (so ggml executes them in that order:

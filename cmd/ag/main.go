@@ -20,6 +20,7 @@ var commands = map[string]func(args []string) error{
 	"devices": devices,
 	"demo":    demo,
 	"bench":   bench,
+	"serve":   serve,
 }
 
 func main() {

@@ -20,10 +20,12 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 CACHE="${AG_CACHE:-$HOME/.cache/ag}"
 JOBS="${AG_GGML_JOBS:-2}"
 
-# The folder name carries a hash of everything that shapes the build, so a
-# changed patch or CMake file gives a fresh build instead of a stale one.
+# The folder name carries a hash of the patches and the top-level CMake file
+# (with the version and the CMake options below), so changing any of them
+# gives a fresh build instead of a stale one.
+CMAKE_OPTS=(-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DGGML_VULKAN=ON -DGGML_NATIVE=OFF)
 hash_inputs() {
-  (cd "$HERE" && cat build.sh CMakeLists.txt patches/*.patch) | sha256sum | cut -c1-12
+  { echo "$VERSION ${CMAKE_OPTS[*]}"; cat "$HERE/CMakeLists.txt" "$HERE"/patches/*.patch; } | sha256sum | cut -c1-12
 }
 PREFIX="$CACHE/ggml-ollama-$VERSION-$(hash_inputs)"
 STAMP="$PREFIX/.built"
@@ -96,8 +98,7 @@ for p in "$HERE"/patches/*.patch; do
 done
 
 log "configuring (GGML_VULKAN=ON, static, Release)"
-cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
-  -DGGML_VULKAN=ON -DGGML_NATIVE=OFF >"$BUILD/configure.log" 2>&1 || {
+cmake -S "$SRC" -B "$BUILD" "${CMAKE_OPTS[@]}" >"$BUILD/configure.log" 2>&1 || {
   tail -40 "$BUILD/configure.log" >&2
   exit 1
 }

@@ -1,0 +1,323 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/profile"
+)
+
+// ErrCapture is wrapped by errors of a capture's recording: work inside the
+// captured function that a replay could not repeat (an upload of a value
+// made inside it, a download, an eager run).
+var ErrCapture = errors.New("capture")
+
+// Input is one host input of a captured call.
+type Input struct {
+	Data  []float32
+	Shape []int
+}
+
+// In makes an Input.
+func In(data []float32, shape ...int) Input { return Input{data, shape} }
+
+// Capture records a function of tensors once per input shapes and replays
+// the compiled program afterwards, the analogue of ggmlR's ag_capture: a call
+// packs every input into one upload, runs the program, and reads every
+// output back in one download. Nothing else crosses the bus and nothing is
+// recorded or lowered again, so a replay costs the device work plus a few
+// microseconds.
+//
+// The function must be a pure recording of ops on its inputs and on
+// persistent tensors (params, optimizer state, device tables): while it
+// records, an upload of a value made inside it, a download or an eager run
+// is an error (ErrCapture) naming the site, because a replay would not repeat
+// it. The capture records again when the input shapes change, when the device
+// reopened its backend (Device.Generation), or when a persistent tensor it
+// reads was released or moved.
+type Capture struct {
+	dev  *Device
+	fn   func(in []*Tensor) []*Tensor
+	rec  *recording
+	recs int
+}
+
+type recording struct {
+	shapes  [][]int
+	gen     int
+	prog    backend.Program
+	args    []backend.Buffer
+	bound   []boundArg // persistent values the program reads, as recorded
+	packed  *Tensor    // all inputs, one upload
+	offsets []int
+	flat    *Tensor // all outputs, one download
+	outs    [][]int // output shapes
+	nodes   []profile.NodeTime
+}
+
+type boundArg struct {
+	stor *storage
+	buf  backend.Buffer
+}
+
+// NewCapture makes a capture of fn on dev. fn receives the inputs as tensors
+// of the shapes given to Call and returns the outputs to read back.
+func NewCapture(dev *Device, fn func(in []*Tensor) []*Tensor) *Capture {
+	return &Capture{dev: dev, fn: fn}
+}
+
+// Records counts the recordings made so far.
+func (c *Capture) Records() int { return c.recs }
+
+// Call runs the captured function on the inputs and returns the outputs'
+// values, recording first when needed (see Capture).
+func (c *Capture) Call(in ...Input) ([][]float32, error) {
+	for i, x := range in {
+		checkShape("Capture.Call", x.Shape)
+		if backend.NumElems(x.Shape) != len(x.Data) {
+			return nil, fmt.Errorf("core: Capture.Call: input %d has %d values for shape %v", i, len(x.Data), x.Shape)
+		}
+	}
+	d := c.dev
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.syncLocked(nil, "Capture.Call"); err != nil { // earlier work first
+		return nil, err
+	}
+	if c.rec == nil || !c.rec.valid(d, in) {
+		if c.rec != nil {
+			c.rec.release(d)
+			c.rec = nil
+		}
+		rec, outs, err := c.record(in)
+		if err != nil {
+			return nil, err
+		}
+		c.rec = rec
+		c.recs++
+		return outs, nil
+	}
+	return c.rec.replay(d, in)
+}
+
+func (r *recording) valid(d *Device, in []Input) bool {
+	if r.gen != d.gen || len(in) != len(r.shapes) {
+		return false
+	}
+	for i, x := range in {
+		if !slices.Equal(x.Shape, r.shapes[i]) {
+			return false
+		}
+	}
+	for _, b := range r.bound {
+		if b.stor.buf != b.buf {
+			return false
+		}
+		if _, live := d.live[b.stor]; !live {
+			return false
+		}
+	}
+	return true
+}
+
+// release drops a recording's packed buffers (its program stays cached).
+func (r *recording) release(d *Device) {
+	for _, t := range []*Tensor{r.packed, r.flat} {
+		if t != nil && t.stor != nil {
+			d.dropStorage(t.stor)
+			t.stor, t.st = nil, stateReleased
+		}
+	}
+}
+
+// record runs fn under the guard, then runs its program once as a sync and
+// keeps what a replay needs. Called with d.mu held and nothing pending.
+func (c *Capture) record(in []Input) (*recording, [][]float32, error) {
+	d := c.dev
+	if d.eager {
+		return nil, nil, fmt.Errorf("core: Capture: %w: the device is in eager mode, which launches every op", ErrCapture)
+	}
+	if err := d.ensureOpen(); err != nil {
+		return nil, nil, err
+	}
+	rec := &recording{gen: d.gen}
+	total := 0
+	for _, x := range in {
+		rec.shapes = append(rec.shapes, slices.Clone(x.Shape))
+		rec.offsets = append(rec.offsets, total)
+		total += len(x.Data)
+	}
+	packed := make([]float32, max(total, 1))
+	for i, x := range in {
+		copy(packed[rec.offsets[i]:], x.Data)
+	}
+	rec.packed = &Tensor{dev: d, shape: []int{len(packed)}, st: stateRealized}
+	rec.packed.stor = d.newStorage(rec.packed, packed, len(packed))
+
+	// fn runs unlocked (ops take the lock), under the guard.
+	d.guard = "Capture recording"
+	d.mu.Unlock()
+	outs, err := c.callFn(rec)
+	d.mu.Lock()
+	d.guard = ""
+	if err != nil {
+		d.pending = d.pending[:0]
+		rec.release(d)
+		return nil, nil, err
+	}
+	// Everything lowered now is what a replay repeats; uploads other than
+	// the packed inputs would be frozen into the recording.
+	for _, p := range d.pending {
+		for _, x := range p.inputs {
+			if x.st == stateRealized && x.stor.madeInCapture {
+				d.pending = d.pending[:0]
+				rec.release(d)
+				return nil, nil, fmt.Errorf("core: Capture: %w: the function reads %v, made on the host inside it (upload site %q); pass it as an input", ErrCapture, x, "inputs")
+			}
+		}
+	}
+	lw, err := d.lower()
+	if err != nil {
+		lw.free(d)
+		d.pending = d.pending[:0]
+		rec.release(d)
+		return nil, nil, fmt.Errorf("core: Capture: %w", err)
+	}
+	key := lw.g.Key()
+	prog, ok := d.progs[key]
+	if !ok {
+		if prog, err = d.be.Compile(&lw.g); err != nil {
+			lw.free(d)
+			d.pending = d.pending[:0]
+			rec.release(d)
+			return nil, nil, fmt.Errorf("core: Capture: compiling %d nodes: %w", len(lw.g.Nodes), err)
+		}
+		d.progs[key] = prog
+		d.stats.Compiles++
+	}
+	rec.prog, rec.args = prog, lw.args
+	for s, idx := range lw.argOf {
+		rec.bound = append(rec.bound, boundArg{s, lw.args[lw.g.Nodes[idx].Arg]})
+	}
+	rec.nodes = make([]profile.NodeTime, len(lw.g.Nodes))
+	for i := range rec.nodes {
+		rec.nodes[i] = profile.NodeTime{Op: lw.g.Nodes[i].Op.String(), Pass: profile.PassForward}
+	}
+	for _, t := range d.pending {
+		rec.nodes[lw.nodeOf[t]].Pass = t.pass
+	}
+	if _, err := prog.Run(lw.args); err != nil {
+		lw.free(d)
+		d.pending = d.pending[:0]
+		rec.release(d)
+		return nil, nil, fmt.Errorf("core: Capture: first run: %w", err)
+	}
+	d.stats.Runs++
+	profile.Launch("captured", 1)
+	for _, t := range d.pending {
+		if b, ok := lw.out[t]; ok {
+			t.st = stateRealized
+			t.stor = d.newStorage(t, nil, t.Len())
+			t.stor.buf = b
+		} else {
+			t.st = stateSpent
+		}
+		if !t.requiresGrad || t.backwarded {
+			t.inputs = nil
+		}
+	}
+	d.pending = d.pending[:0]
+	rec.flat = outs
+	res, err := rec.download(d)
+	return rec, res, err
+}
+
+// callFn runs the user's function and joins its outputs into one flat
+// tensor, so a replay reads them back in one download.
+func (c *Capture) callFn(rec *recording) (flat *Tensor, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if e, ok := r.(error); ok {
+				err = fmt.Errorf("core: Capture: the function panicked while recording: %w", e)
+			} else {
+				err = fmt.Errorf("core: Capture: the function panicked while recording: %v", r)
+			}
+		}
+	}()
+	ins := make([]*Tensor, len(rec.shapes))
+	for i, s := range rec.shapes {
+		ins[i] = Reshape(SliceRows(rec.packed, rec.offsets[i], backend.NumElems(s)), s...)
+	}
+	outs := c.fn(ins)
+	if len(outs) == 0 {
+		return nil, fmt.Errorf("core: Capture: the function returned no outputs")
+	}
+	for _, o := range outs {
+		rec.outs = append(rec.outs, slices.Clone(o.shape))
+		o = Reshape(o, o.Len())
+		if flat == nil {
+			flat = o
+		} else {
+			flat = ConcatRows(flat, o)
+		}
+	}
+	if flat == outs[0] || flat.st != statePending {
+		flat = Scale(flat, 1) // a node of its own, so it is a program output
+	}
+	return flat.Keep(), nil
+}
+
+// replay uploads the packed inputs, runs the program and downloads the
+// outputs. Called with d.mu held and nothing pending.
+func (r *recording) replay(d *Device, in []Input) ([][]float32, error) {
+	prof := profiling()
+	t0 := time.Now()
+	packed := make([]float32, r.packed.stor.n)
+	for i, x := range in {
+		copy(packed[r.offsets[i]:], x.Data)
+	}
+	if err := d.be.Write(r.packed.stor.buf, 0, packed); err != nil {
+		return nil, fmt.Errorf("core: Capture.Call: uploading inputs: %w", err)
+	}
+	d.count(true, len(packed), "capture inputs")
+	t1 := time.Now()
+	info, err := r.prog.Run(r.args)
+	if err != nil {
+		return nil, fmt.Errorf("core: Capture.Call: running: %w", err)
+	}
+	d.stats.Runs++
+	d.stats.CacheHits++
+	profile.Launch("captured", info.Launches)
+	t2 := time.Now()
+	res, err := r.download(d)
+	if prof {
+		rec := profile.Run{Site: "captured", Start: t0, Upload: t1.Sub(t0), Compute: t2.Sub(t1),
+			Download: time.Since(t2), Nodes: r.nodes, DownloadPass: profile.PassForward}
+		if d.caps.DeviceTimer && info.DeviceTime > 0 && info.DeviceTime <= rec.Compute {
+			rec.DeviceTimed = true
+			rec.Graph = rec.Compute - info.DeviceTime
+			rec.Compute = info.DeviceTime
+		}
+		profile.RecordRun(&rec)
+	}
+	return res, err
+}
+
+func (r *recording) download(d *Device) ([][]float32, error) {
+	flat := make([]float32, r.flat.stor.n)
+	if err := d.be.Read(r.flat.stor.buf, 0, flat); err != nil {
+		return nil, fmt.Errorf("core: Capture.Call: downloading outputs: %w", err)
+	}
+	d.count(false, len(flat), "capture outputs")
+	out := make([][]float32, len(r.outs))
+	off := 0
+	for i, s := range r.outs {
+		n := backend.NumElems(s)
+		out[i] = flat[off : off+n : off+n]
+		off += n
+	}
+	return out, nil
+}

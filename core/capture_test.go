@@ -1,0 +1,96 @@
+package core
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/ag-go/ag/profile"
+)
+
+func TestCaptureReplays(t *testing.T) {
+	dev := open(t)
+	w := dev.Param([]float32{1, 2, 3, 4}, 2, 2)
+	c := NewCapture(dev, func(in []*Tensor) []*Tensor {
+		y := MatMul(in[0], w)
+		return []*Tensor{Sum(y), ReLU(Sub(y, in[1]))}
+	})
+	profile.Count(true)
+	defer profile.Count(false)
+	for i := range 4 {
+		x := []float32{float32(i), 1, 0, 1}
+		out, err := c.Call(In(x, 2, 2), In([]float32{2, 2, 2, 2}, 2, 2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		y := []float32{x[0]*1 + x[1]*3, x[0]*2 + x[1]*4, x[2]*1 + x[3]*3, x[2]*2 + x[3]*4}
+		want0 := y[0] + y[1] + y[2] + y[3]
+		if out[0][0] != want0 {
+			t.Errorf("call %d: sum %v, want %v", i, out[0], want0)
+		}
+		relu := make([]float32, 4)
+		for k := range y {
+			relu[k] = max(y[k]-2, 0)
+		}
+		if !slices.Equal(out[1], relu) {
+			t.Errorf("call %d: relu %v, want %v", i, out[1], relu)
+		}
+	}
+	if c.Records() != 1 {
+		t.Errorf("%d recordings for one input shape", c.Records())
+	}
+	// One upload and one download per replay, nothing else.
+	tr := profile.XferData()
+	for _, s := range tr.Sites {
+		if s.Site != "capture inputs" && s.Site != "capture outputs" && s.Site != "inputs" {
+			t.Errorf("unexpected transfer site %+v", s)
+		}
+		if s.Site == "capture inputs" && s.Count != 3 || s.Site == "capture outputs" && s.Count != 4 {
+			t.Errorf("transfers at %s: %d", s.Site, s.Count)
+		}
+	}
+	// A new shape records again; so does a reopened device.
+	if _, err := c.Call(In(make([]float32, 6), 3, 2), In(make([]float32, 6), 3, 2)); err != nil {
+		t.Fatal(err)
+	}
+	dev.Close()
+	if _, err := c.Call(In(make([]float32, 6), 3, 2), In(make([]float32, 6), 3, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if c.Records() != 3 {
+		t.Errorf("%d recordings, want 3 (shape change, device reopened)", c.Records())
+	}
+}
+
+func TestCaptureGuard(t *testing.T) {
+	dev := open(t)
+	w := dev.Param([]float32{1, 2}, 2)
+	cases := map[string]func(in []*Tensor) []*Tensor{
+		"host value made inside": func(in []*Tensor) []*Tensor {
+			return []*Tensor{Add(in[0], dev.Tensor([]float32{1, 1}, 2))}
+		},
+		"download inside": func(in []*Tensor) []*Tensor {
+			if _, err := Sum(in[0]).Item(); err != nil {
+				panic(err)
+			}
+			return []*Tensor{in[0]}
+		},
+		"write inside": func(in []*Tensor) []*Tensor {
+			if err := w.WriteAt(0, []float32{0}); err != nil {
+				panic(err)
+			}
+			return []*Tensor{Add(in[0], w)}
+		},
+	}
+	for name, fn := range cases {
+		_, err := NewCapture(dev, fn).Call(In([]float32{1, 2}, 2))
+		if err == nil || !errors.Is(err, ErrCapture) {
+			t.Errorf("%s: err = %v, want a capture guard error", name, err)
+		}
+	}
+	// the device is still usable afterwards
+	if v, err := Sum(w).Item(); err != nil || v != 3 {
+		t.Errorf("after guard errors: %v, %v", v, err)
+	}
+}
+

@@ -1,0 +1,129 @@
+package nn
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/ag-go/ag/core"
+)
+
+// ErrNonFiniteNorm is returned by StepCapture.Step when gradient clipping is
+// on and the global gradient norm is NaN or infinite; the update did not run.
+var ErrNonFiniteNorm = errors.New("nn: gradient norm is not finite")
+
+// StepCapture is a captured training step, the analogue of ggmlR's
+// ag_capture_step: forward, backward and the optimizer update are recorded
+// once per input shapes and replayed. A step uploads the inputs, the
+// optimizer's hyperparameters and the clipping limit as one packed upload and
+// downloads the loss (and the gradient norm) in one download.
+//
+// Without clipping a step is one program run. With MaxGradNorm > 0 it is
+// two: forward+backward with the global gradient norm, then - only when the
+// norm is finite - the clipped update; a non-finite norm returns
+// ErrNonFiniteNorm before anything is updated.
+type StepCapture struct {
+	// MaxGradNorm clips the global L2 norm of the gradients when > 0. It is
+	// a program input: changing it does not record again (turning clipping
+	// on or off does).
+	MaxGradNorm float32
+
+	opt    Optimizer
+	loss   func(in []*core.Tensor) *core.Tensor
+	whole  *core.Capture // forward+backward+update
+	grads  *core.Capture // forward+backward+norm (clipping)
+	update *core.Capture // clipped update (clipping)
+	// GradNorm is the global gradient norm of the last step (clipping only).
+	GradNorm float32
+}
+
+// CaptureStep makes a captured training step of opt's parameters for the loss
+// that loss computes from the inputs passed to Step.
+func CaptureStep(opt Optimizer, loss func(in []*core.Tensor) *core.Tensor) *StepCapture {
+	if len(opt.Params()) == 0 {
+		panic("nn.CaptureStep: the optimizer has no parameters")
+	}
+	s := &StepCapture{opt: opt, loss: loss}
+	dev := opt.Params()[0].Device()
+	s.whole = core.NewCapture(dev, func(in []*core.Tensor) []*core.Tensor {
+		hp := in[len(in)-1]
+		l := s.forwardBackward(in[:len(in)-1])
+		if err := opt.stepWith(hp, nil); err != nil {
+			panic(err)
+		}
+		return []*core.Tensor{l}
+	})
+	s.grads = core.NewCapture(dev, func(in []*core.Tensor) []*core.Tensor {
+		l := s.forwardBackward(in)
+		return []*core.Tensor{l, globalNorm(opt.Params())}
+	})
+	s.update = core.NewCapture(dev, func(in []*core.Tensor) []*core.Tensor {
+		hp, limit, norm := in[0], in[1], in[2]
+		// branch-free: scale = clamp(limit/(norm+1e-6), 0, 1)
+		scale := core.Clamp(core.Div(limit, core.AddScalar(norm, 1e-6)), 0, 1)
+		if err := opt.stepWith(hp, scale); err != nil {
+			panic(err)
+		}
+		return []*core.Tensor{scale}
+	})
+	return s
+}
+
+func (s *StepCapture) forwardBackward(in []*core.Tensor) *core.Tensor {
+	s.opt.ZeroGrad()
+	l := s.loss(in)
+	if l.Len() != 1 {
+		panic(fmt.Sprintf("nn.CaptureStep: the loss has shape %v, want one element", l.Shape()))
+	}
+	if err := l.Backward(); err != nil {
+		panic(err)
+	}
+	return l
+}
+
+// globalNorm is sqrt(sum of squares of every gradient), as a [1] tensor.
+func globalNorm(ps []*core.Tensor) *core.Tensor {
+	var total *core.Tensor
+	for _, p := range ps {
+		g := p.Grad()
+		if g == nil {
+			continue
+		}
+		sq := core.Reshape(core.Sum(core.Mul(g, g)), 1)
+		if total == nil {
+			total = sq
+		} else {
+			total = core.Add(total, sq)
+		}
+	}
+	return core.Sqrt(total)
+}
+
+// Step runs one training step on the inputs and returns the loss.
+func (s *StepCapture) Step(in ...core.Input) (float32, error) {
+	hyper := s.opt.nextHyper()
+	if s.MaxGradNorm <= 0 {
+		out, err := s.whole.Call(append(in, core.In(hyper, len(hyper)))...)
+		if err != nil {
+			return 0, err
+		}
+		return out[0][0], nil
+	}
+	out, err := s.grads.Call(in...)
+	if err != nil {
+		return 0, err
+	}
+	loss, norm := out[0][0], out[1][0]
+	s.GradNorm = norm
+	if math.IsNaN(float64(norm)) || math.IsInf(float64(norm), 0) {
+		s.opt.setSteps(s.opt.steps() - 1)
+		return loss, fmt.Errorf("nn.StepCapture.Step: %w (%v); the update was skipped", ErrNonFiniteNorm, norm)
+	}
+	_, err = s.update.Call(core.In(hyper, len(hyper)), core.In([]float32{s.MaxGradNorm}, 1), core.In([]float32{norm}, 1))
+	return loss, err
+}
+
+// Records counts the recordings of the step's captures.
+func (s *StepCapture) Records() int {
+	return s.whole.Records() + s.grads.Records() + s.update.Records()
+}

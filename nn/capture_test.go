@@ -1,0 +1,121 @@
+package nn
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/ag-go/ag/core"
+	"github.com/ag-go/ag/profile"
+)
+
+// A captured step computes what the lazy step computes, moving only the
+// packed inputs up and the loss down, in one launch.
+func TestCaptureStepMatchesLazy(t *testing.T) {
+	for _, clip := range []float32{0, 0.5} {
+		dev := openDev(t)
+		mk := func() (Sequential, *Adam) {
+			m := MLP(dev, []int{6, 16, 3}, core.Tanh, rand.New(rand.NewPCG(7, 7)))
+			return m, NewAdam(m.Params(), 0.01)
+		}
+		lazyM, lazyOpt := mk()
+		capM, capOpt := mk()
+		r := rand.New(rand.NewPCG(1, 1))
+		xs, ys := make([]float32, 8*6), make([]float32, 8*3)
+		step := CaptureStep(capOpt, func(in []*core.Tensor) *core.Tensor {
+			return MSELoss(capM.Forward(in[0]), in[1])
+		})
+		step.MaxGradNorm = clip
+		profile.Count(true)
+		for i := range 6 {
+			for k := range xs {
+				xs[k] = float32(r.Float64()*2 - 1)
+			}
+			for k := range ys {
+				ys[k] = float32(r.Float64())
+			}
+			// lazy reference, with the same clipping done by hand
+			lazyOpt.ZeroGrad()
+			x, y := dev.Tensor(xs, 8, 6), dev.Tensor(ys, 8, 3)
+			l := MSELoss(lazyM.Forward(x), y)
+			l.Backward()
+			var scale *core.Tensor
+			if clip > 0 {
+				norm := globalNorm(lazyM.Params())
+				scale = core.Clamp(core.Div(dev.Full(clip, 1), core.AddScalar(norm, 1e-6)), 0, 1)
+			}
+			lazyOpt.stepWith(dev.Tensor(lazyOpt.nextHyper(), 7), scale)
+			want, err := l.Item()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i == 2 {
+				profile.Count(true) // from here on only replays
+			}
+			got, err := step.Step(core.In(xs, 8, 6), core.In(ys, 8, 3))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if math.Abs(float64(got-want)) > 1e-5*(1+math.Abs(float64(want))) {
+				t.Errorf("clip %g step %d: captured loss %g, lazy %g", clip, i, got, want)
+			}
+		}
+		for i, p := range capM.Params() {
+			a, _ := p.Data()
+			b, _ := lazyM.Params()[i].Data()
+			for k := range a {
+				if math.Abs(float64(a[k]-b[k])) > 1e-5 {
+					t.Fatalf("clip %g: param %d element %d: captured %g, lazy %g", clip, i, k, a[k], b[k])
+				}
+			}
+		}
+		// The last 4 captured steps (all replays) moved the packed inputs up
+		// and the outputs down, once each per capture call.
+		calls := 4
+		if clip > 0 {
+			calls = 8
+		}
+		for _, s := range profile.XferData().Sites {
+			switch s.Site {
+			case "capture inputs", "capture outputs":
+				if s.Count != calls {
+					t.Errorf("clip %g: %d transfers at %s over 4 steps, want %d", clip, s.Count, s.Site, calls)
+				}
+			case "inputs", "Data":
+				// the lazy reference's own transfers
+			default:
+				t.Errorf("clip %g: unexpected transfer %+v", clip, s)
+			}
+		}
+		profile.Count(false)
+		if step.Records() != map[bool]int{true: 2, false: 1}[clip > 0] {
+			t.Errorf("clip %g: %d recordings", clip, step.Records())
+		}
+	}
+}
+
+func TestCaptureStepNonFinite(t *testing.T) {
+	dev := openDev(t)
+	m := MLP(dev, []int{2, 4, 1}, core.Tanh, rand.New(rand.NewPCG(2, 2)))
+	opt := NewSGD(m.Params(), 0.1, 0)
+	step := CaptureStep(opt, func(in []*core.Tensor) *core.Tensor {
+		return MSELoss(m.Forward(in[0]), in[1])
+	})
+	step.MaxGradNorm = 1
+	if _, err := step.Step(core.In([]float32{1, 2}, 1, 2), core.In([]float32{1}, 1, 1)); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := m.Params()[0].Data()
+	inf := float32(math.Inf(1))
+	_, err := step.Step(core.In([]float32{inf, 2}, 1, 2), core.In([]float32{1}, 1, 1))
+	if !errors.Is(err, ErrNonFiniteNorm) {
+		t.Fatalf("non-finite input: err = %v, want ErrNonFiniteNorm", err)
+	}
+	after, _ := m.Params()[0].Data()
+	for k := range before {
+		if before[k] != after[k] {
+			t.Fatalf("a step with a non-finite norm changed parameter element %d: %g -> %g", k, before[k], after[k])
+		}
+	}
+}

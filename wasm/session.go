@@ -1,0 +1,375 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/core"
+	"github.com/ag-go/ag/internal/workload"
+	"github.com/ag-go/ag/profile"
+)
+
+// BuildConfig is what ag.build takes: the MLP workload's shape and the
+// device. Device "" or "best" means webgpu when its driver says it runs
+// here, else cpu (see pickDevice).
+type BuildConfig struct {
+	Width  int     `json:"width"`
+	Depth  int     `json:"depth"`
+	Batch  int     `json:"batch"`
+	LR     float64 `json:"lr"`
+	Device string  `json:"device"`
+}
+
+// BuildInfo is ag.build's answer.
+type BuildInfo struct {
+	Device   string   `json:"device"`   // e.g. "webgpu (SwiftShader Device (Subzero), ...)"
+	Name     string   `json:"name"`     // driver name: "webgpu" or "cpu"
+	Fallback string   `json:"fallback"` // why the asked device was not used ("" when it was)
+	Params   int      `json:"params"`   // parameter count
+	FLOPs    float64  `json:"flops"`    // arithmetic of one step
+	SetupMS  float64  `json:"setup_ms"` // building model and data
+	Reused   bool     `json:"reused"`   // the device was already open
+	Config   any      `json:"config"`   // the config after defaults
+	Compiles int      `json:"compiles"` // programs compiled on this device so far
+	Driver   string   `json:"driver"`   // availability text of the driver used
+	WebGPU   string   `json:"webgpu"`   // availability text of webgpu
+	Warnings []string `json:"warnings"` // notes for the page (never null)
+}
+
+// TrainResult is ag.train's answer.
+type TrainResult struct {
+	Steps     int       `json:"steps"`      // steps run by this call
+	Total     int       `json:"total"`      // steps trained since build
+	FirstLoss float64   `json:"first_loss"` // loss of this call's first step
+	LastLoss  float64   `json:"last_loss"`
+	StepMS    []float64 `json:"step_ms"`
+	Stopped   bool      `json:"stopped"` // ag.stop() ended it early
+}
+
+// Execution modes of ag.profile. Each profiles `steps` training steps of
+// the built model; they differ in how the step reaches the device.
+const (
+	// ModeEager runs every op as its own program as soon as it is recorded
+	// (Device.SetEager): one run, and one launch at least, per op. One
+	// unprofiled warm-up step compiles the per-op programs first, so the
+	// profile is the steady state of per-op execution.
+	ModeEager = "eager"
+	// ModeLazy is the normal lazy graph from a cold program cache: the
+	// device is closed first (Device.Close keeps every value on the host and
+	// drops the compiled programs), so the first profiled step lowers and
+	// compiles its one program and uploads the parameters again, as the
+	// first step of a fresh process does; later steps hit the cache.
+	ModeLazy = "lazy"
+	// ModeCaptured is the steady state of the lazy graph: one unprofiled
+	// warm-up step makes sure the step's program is cached, then every
+	// profiled step replays it (lowering and a cache hit, no compile).
+	ModeCaptured = "captured"
+)
+
+// modeNotes are the one-line definitions the page shows.
+var modeNotes = map[string]string{
+	ModeEager:    "every op runs as its own program when recorded (steady state, after one warm-up step)",
+	ModeLazy:     "one program per step from a cold cache: the first step compiles it and uploads the parameters",
+	ModeCaptured: "one program per step replayed from the cache (steady state, after one warm-up step)",
+}
+
+// WebProfile is ag.profile's answer: the native profile JSON (profile.Profile,
+// the schema `ag demo -profile-json` writes) plus what the page labels it with.
+type WebProfile struct {
+	*profile.Profile
+	Mode     string      `json:"mode"`
+	ModeNote string      `json:"mode_note"`
+	Source   string      `json:"source"` // "browser"
+	Model    BuildConfig `json:"model"`
+	Compiles int         `json:"compiles"` // programs compiled during the profiled steps
+	WallMS   float64     `json:"wall_ms"`  // wall time of the call, warm-up included
+}
+
+// session holds the page's one model. Its methods run on the worker
+// goroutine only (see queue), so they need no lock; stop is the exception.
+type session struct {
+	dev    *core.Device
+	m      *workload.MLP
+	cfg    BuildConfig
+	info   BuildInfo
+	total  int
+	traces map[string][]byte // Chrome trace JSON of the last profile per mode
+	last   string            // mode of the last profile
+	stop   atomic.Bool
+	// yield lets the browser paint between steps; pure-Go work never returns
+	// to the event loop otherwise. Nil natively.
+	yield func()
+}
+
+func newSession() *session { return &session{traces: map[string][]byte{}} }
+
+// DriverJSON is one row of ag.devices().
+type DriverJSON struct {
+	Name     string `json:"name"`
+	Priority int    `json:"priority"`
+	OK       bool   `json:"ok"`
+	Auto     bool   `json:"auto"`
+	Why      string `json:"why"`
+}
+
+// DevicesInfo is ag.devices()'s answer.
+type DevicesInfo struct {
+	Drivers []DriverJSON `json:"drivers"`
+	// Best is the device build uses for "best": webgpu when OK, else cpu.
+	Best string `json:"best"`
+	// WebGPU says whether the webgpu driver runs here and its adapter or
+	// why not ("not compiled in" when this build lacks the driver).
+	WebGPU struct {
+		OK  bool   `json:"ok"`
+		Why string `json:"why"`
+	} `json:"webgpu"`
+	Current string `json:"current"` // the open device, "" before build
+}
+
+func devices(s *session) DevicesInfo {
+	var d DevicesInfo
+	d.Drivers = []DriverJSON{}
+	d.WebGPU.Why = "the webgpu driver is not compiled into this build"
+	for _, di := range backend.Drivers() {
+		d.Drivers = append(d.Drivers, DriverJSON{di.Name, di.Priority, di.OK, di.Auto, di.Why})
+		if di.Name == "webgpu" {
+			d.WebGPU.OK, d.WebGPU.Why = di.OK, di.Why
+		}
+	}
+	d.Best = pickDevice("best", d.Drivers)
+	if s.dev != nil {
+		d.Current = s.dev.String()
+	}
+	return d
+}
+
+// pickDevice resolves "best" (or ""): webgpu when its driver is OK - in a
+// browser even a software adapter is the point of the page - else cpu.
+// Other names pass through.
+func pickDevice(name string, drivers []DriverJSON) string {
+	if name != "" && name != "best" {
+		return name
+	}
+	for _, d := range drivers {
+		if d.Name == "webgpu" && d.OK {
+			return "webgpu"
+		}
+	}
+	return "cpu"
+}
+
+// build opens the device (reusing the open one when the name matches) and
+// builds a fresh model on it. A webgpu device that fails to open falls back
+// to cpu, and the answer says why.
+func (s *session) build(cfg BuildConfig) (BuildInfo, error) {
+	if cfg.Width == 0 {
+		cfg.Width = 64
+	}
+	if cfg.Depth == 0 {
+		cfg.Depth = 2
+	}
+	if cfg.Batch == 0 {
+		cfg.Batch = 16
+	}
+	if cfg.LR == 0 {
+		cfg.LR = 1e-2
+	}
+	if cfg.Width < 1 || cfg.Depth < 1 || cfg.Batch < 1 || cfg.Width > 4096 || cfg.Depth > 64 || cfg.Batch > 4096 {
+		return BuildInfo{}, fmt.Errorf("build: width %d, depth %d, batch %d: want 1..4096, 1..64, 1..4096", cfg.Width, cfg.Depth, cfg.Batch)
+	}
+	d := devices(s)
+	want := pickDevice(cfg.Device, d.Drivers)
+	info := BuildInfo{WebGPU: d.WebGPU.Why, Warnings: []string{}}
+	if !d.WebGPU.OK {
+		info.Warnings = append(info.Warnings, "WebGPU is not available ("+d.WebGPU.Why+"): training runs on the CPU backend compiled to wasm")
+	}
+	if s.dev != nil && s.dev.Name() != want {
+		if err := s.dev.Close(); err != nil {
+			return BuildInfo{}, fmt.Errorf("build: closing %s: %w", s.dev, err)
+		}
+		s.dev, s.m = nil, nil
+	}
+	if s.dev != nil {
+		info.Reused = true
+	} else {
+		dev, err := core.Open(want)
+		if err != nil && want != "cpu" {
+			info.Fallback = err.Error()
+			info.Warnings = append(info.Warnings, fmt.Sprintf("could not open %s (%v): using cpu", want, err))
+			dev, err = core.Open("cpu")
+		}
+		if err != nil {
+			return BuildInfo{}, fmt.Errorf("build: opening device %q: %w", want, err)
+		}
+		s.dev = dev
+	}
+	s.dev.SetEager(false)
+	t0 := time.Now()
+	m, err := workload.New(s.dev, workload.Config{Width: cfg.Width, Depth: cfg.Depth, Batch: cfg.Batch, LR: float32(cfg.LR), Seed: 1})
+	if err != nil {
+		return BuildInfo{}, fmt.Errorf("build on %s: %w", s.dev, err)
+	}
+	cfg.Device = s.dev.Name()
+	s.m, s.cfg, s.total = m, cfg, 0
+	for _, dr := range d.Drivers {
+		if dr.Name == s.dev.Name() {
+			info.Driver = dr.Why
+		}
+	}
+	params := 0
+	for _, p := range m.Model.Params() {
+		params += p.Len()
+	}
+	info.Device, info.Name, info.Params, info.FLOPs = s.dev.String(), s.dev.Name(), params, m.FLOPs()
+	info.SetupMS, info.Config, info.Compiles = msOf(time.Since(t0)), cfg, s.dev.Stats().Compiles
+	s.info = info
+	return info, nil
+}
+
+var errNoModel = errors.New("no model: call ag.build first")
+
+// train runs steps training steps, calling progress after each.
+func (s *session) train(steps int, progress func(step int, loss float32, ms float64)) (TrainResult, error) {
+	if s.m == nil {
+		return TrainResult{}, fmt.Errorf("train: %w", errNoModel)
+	}
+	if steps < 1 || steps > 100000 {
+		return TrainResult{}, fmt.Errorf("train: steps %d: want 1..100000", steps)
+	}
+	s.stop.Store(false)
+	s.dev.SetEager(false)
+	r := TrainResult{StepMS: []float64{}}
+	lastYield := time.Now()
+	for i := range steps {
+		if s.stop.Load() {
+			r.Stopped = true
+			break
+		}
+		t0 := time.Now()
+		loss, err := s.m.Step()
+		if err != nil {
+			return r, fmt.Errorf("train: step %d on %s: %w", s.total+1, s.dev, err)
+		}
+		dt := msOf(time.Since(t0))
+		s.total++
+		r.Steps++
+		r.StepMS = append(r.StepMS, dt)
+		if i == 0 {
+			r.FirstLoss = float64(loss)
+		}
+		r.LastLoss = float64(loss)
+		if progress != nil {
+			progress(s.total, loss, dt)
+		}
+		if s.yield != nil && time.Since(lastYield) > 30*time.Millisecond {
+			s.yield()
+			lastYield = time.Now()
+		}
+	}
+	r.Total = s.total
+	return r, nil
+}
+
+// profile profiles steps training steps in one execution mode (see the
+// Mode constants) and returns the profile; its Chrome trace is kept for
+// traceJSON.
+func (s *session) profile(mode string, steps int) (*WebProfile, error) {
+	if s.m == nil {
+		return nil, fmt.Errorf("profile: %w", errNoModel)
+	}
+	if steps < 1 || steps > 1000 {
+		return nil, fmt.Errorf("profile: steps %d: want 1..1000", steps)
+	}
+	note, ok := modeNotes[mode]
+	if !ok {
+		return nil, fmt.Errorf("profile: mode %q: want %q, %q or %q", mode, ModeEager, ModeLazy, ModeCaptured)
+	}
+	t0 := time.Now()
+	s.dev.SetEager(mode == ModeEager)
+	defer s.dev.SetEager(false)
+	switch mode {
+	case ModeEager, ModeCaptured:
+		if _, err := s.m.Step(); err != nil {
+			return nil, fmt.Errorf("profile %s: warm-up step on %s: %w", mode, s.dev, err)
+		}
+		s.total++
+	case ModeLazy:
+		if err := s.dev.Close(); err != nil {
+			return nil, fmt.Errorf("profile %s: emptying the program cache (Device.Close) on %s: %w", mode, s.dev, err)
+		}
+	}
+	compiles := s.dev.Stats().Compiles
+	start()
+	var err error
+	for range steps {
+		s0 := time.Now()
+		if _, err = s.m.Step(); err != nil {
+			err = fmt.Errorf("profile %s: step %d on %s: %w", mode, s.total+1, s.dev, err)
+			break
+		}
+		profile.Step(time.Since(s0))
+		s.total++
+		if s.yield != nil {
+			s.yield()
+		}
+	}
+	stopProfile()
+	if err != nil {
+		return nil, err
+	}
+	snap := profile.Snapshot()
+	snap.Device = s.dev.String()
+	var tr bytes.Buffer
+	if err := profile.WriteTrace(&tr); err != nil {
+		return nil, fmt.Errorf("profile %s: %w", mode, err)
+	}
+	s.traces[mode], s.last = tr.Bytes(), mode
+	return &WebProfile{Profile: snap, Mode: mode, ModeNote: note, Source: "browser", Model: s.cfg,
+		Compiles: s.dev.Stats().Compiles - compiles, WallMS: msOf(time.Since(t0))}, nil
+}
+
+// traceJSON returns the Chrome trace of the last profile in mode ("" for
+// the last profile of any mode).
+func (s *session) traceJSON(mode string) (string, error) {
+	if mode == "" {
+		mode = s.last
+	}
+	tr, ok := s.traces[mode]
+	if !ok {
+		return "", fmt.Errorf("trace: no profile in mode %q yet: call ag.profile first", mode)
+	}
+	return string(tr), nil
+}
+
+// start resets the profiler and switches every pass and the transfer
+// counter on, as `ag demo -profile` does.
+func start() {
+	profile.Reset()
+	profile.Forward(true)
+	profile.Backward(true)
+	profile.Switch(profile.PassUpdate, true)
+	profile.Count(true)
+}
+
+func stopProfile() {
+	profile.Forward(false)
+	profile.Backward(false)
+	profile.Switch(profile.PassUpdate, false)
+	profile.Count(false)
+}
+
+func msOf(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
+
+// jsonOf encodes v for the JS side (JSON.parse'd there).
+func jsonOf(v any) (string, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("encoding %T: %w", v, err)
+	}
+	return string(b), nil
+}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+
+	_ "github.com/ag-go/ag/backend/cpu"
+	"github.com/ag-go/ag/profile"
+)
+
+func TestBuildTrainLossFalls(t *testing.T) {
+	s := newSession()
+	info, err := s.build(BuildConfig{Width: 32, Depth: 2, Batch: 16, LR: 1e-2, Device: "cpu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Name != "cpu" || info.Params != 2*(32*32+32) {
+		t.Fatalf("build: name %q params %d, want cpu and %d", info.Name, info.Params, 2*(32*32+32))
+	}
+	var calls int
+	r, err := s.train(40, func(step int, loss float32, ms float64) {
+		calls++
+		if step != calls || math.IsNaN(float64(loss)) || ms < 0 {
+			t.Errorf("progress(%d, %g, %g) at call %d", step, loss, ms, calls)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls != 40 || r.Steps != 40 || r.Total != 40 || len(r.StepMS) != 40 {
+		t.Fatalf("train: %d calls, result %+v", calls, r)
+	}
+	if !(r.LastLoss < 0.5*r.FirstLoss) {
+		t.Fatalf("loss %g -> %g: want at least halved", r.FirstLoss, r.LastLoss)
+	}
+}
+
+func TestBestFallsBackToCPU(t *testing.T) {
+	tests := []struct {
+		ask     string
+		drivers []DriverJSON
+		want    string
+	}{
+		{"best", []DriverJSON{{Name: "webgpu", OK: true}, {Name: "cpu", OK: true}}, "webgpu"},
+		{"", []DriverJSON{{Name: "webgpu", OK: false}, {Name: "cpu", OK: true}}, "cpu"},
+		{"best", []DriverJSON{{Name: "cpu", OK: true}}, "cpu"},
+		{"cpu", []DriverJSON{{Name: "webgpu", OK: true}}, "cpu"},
+	}
+	for _, tt := range tests {
+		if got := pickDevice(tt.ask, tt.drivers); got != tt.want {
+			t.Errorf("pickDevice(%q, %v) = %q, want %q", tt.ask, tt.drivers, got, tt.want)
+		}
+	}
+}
+
+func TestProfileModes(t *testing.T) {
+	s := newSession()
+	if _, err := s.profile(ModeLazy, 2); err == nil {
+		t.Fatal("profile before build: want an error")
+	}
+	if _, err := s.build(BuildConfig{Width: 16, Depth: 2, Batch: 8, Device: "cpu"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.profile("jit", 2); err == nil {
+		t.Fatal(`profile mode "jit": want an error`)
+	}
+	const steps = 3
+	got := map[string]*WebProfile{}
+	for _, mode := range []string{ModeEager, ModeLazy, ModeCaptured} {
+		p, err := s.profile(mode, steps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[mode] = p
+		t.Logf("%-8s fwd %.2f ms bwd %.2f ms upd %.2f ms, %d launches, %d compiles, up %d B, coverage %.1f%%",
+			mode, p.Forward.TotalMS, p.Backward.TotalMS, p.Update.TotalMS, p.Launches.Total, p.Compiles, p.Transfers.UpBytes, p.CoveragePct)
+		if p.Steps != steps || p.Mode != mode || p.Device == "" {
+			t.Fatalf("%s: steps %d mode %q device %q", mode, p.Steps, p.Mode, p.Device)
+		}
+		for _, r := range []struct {
+			name string
+			sum  float64
+			n    int
+		}{{"forward", sumPct(p.Forward.Stages), len(p.Forward.Stages)}, {"backward", sumPct(p.Backward.Stages), len(p.Backward.Stages)}} {
+			if r.n == 0 || math.Abs(r.sum-100) > 0.01 {
+				t.Errorf("%s %s: %d stages summing to %.4f%%, want 100 +- 0.01", mode, r.name, r.n, r.sum)
+			}
+		}
+		tr, err := s.traceJSON(mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var f struct{ TraceEvents []map[string]any }
+		if err := json.Unmarshal([]byte(tr), &f); err != nil || len(f.TraceEvents) < 10 {
+			t.Fatalf("%s trace: %d events, err %v", mode, len(f.TraceEvents), err)
+		}
+	}
+	// Eager runs a program per op; the lazy modes one per step.
+	if e, c := got[ModeEager].Launches.Total, got[ModeCaptured].Launches.Total; e < 5*c {
+		t.Errorf("launches: eager %d, captured %d: want eager >= 5x captured", e, c)
+	}
+	if n := got[ModeLazy].Compiles; n != 1 {
+		t.Errorf("lazy: %d compiles during the profile, want 1 (the cold first step)", n)
+	}
+	if n := got[ModeCaptured].Compiles; n != 0 {
+		t.Errorf("captured: %d compiles during the profile, want 0", n)
+	}
+	if l, c := got[ModeLazy].Transfers.UpBytes, got[ModeCaptured].Transfers.UpBytes; l <= c {
+		t.Errorf("upload bytes: lazy %d, captured %d: want lazy > captured (parameters re-uploaded)", l, c)
+	}
+	if _, err := s.traceJSON(""); err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(got[ModeCaptured])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	for _, k := range []string{"schema", "forward", "backward", "update", "transfers", "launches", "mode", "mode_note", "model"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("profile JSON lacks %q", k)
+		}
+	}
+}
+
+func sumPct(st []profile.StageTime) float64 {
+	var s float64
+	for _, x := range st {
+		s += x.Pct
+	}
+	return s
+}

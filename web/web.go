@@ -1,0 +1,111 @@
+// Package web is ag's profile page and its HTTP handler, served by
+// `ag serve`: a page that trains the MLP workload in the browser (package
+// wasm, on WebGPU or the CPU backend compiled to wasm), draws the loss and
+// the profile breakdown per execution mode, and opens profile JSON files
+// written by native runs (`ag demo -profile-json FILE`).
+//
+// The page (static/) is embedded. The wasm binary is a build product:
+// `make wasm` (web/build.sh) writes ag.wasm and wasm_exec.js into dist/,
+// which is embedded too, or Options.WasmDir names a folder read at request
+// time. When ag.wasm is missing the handler answers 503 with how to build
+// it, so the package builds and vets without it.
+package web
+
+import (
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+//go:embed static
+var static embed.FS
+
+// dist holds the committed README.md and, after `make wasm`, the build.
+//
+//go:embed dist
+var dist embed.FS
+
+// Options configure Handler.
+type Options struct {
+	// WasmDir, when set, is the folder ag.wasm and wasm_exec.js are read
+	// from on each request (tests build into a temporary folder); else
+	// they come from the embedded dist/.
+	WasmDir string
+}
+
+// buildFiles are the files of the wasm build; everything else is static.
+var buildFiles = map[string]string{
+	"ag.wasm":      "application/wasm",
+	"wasm_exec.js": "text/javascript; charset=utf-8",
+}
+
+// NotBuilt is the 503 body for a missing wasm build.
+const NotBuilt = "ag.wasm is not built: run `make wasm` (bash web/build.sh), then restart `ag serve`"
+
+// Handler serves the page at / and its files.
+func Handler(o Options) http.Handler {
+	page, err := fs.Sub(static, "static")
+	if err != nil {
+		panic(fmt.Sprintf("web.Handler: embedded static/: %v", err)) // cannot happen: the folder is embedded
+	}
+	var build fs.FS
+	if o.WasmDir != "" {
+		build = os.DirFS(o.WasmDir)
+	} else if build, err = fs.Sub(dist, "dist"); err != nil {
+		panic(fmt.Sprintf("web.Handler: embedded dist/: %v", err))
+	}
+	files := http.FileServerFS(page)
+	started := time.Now()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		// The page is small and rebuilt often: always revalidate.
+		w.Header().Set("Cache-Control", "no-cache")
+		name := strings.TrimPrefix(path.Clean(r.URL.Path), "/")
+		ctype, isBuild := buildFiles[name]
+		if !isBuild {
+			files.ServeHTTP(w, r)
+			return
+		}
+		f, err := build.Open(name)
+		if errors.Is(err, fs.ErrNotExist) {
+			http.Error(w, NotBuilt, http.StatusServiceUnavailable)
+			return
+		}
+		if err != nil {
+			http.Error(w, fmt.Sprintf("web: opening %s: %v", filepath.Join(o.WasmDir, name), err), http.StatusInternalServerError)
+			return
+		}
+		defer f.Close()
+		mod := started
+		if st, err := f.Stat(); err == nil && !st.ModTime().IsZero() {
+			mod = st.ModTime() // embedded files have none
+		}
+		rs, ok := f.(interface {
+			Read([]byte) (int, error)
+			Seek(int64, int) (int64, error)
+		})
+		if !ok {
+			http.Error(w, "web: "+name+" is not seekable", http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", ctype)
+		http.ServeContent(w, r, name, mod, rs)
+	})
+}
+
+// Built reports whether the embedded dist/ holds a wasm build.
+func Built() bool {
+	_, err := fs.Stat(dist, "dist/ag.wasm")
+	return err == nil
+}
