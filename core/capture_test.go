@@ -93,4 +93,3 @@ func TestCaptureGuard(t *testing.T) {
 		t.Errorf("after guard errors: %v, %v", v, err)
 	}
 }
-

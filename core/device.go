@@ -41,7 +41,7 @@ type Device struct {
 
 	lastRun *profile.Run // the last run's profile, until Data adds its download
 	holdRun bool
-	guard   string // set while a Capture records: sync points are errors
+	guard   string        // set while a Capture records: sync points are errors
 	created time.Duration // create time of recorded ops, for Backward's walk
 }
 

@@ -26,8 +26,8 @@ func Example() {
 	for range 200 {
 		opt.ZeroGrad()
 		l := nn.MSELoss(model.Forward(x), y)
-		l.Backward() // appends the backward to the pending graph
-		opt.Step()   // appends the fused Adam update
+		l.Backward()       // appends the backward to the pending graph
+		opt.Step()         // appends the fused Adam update
 		loss, _ = l.Item() // runs forward+backward+update as one program
 	}
 	fmt.Println(loss < 0.01)
