@@ -10,13 +10,18 @@ import argparse, json, statistics, time
 import torch
 
 
-def timed(fn, reps, warm=2):
+SYNC = lambda: None
+
+
+def timed(fn, reps, warm=3):
     for _ in range(warm):
         fn()
+    SYNC()
     ts = []
     for _ in range(reps):
         t0 = time.perf_counter()
         fn()
+        SYNC()
         ts.append((time.perf_counter() - t0) * 1e3)
     return statistics.median(ts), min(ts)
 
@@ -28,11 +33,21 @@ def main():
     ap.add_argument("--width", type=int, default=1024)
     ap.add_argument("--depth", type=int, default=4)
     ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--device", default="cpu", help="cpu or cuda")
+    ap.add_argument("--cuda-graph", action="store_true", help="also time the step captured in a CUDA graph")
     a = ap.parse_args()
+    global SYNC
+    dev = torch.device(a.device)
+    if dev.type == "cuda":
+        SYNC = torch.cuda.synchronize
+        # f32 means f32: no TF32 tensor-core rounding
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
     torch.manual_seed(1)
-    out = {"peer": "pytorch", "version": torch.__version__, "threads": torch.get_num_threads(), "results": []}
+    out = {"peer": "pytorch", "version": torch.__version__, "device": str(dev),
+           "threads": torch.get_num_threads(), "results": []}
     for n in [int(s) for s in a.matmul.split(",") if s]:
-        x, y = torch.randn(n, n), torch.randn(n, n)
+        x, y = torch.randn(n, n, device=dev), torch.randn(n, n, device=dev)
         med, mn = timed(lambda: torch.matmul(x, y), a.reps)
         out["results"].append({"kind": "matmul", "n": n, "median_ms": med, "min_ms": mn,
                                "gflops": 2 * n**3 / med / 1e6})
@@ -43,9 +58,9 @@ def main():
             layers.append(torch.nn.Linear(w, w))
             if i + 1 < d:
                 layers.append(torch.nn.ReLU())
-        model = torch.nn.Sequential(*layers)
-        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-        x, t = torch.rand(b, w) * 2 - 1, torch.tanh(torch.randn(b, w))
+        model = torch.nn.Sequential(*layers).to(dev)
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3, capturable=a.cuda_graph)
+        x, t = torch.rand(b, w, device=dev) * 2 - 1, torch.tanh(torch.randn(b, w, device=dev))
 
         def step():
             opt.zero_grad(set_to_none=True)
@@ -55,8 +70,31 @@ def main():
             return loss.item()
 
         med, mn = timed(step, a.reps)
-        out["results"].append({"kind": "mlp_step", "width": w, "depth": d, "batch": b, "median_ms": med,
-                               "min_ms": mn, "gflops": 6 * b * w * w * d / med / 1e6})
+        out["results"].append({"kind": "mlp_step", "mode": "eager", "width": w, "depth": d, "batch": b,
+                               "median_ms": med, "min_ms": mn, "gflops": 6 * b * w * w * d / med / 1e6})
+        if a.cuda_graph and dev.type == "cuda":
+            s = torch.cuda.Stream()
+            s.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(s):
+                for _ in range(3):
+                    opt.zero_grad(set_to_none=True)
+                    torch.nn.functional.mse_loss(model(x), t).backward()
+                    opt.step()
+            torch.cuda.current_stream().wait_stream(s)
+            g = torch.cuda.CUDAGraph()
+            opt.zero_grad(set_to_none=True)
+            with torch.cuda.graph(g):
+                gl = torch.nn.functional.mse_loss(model(x), t)
+                gl.backward()
+                opt.step()
+
+            def replay():
+                g.replay()
+                return gl.item()
+
+            med, mn = timed(replay, a.reps)
+            out["results"].append({"kind": "mlp_step", "mode": "cuda_graph", "width": w, "depth": d, "batch": b,
+                                   "median_ms": med, "min_ms": mn, "gflops": 6 * b * w * w * d / med / 1e6})
     print(json.dumps(out, indent=1))
 
 

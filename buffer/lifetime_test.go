@@ -134,7 +134,7 @@ func TestCloseKeepsValue(t *testing.T) {
 // Close fails and frees nothing: the buffer stays on the device, intact.
 func TestCloseFailsAndFreesNothing(t *testing.T) {
 	const width, capacity = 1024, 4097 // 16 MB + one record: two parts
-	const part = 4 << 20                // floats per part (16 MB)
+	const part = 4 << 20               // floats per part (16 MB)
 	dev := openFaulty(t, 0, 0)
 	b := mustNew(t, dev, width, capacity)
 	defer b.Free()

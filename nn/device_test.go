@@ -1,6 +1,10 @@
 package nn
 
-import "os"
+import (
+	"os"
+
+	_ "github.com/ag-go/ag/backend/all"
+)
 
 // testDevice lets the same tests run on another backend:
 // AG_TEST_DEVICE=webgpu go test ./nn/

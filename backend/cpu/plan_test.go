@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -196,5 +197,53 @@ func TestPlanDecisions(t *testing.T) {
 	}
 	if pl.needed[8] {
 		t.Error("dead node 8 is planned")
+	}
+}
+
+// TestConcurrentRuns: programs of one backend may be run from several
+// goroutines; runs are serialized and each gets its own right answer.
+func TestConcurrentRuns(t *testing.T) {
+	c := New()
+	const workers = 4
+	done := make(chan error, workers)
+	for w := range workers {
+		go func() {
+			b := &gb{}
+			n := 40 + w*30 // different shapes share the backend's scratch
+			x := b.arg(n, n)
+			b.out(b.op(backend.OpMatMul, []int{n, n}, x, x))
+			prog, err := c.Compile(&b.g)
+			if err != nil {
+				done <- err
+				return
+			}
+			args := randArgs(rand.New(rand.NewPCG(uint64(w), 50)), b.shapes, -1, 1)
+			ref := [][]float64{make([]float64, n*n), make([]float64, n*n)}
+			for j, v := range args[0] {
+				ref[0][j] = float64(v)
+			}
+			refEval(&b.g, ref)
+			xb, _ := c.Alloc(n * n)
+			ob, _ := c.Alloc(n * n)
+			_ = c.Write(xb, 0, args[0])
+			for range 20 {
+				if _, err := prog.Run([]backend.Buffer{xb, ob}); err != nil {
+					done <- err
+					return
+				}
+				for j, v := range ob.(*Buffer).data {
+					if !close32(v, ref[1][j], tolMM) {
+						done <- fmt.Errorf("worker %d: [%d] = %v, want %v", w, j, v, ref[1][j])
+						return
+					}
+				}
+			}
+			done <- nil
+		}()
+	}
+	for range workers {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
 	}
 }

@@ -121,20 +121,22 @@ func (l *lowering) tensorsUsed() int {
 	return int(C.ggml_used_mem(l.ctx) / C.ggml_tensor_overhead())
 }
 
-// build lowers every node in IR order (so ggml executes them in that order:
-// reads of an arg stay on their side of an in-place update) and places each
-// output copy right after its node.
+// build lowers every node in IR order, so ggml executes them in that order
+// (reads of an arg stay on their side of an in-place update), then copies
+// the outputs into their args after the last node, as backendtest.Eval
+// defines: an OpArg node's output is the arg's final state.
 func (l *lowering) build() error {
-	outs := make(map[int][]backend.Output)
-	for _, o := range l.g.Outputs {
-		outs[o.Node] = append(outs[o.Node], o)
-	}
 	for i := range l.g.Nodes {
 		n := &l.g.Nodes[i]
 		before := l.tensorsUsed()
 		v, effects, err := l.lowerNode(i, n)
 		if err != nil {
 			return fmt.Errorf("node %d (%s %v): %w", i, n.Op, n.Shape, err)
+		}
+		if l.aliasesMutatedArg(i, v) {
+			// A view of an arg that an in-place op updates later: the IR
+			// value is the arg at this position, so take a copy now.
+			v = C.ggml_cont(l.ctx, v)
 		}
 		if used := l.tensorsUsed() - before; used > tensorsFor(n) {
 			return fmt.Errorf("node %d (%s): lowering made %d ggml tensors, more than its budget %d (a bug in package native)", i, n.Op, used, tensorsFor(n))
@@ -144,16 +146,51 @@ func (l *lowering) build() error {
 			l.expand(e)
 		}
 		l.expand(v)
-		for _, o := range outs[i] {
-			if l.holdsArg(i, o.Arg) {
-				continue // the value already lives in that arg
-			}
-			dst := l.newArg(n.Shape, o.Arg)
-			l.expand(C.ggml_cpy(l.ctx, v, dst))
-		}
 		l.nodeEnd[i] = int(C.ggml_graph_n_nodes(l.gf))
 	}
+	for _, o := range l.g.Outputs {
+		if l.holdsArg(o.Node, o.Arg) {
+			continue // the value already lives in that arg
+		}
+		dst := l.newArg(l.g.Nodes[o.Node].Shape, o.Arg)
+		l.expand(C.ggml_cpy(l.ctx, l.val[o.Node], dst))
+	}
 	return nil
+}
+
+// aliasesMutatedArg reports whether v, the value of node i (not itself an
+// OpArg or in-place op), shares memory with an arg that an in-place op after
+// node i updates.
+func (l *lowering) aliasesMutatedArg(i int, v tensor) bool {
+	n := &l.g.Nodes[i]
+	if n.Op == backend.OpArg || n.Op.InPlace() {
+		return false
+	}
+	root := v
+	if v.view_src != nil {
+		root = v.view_src
+	}
+	arg := -1
+	for _, a := range l.args {
+		if a.t == root {
+			arg = a.arg
+		}
+	}
+	if arg < 0 {
+		return false
+	}
+	for j := i + 1; j < len(l.g.Nodes); j++ {
+		m := &l.g.Nodes[j]
+		if !m.Op.InPlace() {
+			continue
+		}
+		for _, k := range []int{0, 2, 3} {
+			if k < len(m.In)-1 && l.argOf(m.In[k]) == arg {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // holdsArg reports whether node i's value is stored in args[arg] itself: an
@@ -174,7 +211,7 @@ func (l *lowering) checkSupported() error {
 	nn := int(C.ggml_graph_n_nodes(l.gf))
 	irNode := 0
 	for k := 0; k < nn; k++ {
-		for irNode < len(l.nodeEnd)-1 && k >= l.nodeEnd[irNode] {
+		for irNode < len(l.nodeEnd) && k >= l.nodeEnd[irNode] {
 			irNode++
 		}
 		t := C.ggml_graph_node(l.gf, C.int(k))
@@ -183,6 +220,10 @@ func (l *lowering) checkSupported() error {
 			continue
 		}
 		if !C.ggml_backend_supports_op(l.d.be, t) {
+			if irNode == len(l.g.Nodes) {
+				return fmt.Errorf("%s cannot run ggml op %s [%d %d %d %d] of an output copy",
+					l.d.name, C.GoString(C.ggml_op_desc(t)), t.ne[0], t.ne[1], t.ne[2], t.ne[3])
+			}
 			n := &l.g.Nodes[irNode]
 			return fmt.Errorf("%s cannot run ggml op %s [%d %d %d %d] needed by node %d (%s %v)",
 				l.d.name, C.GoString(C.ggml_op_desc(t)), t.ne[0], t.ne[1], t.ne[2], t.ne[3], irNode, n.Op, n.Shape)
@@ -306,10 +347,16 @@ func (l *lowering) lowerNode(i int, n *backend.Node) (tensor, []tensor, error) {
 // numbers through an i32 cast, as the seed's ag_buffer does before get_rows.
 // It returns both the whole-number f32 values and the i32 tensor.
 func (l *lowering) indices(idx tensor, rows int) (f32, i32 tensor) {
-	c := C.ggml_clamp(l.ctx, idx, 0, C.float(rows-1))
+	c := l.clamp(idx, 0, float32(rows-1))
 	i32 = C.ggml_cast(l.ctx, c, C.GGML_TYPE_I32)
 	f32 = C.ggml_cast(l.ctx, i32, C.GGML_TYPE_F32)
 	return f32, i32
+}
+
+// clamp is min(max(x, lo), hi) into a new tensor: ggml_clamp works in place
+// (its result is a view of its input), which would overwrite an arg.
+func (l *lowering) clamp(x tensor, lo, hi float32) tensor {
+	return C.ggml_clamp(l.ctx, C.ggml_cont(l.ctx, x), C.float(lo), C.float(hi))
 }
 
 func (l *lowering) lowerUnary(n *backend.Node) tensor {
@@ -333,7 +380,7 @@ func (l *lowering) lowerUnary(n *backend.Node) tensor {
 	case backend.OpAffine:
 		return l.scaleBias(x, n.A, n.B)
 	case backend.OpClamp:
-		return C.ggml_clamp(ctx, x, C.float(n.A), C.float(n.B))
+		return l.clamp(x, n.A, n.B)
 	case backend.OpInside:
 		// step(x-A) * step(B-x); step(y) is 1 for y > 0, and y = x-A is > 0
 		// exactly when x > A (IEEE subtraction is exact in sign).

@@ -152,19 +152,23 @@ func TestAdamWSharedState(t *testing.T) {
 }
 
 // A read of w before and after an in-place SGD update in one graph sees the
-// old and the new value respectively.
+// old and the new value respectively, also through a reshape (a view in
+// ggml) taken before the update and consumed after it.
 func TestInPlaceOrder(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	shape := []int{9, 4}
-	g := &backend.Graph{NumArgs: 6, Nodes: []backend.Node{
+	g := &backend.Graph{NumArgs: 7, Nodes: []backend.Node{
 		arg(0, shape...), arg(1, shape...), arg(2, shape...), arg(3, 3),
-		{Op: backend.OpMul, In: []int{0, 0}, Shape: shape}, // before: old w
+		{Op: backend.OpMul, In: []int{0, 0}, Shape: shape},      // before: old w
+		{Op: backend.OpReshape, In: []int{0}, Shape: []int{36}}, // before: old w
 		{Op: backend.OpSGD, In: []int{0, 1, 2, 3}, Shape: shape},
 		{Op: backend.OpNeg, In: []int{0}, Shape: shape}, // after: new w
-	}, Outputs: []backend.Output{{Node: 4, Arg: 4}, {Node: 6, Arg: 5}}}
+		{Op: backend.OpExp, In: []int{5}, Shape: []int{36}},
+	}, Outputs: []backend.Output{{Node: 4, Arg: 4}, {Node: 7, Arg: 5}, {Node: 8, Arg: 6}}}
 	for _, name := range devices(t) {
 		t.Run(name, func(t *testing.T) {
-			runAndCompare(t, open(t, name), g, [][]float32{randVals(r, 36), randVals(r, 36), randVals(r, 36), {0.1, 0.9, 0.01}, make([]float32, 36), make([]float32, 36)}, 1e-5)
+			runAndCompare(t, open(t, name), g, [][]float32{randVals(r, 36), randVals(r, 36), randVals(r, 36),
+				{0.1, 0.9, 0.01}, make([]float32, 36), make([]float32, 36), make([]float32, 36)}, 1e-5)
 		})
 	}
 }

@@ -15,12 +15,17 @@ import (
 	"github.com/ag-go/ag/backend"
 	"github.com/ag-go/ag/core"
 	"github.com/ag-go/ag/internal/workload"
+	"github.com/ag-go/ag/profile"
 )
 
 // benchResult is one measurement in `ag bench --json` output.
 type benchResult struct {
 	Device  string  `json:"device"`
 	Kind    string  `json:"kind"` // "matmul" or "mlp_step"
+	Mode    string  `json:"mode,omitempty"` // mlp_step: eager, lazy, captured
+	Up      float64 `json:"uploads_per_step,omitempty"`
+	Down    float64 `json:"downloads_per_step,omitempty"`
+	Launch  float64 `json:"launches_per_step,omitempty"`
 	N       int     `json:"n,omitempty"`
 	Width   int     `json:"width,omitempty"`
 	Depth   int     `json:"depth,omitempty"`
@@ -48,6 +53,7 @@ func bench(args []string) error {
 	width := fs.Int("width", 1024, "MLP width")
 	depth := fs.Int("depth", 4, "MLP depth")
 	reps := fs.Int("reps", 10, "timed repetitions per measurement")
+	modes := fs.String("modes", "lazy,captured", "MLP step execution modes: eager, lazy, captured")
 	out := fs.String("json", "", "write the results as JSON to this file")
 	fs.Parse(args)
 
@@ -60,7 +66,7 @@ func bench(args []string) error {
 		}
 	}
 	rep := benchReport{Time: time.Now().UTC().Format(time.RFC3339), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, CPUs: runtime.NumCPU()}
-	fmt.Printf("%-12s %-10s %-18s %10s %10s %10s\n", "device", "kind", "shape", "median ms", "min ms", "GFLOP/s")
+	fmt.Printf("%-12s %-18s %-14s %10s %10s %10s %8s %8s\n", "device", "kind", "shape", "median ms", "min ms", "GFLOP/s", "up/dn", "launch")
 	for _, name := range names {
 		dev, err := core.Open(name)
 		if err != nil {
@@ -75,12 +81,14 @@ func bench(args []string) error {
 			printResult(r, fmt.Sprintf("%dx%dx%d", n, n, n))
 		}
 		for _, b := range ints(*batches) {
-			r, err := benchStep(dev, *width, *depth, b, *reps)
-			if err != nil {
-				return fmt.Errorf("%s MLP step batch %d: %w", name, b, err)
+			for _, mode := range splitList(*modes) {
+				r, err := benchStep(dev, workload.Mode(mode), *width, *depth, b, *reps)
+				if err != nil {
+					return fmt.Errorf("%s MLP step batch %d %s: %w", name, b, mode, err)
+				}
+				rep.Results = append(rep.Results, r)
+				printResult(r, fmt.Sprintf("%dx%d b%d", *depth, *width, b))
 			}
-			rep.Results = append(rep.Results, r)
-			printResult(r, fmt.Sprintf("%dx%d b%d", *depth, *width, b))
 		}
 		if err := dev.Close(); err != nil {
 			return err
@@ -106,7 +114,15 @@ func bench(args []string) error {
 }
 
 func printResult(r benchResult, shape string) {
-	fmt.Printf("%-12s %-10s %-18s %10.3f %10.3f %10.1f\n", r.Device, r.Kind, shape, r.MedianM, r.MinMs, r.GFLOPs)
+	kind := r.Kind
+	if r.Mode != "" {
+		kind += " " + r.Mode
+	}
+	xfer := ""
+	if r.Kind == "mlp_step" {
+		xfer = fmt.Sprintf("%.0f/%.0f", r.Up, r.Down)
+	}
+	fmt.Printf("%-12s %-18s %-14s %10.3f %10.3f %10.1f %8s %8.1f\n", r.Device, kind, shape, r.MedianM, r.MinMs, r.GFLOPs, xfer, r.Launch)
 }
 
 func benchMatMul(dev *core.Device, n, reps int) (benchResult, error) {
@@ -133,21 +149,34 @@ func benchMatMul(dev *core.Device, n, reps int) (benchResult, error) {
 		GFLOPs: 2 * float64(n) * float64(n) * float64(n) / med / 1e6, Reps: reps}, nil
 }
 
-func benchStep(dev *core.Device, width, depth, batch, reps int) (benchResult, error) {
+func benchStep(dev *core.Device, mode workload.Mode, width, depth, batch, reps int) (benchResult, error) {
 	m, err := workload.New(dev, workload.Config{Width: width, Depth: depth, Batch: batch, Seed: 1})
 	if err != nil {
 		return benchResult{}, err
 	}
-	if _, _, err := m.Timed(2); err != nil { // compile
+	if _, _, err := m.Timed(mode, 2); err != nil { // compile, record
 		return benchResult{}, err
 	}
-	times, loss, err := m.Timed(reps)
+	// transfers and launches of the timed steps
+	profile.Count(true)
+	profile.ResetLaunches()
+	st0 := dev.Stats()
+	times, loss, err := m.Timed(mode, reps)
+	profile.Count(false)
 	if err != nil {
 		return benchResult{}, err
 	}
+	st1 := dev.Stats()
+	launches := 0
+	for _, n := range profile.Launches() {
+		launches += n
+	}
 	med, mn := stats(times)
-	return benchResult{Device: dev.Name(), Kind: "mlp_step", Width: width, Depth: depth, Batch: batch,
-		MedianM: med, MinMs: mn, GFLOPs: m.FLOPs() / med / 1e6, Reps: reps, Loss: float64(loss)}, nil
+	n := float64(reps)
+	return benchResult{Device: dev.Name(), Kind: "mlp_step", Mode: string(mode), Width: width, Depth: depth, Batch: batch,
+		MedianM: med, MinMs: mn, GFLOPs: m.FLOPs() / med / 1e6, Reps: reps, Loss: float64(loss),
+		Up: float64(st1.Uploads-st0.Uploads) / n, Down: float64(st1.Downloads-st0.Downloads) / n,
+		Launch: float64(launches) / n}, nil
 }
 
 func stats(ts []time.Duration) (median, min float64) {

@@ -11,9 +11,7 @@ import (
 	"fmt"
 	"os"
 
-	_ "github.com/ag-go/ag/backend/cpu"
-	_ "github.com/ag-go/ag/backend/native"
-	_ "github.com/ag-go/ag/backend/webgpu"
+	_ "github.com/ag-go/ag/backend/all"
 )
 
 var commands = map[string]func(args []string) error{

@@ -29,8 +29,27 @@ type MLP struct {
 	Opt   *nn.Adam
 	xs    []*core.Tensor
 	ys    []*core.Tensor
+	hx    [][]float32 // host copies of the batches, for captured steps
+	hy    [][]float32
 	step  int
+	capt  *nn.StepCapture
 }
+
+// Mode is how a step executes.
+type Mode string
+
+// The execution modes that benchmarks and the page compare.
+const (
+	// Eager runs every op as soon as it is recorded (one program per op).
+	Eager Mode = "eager"
+	// Lazy records the whole step and runs it as one program at the sync;
+	// the program comes from the cache after the first step, but the step is
+	// recorded and lowered again every time.
+	Lazy Mode = "lazy"
+	// Captured records the step once and replays the compiled program,
+	// uploading the batch and downloading the loss only.
+	Captured Mode = "captured"
+)
 
 // New builds the model and the data. The targets come from a fixed random
 // teacher network of the same shape (y = tanh(x·T)), computed on the device
@@ -69,13 +88,44 @@ func New(dev *core.Device, cfg Config) (*MLP, error) {
 			y := core.Tanh(core.MatMul(x, t)).Keep()
 			m.xs = append(m.xs, x)
 			m.ys = append(m.ys, y)
+			m.hx = append(m.hx, xv)
 		}
 		err = dev.Sync()
 	})
 	if err != nil {
 		return nil, fmt.Errorf("workload.New: computing targets: %w", err)
 	}
+	for _, y := range m.ys {
+		v, err := y.Data()
+		if err != nil {
+			return nil, fmt.Errorf("workload.New: reading targets: %w", err)
+		}
+		m.hy = append(m.hy, v)
+	}
 	return m, nil
+}
+
+// StepMode runs one training step in the given mode and returns the loss.
+func (m *MLP) StepMode(mode Mode) (float32, error) {
+	switch mode {
+	case Lazy, "":
+		return m.Step()
+	case Eager:
+		prev := m.Dev.SetEager(true)
+		defer m.Dev.SetEager(prev)
+		return m.Step()
+	case Captured:
+		if m.capt == nil {
+			m.capt = nn.CaptureStep(m.Opt, func(in []*core.Tensor) *core.Tensor {
+				return nn.MSELoss(m.Model.Forward(in[0]), in[1])
+			})
+		}
+		i := m.step % len(m.hx)
+		m.step++
+		b, w := m.Cfg.Batch, m.Cfg.Width
+		return m.capt.Step(core.In(m.hx[i], b, w), core.In(m.hy[i], b, w))
+	}
+	return 0, fmt.Errorf("workload: unknown mode %q (eager, lazy, captured)", mode)
 }
 
 // Step runs one training step (forward, backward, Adam) and returns the
@@ -101,13 +151,14 @@ func (m *MLP) FLOPs() float64 {
 	return 3 * 2 * b * w * w * d
 }
 
-// Timed runs n steps and returns each step's wall time and the last loss.
-func (m *MLP) Timed(n int) ([]time.Duration, float32, error) {
+// Timed runs n steps in mode and returns each step's wall time and the last
+// loss.
+func (m *MLP) Timed(mode Mode, n int) ([]time.Duration, float32, error) {
 	times := make([]time.Duration, n)
 	var loss float32
 	for i := range n {
 		t0 := time.Now()
-		l, err := m.Step()
+		l, err := m.StepMode(mode)
 		if err != nil {
 			return nil, 0, err
 		}

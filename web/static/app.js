@@ -1,0 +1,581 @@
+// The ag profile page: loads ag.wasm (package wasm), trains the MLP workload
+// through globalThis.ag, and renders profiles (browser or native JSON) as
+// plain SVG and HTML. No libraries.
+"use strict";
+
+(() => {
+  const STAGES = ["ctx", "create", "flush", "upload", "graph", "compute", "download"];
+  const STAGE_INFO = {
+    ctx: "getting a graph builder",
+    create: "building op nodes",
+    flush: "allocating device buffers",
+    upload: "host → device",
+    graph: "lowering / compiling the program",
+    compute: "the arithmetic",
+    download: "device → host",
+  };
+  const PASSES = ["forward", "backward", "update"];
+  const MODES = ["eager", "lazy", "captured"];
+  const SVG = "http://www.w3.org/2000/svg";
+
+  const $ = (sel) => document.querySelector(sel);
+  const state = {
+    ready: false,
+    busy: false,
+    built: null, // config string of the model built
+    losses: [], // [step, loss]
+    stepMS: [],
+    profiles: [], // {id, label, kind: "browser"|"file", data}
+    selected: null,
+    sort: { key: "ms", dir: -1 },
+    scale: "share",
+  };
+
+  // ---------- helpers ----------
+  function el(tag, attrs, ...kids) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k === "class") e.className = v;
+      else if (k === "text") e.textContent = v;
+      else e.setAttribute(k, v === true ? "" : v);
+    }
+    for (const k of kids) if (k !== null && k !== undefined) e.append(k);
+    return e;
+  }
+  function svg(tag, attrs, ...kids) {
+    const e = document.createElementNS(SVG, tag);
+    for (const [k, v] of Object.entries(attrs || {})) if (v !== undefined && v !== null) e.setAttribute(k, v);
+    for (const k of kids) if (k !== null && k !== undefined) e.append(k);
+    return e;
+  }
+  function fmtMS(ms) {
+    if (!isFinite(ms)) return "–";
+    if (ms >= 1000) return (ms / 1000).toFixed(2) + " s";
+    if (ms >= 100) return ms.toFixed(0) + " ms";
+    if (ms >= 10) return ms.toFixed(1) + " ms";
+    if (ms >= 0.1) return ms.toFixed(2) + " ms";
+    return (ms * 1000).toFixed(1) + " µs";
+  }
+  function fmtNum(v, digits = 3) {
+    if (!isFinite(v)) return "–";
+    if (v === 0) return "0";
+    const a = Math.abs(v);
+    if (a >= 1e4 || a < 1e-3) return v.toExponential(2);
+    return v.toPrecision(digits);
+  }
+  function fmtBytes(b) {
+    if (!b) return "0 B";
+    const u = ["B", "KiB", "MiB", "GiB"];
+    let i = 0;
+    while (b >= 1024 && i < u.length - 1) { b /= 1024; i++; }
+    return (i === 0 ? b.toFixed(0) : b.toFixed(b >= 100 ? 0 : 1)) + " " + u[i];
+  }
+  function median(a) {
+    if (!a.length) return NaN;
+    const s = [...a].sort((x, y) => x - y);
+    return s[Math.floor(s.length / 2)];
+  }
+  function setStatus(text, kind) {
+    const s = $("#status");
+    s.textContent = text;
+    s.dataset.kind = kind || "";
+  }
+  function banner(kind, html, id) {
+    if (id) document.getElementById(id)?.remove();
+    const b = el("div", { class: "banner " + kind, role: kind === "error" ? "alert" : "status", id });
+    b.innerHTML = html;
+    const close = el("button", { type: "button", class: "close", "aria-label": "Dismiss", text: "×" });
+    close.addEventListener("click", () => b.remove());
+    b.append(close);
+    $("#banners").append(b);
+    return b;
+  }
+  function esc(s) {
+    return String(s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+  }
+  function download(name, text, type) {
+    const url = URL.createObjectURL(new Blob([text], { type }));
+    const a = el("a", { href: url, download: name });
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 1000);
+  }
+  function errText(e) { return (e && e.message) || String(e); }
+
+  // ---------- wasm ----------
+  async function loadWasm() {
+    if (typeof Go !== "function") {
+      const r = await fetch("wasm_exec.js", { method: "HEAD" }).catch(() => null);
+      throw new Error(r && r.status === 503 ? "not-built" : "wasm_exec.js did not load");
+    }
+    const resp = await fetch("ag.wasm");
+    if (resp.status === 503) throw new Error("not-built");
+    if (!resp.ok) throw new Error(`fetching ag.wasm: HTTP ${resp.status}`);
+    const go = new Go();
+    const ready = new Promise((res) => { window.agReady = res; });
+    const { instance } = await WebAssembly.instantiateStreaming(resp, go.importObject);
+    go.run(instance).then(() => banner("error", "The ag wasm module exited; reload the page."));
+    await ready;
+  }
+
+  async function init() {
+    buildLegend();
+    wireUI();
+    try {
+      await loadWasm();
+    } catch (e) {
+      if (errText(e) === "not-built") {
+        banner("error", "<b>ag.wasm is not built.</b> Run <code>make wasm</code> and restart <code>ag serve</code>. Opening profile JSON files still works.");
+        setStatus("Training is unavailable: ag.wasm is not built.", "error");
+      } else {
+        banner("error", "<b>Could not start ag in this browser:</b> " + esc(errText(e)));
+        setStatus("Training is unavailable.", "error");
+      }
+      $("#device-name").textContent = "none";
+      $("#webgpu-state").textContent = "not checked";
+      return;
+    }
+    try {
+      const d = await ag.devices();
+      showDevices(d);
+    } catch (e) {
+      banner("error", "Listing devices failed: " + esc(errText(e)));
+    }
+    state.ready = true;
+    setBusy(false);
+    setStatus("Ready. Choose a model and train it.");
+  }
+
+  function showDevices(d) {
+    const wg = d.webgpu;
+    $("#webgpu-state").textContent = wg.ok ? wg.why : "not available";
+    $("#webgpu-state").title = wg.why;
+    const opt = $('#f-device option[value="webgpu"]');
+    opt.disabled = !wg.ok;
+    $('#f-device option[value="best"]').textContent = `best available (${d.best})`;
+    $("#device-name").textContent = d.current || `${d.best} (not opened yet)`;
+    if (!wg.ok) {
+      banner("warn", `<b>WebGPU is not available here</b> (${esc(wg.why)}). ag trains on its CPU backend compiled to WebAssembly instead: same numbers, slower. For WebGPU use a browser with it enabled (Chrome, Edge; in headless Chromium pass <code>--enable-unsafe-webgpu</code>).`, "webgpu-banner");
+    } else if (/software|fallback|swiftshader/i.test(wg.why)) {
+      banner("info", `WebGPU runs on a <b>software adapter</b> (${esc(wg.why)}): correct, but slower than a GPU.`, "webgpu-banner");
+    }
+  }
+
+  // ---------- UI wiring ----------
+  function wireUI() {
+    $("#train-form").addEventListener("submit", (ev) => { ev.preventDefault(); train(); });
+    $("#btn-profile").addEventListener("click", profileModes);
+    $("#btn-stop").addEventListener("click", () => { if (window.ag) ag.stop(); setStatus("Stopping after this step…"); });
+    $("#f-file").addEventListener("change", openFile);
+    $("#f-prof").addEventListener("change", (e) => { state.selected = e.target.value; renderDetail(); });
+    $("#f-pass").addEventListener("change", renderOps);
+    for (const r of document.querySelectorAll('input[name="scale"]')) {
+      r.addEventListener("change", (e) => { state.scale = e.target.value; renderModes(); });
+    }
+    for (const th of document.querySelectorAll("#op-table th")) {
+      th.querySelector("button").addEventListener("click", () => {
+        const k = th.dataset.key;
+        state.sort = { key: k, dir: state.sort.key === k ? -state.sort.dir : (k === "op" ? 1 : -1) };
+        renderOps();
+      });
+    }
+    $("#btn-dl-json").addEventListener("click", () => {
+      const p = current();
+      if (p) download(`ag-profile-${slug(p.label)}.json`, JSON.stringify(p.data, null, 1), "application/json");
+    });
+    $("#btn-dl-trace").addEventListener("click", async () => {
+      const p = current();
+      if (!p || p.kind !== "browser") return;
+      try {
+        download(`ag-trace-${slug(p.label)}.json`, await ag.trace(p.data.mode), "application/json");
+      } catch (e) {
+        banner("error", "Trace: " + esc(errText(e)));
+      }
+    });
+    let t;
+    window.addEventListener("resize", () => { clearTimeout(t); t = setTimeout(() => { renderLoss(); renderModes(); }, 100); });
+  }
+  function slug(s) { return s.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, ""); }
+
+  function setBusy(b, training) {
+    state.busy = b;
+    const can = state.ready && !b;
+    $("#btn-train").disabled = !can;
+    $("#btn-profile").disabled = !can;
+    $("#btn-stop").disabled = !(b && training);
+    for (const i of document.querySelectorAll("#train-form input, #train-form select")) i.disabled = b;
+    document.body.classList.toggle("busy", b);
+  }
+
+  function readForm() {
+    const f = $("#train-form");
+    const bad = [...f.querySelectorAll("input")].filter((i) => !i.checkValidity());
+    for (const i of f.querySelectorAll("input")) i.setAttribute("aria-invalid", String(!i.checkValidity()));
+    if (bad.length) {
+      bad[0].focus();
+      throw new Error(`${bad[0].labels[0].firstChild.textContent.trim()}: ${bad[0].validationMessage}`);
+    }
+    const n = (id) => Number($(id).value);
+    return {
+      cfg: { width: n("#f-width"), depth: n("#f-depth"), batch: n("#f-batch"), lr: n("#f-lr"), device: $("#f-device").value },
+      steps: n("#f-steps"),
+      psteps: n("#f-psteps"),
+    };
+  }
+
+  async function ensureBuilt(cfg) {
+    const key = JSON.stringify(cfg);
+    if (state.built === key) return false;
+    setStatus(`Building a ${cfg.depth}×${cfg.width} MLP…`);
+    const info = await ag.build(cfg);
+    state.built = key;
+    state.losses = [];
+    state.stepMS = [];
+    $("#device-name").textContent = info.device;
+    $("#model-desc").textContent = `${cfg.depth} Linear layers of ${cfg.width}×${cfg.width} (${info.params.toLocaleString()} parameters), ReLU, batch ${cfg.batch}, Adam lr ${cfg.lr}, MSE · ${fmtNum(info.flops / 1e6)} MFLOP per step`;
+    for (const w of info.warnings) if (!/WebGPU is not available/.test(w)) banner("warn", esc(w));
+    renderLoss();
+    return true;
+  }
+
+  async function train() {
+    if (state.busy) return;
+    let form;
+    try { form = readForm(); } catch (e) { setStatus(errText(e), "error"); return; }
+    setBusy(true, true);
+    try {
+      await ensureBuilt(form.cfg);
+      setStatus(`Training ${form.steps} steps…`);
+      let pending = false;
+      const r = await ag.train(form.steps, (step, loss, ms) => {
+        state.losses.push([step, loss]);
+        state.stepMS.push(ms);
+        if (!pending) {
+          pending = true;
+          requestAnimationFrame(() => { pending = false; renderLoss(); });
+        }
+      });
+      renderLoss();
+      const ms = median(r.step_ms);
+      setStatus(`${r.stopped ? "Stopped after" : "Trained"} ${r.steps} steps: loss ${fmtNum(r.first_loss, 4)} → ${fmtNum(r.last_loss, 4)}, median ${fmtMS(ms)} per step.`, "ok");
+      document.body.dataset.trained = String(r.total);
+    } catch (e) {
+      setStatus("Training failed: " + errText(e), "error");
+      banner("error", "<b>Training failed:</b> " + esc(errText(e)));
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  async function profileModes() {
+    if (state.busy) return;
+    let form;
+    try { form = readForm(); } catch (e) { setStatus(errText(e), "error"); return; }
+    setBusy(true, false);
+    try {
+      await ensureBuilt(form.cfg);
+      for (const mode of MODES) {
+        setStatus(`Profiling ${form.psteps} steps in ${mode} mode…`);
+        const data = await ag.profile({ mode, steps: form.psteps });
+        addProfile({ id: "browser-" + mode, label: mode, kind: "browser", data });
+      }
+      setStatus(`Profiled ${form.psteps} steps in each of ${MODES.join(", ")} on ${state.profiles.find((p) => p.kind === "browser").data.device}.`, "ok");
+      document.body.dataset.profiled = "true";
+    } catch (e) {
+      setStatus("Profiling failed: " + errText(e), "error");
+      banner("error", "<b>Profiling failed:</b> " + esc(errText(e)));
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  function validProfile(d) {
+    if (!d || typeof d !== "object") return "not a JSON object";
+    if (d.schema !== 1) return `schema ${JSON.stringify(d.schema)}, this page reads schema 1`;
+    for (const k of PASSES) if (!d[k] || !Array.isArray(d[k].stages)) return `no "${k}" report`;
+    return "";
+  }
+
+  async function openFile(ev) {
+    const f = ev.target.files[0];
+    ev.target.value = "";
+    if (!f) return;
+    let data;
+    try {
+      data = JSON.parse(await f.text());
+    } catch (e) {
+      banner("error", `<b>${esc(f.name)}</b> is not JSON: ${esc(errText(e))}`);
+      return;
+    }
+    const why = validProfile(data);
+    if (why) {
+      banner("error", `<b>${esc(f.name)}</b> is not an ag profile (${esc(why)}). Write one with <code>ag demo -profile-json FILE</code>.`);
+      return;
+    }
+    const label = (data.mode ? data.mode + " · " : "") + f.name.replace(/\.json$/i, "");
+    addProfile({ id: "file-" + f.name, label, kind: "file", data, file: f.name });
+    setStatus(`Opened ${f.name} (${data.device || "unknown device"}, ${data.steps} steps).`, "ok");
+    document.body.dataset.opened = f.name;
+  }
+
+  function addProfile(p) {
+    const i = state.profiles.findIndex((q) => q.id === p.id);
+    if (i >= 0) state.profiles[i] = p; else state.profiles.push(p);
+    state.selected = p.id;
+    const sel = $("#f-prof");
+    sel.replaceChildren(...state.profiles.map((q) => el("option", { value: q.id, text: (q.kind === "file" ? "file: " : "") + q.label })));
+    sel.value = p.id;
+    sel.disabled = false;
+    renderModes();
+    renderDetail();
+  }
+  function current() { return state.profiles.find((p) => p.id === state.selected); }
+
+  // ---------- loss chart ----------
+  function niceTicks(lo, hi, n) {
+    const span = hi - lo || Math.abs(hi) || 1;
+    const step0 = span / n;
+    const mag = Math.pow(10, Math.floor(Math.log10(step0)));
+    const step = [1, 2, 5, 10].map((m) => m * mag).find((s) => span / s <= n) || 10 * mag;
+    const out = [];
+    for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(+v.toPrecision(12));
+    return out;
+  }
+
+  function renderLoss() {
+    const box = $("#loss-chart");
+    const pts = state.losses;
+    const n = pts.length;
+    $("#st-steps").textContent = n ? String(pts[n - 1][0]) : "–";
+    $("#st-loss").textContent = n ? fmtNum(pts[n - 1][1], 4) : "–";
+    $("#st-fell").textContent = n > 1 ? (pts[0][1] / pts[n - 1][1]).toFixed(1) + "×" : "–";
+    $("#st-ms").textContent = state.stepMS.length ? fmtMS(median(state.stepMS.slice(-50))).replace(" ms", "") : "–";
+    if (!n) {
+      box.replaceChildren(el("p", { class: "empty", text: "Train a model to see its loss fall." }));
+      return;
+    }
+    const W = Math.max(280, box.clientWidth || 600), H = Math.round(Math.min(300, Math.max(200, W * 0.42)));
+    const m = { l: 52, r: 14, t: 12, b: 34 };
+    const losses = pts.map((p) => p[1]).filter((v) => v > 0 && isFinite(v));
+    const lmin = Math.min(...losses), lmax = Math.max(...losses);
+    const log = lmax / lmin > 20;
+    const fy = log ? Math.log10 : (v) => v;
+    let y0 = log ? Math.floor(fy(lmin) * 2) / 2 : 0, y1 = log ? Math.ceil(fy(lmax) * 2) / 2 : lmax * 1.05;
+    if (y1 <= y0) y1 = y0 + 1;
+    const x0 = pts[0][0], x1 = Math.max(pts[n - 1][0], x0 + 1);
+    const X = (s) => m.l + (s - x0) / (x1 - x0) * (W - m.l - m.r);
+    const Y = (v) => m.t + (1 - (fy(v) - y0) / (y1 - y0)) * (H - m.t - m.b);
+    const s = svg("svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img",
+      "aria-label": `Loss over ${n} steps, from ${fmtNum(pts[0][1], 4)} to ${fmtNum(pts[n - 1][1], 4)}${log ? " (log scale)" : ""}` });
+    const grid = svg("g", { class: "grid" });
+    const yt = log ? niceTicks(y0, y1, 5).filter((v) => Number.isInteger(v * 2)) : niceTicks(y0, y1, 5);
+    for (const t of yt) {
+      const v = log ? Math.pow(10, t) : t;
+      const y = Y(v);
+      grid.append(svg("line", { x1: m.l, x2: W - m.r, y1: y, y2: y }));
+      grid.append(svg("text", { x: m.l - 6, y: y + 4, "text-anchor": "end" }, fmtNum(v, 2)));
+    }
+    for (const t of niceTicks(x0, x1, Math.max(2, Math.floor(W / 90)))) {
+      if (t < x0) continue;
+      const x = X(t);
+      grid.append(svg("line", { x1: x, x2: x, y1: m.t, y2: H - m.b, class: "v" }));
+      grid.append(svg("text", { x, y: H - m.b + 16, "text-anchor": "middle" }, String(t)));
+    }
+    grid.append(svg("text", { x: (m.l + W - m.r) / 2, y: H - 4, "text-anchor": "middle", class: "axis-label" }, "step"));
+    grid.append(svg("text", { x: 12, y: m.t + (H - m.t - m.b) / 2, "text-anchor": "middle", class: "axis-label",
+      transform: `rotate(-90 12 ${m.t + (H - m.t - m.b) / 2})` }, log ? "loss (log)" : "loss"));
+    s.append(grid);
+    const d = pts.filter((p) => p[1] > 0).map((p, i) => `${i ? "L" : "M"}${X(p[0]).toFixed(1)},${Y(p[1]).toFixed(1)}`).join("");
+    s.append(svg("path", { d, class: "loss-line" }));
+    const last = pts[n - 1];
+    s.append(svg("circle", { cx: X(last[0]), cy: Y(last[1]), r: 3.5, class: "loss-dot" }));
+    box.replaceChildren(s);
+  }
+
+  // ---------- breakdown ----------
+  function buildLegend() {
+    $("#legend").replaceChildren(...STAGES.map((st) =>
+      el("li", { title: STAGE_INFO[st] }, el("span", { class: "swatch s-" + st, "aria-hidden": "true" }), st)));
+  }
+
+  function passRows(d) {
+    return PASSES.map((p) => d[p]).filter((r) => r && !(r.ops === 0 && r.runs === 0 && r.total_ms === 0));
+  }
+
+  function renderModes() {
+    const box = $("#modes");
+    if (!state.profiles.length) return;
+    let maxMS = 0;
+    for (const p of state.profiles) for (const r of passRows(p.data)) maxMS = Math.max(maxMS, r.total_ms / Math.max(1, p.data.steps));
+    box.replaceChildren(...state.profiles.map((p) => modeCard(p, maxMS)));
+  }
+
+  function modeCard(p, maxMS) {
+    const d = p.data;
+    const steps = Math.max(1, d.steps || 0);
+    const card = el("article", { class: "mode" + (p.id === state.selected ? " selected" : ""), "data-mode": d.mode || "file", "data-id": p.id });
+    const head = el("header", {},
+      el("h3", {}, p.label, el("span", { class: "badge " + p.kind, text: p.kind === "file" ? "native file" : "browser" })),
+      el("p", { class: "dev", text: d.device || "unknown device" }));
+    if (d.mode_note) head.append(el("p", { class: "note", text: d.mode_note }));
+    card.append(head);
+    const perStep = d.steps ? d.step_total_ms / d.steps : NaN;
+    card.append(el("dl", { class: "kpis" },
+      kpi("per step", fmtMS(perStep)),
+      kpi("steps", String(d.steps ?? "–")),
+      kpi("attributed", d.coverage_pct ? d.coverage_pct.toFixed(0) + "%" : "–", "stage time over step wall time")));
+    card.append(passBars(d, steps, maxMS));
+    card.append(passTable(d, steps));
+    const sel = el("button", { type: "button", class: "link", text: p.id === state.selected ? "showing its ops below" : "show its ops and counters" });
+    sel.disabled = p.id === state.selected;
+    sel.addEventListener("click", () => { state.selected = p.id; $("#f-prof").value = p.id; renderModes(); renderDetail(); });
+    card.append(sel);
+    return card;
+  }
+
+  function kpi(k, v, title) {
+    return el("div", { title }, el("dt", { text: k }), el("dd", { text: v }));
+  }
+
+  // passBars draws one stacked bar per pass: stage shares (scale "share") or
+  // per-step ms on a scale shared by every card (scale "time").
+  function passBars(d, steps, maxMS) {
+    const rows = passRows(d);
+    const W = 320, labelW = 70, valW = 66, barH = 20, gap = 10;
+    const H = rows.length * (barH + gap) + 2;
+    const bw = W - labelW - valW;
+    const s = svg("svg", { viewBox: `0 0 ${W} ${H}`, class: "bars", role: "img",
+      "aria-label": "Stage shares per pass: " + rows.map((r) => `${r.pass} ${fmtMS(r.total_ms / steps)} per step`).join(", ") });
+    rows.forEach((r, i) => {
+      const y = i * (barH + gap) + 1;
+      const perStep = r.total_ms / steps;
+      const full = state.scale === "time" && maxMS > 0 ? bw * perStep / maxMS : bw;
+      const g = svg("g", { class: "bar", "data-pass": r.pass, "data-total-ms": r.total_ms });
+      g.append(svg("text", { x: 0, y: y + barH * 0.7, class: "lbl" }, r.pass));
+      g.append(svg("rect", { x: labelW, y, width: bw, height: barH, class: "track", rx: 3 }));
+      let x = labelW;
+      const ordered = [...r.stages].sort((a, b) => STAGES.indexOf(a.stage) - STAGES.indexOf(b.stage));
+      for (const st of ordered) {
+        const w = full * st.pct / 100;
+        const seg = svg("rect", { x, y, width: Math.max(0, w), height: barH, class: "seg s-" + st.stage,
+          "data-stage": st.stage, "data-pct": st.pct, "data-ms": st.ms });
+        seg.append(svg("title", {}, `${r.pass} ${st.stage}: ${st.pct.toFixed(1)}% (${fmtMS(st.ms / steps)} per step) — ${STAGE_INFO[st.stage] || ""}`));
+        g.append(seg);
+        if (w > 34 && state.scale === "share") {
+          g.append(svg("text", { x: x + w / 2, y: y + barH * 0.7, class: "seg-lbl", "text-anchor": "middle" }, st.pct.toFixed(0) + "%"));
+        }
+        x += w;
+      }
+      g.append(svg("text", { x: W, y: y + barH * 0.7, class: "val", "text-anchor": "end" }, fmtMS(perStep)));
+      s.append(g);
+    });
+    return s;
+  }
+
+  // passTable lists what each pass would gain resident: its transfer share
+  // and ceiling, and its op count.
+  function passTable(d, steps) {
+    const t = el("table", { class: "pass-table" });
+    t.append(el("caption", { class: "sr-only", text: "Transfer share and resident ceiling per pass" }));
+    t.append(el("thead", {}, el("tr", {},
+      el("th", { scope: "col", class: "txt", text: "pass" }),
+      el("th", { scope: "col", text: "ms/step" }),
+      el("th", { scope: "col", text: "transfer", title: "upload + download as a share of the pass" }),
+      el("th", { scope: "col", text: "ceiling", title: "total / (total - transfer): the most a fully resident pass could gain" }),
+      el("th", { scope: "col", text: "ops" }))));
+    const tb = el("tbody");
+    for (const r of passRows(d)) {
+      tb.append(el("tr", { "data-pass": r.pass },
+        el("th", { scope: "row", class: "txt", text: r.pass }),
+        el("td", { text: fmtMS(r.total_ms / steps) }),
+        el("td", { class: "transfer", text: r.transfer_pct.toFixed(1) + "%" }),
+        el("td", { class: "ceiling", text: r.ceiling >= 1000 ? "∞" : r.ceiling.toFixed(2) + "×" }),
+        el("td", { text: String(Math.round(r.ops / steps)) })));
+    }
+    t.append(tb);
+    return t;
+  }
+
+  // ---------- detail: ops table and counters ----------
+  function renderDetail() {
+    const p = current();
+    $("#btn-dl-json").disabled = !p;
+    $("#btn-dl-trace").disabled = !p || p.kind !== "browser";
+    $("#btn-dl-trace").title = p && p.kind !== "browser" ? "traces come with browser profiles; native runs write theirs with ag demo -trace" : "";
+    renderOps();
+    renderCounters();
+    for (const c of document.querySelectorAll(".mode")) c.classList.toggle("selected", c.dataset.id === state.selected);
+  }
+
+  function renderOps() {
+    const p = current();
+    const tbody = $("#op-table tbody");
+    for (const th of document.querySelectorAll("#op-table th")) {
+      if (th.dataset.key === state.sort.key) th.setAttribute("aria-sort", state.sort.dir > 0 ? "ascending" : "descending");
+      else th.removeAttribute("aria-sort");
+    }
+    if (!p) return;
+    const r = p.data[$("#f-pass").value];
+    const rows = [...((r && r.by_op) || [])];
+    const k = state.sort.key, dir = state.sort.dir;
+    rows.sort((a, b) => (k === "op" ? a.op.localeCompare(b.op) : (a[k] - b[k])) * dir || a.op.localeCompare(b.op));
+    if (!rows.length) {
+      tbody.replaceChildren(el("tr", {}, el("td", { colspan: 7, class: "empty", text: "No ops recorded in this pass." })));
+      return;
+    }
+    const maxPct = Math.max(...rows.map((o) => o.pct), 1);
+    const out = rows.map((o) => el("tr", {},
+      el("th", { scope: "row", class: "txt", text: o.op }),
+      el("td", { text: String(o.count) }),
+      el("td", { text: String(o.nodes) }),
+      el("td", { text: o.create_ms.toFixed(3) }),
+      el("td", { text: o.compute_ms.toFixed(3) }),
+      el("td", { text: o.ms.toFixed(3) }),
+      el("td", { class: "pct" }, el("span", { class: "pct-bar", style: `width:${(100 * o.pct / maxPct).toFixed(1)}%` }), el("span", { text: o.pct.toFixed(1) }))));
+    // The stages that belong to no op, so the rows add up to the pass total.
+    const other = r.total_ms - rows.reduce((a, o) => a + o.ms, 0);
+    if (other > 1e-6) {
+      out.push(el("tr", { class: "other" },
+        el("th", { scope: "row", class: "txt", text: "(other stages)" }),
+        el("td"), el("td"), el("td"), el("td"),
+        el("td", { text: other.toFixed(3) }),
+        el("td", { text: (100 * other / r.total_ms).toFixed(1) })));
+    }
+    tbody.replaceChildren(...out);
+  }
+
+  function renderCounters() {
+    const p = current();
+    const box = $("#counters");
+    if (!p) return;
+    const d = p.data, steps = Math.max(1, d.steps || 0);
+    const t = d.transfers || { sites: [] }, l = d.launches || { sites: [], total: 0 };
+    const kp = el("dl", { class: "kpis" },
+      kpi("launches/step", fmtNum(l.total / steps, 3)),
+      kpi("uploads/step", fmtNum((t.up_count || 0) / steps, 3)),
+      kpi("up", fmtBytes(t.up_bytes || 0)),
+      kpi("downloads/step", fmtNum((t.down_count || 0) / steps, 3)),
+      kpi("down", fmtBytes(t.down_bytes || 0)));
+    if (d.compiles !== undefined) kp.append(kpi("compiles", String(d.compiles)));
+    const xt = el("table", { class: "small" }, el("caption", { text: "Transfers by site" }),
+      el("thead", {}, el("tr", {}, el("th", { scope: "col", class: "txt", text: "dir" }), el("th", { scope: "col", class: "txt", text: "site" }),
+        el("th", { scope: "col", text: "count" }), el("th", { scope: "col", text: "bytes" }))));
+    const xb = el("tbody");
+    for (const s of t.sites || []) xb.append(el("tr", {}, el("td", { class: "txt", text: s.dir === "up" ? "↑ up" : "↓ down" }),
+      el("td", { class: "txt", text: s.site }), el("td", { text: String(s.count) }), el("td", { text: fmtBytes(s.bytes) })));
+    if (!(t.sites || []).length) xb.append(el("tr", {}, el("td", { colspan: 4, class: "empty", text: t.counted ? "none" : "not counted" })));
+    xt.append(xb);
+    const lt = el("table", { class: "small" }, el("caption", { text: "Launches by site" }),
+      el("thead", {}, el("tr", {}, el("th", { scope: "col", class: "txt", text: "site" }), el("th", { scope: "col", text: "count" }))));
+    const lb = el("tbody");
+    for (const s of l.sites || []) lb.append(el("tr", {}, el("td", { class: "txt", text: s.site }), el("td", { text: String(s.count) })));
+    lb.append(el("tr", { class: "total" }, el("th", { scope: "row", class: "txt", text: "total" }), el("td", { text: String(l.total) })));
+    lt.append(lb);
+    box.replaceChildren(el("p", { class: "of", text: `${p.label} · ${d.device || ""} · ${d.steps} steps` }), kp, el("div", { class: "table-wrap" }, xt), el("div", { class: "table-wrap" }, lt));
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
+  else init();
+})();
