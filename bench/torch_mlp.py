@@ -5,7 +5,7 @@ matmuls, timed the same way (median of N after warm-up), as JSON on stdout.
 Run it with Debian's python3-torch (CPU) as bench/side_by_side.sh does:
   env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 bench/torch_mlp.py
 """
-import argparse, json, statistics, time
+import argparse, json, os, statistics, time
 
 import torch
 
@@ -34,9 +34,13 @@ def main():
     ap.add_argument("--depth", type=int, default=4)
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--device", default="cpu", help="cpu or cuda")
+    ap.add_argument("--threads", type=int, default=0,
+                    help="CPU threads (default 0: torch's own choice; OpenBLAS adds its own pool)")
     ap.add_argument("--cuda-graph", action="store_true", help="also time the step captured in a CUDA graph")
     a = ap.parse_args()
     global SYNC
+    if a.threads > 0:
+        torch.set_num_threads(a.threads)
     dev = torch.device(a.device)
     if dev.type == "cuda":
         SYNC = torch.cuda.synchronize

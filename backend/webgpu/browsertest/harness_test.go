@@ -1,0 +1,199 @@
+package browsertest
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// chromium is the browser the tests drive (Debian's package, which ships
+// SwiftShader as its WebGPU adapter).
+const chromium = "/usr/bin/chromium"
+
+//go:embed index.html
+var indexHTML []byte
+
+// buildWasm compiles pkg (relative to this folder) as a GOOS=js test binary
+// into dir/suite.wasm and copies Go's wasm_exec.js next to it.
+func buildWasm(t *testing.T, dir, pkg string) {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("buildWasm: go command not found: %v", err)
+	}
+	start := time.Now()
+	cmd := exec.Command(goBin, "test", "-c", "-o", filepath.Join(dir, "suite.wasm"), pkg)
+	cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("buildWasm: GOOS=js GOARCH=wasm go test -c %s: %v\n%s", pkg, err, out)
+	}
+	root, err := exec.Command(goBin, "env", "GOROOT").Output()
+	if err != nil {
+		t.Fatalf("buildWasm: go env GOROOT: %v", err)
+	}
+	js, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(root)), "lib", "wasm", "wasm_exec.js"))
+	if err != nil {
+		t.Fatalf("buildWasm: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "wasm_exec.js"), js, 0o644); err != nil {
+		t.Fatalf("buildWasm: %v", err)
+	}
+	t.Logf("built %s for js/wasm in %v", pkg, time.Since(start).Round(time.Millisecond))
+}
+
+// serve serves dir and the embedded index.html on 127.0.0.1 (random port)
+// until the test ends.
+func serve(t *testing.T, dir string) string {
+	t.Helper()
+	files := http.FileServer(http.Dir(dir))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		if r.URL.Path == "/" || r.URL.Path == "/index.html" {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.Write(indexHTML)
+			return
+		}
+		files.ServeHTTP(w, r) // .wasm is served as application/wasm (instantiateStreaming needs it)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// browser starts headless Chromium with WebGPU enabled on a fresh profile
+// and returns a tab context; it skips when Chromium is not installed. The
+// browser's own output is logged if the test fails.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	if _, err := os.Stat(chromium); err != nil {
+		t.Skipf("browser: %s not found (%v): install it with `make deps` (apt-get install -y --no-install-recommends chromium)", chromium, err)
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromium),
+		chromedp.Flag("headless", "new"),
+		// Without it requestAdapter() is null: CPU adapters (SwiftShader)
+		// are blocklisted. --use-angle=vulkan would break WebGPU here.
+		chromedp.Flag("enable-unsafe-webgpu", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-extensions", true),
+		// The suite runs for minutes in one tab: keep its timers unthrottled.
+		chromedp.Flag("disable-background-timer-throttling", true),
+		chromedp.Flag("disable-renderer-backgrounding", true),
+		chromedp.Flag("disable-backgrounding-occluded-windows", true),
+		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost"),
+		chromedp.UserDataDir(t.TempDir()),
+	}
+	if os.Geteuid() == 0 {
+		opts = append(opts, chromedp.NoSandbox) // Chromium refuses to run as root with its sandbox
+	}
+	var log syncBuffer
+	opts = append(opts, chromedp.CombinedOutput(&log))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelTab := chromedp.NewContext(actx)
+	t.Cleanup(func() {
+		cancelTab()
+		cancelAlloc()
+		if t.Failed() {
+			t.Logf("chromium output:\n%s", log.String())
+		}
+	})
+	start := time.Now()
+	if err := chromedp.Run(ctx); err != nil { // starts the browser
+		t.Fatalf("browser: start %s: %v\n%s", chromium, err, log.String())
+	}
+	t.Logf("chromium started in %v", time.Since(start).Round(time.Millisecond))
+	return ctx
+}
+
+// pageState is what index.html exposes on window.
+type pageState struct {
+	Adapter  string `json:"adapter"`
+	Done     bool   `json:"done"`
+	ExitCode int    `json:"exitCode"`
+	Error    string `json:"error"`
+	OutLen   int    `json:"outLen"`
+}
+
+const stateJS = `({adapter: window.adapter, done: window.done, exitCode: window.exitCode, error: window.error, outLen: window.out.length})`
+
+// runWasm opens the page at base with args for the binary and polls until
+// the binary exits or timeout passes. It returns the final state and the
+// binary's output; when the timeout passes it returns an error along with
+// the output gathered so far.
+func runWasm(ctx context.Context, base string, args []string, timeout time.Duration) (pageState, string, error) {
+	var st pageState
+	a, err := json.Marshal(args)
+	if err != nil {
+		return st, "", err
+	}
+	u := base + "/?args=" + url.QueryEscape(string(a))
+	if err := chromedp.Run(ctx, chromedp.Navigate(u)); err != nil {
+		return st, "", fmt.Errorf("runWasm: navigate %s: %w", u, err)
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		// Evaluate answers only when the page's event loop is free; the Go
+		// program yields to it whenever it waits on a GPU promise.
+		ectx, cancel := context.WithTimeout(ctx, time.Until(deadline)+5*time.Second)
+		err := chromedp.Run(ectx, chromedp.Evaluate(stateJS, &st))
+		cancel()
+		if err != nil {
+			return st, output(ctx), fmt.Errorf("runWasm: reading page state: %w", err)
+		}
+		if st.Done {
+			return st, output(ctx), nil
+		}
+		if time.Now().After(deadline) {
+			return st, output(ctx), fmt.Errorf("runWasm: not done after %v (adapter %q, %d bytes of output)", timeout, st.Adapter, st.OutLen)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// output reads window.out, giving up after 20 s (a page stuck in wasm code
+// never answers).
+func output(ctx context.Context) string {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	var s string
+	if err := chromedp.Run(ctx, chromedp.Evaluate(`window.out`, &s)); err != nil {
+		return fmt.Sprintf("(output unavailable: %v)", err)
+	}
+	return s
+}
+
+// syncBuffer is a bytes.Buffer safe for Chromium's output goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
