@@ -572,3 +572,67 @@ func TestGenerationAfterClose(t *testing.T) {
 	close64(t, "before Close", first, want, 1e-6)
 	close64(t, "after Close", again, want, 1e-6)
 }
+
+// A buffer survives any number of training steps (forward, backward and an
+// in-place update in one program each): its value is untouched, it takes no
+// gradient, and the repeated step is compiled once.
+func TestSurvivesTrainingSteps(t *testing.T) {
+	const width, capacity, batch, steps = 3, 64, 8, 30
+	dev := open(t)
+	b := mustNew(t, dev, width, capacity)
+	defer b.Free()
+	rng := rand.New(rand.NewPCG(3, 4))
+	recs := make([]float32, width*capacity)
+	for i := range recs {
+		recs[i] = float32(rng.NormFloat64())
+	}
+	if err := b.Write(0, recs); err != nil {
+		t.Fatal(err)
+	}
+	w := dev.Param(make([]float32, width), width, 1)
+	wTrue := dev.Tensor([]float32{1, -2, 0.5}, width, 1)
+	vel, err := dev.Zeros(width, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hp := dev.Tensor([]float32{0.1, 0, 0}, 3) // lr, momentum, weight decay
+	var first, last float32
+	var compiles int
+	for s := range steps {
+		idx := make([]int, batch)
+		for i := range idx {
+			idx[i] = rng.IntN(capacity)
+		}
+		rows, err := b.GetRows(idx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		diff := core.Sub(core.MatMul(rows, w), core.MatMul(rows, wTrue))
+		loss := core.Mean(core.Mul(diff, diff))
+		if err := loss.Backward(); err != nil {
+			t.Fatal(err)
+		}
+		core.SGDUpdate(w, w.Grad(), vel, hp)
+		l, err := loss.Item()
+		if err != nil {
+			t.Fatalf("step %d: %v", s, err)
+		}
+		w.ZeroGrad()
+		switch s {
+		case 0:
+			first = l
+		case 2:
+			compiles = dev.Stats().Compiles
+		}
+		last = l
+	}
+	if n := dev.Stats().Compiles - compiles; n != 0 {
+		t.Errorf("steps 3..%d compiled %d programs, want 0", steps, n)
+	}
+	if !(last < first/10) {
+		t.Errorf("loss %g -> %g over %d steps: the model did not learn from the buffer", first, last, steps)
+	}
+	if got, err := b.Read(0, capacity); err != nil || !slices.Equal(got, recs) {
+		t.Fatalf("the buffer changed over training: %v", err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ag-go/ag/backend"
+	_ "github.com/ag-go/ag/backend/all" // every driver AG_TEST_DEVICE may name
 	"github.com/ag-go/ag/core"
 )
 

@@ -22,18 +22,16 @@ func checkFits(dev *core.Device, width, capacity int) error {
 	if capacity > math.MaxInt/width {
 		return errorf(ErrTooLarge, "buffer.New: %d x %d records do not fit in an int", capacity, width)
 	}
+	free, total, err := dev.Memory()
+	// Without an estimate (an error, or nothing reported) the allocation
+	// itself will tell.
+	if usable := memShare * float64(free); err == nil && total > 0 && bytes > usable {
+		return errorf(ErrTooLarge, "buffer.New: %.1f MB requested, the device reports %.1f MB free, of which %.1f MB (%.0f%%) may be used. Reduce the capacity.",
+			mb(bytes), mb(float64(free)), mb(usable), 100*memShare)
+	}
 	if maxElems := dev.Info().MaxBufferElems; maxElems > 0 && width*capacity > maxElems {
 		return errorf(ErrTooLarge, "buffer.New: %.1f MB requested, the device's largest buffer holds %.1f MB. Reduce the capacity.",
 			mb(bytes), mb(4*float64(maxElems)))
-	}
-	free, total, err := dev.Memory()
-	if err != nil || total == 0 {
-		return nil // no estimate: the allocation itself will tell
-	}
-	usable := memShare * float64(free)
-	if bytes > usable {
-		return errorf(ErrTooLarge, "buffer.New: %.1f MB requested, the device reports %.1f MB free, of which %.1f MB (%.0f%%) may be used. Reduce the capacity.",
-			mb(bytes), mb(float64(free)), mb(usable), 100*memShare)
 	}
 	return nil
 }

@@ -51,31 +51,34 @@ type TrainResult struct {
 	Stopped   bool      `json:"stopped"` // ag.stop() ended it early
 }
 
-// Execution modes of ag.profile. Each profiles `steps` training steps of
-// the built model; they differ in how the step reaches the device.
+// Execution modes of ag.profile, workload.Mode's names. Each profiles
+// `steps` training steps of the built model; they differ in how a step
+// reaches the device.
 const (
 	// ModeEager runs every op as its own program as soon as it is recorded
-	// (Device.SetEager): one run, and one launch at least, per op. One
-	// unprofiled warm-up step compiles the per-op programs first, so the
-	// profile is the steady state of per-op execution.
-	ModeEager = "eager"
-	// ModeLazy is the normal lazy graph from a cold program cache: the
+	// (workload.Eager, Device.SetEager): one run, and one launch at least,
+	// per op. One unprofiled warm-up step compiles the per-op programs
+	// first, so the profile is the steady state of per-op execution.
+	ModeEager = string(workload.Eager)
+	// ModeLazy is the lazy graph (workload.Lazy: the step is recorded and
+	// lowered to one program at its sync) from a cold program cache: the
 	// device is closed first (Device.Close keeps every value on the host and
-	// drops the compiled programs), so the first profiled step lowers and
-	// compiles its one program and uploads the parameters again, as the
-	// first step of a fresh process does; later steps hit the cache.
-	ModeLazy = "lazy"
-	// ModeCaptured is the steady state of the lazy graph: one unprofiled
-	// warm-up step makes sure the step's program is cached, then every
-	// profiled step replays it (lowering and a cache hit, no compile).
-	ModeCaptured = "captured"
+	// drops the compiled programs), so the first profiled step compiles its
+	// program and uploads the parameters again, as the first step of a fresh
+	// process does; later steps hit the cache.
+	ModeLazy = string(workload.Lazy)
+	// ModeCaptured replays a captured step (workload.Captured, core.Capture):
+	// one unprofiled warm-up step records and compiles it, then every
+	// profiled step is one upload of the batch, the cached program and one
+	// download of the loss, with nothing recorded or lowered.
+	ModeCaptured = string(workload.Captured)
 )
 
 // modeNotes are the one-line definitions the page shows.
 var modeNotes = map[string]string{
 	ModeEager:    "every op runs as its own program when recorded (steady state, after one warm-up step)",
-	ModeLazy:     "one program per step from a cold cache: the first step compiles it and uploads the parameters",
-	ModeCaptured: "one program per step replayed from the cache (steady state, after one warm-up step)",
+	ModeLazy:     "each step recorded and lowered to one program, from a cold cache: the first step compiles it and uploads the parameters",
+	ModeCaptured: "the step recorded once and replayed: one upload, the cached program, one download (after one warm-up step)",
 }
 
 // WebProfile is ag.profile's answer: the native profile JSON (profile.Profile,
@@ -290,11 +293,10 @@ func (s *session) profile(mode string, steps int) (*WebProfile, error) {
 		return nil, fmt.Errorf("profile: mode %q: want %q, %q or %q", mode, ModeEager, ModeLazy, ModeCaptured)
 	}
 	t0 := time.Now()
-	s.dev.SetEager(mode == ModeEager)
-	defer s.dev.SetEager(false)
+	wm := workload.Mode(mode)
 	switch mode {
 	case ModeEager, ModeCaptured:
-		if _, err := s.m.Step(); err != nil {
+		if _, err := s.m.StepMode(wm); err != nil {
 			return nil, fmt.Errorf("profile %s: warm-up step on %s: %w", mode, s.dev, err)
 		}
 		s.total++
@@ -308,7 +310,7 @@ func (s *session) profile(mode string, steps int) (*WebProfile, error) {
 	var err error
 	for range steps {
 		s0 := time.Now()
-		if _, err = s.m.Step(); err != nil {
+		if _, err = s.m.StepMode(wm); err != nil {
 			err = fmt.Errorf("profile %s: step %d on %s: %w", mode, s.total+1, s.dev, err)
 			break
 		}

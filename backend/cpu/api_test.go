@@ -79,6 +79,9 @@ func TestBufferReadWrite(t *testing.T) {
 			t.Errorf("%s: error %v, want it to contain %q", tc.name, tc.err, tc.want)
 		}
 	}
+	if _, err := c.Alloc(1 << 62); !errors.Is(err, ErrOutOfMemory) {
+		t.Errorf("Alloc(1<<62): %v, want ErrOutOfMemory", err)
+	}
 	if err := c.Write(b, 10, nil); err != nil { // empty write at the end is fine
 		t.Errorf("empty write at end: %v", err)
 	}

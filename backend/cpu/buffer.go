@@ -7,8 +7,17 @@ import (
 	"github.com/ag-go/ag/backend"
 )
 
-// ErrFreed is returned when a freed buffer is used.
-var ErrFreed = errors.New("cpu: buffer freed")
+// Errors callers may branch on.
+var (
+	// ErrFreed is returned when a freed buffer is used.
+	ErrFreed = errors.New("cpu: buffer freed")
+	// ErrOutOfMemory is returned by Alloc for more than the free host memory.
+	ErrOutOfMemory = errors.New("cpu: out of memory")
+)
+
+// largeAlloc is the size (in float32s, 64 MiB) from which Alloc checks the
+// host's free memory first.
+const largeAlloc = 1 << 24
 
 // Buffer is the CPU backend's device memory: a Go slice of float32.
 type Buffer struct {
@@ -39,6 +48,13 @@ func asBuffer(fn string, b backend.Buffer) (*Buffer, error) {
 func (c *CPU) Alloc(n int) (backend.Buffer, error) {
 	if n < 0 {
 		return nil, fmt.Errorf("cpu.Alloc(%d): negative size", n)
+	}
+	// A Go allocation that cannot be met kills the process; refuse large
+	// requests that exceed the memory the host reports instead.
+	if n >= largeAlloc {
+		if free, _, err := hostMemory(); err == nil && uint64(n) > free/4 {
+			return nil, fmt.Errorf("cpu.Alloc(%d): %d float32s exceed the %d bytes of free host memory: %w", n, n, free, ErrOutOfMemory)
+		}
 	}
 	return &Buffer{data: make([]float32, n)}, nil
 }

@@ -40,6 +40,7 @@ type gemm struct {
 	nJ         int // column chunks per block (>1 only when rows are few)
 	perBatch   bool
 	directB    bool // read full B panels in place (row-major B, few rows of A)
+	swap       bool // compute C^T = op(B)^T op(A)^T (transposed B, few rows of A)
 
 	s *gemmScratch
 	p *parallel
@@ -49,7 +50,7 @@ type gemm struct {
 	p0, kc, j0, nc int
 	accum          bool
 
-	packTask, compTask, batchTask func(w, t int)
+	packTask, compTask, batchTask, swapTask func(w, t int)
 }
 
 // Work below this many multiply-adds runs on one goroutine: a million
@@ -95,7 +96,16 @@ func newGemm(cpu *CPU, k microKernel, batch, m, n, kk int, transA, transB bool) 
 	// cost as much as the arithmetic. Row-major B panels are read in place
 	// (nr contiguous floats per row); only the ragged last panel is packed.
 	g.directB = !transB && m <= directBMaxRows
+	// Transposed B with few rows of A: packing B would transpose the big
+	// matrix. Instead compute C^T = B_stored * op(A)^T: the kernel reads the
+	// stored rows of B in place as its A operand, only op(A) is packed, and
+	// tiles are stored transposed.
+	g.swap = transB && m <= directBMaxRows && k.fnRA != nil && !g.perBatch
+	if g.swap {
+		g.directB = false
+	}
 	g.packTask = g.packB
+	g.swapTask = g.swapCompute
 	g.compTask = g.compute
 	g.batchTask = g.serialBatch
 	// Scratch for the largest blocks this product uses.
@@ -103,6 +113,9 @@ func newGemm(cpu *CPU, k microKernel, batch, m, n, kk int, transA, transB bool) 
 	nc := min(roundUp(n, k.nr), k.nc)
 	if !g.perBatch {
 		g.s.bShared = grow(g.s.bShared, kc*nc)
+	}
+	if g.swap {
+		g.s.bShared = grow(g.s.bShared, kc*roundUp(m, k.nr))
 	}
 	for len(g.s.worker) < t {
 		g.s.worker = append(g.s.worker, gemmLocal{})
@@ -137,6 +150,15 @@ func (g *gemm) run(a, b, c []float32) {
 	}
 	for i := range g.batch {
 		g.a, g.b, g.c = a[i*g.sa:(i+1)*g.sa], b[i*g.sb:(i+1)*g.sb], c[i*g.sc:(i+1)*g.sc]
+		if g.swap {
+			for p0 := 0; p0 < g.kk; p0 += g.k.kc {
+				g.p0, g.kc, g.accum = p0, min(g.k.kc, g.kk-p0), p0 > 0
+				// B' = op(A)^T: B'(p, i) = op(A)(i, p), all m columns.
+				packB(g.k.nr, g.s.bShared, g.a, g.csA, g.rsA, g.p0, g.kc, 0, g.m, 0)
+				g.p.do(min(ceilDiv(g.n, g.k.mr), 4*threads()), g.swapTask)
+			}
+			continue
+		}
 		for j0 := 0; j0 < g.n; j0 += g.k.nc {
 			g.j0, g.nc = j0, min(g.k.nc, g.n-j0)
 			for p0 := 0; p0 < g.kk; p0 += g.k.kc {
@@ -154,6 +176,48 @@ func (g *gemm) run(a, b, c []float32) {
 	g.a, g.b, g.c = nil, nil, nil
 }
 
+// swapCompute computes task t's share of the mr-row groups of C^T (groups
+// of mr output columns) for the current depth block.
+func (g *gemm) swapCompute(w, t int) {
+	mr, nr := g.k.mr, g.k.nr
+	groups := ceilDiv(g.n, mr)
+	lo, hi := span(groups, min(groups, 4*threads()), t)
+	l := &g.s.worker[w]
+	panels := ceilDiv(g.m, nr)
+	for gi := lo; gi < hi; gi++ {
+		j0 := gi * mr
+		rows := min(mr, g.n-j0)
+		var a []float32
+		if rows == mr { // stored rows of B, read in place
+			a = g.b[j0*g.csB+g.p0:]
+		} else { // ragged last group: pack it, zero-padded
+			packA(mr, l.a, g.b, g.csB, g.rsB, j0, rows, g.p0, g.kc)
+		}
+		for jp := range panels {
+			bp := g.s.bShared[jp*g.kc*nr : (jp+1)*g.kc*nr]
+			if rows == mr {
+				g.k.fnRA(g.kc, a, g.csB, bp, nr, l.tile, nr, false)
+			} else {
+				g.k.fn(g.kc, l.a[:mr*g.kc], bp, nr, l.tile, nr, false)
+			}
+			// tile[r][c] = C(jp*nr+c, j0+r): store transposed.
+			cols := min(nr, g.m-jp*nr)
+			for c := range cols {
+				dst := g.c[(jp*nr+c)*g.n+j0 : (jp*nr+c)*g.n+j0+rows]
+				if g.accum {
+					for r := range dst {
+						dst[r] += l.tile[r*nr+c]
+					}
+				} else {
+					for r := range dst {
+						dst[r] = l.tile[r*nr+c]
+					}
+				}
+			}
+		}
+	}
+}
+
 // packB packs task t's share of the current B block into the shared
 // scratch; t = -1 packs only the last panel.
 func (g *gemm) packB(_, t int) {
@@ -162,7 +226,7 @@ func (g *gemm) packB(_, t int) {
 	if t >= 0 {
 		lo, hi = span(panels, min(panels, 2*threads()), t)
 	}
-	packB(g.k.nr, g.s.bShared, g.b, g.rsB, g.csB, g.p0, g.kc, g.j0+lo*g.k.nr, min(g.nc-lo*g.k.nr, (hi-lo)*g.k.nr), g.n, lo)
+	packB(g.k.nr, g.s.bShared, g.b, g.rsB, g.csB, g.p0, g.kc, g.j0+lo*g.k.nr, min(g.nc-lo*g.k.nr, (hi-lo)*g.k.nr), lo)
 }
 
 // compute runs one (row block, column chunk) task of the current block.
@@ -186,7 +250,7 @@ func (g *gemm) serialBatch(w, i int) {
 		nc := min(g.k.nc, g.n-j0)
 		for p0 := 0; p0 < g.kk; p0 += g.k.kc {
 			kc := min(g.k.kc, g.kk-p0)
-			packB(g.k.nr, l.b, b, g.rsB, g.csB, p0, kc, j0, nc, g.n, 0)
+			packB(g.k.nr, l.b, b, g.rsB, g.csB, p0, kc, j0, nc, 0)
 			for i0 := 0; i0 < g.m; i0 += g.mc {
 				mc := min(g.mc, g.m-i0)
 				packA(g.k.mr, l.a, a, g.rsA, g.csA, i0, mc, p0, kc)
@@ -281,10 +345,9 @@ func packA(mr int, dst, a []float32, rsA, csA, i0, mc, p0, kc int) {
 	}
 }
 
-// packB packs depth p0..p0+kc, columns j0..j0+nc of B (n columns in all)
-// into nr-column panels, numbered from panel0 in dst:
-// dst[panel*kc*nr + p*nr + c] = B(p0+p, j0+(panel-panel0)*nr+c), zero past n.
-func packB(nr int, dst, b []float32, rsB, csB, p0, kc, j0, nc, n, panel0 int) {
+// packB packs depth p0..p0+kc, columns j0..j0+nc of B into nr-column panels, numbered from panel0 in dst:
+// dst[panel*kc*nr + p*nr + c] = B(p0+p, j0+(panel-panel0)*nr+c), zero past nc.
+func packB(nr int, dst, b []float32, rsB, csB, p0, kc, j0, nc, panel0 int) {
 	for jp := 0; jp < nc; jp += nr {
 		d := dst[(panel0+jp/nr)*kc*nr : (panel0+jp/nr+1)*kc*nr]
 		cols := min(nr, nc-jp)

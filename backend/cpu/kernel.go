@@ -7,6 +7,8 @@ type microKernel struct {
 	name   string
 	mr, nr int
 	fn     func(kc int, a, b []float32, ldb int, c []float32, ldc int, accum bool)
+	// fnRA is fn reading A in place (row r at a[r*lda:]); nil if absent.
+	fnRA func(kc int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, accum bool)
 	// Blocking: kc steps per packed panel (the B micro-panel kc x nr stays in
 	// L1), mc rows per packed A block (L2), nc columns per packed B block.
 	kc, mc, nc int

@@ -12,6 +12,14 @@ func kernAVX512_12x32(kc int, a, b *float32, ldb int, c *float32, ldc int, accum
 //go:noescape
 func kernAVX2_6x16(kc int, a, b *float32, ldb int, c *float32, ldc int, accum int)
 
+// The "ra" variants read A in place: row r of the tile at a[r*lda:].
+
+//go:noescape
+func kernAVX512_12x32ra(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, accum int)
+
+//go:noescape
+func kernAVX2_6x16ra(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, accum int)
+
 func cpuid(leaf, sub uint32) (eax, ebx, ecx, edx uint32)
 func xgetbv() (eax uint32)
 
@@ -48,6 +56,12 @@ var (
 			_ = b[(kc-1)*ldb+31]
 			_ = c[11*ldc+31]
 			kernAVX512_12x32(kc, &a[0], &b[0], ldb, &c[0], ldc, b2i(accum))
+		},
+		fnRA: func(kc int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, accum bool) {
+			_ = a[11*lda+kc-1]
+			_ = b[(kc-1)*ldb+31]
+			_ = c[11*ldc+31]
+			kernAVX512_12x32ra(kc, &a[0], lda, &b[0], ldb, &c[0], ldc, b2i(accum))
 		}}
 	avx2Kernel = microKernel{name: "avx2-6x16", mr: 6, nr: 16, kc: 256, mc: 96, nc: 2048,
 		fn: func(kc int, a, b []float32, ldb int, c []float32, ldc int, accum bool) {
@@ -55,6 +69,12 @@ var (
 			_ = b[(kc-1)*ldb+15]
 			_ = c[5*ldc+15]
 			kernAVX2_6x16(kc, &a[0], &b[0], ldb, &c[0], ldc, b2i(accum))
+		},
+		fnRA: func(kc int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, accum bool) {
+			_ = a[5*lda+kc-1]
+			_ = b[(kc-1)*ldb+15]
+			_ = c[5*ldc+15]
+			kernAVX2_6x16ra(kc, &a[0], lda, &b[0], ldb, &c[0], ldc, b2i(accum))
 		}}
 )
 

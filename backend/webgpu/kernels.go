@@ -50,6 +50,10 @@ func newKernel(name string, binds []bindDecl, body string) *kernel {
 
 const wgslHelpers = `
 fn pf(i: u32) -> f32 { return bitcast<f32>(P[i]); }
+// negInf and qnan come from a var: as constant expressions Tint (Chromium's
+// WGSL compiler) rejects them ("value inf cannot be represented as 'f32'").
+fn negInf() -> f32 { var b = 0xff800000u; return bitcast<f32>(b); }
+fn qnan() -> f32 { var b = 0x7fc00000u; return bitcast<f32>(b); }
 // idx rounds an index (halves away from zero), counts NaN as 0 and clamps it
 // into 0..n-1 so that no index can reach outside its table.
 fn idx(v: f32, n: u32) -> u32 {
@@ -124,7 +128,7 @@ func powExpr(a float32) string {
 		}
 		return "pow(abs(x), a)"
 	}
-	return "select(pow(x, a), bitcast<f32>(0x7fc00000u), x < 0.0)"
+	return "select(pow(x, a), qnan(), x < 0.0)"
 }
 
 // unaryKernel: params [n, a, b].
@@ -237,7 +241,7 @@ func reduceRowKernel(isMax bool) *kernel {
 `
 	if isMax {
 		body = `
-	var acc = -bitcast<f32>(0x7f800000u);
+	var acc = negInf();
 	for (var c = lid; c < C; c = c + ` + fmt.Sprint(wg) + `u) { acc = max(acc, X[base + c]); }
 	let r = reduceMax(acc, lid);
 	if (lid == 0u) { Y[row] = r; }
@@ -252,7 +256,7 @@ func reduceRowKernel(isMax bool) *kernel {
 func reduceColKernel(isMax bool) *kernel {
 	init, step := "0.0", "acc + X[base + r * inner]"
 	if isMax {
-		init, step = "-bitcast<f32>(0x7f800000u)", "max(acc, X[base + r * inner])"
+		init, step = "negInf()", "max(acc, X[base + r * inner])"
 	}
 	return newKernel("reduce_col", []bindDecl{{"X", false}, {"Y", true}}, linearHead+`
 	if (i >= P[0]) { return; }
@@ -272,7 +276,7 @@ func softmaxKernel(log bool) *kernel {
 		out = "X[base + c] - m - log(s)"
 	}
 	return newKernel("softmax", []bindDecl{{"X", false}, {"Y", true}}, rowHead+fmt.Sprintf(`
-	var mx = -bitcast<f32>(0x7f800000u);
+	var mx = negInf();
 	for (var c = lid; c < C; c = c + %du) { mx = max(mx, X[base + c]); }
 	let m = reduceMax(mx, lid);
 	var acc = 0.0;

@@ -27,12 +27,13 @@ type MLP struct {
 	Dev   *core.Device
 	Model nn.Sequential
 	Opt   *nn.Adam
-	xs    []*core.Tensor
-	ys    []*core.Tensor
-	hx    [][]float32 // host copies of the batches, for captured steps
-	hy    [][]float32
-	step  int
-	capt  *nn.StepCapture
+	// The data set lives on the device (Batches*Batch rows of inputs and
+	// targets); a step reads its batch by index, so only the indices cross
+	// the bus - the pattern of a replay buffer.
+	x, y *core.Tensor
+	idx  [][]float32 // row indices of each batch
+	step int
+	capt *nn.StepCapture
 }
 
 // Mode is how a step executes.
@@ -47,7 +48,8 @@ const (
 	// recorded and lowered again every time.
 	Lazy Mode = "lazy"
 	// Captured records the step once and replays the compiled program,
-	// uploading the batch and downloading the loss only.
+	// uploading the batch indices and hyperparameters in one transfer and
+	// downloading the loss.
 	Captured Mode = "captured"
 )
 
@@ -72,76 +74,70 @@ func New(dev *core.Device, cfg Config) (*MLP, error) {
 	m := &MLP{Cfg: cfg, Dev: dev, Model: nn.MLP(dev, sizes, core.ReLU, r)}
 	m.Opt = nn.NewAdam(m.Model.Params(), cfg.LR)
 	teacher := make([]float32, cfg.Width*cfg.Width)
-	scale := 1.5 / float32(cfg.Width)
+	scale := 2.5 / float32(cfg.Width)
 	for i := range teacher {
-		teacher[i] = float32(r.NormFloat64()) * scale * 1.7
+		teacher[i] = float32(r.NormFloat64()) * scale
 	}
-	t := dev.Tensor(teacher, cfg.Width, cfg.Width)
+	rows := cfg.Batches * cfg.Batch
+	xv := make([]float32, rows*cfg.Width)
+	for i := range xv {
+		xv[i] = float32(r.Float64()*2 - 1)
+	}
+	m.x = dev.Tensor(xv, rows, cfg.Width)
 	var err error
 	dev.NoGrad(func() {
-		for range cfg.Batches {
-			xv := make([]float32, cfg.Batch*cfg.Width)
-			for i := range xv {
-				xv[i] = float32(r.Float64()*2 - 1)
-			}
-			x := dev.Tensor(xv, cfg.Batch, cfg.Width)
-			y := core.Tanh(core.MatMul(x, t)).Keep()
-			m.xs = append(m.xs, x)
-			m.ys = append(m.ys, y)
-			m.hx = append(m.hx, xv)
-		}
+		m.y = core.Tanh(core.MatMul(m.x, dev.Tensor(teacher, cfg.Width, cfg.Width))).Keep()
 		err = dev.Sync()
 	})
 	if err != nil {
 		return nil, fmt.Errorf("workload.New: computing targets: %w", err)
 	}
-	for _, y := range m.ys {
-		v, err := y.Data()
-		if err != nil {
-			return nil, fmt.Errorf("workload.New: reading targets: %w", err)
+	for b := range cfg.Batches {
+		idx := make([]float32, cfg.Batch)
+		for i := range idx {
+			idx[i] = float32(b*cfg.Batch + i)
 		}
-		m.hy = append(m.hy, v)
+		m.idx = append(m.idx, idx)
 	}
 	return m, nil
 }
 
-// StepMode runs one training step in the given mode and returns the loss.
-func (m *MLP) StepMode(mode Mode) (float32, error) {
-	switch mode {
-	case Lazy, "":
-		return m.Step()
-	case Eager:
-		prev := m.Dev.SetEager(true)
-		defer m.Dev.SetEager(prev)
-		return m.Step()
-	case Captured:
-		if m.capt == nil {
-			m.capt = nn.CaptureStep(m.Opt, func(in []*core.Tensor) *core.Tensor {
-				return nn.MSELoss(m.Model.Forward(in[0]), in[1])
-			})
-		}
-		i := m.step % len(m.hx)
-		m.step++
-		b, w := m.Cfg.Batch, m.Cfg.Width
-		return m.capt.Step(core.In(m.hx[i], b, w), core.In(m.hy[i], b, w))
-	}
-	return 0, fmt.Errorf("workload: unknown mode %q (eager, lazy, captured)", mode)
-}
-
-// Step runs one training step (forward, backward, Adam) and returns the
+// Step runs one lazy training step (forward, backward, Adam) and returns the
 // loss. It is one program run on the device.
 func (m *MLP) Step() (float32, error) {
-	x, y := m.xs[m.step%len(m.xs)], m.ys[m.step%len(m.ys)]
+	return m.StepMode(Lazy)
+}
+
+func (m *MLP) loss(idx *core.Tensor) *core.Tensor {
+	return nn.MSELoss(m.Model.Forward(core.Gather(m.x, idx)), core.Gather(m.y, idx))
+}
+
+// StepMode runs one training step in the given mode and returns the loss.
+func (m *MLP) StepMode(mode Mode) (float32, error) {
+	idx := m.idx[m.step%len(m.idx)]
 	m.step++
-	m.Opt.ZeroGrad()
-	loss := nn.MSELoss(m.Model.Forward(x), y)
-	if err := loss.Backward(); err != nil {
-		return 0, err
+	switch mode {
+	case Lazy, "", Eager:
+		if mode == Eager {
+			prev := m.Dev.SetEager(true)
+			defer m.Dev.SetEager(prev)
+		}
+		m.Opt.ZeroGrad()
+		loss := m.loss(m.Dev.Tensor(idx, len(idx)))
+		if err := loss.Backward(); err != nil {
+			return 0, err
+		}
+		if err := m.Opt.Step(); err != nil {
+			return 0, err
+		}
+		return loss.Item()
+	case Captured:
+		if m.capt == nil {
+			m.capt = nn.CaptureStep(m.Opt, func(in []*core.Tensor) *core.Tensor { return m.loss(in[0]) })
+		}
+		return m.capt.Step(core.In(idx, len(idx)))
 	}
-	if err := m.Opt.Step(); err != nil {
-		return 0, err
-	}
-	return loss.Item()
+	return 0, fmt.Errorf("workload: unknown mode %q (eager, lazy, captured)", mode)
 }
 
 // FLOPs is the arithmetic of one step: forward, backward (twice the

@@ -392,6 +392,8 @@
     const last = pts[n - 1];
     s.append(svg("circle", { cx: X(last[0]), cy: Y(last[1]), r: 3.5, class: "loss-dot" }));
     box.replaceChildren(s);
+    // For tests and tools reading the page: the curve's ends.
+    Object.assign(box.dataset, { points: n, first: pts[0][1], last: last[1] });
   }
 
   // ---------- breakdown ----------

@@ -116,7 +116,7 @@ func browser(t *testing.T) context.Context {
 		}
 	})
 	start := time.Now()
-	if err := chromedp.Run(ctx); err != nil { // starts the browser
+	if err := chromedp.Do(ctx); err != nil { // starts the browser
 		t.Fatalf("browser: start %s: %v\n%s", chromium, err, log.String())
 	}
 	t.Logf("chromium started in %v", time.Since(start).Round(time.Millisecond))
@@ -145,7 +145,7 @@ func runWasm(ctx context.Context, base string, args []string, timeout time.Durat
 		return st, "", err
 	}
 	u := base + "/?args=" + url.QueryEscape(string(a))
-	if err := chromedp.Run(ctx, chromedp.Navigate(u)); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(u)); err != nil {
 		return st, "", fmt.Errorf("runWasm: navigate %s: %w", u, err)
 	}
 	deadline := time.Now().Add(timeout)
@@ -153,7 +153,8 @@ func runWasm(ctx context.Context, base string, args []string, timeout time.Durat
 		// Evaluate answers only when the page's event loop is free; the Go
 		// program yields to it whenever it waits on a GPU promise.
 		ectx, cancel := context.WithTimeout(ctx, time.Until(deadline)+5*time.Second)
-		err := chromedp.Run(ectx, chromedp.Evaluate(stateJS, &st))
+		var err error
+		st, err = chromedp.Run(ectx, chromedp.Evaluate[pageState](stateJS))
 		cancel()
 		if err != nil {
 			return st, output(ctx), fmt.Errorf("runWasm: reading page state: %w", err)
@@ -173,8 +174,8 @@ func runWasm(ctx context.Context, base string, args []string, timeout time.Durat
 func output(ctx context.Context) string {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	var s string
-	if err := chromedp.Run(ctx, chromedp.Evaluate(`window.out`, &s)); err != nil {
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`window.out`))
+	if err != nil {
 		return fmt.Sprintf("(output unavailable: %v)", err)
 	}
 	return s

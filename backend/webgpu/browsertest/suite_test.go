@@ -2,6 +2,7 @@ package browsertest
 
 import (
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -19,7 +20,8 @@ var suiteArgs = []string{"-test.v", "-test.short", "-test.timeout=7m"}
 const suiteTimeout = 8 * time.Minute
 
 // TestConformanceInBrowser runs backendtest.Run(t, "webgpu") compiled to
-// wasm inside headless Chromium on its SwiftShader WebGPU adapter.
+// wasm inside headless Chromium on its SwiftShader WebGPU adapter. With
+// AG_BROWSERTEST_LOG=FILE the binary's whole -test.v output goes to FILE.
 func TestConformanceInBrowser(t *testing.T) {
 	ctx := browser(t)
 	dir := t.TempDir()
@@ -31,6 +33,11 @@ func TestConformanceInBrowser(t *testing.T) {
 	wall := time.Since(start)
 	if strings.HasPrefix(st.Adapter, "no adapter") {
 		t.Skipf("Chromium offers no WebGPU adapter: %s (with --enable-unsafe-webgpu SwiftShader should be one; see notes/PLATFORM.md)", st.Adapter)
+	}
+	if f := os.Getenv("AG_BROWSERTEST_LOG"); f != "" {
+		if err := os.WriteFile(f, []byte(out), 0o644); err != nil {
+			t.Errorf("writing the full output to AG_BROWSERTEST_LOG: %v", err)
+		}
 	}
 	r := summarize(out)
 	t.Logf("adapter %s; suite ran %v in the page: %d passed, %d failed, %d skipped", strings.TrimPrefix(st.Adapter, "ok: "), wall.Round(time.Second), r.pass, r.fail, r.skip)

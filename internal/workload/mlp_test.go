@@ -1,0 +1,41 @@
+package workload
+
+import (
+	"math"
+	"testing"
+
+	"github.com/ag-go/ag/core"
+)
+
+// The three execution modes compute the same training run.
+func TestModesAgree(t *testing.T) {
+	var losses [3][]float32
+	for i, mode := range []Mode{Eager, Lazy, Captured} {
+		dev, err := core.Open("cpu")
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := New(dev, Config{Width: 32, Depth: 3, Batch: 8, Seed: 3, LR: 0.01})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 12 {
+			l, err := m.StepMode(mode)
+			if err != nil {
+				t.Fatalf("%s: %v", mode, err)
+			}
+			losses[i] = append(losses[i], l)
+		}
+		dev.Close()
+	}
+	for k := range losses[0] {
+		for i := 1; i < 3; i++ {
+			if math.Abs(float64(losses[i][k]-losses[0][k])) > 1e-5*(1+math.Abs(float64(losses[0][k]))) {
+				t.Errorf("step %d: mode %d loss %g, eager %g", k, i, losses[i][k], losses[0][k])
+			}
+		}
+	}
+	if !(losses[1][11] < losses[1][0]) {
+		t.Errorf("loss did not fall: %v", losses[1])
+	}
+}

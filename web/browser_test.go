@@ -1,0 +1,535 @@
+package web_test
+
+// Browser tests: the page of `ag serve` in headless Chromium (chromedp),
+// with ag.wasm built by the test. One browser serves the package; each test
+// opens its own tab. Screenshots go to $AG_ARTIFACTS or web/testdata/artifacts.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/ag-go/ag/core"
+	"github.com/ag-go/ag/internal/workload"
+	"github.com/ag-go/ag/profile"
+	"github.com/ag-go/ag/web"
+)
+
+var env struct {
+	once      sync.Once
+	skip, err string
+	dir       string
+	url       string
+	srv       *httptest.Server
+	browser   context.Context
+	stop      func()
+	native    string // a native profile JSON
+	artifacts string
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if env.stop != nil {
+		env.stop()
+	}
+	if env.srv != nil {
+		env.srv.Close()
+	}
+	if env.dir != "" {
+		os.RemoveAll(env.dir)
+	}
+	os.Exit(code)
+}
+
+// browser starts the shared browser, server and wasm build once.
+func browser(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("browser tests are not short")
+	}
+	env.once.Do(func() {
+		if err := startEnv(); err != nil {
+			env.err = err.Error()
+		}
+	})
+	if env.skip != "" {
+		t.Skip(env.skip)
+	}
+	if env.err != "" {
+		t.Fatal(env.err)
+	}
+}
+
+func chromiumPath() string {
+	if p := os.Getenv("AG_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+func startEnv() error {
+	chrome := chromiumPath()
+	if chrome == "" {
+		env.skip = "no chromium found (apt-get install chromium, or set AG_CHROMIUM): skipping the browser tests"
+		return nil
+	}
+	dir, err := os.MkdirTemp("", "ag-web-test-")
+	if err != nil {
+		return err
+	}
+	env.dir = dir
+	wasmDir := filepath.Join(dir, "wasm")
+	t0 := time.Now()
+	if err := buildWasm(wasmDir); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "web test: built ag.wasm in %.1f s\n", time.Since(t0).Seconds())
+	env.srv = httptest.NewServer(web.Handler(web.Options{WasmDir: wasmDir})) // 127.0.0.1, random port
+	env.url = env.srv.URL + "/"
+
+	env.artifacts = os.Getenv("AG_ARTIFACTS")
+	if env.artifacts == "" {
+		env.artifacts = filepath.Join("testdata", "artifacts")
+	}
+	if err := os.MkdirAll(env.artifacts, 0o755); err != nil {
+		return err
+	}
+	if env.native, err = nativeProfile(dir); err != nil {
+		return err
+	}
+
+	// Flags from notes/PLATFORM.md: WebGPU on SwiftShader as root, no network.
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chrome),
+		chromedp.Flag("headless", "new"),
+		chromedp.NoSandbox,
+		chromedp.Flag("enable-unsafe-webgpu", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost"),
+		chromedp.UserDataDir(filepath.Join(dir, "chrome-profile")),
+		chromedp.WindowSize(1280, 800),
+	)
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelCtx := chromedp.NewContext(alloc)
+	env.stop = func() { cancelCtx(); cancelAlloc() }
+	env.browser = ctx
+	if err := chromedp.Do(ctx); err != nil { // starts the browser
+		return fmt.Errorf("starting %s: %w", chrome, err)
+	}
+	return nil
+}
+
+// buildWasm does what web/build.sh does, into dir.
+func buildWasm(dir string) error {
+	goBin := filepath.Join(os.Getenv("GOROOT"), "bin", "go")
+	if _, err := os.Stat(goBin); os.Getenv("GOROOT") == "" || err != nil {
+		if goBin, err = exec.LookPath("go"); err != nil {
+			return fmt.Errorf("building ag.wasm: no go command: %w", err)
+		}
+	}
+	cmd := exec.Command(goBin, "build", "-o", filepath.Join(dir, "ag.wasm"), "github.com/ag-go/ag/wasm")
+	cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("GOOS=js GOARCH=wasm go build ./wasm/: %w\n%s", err, out)
+	}
+	root, err := exec.Command(goBin, "env", "GOROOT").Output()
+	if err != nil {
+		return fmt.Errorf("go env GOROOT: %w", err)
+	}
+	src, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(root)), "lib", "wasm", "wasm_exec.js"))
+	if err != nil {
+		return fmt.Errorf("reading wasm_exec.js: %w", err)
+	}
+	return os.WriteFile(filepath.Join(dir, "wasm_exec.js"), src, 0o644)
+}
+
+// nativeProfile writes what `ag demo -profile-json` writes, for a small
+// model on the cpu backend.
+func nativeProfile(dir string) (string, error) {
+	dev, err := core.Open("cpu")
+	if err != nil {
+		return "", err
+	}
+	defer dev.Close()
+	m, err := workload.New(dev, workload.Config{Width: 48, Depth: 3, Batch: 8, LR: 1e-2, Seed: 1})
+	if err != nil {
+		return "", err
+	}
+	if _, _, err := m.Timed(workload.Lazy, 2); err != nil { // compile outside the profile
+		return "", err
+	}
+	profile.Reset()
+	profile.Forward(true)
+	profile.Backward(true)
+	profile.Switch(profile.PassUpdate, true)
+	profile.Count(true)
+	for range 4 {
+		t0 := time.Now()
+		if _, err := m.Step(); err != nil {
+			return "", err
+		}
+		profile.Step(time.Since(t0))
+	}
+	profile.Forward(false)
+	profile.Backward(false)
+	profile.Switch(profile.PassUpdate, false)
+	profile.Count(false)
+	snap := profile.Snapshot()
+	snap.Device = dev.String()
+	b, err := json.MarshalIndent(snap, "", " ")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "native-cpu.json")
+	return path, os.WriteFile(path, b, 0o644)
+}
+
+// tab opens a page in a new tab of the shared browser and collects its
+// console errors and uncaught exceptions.
+type tab struct {
+	ctx    context.Context
+	mu     sync.Mutex
+	errors []string
+	logs   []string
+}
+
+func openTab(t *testing.T, w, h int64) *tab {
+	t.Helper()
+	browser(t)
+	ctx, cancel := chromedp.NewContext(env.browser)
+	ctx, cancelT := context.WithTimeout(ctx, 2*time.Minute)
+	t.Cleanup(func() { cancelT(); cancel() })
+	tb := &tab{ctx: ctx}
+	msgs := chromedp.Console(ctx)
+	go func() {
+		for m, err := range msgs {
+			if err != nil {
+				return
+			}
+			tb.mu.Lock()
+			tb.logs = append(tb.logs, m.String())
+			if m.Type == chromedp.ConsoleError || m.IsException() {
+				tb.errors = append(tb.errors, fmt.Sprintf("%s (%s:%d)", m, m.URL, m.Line))
+			}
+			tb.mu.Unlock()
+		}
+	}()
+	tb.do(t, chromedp.EmulateViewport(w, h), chromedp.Navigate(env.url))
+	return tb
+}
+
+func (tb *tab) do(t *testing.T, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(tb.ctx, actions...); err != nil {
+		t.Fatalf("browser: %v\nconsole:\n%s", err, tb.console())
+	}
+}
+
+func (tb *tab) console() string {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	return strings.Join(tb.logs, "\n")
+}
+
+// noErrors fails the test on console errors or uncaught exceptions.
+func (tb *tab) noErrors(t *testing.T) {
+	t.Helper()
+	time.Sleep(100 * time.Millisecond) // let the last events arrive
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	if len(tb.errors) > 0 {
+		t.Errorf("console errors:\n%s", strings.Join(tb.errors, "\n"))
+	}
+}
+
+// eval runs a JS expression (awaiting a promise) and decodes its JSON value.
+func eval[T any](t *testing.T, tb *tab, expr string) T {
+	t.Helper()
+	v, err := chromedp.Run(tb.ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("evaluating %s: %v\nconsole:\n%s", expr, err, tb.console())
+	}
+	return v
+}
+
+// wait polls expr until it is truthy.
+func (tb *tab) wait(t *testing.T, expr string, timeout time.Duration) {
+	t.Helper()
+	_, err := chromedp.Run(tb.ctx, chromedp.Poll[chromedp.Void](expr,
+		chromedp.WithPollingTimeout(timeout), chromedp.WithPollingInterval(100*time.Millisecond)))
+	if err != nil {
+		status, _ := chromedp.Run(tb.ctx, chromedp.Evaluate[string](`document.querySelector("#status").textContent + " | " + document.querySelector("#banners").textContent`))
+		t.Fatalf("waiting for %s: %v\npage status: %s\nconsole:\n%s", expr, err, status, tb.console())
+	}
+}
+
+func (tb *tab) screenshot(t *testing.T, name string) {
+	t.Helper()
+	png, err := chromedp.Run(tb.ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	path := filepath.Join(env.artifacts, name)
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s (%d KB)", path, len(png)/1024)
+}
+
+const ready = `document.querySelector("#status").textContent.startsWith("Ready")`
+
+type devicesJS struct {
+	Best   string `json:"best"`
+	WebGPU struct {
+		OK  bool   `json:"ok"`
+		Why string `json:"why"`
+	} `json:"webgpu"`
+}
+
+func TestPageLoads(t *testing.T) {
+	tb := openTab(t, 1280, 800)
+	tb.wait(t, ready, 60*time.Second)
+	d := eval[devicesJS](t, tb, `ag.devices()`)
+	t.Logf("devices: best %s; webgpu ok=%v: %s", d.Best, d.WebGPU.OK, d.WebGPU.Why)
+	got := eval[map[string]string](t, tb, `({webgpu: document.querySelector("#webgpu-state").textContent,
+		device: document.querySelector("#device-name").textContent,
+		banners: document.querySelector("#banners").textContent,
+		train: String(document.querySelector("#btn-train").disabled)})`)
+	if got["train"] != "false" {
+		t.Errorf("Train button disabled after load")
+	}
+	if !strings.Contains(got["device"], d.Best) {
+		t.Errorf("device shown %q, want it to name %q", got["device"], d.Best)
+	}
+	if d.WebGPU.OK {
+		if got["webgpu"] != d.WebGPU.Why {
+			t.Errorf("WebGPU shown %q, want %q", got["webgpu"], d.WebGPU.Why)
+		}
+	} else if !strings.Contains(got["banners"], "WebGPU is not available") {
+		t.Errorf("WebGPU missing but no banner says so: banners %q", got["banners"])
+	}
+	// Every form control has a label.
+	unlabeled := eval[[]string](t, tb, `[...document.querySelectorAll("input, select")].filter(e => !e.labels || e.labels.length === 0).map(e => e.id || e.name)`)
+	if len(unlabeled) > 0 {
+		t.Errorf("controls without a label: %v", unlabeled)
+	}
+	tb.noErrors(t)
+}
+
+// bar is one stacked bar of the breakdown as the DOM has it.
+type bar struct {
+	Card  string    `json:"card"`
+	Pass  string    `json:"pass"`
+	Pcts  []float64 `json:"pcts"`
+	Width float64   `json:"width"`
+}
+
+const readBars = `[...document.querySelectorAll(".mode .bar")].map(g => ({
+	card: g.closest(".mode").dataset.mode, pass: g.dataset.pass,
+	pcts: [...g.querySelectorAll(".seg")].map(s => +s.dataset.pct),
+	width: [...g.querySelectorAll(".seg")].reduce((a, s) => a + s.width.baseVal.value, 0)}))`
+
+// checkBars asserts that the cards hold forward and backward bars whose
+// stage shares sum to 100 and that the ceilings are shown.
+func checkBars(t *testing.T, tb *tab, cards []string) {
+	t.Helper()
+	bars := eval[[]bar](t, tb, readBars)
+	seen := map[string]bool{}
+	for _, b := range bars {
+		seen[b.Card+"/"+b.Pass] = true
+		var sum float64
+		for _, p := range b.Pcts {
+			sum += p
+		}
+		if len(b.Pcts) == 0 || math.Abs(sum-100) > 0.5 {
+			t.Errorf("%s %s bar: %d stages summing to %.3f%%, want 100 +- 0.5", b.Card, b.Pass, len(b.Pcts), sum)
+		}
+	}
+	for _, c := range cards {
+		for _, p := range []string{"forward", "backward"} {
+			if !seen[c+"/"+p] {
+				t.Errorf("no %s bar in card %s (bars: %v)", p, c, seen)
+			}
+		}
+	}
+	ceilings := eval[[]string](t, tb, `[...document.querySelectorAll(".mode .ceiling")].map(e => e.textContent)`)
+	if len(ceilings) < 2*len(cards) {
+		t.Errorf("ceilings shown: %v, want at least %d", ceilings, 2*len(cards))
+	}
+	for _, c := range ceilings {
+		var x float64
+		if _, err := fmt.Sscanf(c, "%f×", &x); (err != nil || x < 1) && c != "∞" {
+			t.Errorf("ceiling %q: want a factor >= 1 like 1.05×", c)
+		}
+	}
+}
+
+func TestTrainAndProfile(t *testing.T) {
+	tb := openTab(t, 1280, 800)
+	tb.wait(t, ready, 60*time.Second)
+	d := eval[devicesJS](t, tb, `ag.devices()`)
+	// A small model: SwiftShader runs about 0.2 GFLOP/s.
+	tb.do(t,
+		chromedp.SetValue(chromedp.CSS("#f-width"), "64"),
+		chromedp.SetValue(chromedp.CSS("#f-depth"), "2"),
+		chromedp.SetValue(chromedp.CSS("#f-batch"), "16"),
+		chromedp.SetValue(chromedp.CSS("#f-steps"), "30"),
+		chromedp.SetValue(chromedp.CSS("#f-psteps"), "3"),
+		chromedp.Click(chromedp.CSS("#btn-train")),
+	)
+	t0 := time.Now()
+	tb.wait(t, `document.body.dataset.trained`, 90*time.Second)
+	loss := eval[map[string]string](t, tb, `({...document.querySelector("#loss-chart").dataset,
+		device: document.querySelector("#device-name").textContent,
+		path: String(!!document.querySelector("#loss-chart path.loss-line"))})`)
+	t.Logf("trained 30 steps in %.1f s on %s: loss %s -> %s", time.Since(t0).Seconds(), loss["device"], loss["first"], loss["last"])
+	var first, last float64
+	fmt.Sscan(loss["first"], &first)
+	fmt.Sscan(loss["last"], &last)
+	if loss["points"] != "30" || loss["path"] != "true" || !(last > 0 && last < first/3) {
+		t.Errorf("loss curve: %v: want 30 points and the loss divided by 3 or more", loss)
+	}
+	wantDev := "cpu"
+	if d.WebGPU.OK {
+		wantDev = "webgpu"
+	}
+	if !strings.HasPrefix(loss["device"], wantDev) {
+		t.Errorf("trained on %q, want %s (WebGPU ok=%v)", loss["device"], wantDev, d.WebGPU.OK)
+	}
+
+	t0 = time.Now()
+	tb.do(t, chromedp.Click(chromedp.CSS("#btn-profile")))
+	tb.wait(t, `document.body.dataset.profiled`, 90*time.Second)
+	t.Logf("profiled 3 modes x 3 steps in %.1f s", time.Since(t0).Seconds())
+	modes := eval[[]string](t, tb, `[...document.querySelectorAll(".mode")].map(c => c.dataset.mode)`)
+	if strings.Join(modes, ",") != "eager,lazy,captured" {
+		t.Fatalf("mode cards %v, want eager, lazy, captured", modes)
+	}
+	checkBars(t, tb, modes)
+
+	// Launches: eager runs a program per op, captured one per step.
+	perStep := eval[map[string]float64](t, tb, `(async () => {
+		const r = {};
+		for (const m of ["eager", "captured"]) {
+			const p = await ag.profile({mode: m, steps: 1});
+			r[m] = p.launches.total;
+		}
+		return r;
+	})()`)
+	if !(perStep["eager"] > 4*perStep["captured"]) {
+		t.Errorf("launches per step: %v: want eager > 4x captured", perStep)
+	}
+
+	// The per-op table: rows, and sorting by the op column.
+	ops := eval[[]string](t, tb, `[...document.querySelectorAll("#op-table tbody tr:not(.other) th")].map(e => e.textContent)`)
+	if len(ops) < 2 {
+		t.Fatalf("op table rows %v: want several", ops)
+	}
+	tb.do(t, chromedp.Click(chromedp.CSS(`#op-table th[data-key="op"] button`)))
+	sorted := eval[[]string](t, tb, `[...document.querySelectorAll("#op-table tbody tr:not(.other) th")].map(e => e.textContent)`)
+	for i := 1; i < len(sorted); i++ {
+		if sorted[i-1] > sorted[i] {
+			t.Errorf("after sorting by op: %v not ascending", sorted)
+			break
+		}
+	}
+	sortAttr := eval[string](t, tb, `document.querySelector('#op-table th[data-key="op"]').getAttribute("aria-sort")`)
+	if sortAttr != "ascending" {
+		t.Errorf(`aria-sort of the op column = %q, want "ascending"`, sortAttr)
+	}
+	counters := eval[string](t, tb, `document.querySelector("#counters").textContent`)
+	if !strings.Contains(counters, "launches/step") || !strings.Contains(counters, "Transfers by site") {
+		t.Errorf("counters panel: %q", counters)
+	}
+	trace := eval[int](t, tb, `ag.trace("captured").then(s => JSON.parse(s).traceEvents.length)`)
+	if trace < 10 {
+		t.Errorf("trace of captured mode: %d events", trace)
+	}
+	dl := eval[[]bool](t, tb, `[document.querySelector("#btn-dl-json").disabled, document.querySelector("#btn-dl-trace").disabled]`)
+	if dl[0] || dl[1] {
+		t.Errorf("download buttons disabled: json %v trace %v", dl[0], dl[1])
+	}
+	tb.do(t, chromedp.Click(chromedp.CSS(`.mode[data-mode="captured"] button.link`)))
+
+	tb.screenshot(t, "page-1280.png")
+	tb.do(t, chromedp.EmulateViewport(375, 812, chromedp.EmulateScale(2)))
+	time.Sleep(300 * time.Millisecond) // the charts redraw after a resize
+	overflow := eval[int](t, tb, `document.documentElement.scrollWidth - window.innerWidth`)
+	if overflow > 0 {
+		t.Errorf("at 375 px the page is %d px wider than the screen", overflow)
+	}
+	tb.screenshot(t, "page-375.png")
+	tb.noErrors(t)
+}
+
+func TestOpenNativeProfile(t *testing.T) {
+	tb := openTab(t, 1280, 800)
+	tb.wait(t, `document.querySelector("#status").textContent !== "Loading the wasm module…"`, 60*time.Second)
+	tb.do(t, chromedp.SetUploadFiles(chromedp.CSS("#f-file"), []string{env.native}))
+	tb.wait(t, `document.body.dataset.opened`, 10*time.Second)
+	var want profile.Profile
+	b, _ := os.ReadFile(env.native)
+	if err := json.Unmarshal(b, &want); err != nil {
+		t.Fatal(err)
+	}
+	got := eval[map[string]string](t, tb, `({badge: document.querySelector(".mode .badge").textContent,
+		dev: document.querySelector(".mode .dev").textContent,
+		rows: String(document.querySelectorAll("#op-table tbody tr:not(.other)").length),
+		trace: String(document.querySelector("#btn-dl-trace").disabled)})`)
+	if got["badge"] != "native file" || got["dev"] != want.Device {
+		t.Errorf("card: badge %q device %q, want native file and %q", got["badge"], got["dev"], want.Device)
+	}
+	if got["rows"] != fmt.Sprint(len(want.Forward.ByOp)) {
+		t.Errorf("op table: %s rows, want the %d forward ops of the file", got["rows"], len(want.Forward.ByOp))
+	}
+	if got["trace"] != "true" {
+		t.Errorf("trace download enabled for a file profile")
+	}
+	checkBars(t, tb, []string{"file"})
+
+	// A file that is no profile gets a message, not an exception.
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	os.WriteFile(bad, []byte(`{"schema": 7}`), 0o644)
+	tb.do(t, chromedp.SetUploadFiles(chromedp.CSS("#f-file"), []string{bad}))
+	tb.wait(t, `document.querySelector("#banners").textContent.includes("is not an ag profile")`, 10*time.Second)
+	tb.screenshot(t, "native-1280.png")
+	tb.noErrors(t)
+}
+
+// TestNotBuilt serves the page without ag.wasm: it must say how to build
+// it and still open profile files.
+func TestNotBuilt(t *testing.T) {
+	browser(t)
+	srv := httptest.NewServer(web.Handler(web.Options{WasmDir: t.TempDir()}))
+	defer srv.Close()
+	ctx, cancel := chromedp.NewContext(env.browser)
+	defer cancel()
+	ctx, cancelT := context.WithTimeout(ctx, time.Minute)
+	defer cancelT()
+	tb := &tab{ctx: ctx}
+	tb.do(t, chromedp.Navigate(srv.URL+"/"))
+	tb.wait(t, `document.querySelector("#banners").textContent.includes("make wasm")`, 20*time.Second)
+	dis := eval[bool](t, tb, `document.querySelector("#btn-train").disabled`)
+	if !dis {
+		t.Error("Train enabled without ag.wasm")
+	}
+	tb.do(t, chromedp.SetUploadFiles(chromedp.CSS("#f-file"), []string{env.native}))
+	tb.wait(t, `document.querySelectorAll(".mode .bar").length >= 2`, 10*time.Second)
+}

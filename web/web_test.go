@@ -1,0 +1,72 @@
+package web
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func get(t *testing.T, h http.Handler, method, path string) (int, string, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
+	body, _ := io.ReadAll(rec.Body)
+	return rec.Code, rec.Header().Get("Content-Type"), string(body)
+}
+
+func TestHandler(t *testing.T) {
+	built := t.TempDir()
+	if err := os.WriteFile(filepath.Join(built, "ag.wasm"), []byte("\x00asm\x01\x00\x00\x00"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(built, "wasm_exec.js"), []byte("// go"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	withBuild := Handler(Options{WasmDir: built})
+	noBuild := Handler(Options{WasmDir: t.TempDir()})
+	tests := []struct {
+		name       string
+		h          http.Handler
+		method     string
+		path       string
+		code       int
+		ctype      string
+		bodyPrefix string
+	}{
+		{"index", withBuild, "GET", "/", 200, "text/html; charset=utf-8", "<!doctype html>"},
+		{"script", withBuild, "GET", "/app.js", 200, "text/javascript; charset=utf-8", "// The ag profile page"},
+		{"style", withBuild, "GET", "/style.css", 200, "text/css; charset=utf-8", "/* ag profile page"},
+		{"wasm", withBuild, "GET", "/ag.wasm", 200, "application/wasm", "\x00asm"},
+		{"exec", withBuild, "GET", "/wasm_exec.js", 200, "text/javascript; charset=utf-8", "// go"},
+		{"head", withBuild, "HEAD", "/ag.wasm", 200, "application/wasm", ""},
+		{"missing wasm", noBuild, "GET", "/ag.wasm", 503, "text/plain; charset=utf-8", NotBuilt},
+		{"missing exec", noBuild, "GET", "/wasm_exec.js", 503, "text/plain; charset=utf-8", NotBuilt},
+		{"page without build", noBuild, "GET", "/", 200, "text/html; charset=utf-8", "<!doctype html>"},
+		{"not found", withBuild, "GET", "/nope.txt", 404, "text/plain; charset=utf-8", "404"},
+		{"post", withBuild, "POST", "/", 405, "text/plain; charset=utf-8", "method not allowed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, ctype, body := get(t, tt.h, tt.method, tt.path)
+			if code != tt.code || ctype != tt.ctype || !strings.HasPrefix(body, tt.bodyPrefix) {
+				t.Errorf("%s %s: %d %q %.40q, want %d %q %.40q", tt.method, tt.path, code, ctype, body, tt.code, tt.ctype, tt.bodyPrefix)
+			}
+		})
+	}
+}
+
+// TestEmbeddedDist checks that the embedded build folder and Built agree,
+// whether or not `make wasm` ran before this test.
+func TestEmbeddedDist(t *testing.T) {
+	code, _, body := get(t, Handler(Options{}), "GET", "/ag.wasm")
+	switch {
+	case Built() && (code != 200 || !strings.HasPrefix(body, "\x00asm")):
+		t.Errorf("Built() but GET /ag.wasm gave %d %.20q", code, body)
+	case !Built() && code != 503:
+		t.Errorf("not Built() but GET /ag.wasm gave %d", code)
+	}
+}
