@@ -11,9 +11,9 @@ import (
 const maxExactIndex = 1 << 24
 
 // GetRows selects records of the buffer by 0-based index, as a device
-// operation: only the indices cross the bus. The result is a pending
-// [len(idx), Width()] tensor without gradient, usable as an input to any op.
-// Indices may repeat. Each is checked here: an index outside 0..Capacity()-1
+// operation: only the indices cross the bus. The result is a
+// [len(idx), Width()] tensor without gradient, recorded lazily like every op
+// and usable as an input to any op. Indices may repeat. Each is checked here: an index outside 0..Capacity()-1
 // (or from 2^24 on, which f32 cannot hold exactly) is an ErrOutOfRange error.
 //
 // Inside a step that repeats, GetRows does not cause recompiling: the indices

@@ -333,3 +333,65 @@ func TestFill(t *testing.T) {
 		check(t, c, b, randArgs(rand.New(rand.NewPCG(11, 1)), b.shapes, -2, 2), tolExact)
 	}
 }
+
+// TestMatMulPaths runs each GEMM strategy on shapes chosen to reach it
+// (checked on the plan, so threshold changes cannot silently skip one):
+// ragged tiles, several depth blocks, and each transpose.
+func TestMatMulPaths(t *testing.T) {
+	r := rand.New(rand.NewPCG(12, 1))
+	for _, k := range kernels() {
+		t.Run(k.name, func(t *testing.T) {
+			defer func(old microKernel) { kern = old }(kern)
+			kern = k
+			c := New()
+			for _, tc := range []struct {
+				name     string
+				batch    []int
+				m, n, kk int
+				ta, tb   bool
+				path     string
+			}{
+				{"packed NN", nil, 300, 290, 600, false, false, "packed"},
+				{"packed TN", nil, 301, 97, 520, true, false, "packed"},
+				{"packed NT", nil, 290, 301, 300, false, true, "packed"},
+				{"packed TT", nil, 290, 130, 270, true, true, "packed"},
+				{"direct B", nil, 40, 301, 600, false, false, "direct"},
+				{"direct B, T A", nil, 67, 250, 520, true, false, "direct"},
+				{"swapped NT", nil, 64, 301, 600, false, true, "swap"},
+				{"swapped TT", nil, 37, 203, 530, true, true, "swap"},
+				{"swapped NT batched", []int{2}, 50, 230, 300, false, true, "swap"},
+				{"few columns", nil, 5, 3, 90000, false, false, "direct"},
+				{"batch-parallel", []int{3, 5}, 40, 30, 50, false, true, "batch"},
+				{"tiny", nil, 1, 1, 1, true, true, "batch"},
+			} {
+				as, bs := []int{tc.m, tc.kk}, []int{tc.kk, tc.n}
+				if tc.ta {
+					as = []int{tc.kk, tc.m}
+				}
+				if tc.tb {
+					bs = []int{tc.n, tc.kk}
+				}
+				as, bs = append(append([]int{}, tc.batch...), as...), append(append([]int{}, tc.batch...), bs...)
+				b := &gb{}
+				b.out(b.node(backend.Node{Op: backend.OpMatMul, In: []int{b.arg(as...), b.arg(bs...)},
+					Shape: append(append([]int{}, tc.batch...), tc.m, tc.n), TransA: tc.ta, TransB: tc.tb}))
+				t.Run(tc.name, func(t *testing.T) {
+					g := newGemm(c, k, backend.NumElems(tc.batch), tc.m, tc.n, tc.kk, tc.ta, tc.tb)
+					path := "packed"
+					switch {
+					case g.perBatch:
+						path = "batch"
+					case g.swap:
+						path = "swap"
+					case g.directB:
+						path = "direct"
+					}
+					if path != tc.path && !(tc.path == "swap" && k.fnRA == nil && path == "packed") {
+						t.Fatalf("plan takes the %s path, want %s", path, tc.path)
+					}
+					check(t, c, b, randArgs(r, b.shapes, -1, 1), tol{3e-4, 1e-5})
+				})
+			}
+		})
+	}
+}

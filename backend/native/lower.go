@@ -55,7 +55,7 @@ func tensorsFor(n *backend.Node) int {
 		return 48
 	case backend.OpSGD:
 		return 24
-	case backend.OpPowConst, backend.OpOneHot, backend.OpScatterAddRows, backend.OpLogSoftmax:
+	case backend.OpPowConst, backend.OpOneHot, backend.OpScatterAddRows, backend.OpLogSoftmax, backend.OpInside:
 		return 24
 	default:
 		return 10
@@ -353,6 +353,13 @@ func (l *lowering) indices(idx tensor, rows int) (f32, i32 tensor) {
 	return f32, i32
 }
 
+// positive is 1 where y > 0, else 0 (NaN too), whichever way the device's
+// step treats 0.
+func (l *lowering) positive(y tensor) tensor {
+	neg := l.scaleBias(C.ggml_step(l.ctx, C.ggml_neg(l.ctx, y)), -1, 1)
+	return C.ggml_mul(l.ctx, C.ggml_step(l.ctx, y), neg)
+}
+
 // clamp is min(max(x, lo), hi) into a new tensor: ggml_clamp works in place
 // (its result is a view of its input), which would overwrite an arg.
 func (l *lowering) clamp(x tensor, lo, hi float32) tensor {
@@ -382,11 +389,10 @@ func (l *lowering) lowerUnary(n *backend.Node) tensor {
 	case backend.OpClamp:
 		return l.clamp(x, n.A, n.B)
 	case backend.OpInside:
-		// step(x-A) * step(B-x); step(y) is 1 for y > 0, and y = x-A is > 0
-		// exactly when x > A (IEEE subtraction is exact in sign).
-		lo := C.ggml_step(ctx, l.scaleBias(x, 1, -n.A))
-		hi := C.ggml_step(ctx, l.scaleBias(x, -1, n.B))
-		return C.ggml_mul(ctx, lo, hi)
+		// [x > A] * [x < B] from ggml's step, whose value at 0 differs by
+		// device (ggml-cpu: x > 0, ggml-vulkan: x >= 0): step(y)*(1-step(-y))
+		// is [y > 0] under both, and 0 for NaN. y = x-A is exact in sign.
+		return C.ggml_mul(ctx, l.positive(l.scaleBias(x, 1, -n.A)), l.positive(l.scaleBias(x, -1, n.B)))
 	default: // OpPowConst
 		return l.lowerPow(n, x)
 	}

@@ -28,15 +28,15 @@ const chromium = "/usr/bin/chromium"
 var indexHTML []byte
 
 // buildWasm compiles pkg (relative to this folder) as a GOOS=js test binary
-// into dir/suite.wasm and copies Go's wasm_exec.js next to it.
-func buildWasm(t *testing.T, dir, pkg string) {
+// into dir/bin and copies Go's wasm_exec.js next to it.
+func buildWasm(t *testing.T, dir, pkg, bin string) {
 	t.Helper()
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		t.Fatalf("buildWasm: go command not found: %v", err)
 	}
 	start := time.Now()
-	cmd := exec.Command(goBin, "test", "-c", "-o", filepath.Join(dir, "suite.wasm"), pkg)
+	cmd := exec.Command(goBin, "test", "-c", "-o", filepath.Join(dir, bin), pkg)
 	cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("buildWasm: GOOS=js GOARCH=wasm go test -c %s: %v\n%s", pkg, err, out)
@@ -134,17 +134,17 @@ type pageState struct {
 
 const stateJS = `({adapter: window.adapter, done: window.done, exitCode: window.exitCode, error: window.error, outLen: window.out.length})`
 
-// runWasm opens the page at base with args for the binary and polls until
+// runWasm opens the page at base to run the binary bin with args and polls until
 // the binary exits or timeout passes. It returns the final state and the
 // binary's output; when the timeout passes it returns an error along with
 // the output gathered so far.
-func runWasm(ctx context.Context, base string, args []string, timeout time.Duration) (pageState, string, error) {
+func runWasm(ctx context.Context, base, bin string, args []string, timeout time.Duration) (pageState, string, error) {
 	var st pageState
 	a, err := json.Marshal(args)
 	if err != nil {
 		return st, "", err
 	}
-	u := base + "/?args=" + url.QueryEscape(string(a))
+	u := base + "/?bin=" + url.QueryEscape(bin) + "&args=" + url.QueryEscape(string(a))
 	if err := chromedp.Do(ctx, chromedp.Navigate(u)); err != nil {
 		return st, "", fmt.Errorf("runWasm: navigate %s: %w", u, err)
 	}

@@ -1,6 +1,7 @@
 package browsertest
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"regexp"
@@ -9,79 +10,99 @@ import (
 	"time"
 )
 
-// suiteArgs are the wasm test binary's flags. -test.short skips the two
-// large-tensor cases (40M-element add, 33.5M-element get_rows table): on
-// SwiftShader (~0.2 GFLOP/s, 2 cores) they dominate the run, and the split
-// dispatches they exercise are also covered natively on lavapipe. The
-// binary's own timeout turns a hang into a goroutine dump in the output.
-var suiteArgs = []string{"-test.v", "-test.short", "-test.timeout=7m"}
+// binary is one wasm test binary the browser runs.
+type binary struct {
+	name, pkg string // subtest name; package, relative to this folder
+	args      []string
+	// minPasses is a floor on the passing (sub)tests: a run that reports
+	// PASS with fewer did not run the tests.
+	minPasses int
+	timeout   time.Duration
+}
 
-// suiteTimeout bounds the whole run in the page.
-const suiteTimeout = 8 * time.Minute
+// binaries: the conformance suite and the MLP training check (wasmsuite),
+// then the webgpu package's own tests (bind-range splitting, memory plan,
+// rebinding, device time, ops) minus its TestConformance, which wasmsuite
+// runs. -test.short skips the suite's two large-tensor cases (a 40M-element
+// add and a 33.5M-element get_rows table): on SwiftShader (~0.2 GFLOP/s, 2
+// cores) they would dominate the run, and their split dispatches are
+// covered here by TestSplitLargeBindings (lowered binding limit) and
+// natively on lavapipe. Each binary's -test.timeout turns a hang into a
+// goroutine dump in the output.
+var binaries = []binary{
+	{"conformance", "./wasmsuite", []string{"-test.v", "-test.short", "-test.timeout=6m"}, 300, 7 * time.Minute},
+	{"package", "..", []string{"-test.v", "-test.short", "-test.timeout=3m", "-test.skip=^TestConformance$"}, 10, 4 * time.Minute},
+}
 
-// TestConformanceInBrowser runs backendtest.Run(t, "webgpu") compiled to
-// wasm inside headless Chromium on its SwiftShader WebGPU adapter. With
-// AG_BROWSERTEST_LOG=FILE the binary's whole -test.v output goes to FILE.
-func TestConformanceInBrowser(t *testing.T) {
+// TestInBrowser runs the WebGPU backend's tests compiled to wasm inside
+// headless Chromium on its SwiftShader adapter, one subtest per binary.
+// With AG_BROWSERTEST_LOG=PREFIX the whole -test.v output of each binary
+// goes to PREFIX<name>.txt.
+func TestInBrowser(t *testing.T) {
 	ctx := browser(t)
 	dir := t.TempDir()
-	buildWasm(t, dir, "./wasmsuite")
+	for _, b := range binaries {
+		buildWasm(t, dir, b.pkg, b.name+".wasm")
+	}
 	base := serve(t, dir)
+	for _, b := range binaries {
+		t.Run(b.name, func(t *testing.T) { runBinary(t, ctx, base, b) })
+	}
+}
 
+// runBinary runs b in the page and fails unless it exits 0 with PASS, no
+// failing test and at least b.minPasses passing ones.
+func runBinary(t *testing.T, ctx context.Context, base string, b binary) {
 	start := time.Now()
-	st, out, err := runWasm(ctx, base, suiteArgs, suiteTimeout)
+	st, out, err := runWasm(ctx, base, b.name+".wasm", b.args, b.timeout)
 	wall := time.Since(start)
 	if strings.HasPrefix(st.Adapter, "no adapter") {
 		t.Skipf("Chromium offers no WebGPU adapter: %s (with --enable-unsafe-webgpu SwiftShader should be one; see notes/PLATFORM.md)", st.Adapter)
 	}
-	if f := os.Getenv("AG_BROWSERTEST_LOG"); f != "" {
-		if err := os.WriteFile(f, []byte(out), 0o644); err != nil {
-			t.Errorf("writing the full output to AG_BROWSERTEST_LOG: %v", err)
+	if p := os.Getenv("AG_BROWSERTEST_LOG"); p != "" {
+		if err := os.WriteFile(p+b.name+".txt", []byte(out), 0o644); err != nil {
+			t.Errorf("writing the output to AG_BROWSERTEST_LOG: %v", err)
 		}
 	}
 	r := summarize(out)
-	t.Logf("adapter %s; suite ran %v in the page: %d passed, %d failed, %d skipped", strings.TrimPrefix(st.Adapter, "ok: "), wall.Round(time.Second), r.pass, r.fail, r.skip)
+	t.Logf("%s on %s: %v in the page, %d passed, %d failed, %d skipped", b.pkg, strings.TrimPrefix(st.Adapter, "ok: "), wall.Round(100*time.Millisecond), r.pass, r.fail, r.skip)
 	if err != nil {
-		t.Fatalf("%v\noutput (runs and passes left out):\n%s", err, r.report)
+		t.Fatalf("%v\noutput (runs, passes and error ratios left out):\n%s", err, r.report)
 	}
 	if st.Error != "" {
 		t.Errorf("page error:\n%s", st.Error)
 	}
 	switch {
-	case r.topSkipped:
-		t.Errorf("the suite skipped itself in the browser although the page found an adapter:\n%s", r.report)
+	case len(r.skippedTop) > 0:
+		t.Errorf("tests %v skipped themselves in the browser although the page found an adapter:\n%s", r.skippedTop, r.report)
 	case st.ExitCode != 0 || r.fail > 0 || !r.passLine:
-		t.Errorf("suite failed (exit code %d, %d failed, PASS line %v):\n%s", st.ExitCode, r.fail, r.passLine, r.report)
-	case r.pass < minPasses:
-		t.Errorf("only %d cases passed, want at least %d: the suite did not run fully:\n%s", r.pass, minPasses, r.report)
+		t.Errorf("failed (exit code %d, %d failed, PASS line %v):\n%s", st.ExitCode, r.fail, r.passLine, r.report)
+	case r.pass < b.minPasses:
+		t.Errorf("only %d tests passed, want at least %d: the binary did not run its tests:\n%s", r.pass, b.minPasses, r.report)
 	default:
-		t.Logf("suite output (runs and passes left out):\n%s", r.report)
+		t.Logf("output (runs, passes and error ratios left out):\n%s", r.report)
 	}
 }
-
-// minPasses is a floor on the passing (sub)tests: a run that reports PASS
-// with fewer did not run the suite.
-const minPasses = 100
 
 // result is the digest of a `go test -v` output.
 type result struct {
 	pass, fail, skip int
-	passLine         bool // a line "PASS": the binary's overall verdict
-	topSkipped       bool // TestConformance itself skipped (driver unavailable)
+	passLine         bool     // a line "PASS": the binary's overall verdict
+	skippedTop       []string // top-level tests that skipped (no adapter, no driver)
 	report           string
 }
 
-var verdict = regexp.MustCompile(`^\s*--- (PASS|FAIL|SKIP): (\S+)`)
+var verdict = regexp.MustCompile(`^(\s*)--- (PASS|FAIL|SKIP): (\S+)`)
 
 // summarize counts the verdict lines and keeps every line but the "=== RUN"
-// and "--- PASS" noise: failures with their messages, skips with reasons,
-// the suite's logs and the summary.
+// and "--- PASS" lines and the suite's "worst error is" ratios: failures
+// with their messages, skips with reasons, other logs and the summary.
 func summarize(out string) result {
 	var r result
 	var keep []string
 	for _, line := range strings.Split(out, "\n") {
 		if m := verdict.FindStringSubmatch(line); m != nil {
-			switch m[1] {
+			switch m[2] {
 			case "PASS":
 				r.pass++
 				continue
@@ -89,10 +110,12 @@ func summarize(out string) result {
 				r.fail++
 			case "SKIP":
 				r.skip++
-				r.topSkipped = r.topSkipped || m[2] == "TestConformance"
+				if m[1] == "" {
+					r.skippedTop = append(r.skippedTop, m[3])
+				}
 			}
 		}
-		if strings.HasPrefix(line, "=== ") {
+		if strings.HasPrefix(line, "=== ") || strings.Contains(line, ": worst error is ") {
 			continue
 		}
 		if line == "PASS" {
