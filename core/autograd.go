@@ -36,7 +36,7 @@ func (t *Tensor) Backward() error {
 	d.mu.Lock()
 	d.noGrad++
 	d.pass = profile.PassBackward
-	created := d.created
+	created, synced := d.created, d.synced
 	d.mu.Unlock()
 	defer func() {
 		d.mu.Lock()
@@ -44,7 +44,7 @@ func (t *Tensor) Backward() error {
 		d.pass = profile.PassForward
 		if !start.IsZero() {
 			// the walk between the ops it records is backward create time too
-			walk := time.Since(start) - (d.created - created)
+			walk := time.Since(start) - (d.created - created) - (d.synced - synced)
 			profile.AddStage(profile.PassBackward, profile.StageCreate, walk)
 		}
 		d.mu.Unlock()

@@ -202,12 +202,8 @@ func (c *Capture) record(in []Input) (*recording, [][]float32, error) {
 	for s, idx := range lw.argOf {
 		rec.bound = append(rec.bound, boundArg{s, lw.args[lw.g.Nodes[idx].Arg]})
 	}
-	rec.nodes = make([]profile.NodeTime, len(lw.g.Nodes))
-	for i := range rec.nodes {
-		rec.nodes[i] = profile.NodeTime{Op: lw.g.Nodes[i].Op.String(), Pass: profile.PassForward}
-	}
-	for _, t := range d.pending {
-		rec.nodes[lw.nodeOf[t]].Pass = t.pass
+	for _, t := range d.pending { // arg nodes do no work: left out
+		rec.nodes = append(rec.nodes, profile.NodeTime{Op: t.op.String(), Pass: t.pass})
 	}
 	if _, err := prog.Run(lw.args); err != nil {
 		lw.free(d)

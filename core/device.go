@@ -43,6 +43,7 @@ type Device struct {
 	holdRun bool
 	guard   string        // set while a Capture records: sync points are errors
 	created time.Duration // create time of recorded ops, for Backward's walk
+	synced  time.Duration // time in runs (eager ones inside Backward too)
 }
 
 // Stats counts what a device did; see Device.Stats.

@@ -198,22 +198,19 @@ func (d *Device) syncLocked(want []*Tensor, site string) error {
 			rec.Graph += rec.Compute - info.DeviceTime
 			rec.Compute = info.DeviceTime
 		}
-		rec.Nodes = make([]profile.NodeTime, len(lw.g.Nodes))
+		// arg nodes read bound memory and do no work: they are left out
+		rec.Nodes = make([]profile.NodeTime, 0, len(d.pending))
 		for _, t := range d.pending {
-			i := lw.nodeOf[t]
-			rec.Nodes[i] = profile.NodeTime{Op: t.op.String(), Pass: t.pass}
+			n := profile.NodeTime{Op: t.op.String(), Pass: t.pass}
 			if nodeTimes != nil {
-				rec.Nodes[i].Dur = nodeTimes[i]
+				n.Dur = nodeTimes[lw.nodeOf[t]]
 			}
-		}
-		for i := range rec.Nodes {
-			if rec.Nodes[i].Op == "" { // arg nodes read bound memory: no work
-				rec.Nodes[i] = profile.NodeTime{Op: "arg", Pass: profile.PassForward}
-			}
+			rec.Nodes = append(rec.Nodes, n)
 		}
 		d.lastRun = &rec
 	}
 	d.pending = d.pending[:0]
+	d.synced += time.Since(t0)
 	if prof && !d.holdRun {
 		profile.RecordRun(&rec)
 		d.lastRun = nil
