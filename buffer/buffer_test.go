@@ -214,8 +214,19 @@ func TestFreed(t *testing.T) {
 	if s := b.String(); s != "<buffer> 3 x 10 f32 (device)" {
 		t.Fatalf("String = %q", s)
 	}
+	if err := b.Write(2, []float32{4, 5, 6}); err != nil {
+		t.Fatal(err)
+	}
+	pending, err := b.GetRows([]int{2})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := b.Free(); err != nil {
 		t.Fatal(err)
+	}
+	// Free ran the pending read first.
+	if got, err := pending.Data(); err != nil || !slices.Equal(got, []float32{4, 5, 6}) {
+		t.Fatalf("a read recorded before Free = %v, %v; want [4 5 6]", got, err)
 	}
 	if s := b.String(); s != "<buffer> 3 x 10 f32 (freed)" {
 		t.Fatalf("String after Free = %q", s)

@@ -127,7 +127,7 @@ func (r *recording) valid(d *Device, in []Input) bool {
 func (r *recording) release(d *Device) {
 	for _, t := range []*Tensor{r.packed, r.flat} {
 		if t != nil && t.stor != nil {
-			d.dropStorage(t.stor)
+			d.dropStorage(t.stor, false)
 			t.stor, t.st = nil, stateReleased
 		}
 	}

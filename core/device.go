@@ -235,14 +235,20 @@ func (d *Device) drainFrees() {
 	d.freeq = nil
 	d.freeMu.Unlock()
 	for _, s := range q {
-		d.dropStorage(s)
+		d.dropStorage(s, true)
 	}
 }
 
-// dropStorage frees s now, keeping its buffer for reuse. Called with d.mu held.
-func (d *Device) dropStorage(s *storage) {
+// dropStorage frees s now. With reuse the buffer is kept for later run
+// outputs of its size (values that come and go every step); without, it goes
+// back to the device at once, so Memory reports it free. Called with d.mu held.
+func (d *Device) dropStorage(s *storage, reuse bool) {
 	if s.buf != nil && d.be != nil {
-		d.putBuf(s.buf)
+		if reuse {
+			d.putBuf(s.buf)
+		} else {
+			d.be.Free(s.buf)
+		}
 	}
 	s.buf, s.host = nil, nil
 	delete(d.live, s)
@@ -299,11 +305,15 @@ func (d *Device) onDevice(s *storage) error {
 		return fmt.Errorf("allocating %d floats on %s: %w", s.n, d.caps.Name, err)
 	}
 	if s.host != nil {
-		if err := d.be.Write(b, 0, s.host); err != nil {
-			d.putBuf(b)
-			return fmt.Errorf("uploading %d floats to %s: %w", s.n, d.caps.Name, err)
+		// in 16 MB parts, like the rescue, so no transfer needs a huge staging area
+		for off := 0; off < s.n; off += rescueChunk {
+			end := min(off+rescueChunk, s.n)
+			if err := d.be.Write(b, off, s.host[off:end]); err != nil {
+				d.putBuf(b)
+				return fmt.Errorf("uploading %d floats to %s: %w", s.n, d.caps.Name, err)
+			}
+			d.count(true, end-off, "inputs")
 		}
-		d.count(true, s.n, "inputs")
 	}
 	s.buf, s.host = b, nil
 	return nil

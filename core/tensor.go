@@ -142,10 +142,19 @@ func (t *Tensor) ZeroGrad() {
 	case g.st == statePending:
 		g.keep = false
 	case g.st == stateRealized && g.stor != nil && !d.readers(g):
-		d.dropStorage(g.stor)
+		d.dropStorage(g.stor, true)
 		g.stor = nil
 		g.st = stateReleased
 	}
+}
+
+// OnDevice reports whether t's value is in device memory now (false for a
+// pending value, and for a value on the host: data not yet used by a run, or
+// moved there by Device.Close).
+func (t *Tensor) OnDevice() bool {
+	t.dev.mu.Lock()
+	defer t.dev.mu.Unlock()
+	return t.st == stateRealized && t.stor != nil && t.stor.buf != nil
 }
 
 // Release frees the tensor's device memory now instead of at garbage
@@ -164,7 +173,7 @@ func (t *Tensor) Release() error {
 		}
 	}
 	if t.stor != nil {
-		d.dropStorage(t.stor)
+		d.dropStorage(t.stor, !t.param && t.op != backend.OpInvalid)
 		t.stor = nil
 	}
 	t.st = stateReleased

@@ -265,19 +265,8 @@ func TestMatMulOp(t *testing.T) {
 				if r.IntN(3) == 0 {
 					batch = randShape(r, 1+r.IntN(2))
 				}
-				switch trial {
-				case 0:
-					m, n, kk = 300, 290, 600 // several kc blocks and row blocks, parallel
-				case 1:
-					m, n, kk = 2, 700, 300 // few rows: column split
-				case 2:
-					m, n, kk, batch = 40, 30, 50, []int{2, 7} // batch-parallel
-				case 3:
-					m, n, kk, batch = 150, 70, 300, []int{3} // batched, each parallel
-				case 4:
-					m, n, kk = 40, 300, 600 // B read in place, K in 3 blocks, ragged panel
-				case 5:
-					m, n, kk = 1, 1, 1
+				if trial == 0 { // batched; large shapes and each strategy: TestMatMulPaths
+					batch = []int{3}
 				}
 				ta, tb := trial%4 >= 2, trial%2 == 1
 				as, bs := []int{m, kk}, []int{kk, n}
@@ -386,7 +375,10 @@ func TestMatMulPaths(t *testing.T) {
 					case g.directB:
 						path = "direct"
 					}
-					if path != tc.path && !(tc.path == "swap" && k.fnRA == nil && path == "packed") {
+					ok := path == tc.path ||
+						tc.path == "swap" && k.fnRA == nil && path == "packed" || // no in-place-A kernel
+						threads() == 1 && path == "batch" // one thread (wasm): small products run whole
+					if !ok {
 						t.Fatalf("plan takes the %s path, want %s", path, tc.path)
 					}
 					check(t, c, b, randArgs(r, b.shapes, -1, 1), tol{3e-4, 1e-5})

@@ -150,11 +150,13 @@
 
   function showDevices(d) {
     const wg = d.webgpu;
+    // "auto" is the native command line's choice; the page picks webgpu whenever it runs.
+    wg.why = wg.why.replace(/\s*\(not picked by auto\)/, "");
     $("#webgpu-state").textContent = wg.ok ? wg.why : "not available";
     $("#webgpu-state").title = wg.why;
     const opt = $('#f-device option[value="webgpu"]');
     opt.disabled = !wg.ok;
-    $('#f-device option[value="best"]').textContent = `best available (${d.best})`;
+    $('#f-device option[value="best"]').textContent = `best (${d.best})`;
     $("#device-name").textContent = d.current || `${d.best} (not opened yet)`;
     if (!wg.ok) {
       banner("warn", `<b>WebGPU is not available here</b> (${esc(wg.why)}). ag trains on its CPU backend compiled to WebAssembly instead: same numbers, slower. For WebGPU use a browser with it enabled (Chrome, Edge; in headless Chromium pass <code>--enable-unsafe-webgpu</code>).`, "webgpu-banner");
@@ -429,7 +431,7 @@
       kpi("steps", String(d.steps ?? "–")),
       kpi("attributed", d.coverage_pct ? d.coverage_pct.toFixed(0) + "%" : "–", "stage time over step wall time")));
     card.append(passBars(d, steps, maxMS));
-    card.append(passTable(d, steps));
+    card.append(el("div", { class: "table-wrap" }, passTable(d, steps)));
     const sel = el("button", { type: "button", class: "link", text: p.id === state.selected ? "showing its ops below" : "show its ops and counters" });
     sel.disabled = p.id === state.selected;
     sel.addEventListener("click", () => { state.selected = p.id; $("#f-prof").value = p.id; renderModes(); renderDetail(); });
