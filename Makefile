@@ -18,10 +18,17 @@ endif
 # Tests of the ggml Vulkan device run on lavapipe, which ggml skips unless asked.
 TEST_ENV := GGML_VK_VISIBLE_DEVICES=0
 
-.PHONY: demo test deps vulkan vet unit wasm-check bench build clean-cache
+.PHONY: demo test deps vulkan vet unit devices-test wasm-check wasm serve bench bench-peers build clean-cache
 
 demo:
-	$(GO) run $(TAGS) ./cmd/ag demo
+	$(GO) run $(TAGS) ./cmd/ag demo -profile
+
+# The browser build: ag.wasm and wasm_exec.js into web/dist (embedded by `ag serve`).
+wasm:
+	bash web/build.sh
+
+serve: wasm
+	$(GO) run $(TAGS) ./cmd/ag serve
 
 build:
 	$(GO) build $(TAGS) ./...
@@ -35,7 +42,7 @@ vulkan:
 
 # `make test` re-invokes make after the ggml build so TAGS/CGO flags see it.
 test: deps vulkan
-	$(MAKE) --no-print-directory vet unit wasm-check
+	$(MAKE) --no-print-directory vet unit devices-test wasm-check
 
 vet:
 	$(GO) vet $(TAGS) ./...
@@ -44,6 +51,13 @@ vet:
 unit:
 	$(TEST_ENV) $(GO) test $(TAGS) -count=1 -timeout 30m ./...
 
+# The device-independent tests (nn, buffer) again on every other backend
+# that runs here: WebGPU on lavapipe, and ggml's CPU and Vulkan devices.
+DEVICES := webgpu $(if $(HAVE_GGML),ggml-cpu ggml-vulkan)
+devices-test:
+	set -e; for d in $(DEVICES); do echo "== nn, buffer on $$d"; \
+	  AG_TEST_DEVICE=$$d $(TEST_ENV) $(GO) test $(TAGS) -count=1 ./nn/ ./buffer/; done
+
 # The packages that run in the browser must build for GOOS=js.
 wasm-check:
 	GOOS=js GOARCH=wasm $(GO) build ./core/ ./nn/ ./backend/... ./buffer/ ./profile/ ./wasm/
@@ -51,6 +65,10 @@ wasm-check:
 
 bench:
 	$(GO) run $(TAGS) ./cmd/ag bench -json bench.json
+
+# ag next to PyTorch (Debian python3-torch) on this CPU, side by side.
+bench-peers:
+	bash bench/side_by_side.sh 3 cpu
 
 clean-cache:
 	rm -rf $${AG_CACHE:-$$HOME/.cache/ag}

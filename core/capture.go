@@ -75,6 +75,7 @@ func (c *Capture) Records() int { return c.recs }
 // Call runs the captured function on the inputs and returns the outputs'
 // values, recording first when needed (see Capture).
 func (c *Capture) Call(in ...Input) ([][]float32, error) {
+	start := time.Now()
 	for i, x := range in {
 		checkShape("Capture.Call", x.Shape)
 		if backend.NumElems(x.Shape) != len(x.Data) {
@@ -100,7 +101,7 @@ func (c *Capture) Call(in ...Input) ([][]float32, error) {
 		c.recs++
 		return outs, nil
 	}
-	return c.rec.replay(d, in)
+	return c.rec.replay(d, in, start)
 }
 
 func (r *recording) valid(d *Device, in []Input) bool {
@@ -268,7 +269,7 @@ func (c *Capture) callFn(rec *recording) (flat *Tensor, err error) {
 
 // replay uploads the packed inputs, runs the program and downloads the
 // outputs. Called with d.mu held and nothing pending.
-func (r *recording) replay(d *Device, in []Input) ([][]float32, error) {
+func (r *recording) replay(d *Device, in []Input, start time.Time) ([][]float32, error) {
 	prof := profiling()
 	t0 := time.Now()
 	packed := make([]float32, r.packed.stor.n)
@@ -290,7 +291,8 @@ func (r *recording) replay(d *Device, in []Input) ([][]float32, error) {
 	t2 := time.Now()
 	res, err := r.download(d)
 	if prof {
-		rec := profile.Run{Site: "captured", Start: t0, Upload: t1.Sub(t0), Compute: t2.Sub(t1),
+		// ctx: checking that the recording still holds, before the upload
+		rec := profile.Run{Site: "captured", Start: start, Ctx: t0.Sub(start), Upload: t1.Sub(t0), Compute: t2.Sub(t1),
 			Download: time.Since(t2), Nodes: r.nodes, DownloadPass: profile.PassForward}
 		if d.caps.DeviceTimer && info.DeviceTime > 0 && info.DeviceTime <= rec.Compute {
 			rec.DeviceTimed = true

@@ -27,18 +27,18 @@ type BuildConfig struct {
 
 // BuildInfo is ag.build's answer.
 type BuildInfo struct {
-	Device   string   `json:"device"`   // e.g. "webgpu (SwiftShader Device (Subzero), ...)"
-	Name     string   `json:"name"`     // driver name: "webgpu" or "cpu"
-	Fallback string   `json:"fallback"` // why the asked device was not used ("" when it was)
-	Params   int      `json:"params"`   // parameter count
-	FLOPs    float64  `json:"flops"`    // arithmetic of one step
-	SetupMS  float64  `json:"setup_ms"` // building model and data
-	Reused   bool     `json:"reused"`   // the device was already open
-	Config   any      `json:"config"`   // the config after defaults
-	Compiles int      `json:"compiles"` // programs compiled on this device so far
-	Driver   string   `json:"driver"`   // availability text of the driver used
-	WebGPU   string   `json:"webgpu"`   // availability text of webgpu
-	Warnings []string `json:"warnings"` // notes for the page (never null)
+	Device   string      `json:"device"`   // e.g. "webgpu (SwiftShader Device (Subzero), ...)"
+	Name     string      `json:"name"`     // driver name: "webgpu" or "cpu"
+	Fallback string      `json:"fallback"` // why the asked device was not used ("" when it was)
+	Params   int         `json:"params"`   // parameter count
+	FLOPs    float64     `json:"flops"`    // arithmetic of one step
+	SetupMS  float64     `json:"setup_ms"` // building model and data
+	Reused   bool        `json:"reused"`   // the device was already open
+	Config   BuildConfig `json:"config"`   // the config after defaults
+	Compiles int         `json:"compiles"` // programs compiled on this device so far
+	Driver   string      `json:"driver"`   // availability text of the driver used
+	WebGPU   string      `json:"webgpu"`   // availability text of webgpu
+	Warnings []string    `json:"warnings"` // notes for the page (never null)
 }
 
 // TrainResult is ag.train's answer.
@@ -60,12 +60,9 @@ const (
 	// per op. One unprofiled warm-up step compiles the per-op programs
 	// first, so the profile is the steady state of per-op execution.
 	ModeEager = string(workload.Eager)
-	// ModeLazy is the lazy graph (workload.Lazy: the step is recorded and
-	// lowered to one program at its sync) from a cold program cache: the
-	// device is closed first (Device.Close keeps every value on the host and
-	// drops the compiled programs), so the first profiled step compiles its
-	// program and uploads the parameters again, as the first step of a fresh
-	// process does; later steps hit the cache.
+	// ModeLazy is the lazy graph (workload.Lazy): every step is recorded and
+	// lowered to one program at its sync, which comes from the program
+	// cache after one unprofiled warm-up step.
 	ModeLazy = string(workload.Lazy)
 	// ModeCaptured replays a captured step (workload.Captured, core.Capture):
 	// one unprofiled warm-up step records and compiles it, then every
@@ -77,7 +74,7 @@ const (
 // modeNotes are the one-line definitions the page shows.
 var modeNotes = map[string]string{
 	ModeEager:    "every op runs as its own program when recorded (steady state, after one warm-up step)",
-	ModeLazy:     "each step recorded and lowered to one program, from a cold cache: the first step compiles it and uploads the parameters",
+	ModeLazy:     "each step recorded and lowered to one program at its sync; the program comes from the cache (after one warm-up step)",
 	ModeCaptured: "the step recorded once and replayed: one upload, the cached program, one download (after one warm-up step)",
 }
 
@@ -294,17 +291,10 @@ func (s *session) profile(mode string, steps int) (*WebProfile, error) {
 	}
 	t0 := time.Now()
 	wm := workload.Mode(mode)
-	switch mode {
-	case ModeEager, ModeCaptured:
-		if _, err := s.m.StepMode(wm); err != nil {
-			return nil, fmt.Errorf("profile %s: warm-up step on %s: %w", mode, s.dev, err)
-		}
-		s.total++
-	case ModeLazy:
-		if err := s.dev.Close(); err != nil {
-			return nil, fmt.Errorf("profile %s: emptying the program cache (Device.Close) on %s: %w", mode, s.dev, err)
-		}
+	if _, err := s.m.StepMode(wm); err != nil { // compiles, records
+		return nil, fmt.Errorf("profile %s: warm-up step on %s: %w", mode, s.dev, err)
 	}
+	s.total++
 	compiles := s.dev.Stats().Compiles
 	start()
 	var err error

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/ag-go/ag/core"
@@ -210,7 +212,10 @@ type tab struct {
 	logs   []string
 }
 
-func openTab(t *testing.T, w, h int64) *tab {
+func openTab(t *testing.T, w, h int64) *tab { return openTabWith(t, w, h, "") }
+
+// openTabWith runs script in the page before its own scripts.
+func openTabWith(t *testing.T, w, h int64, script string) *tab {
 	t.Helper()
 	browser(t)
 	ctx, cancel := chromedp.NewContext(env.browser)
@@ -231,6 +236,12 @@ func openTab(t *testing.T, w, h int64) *tab {
 			tb.mu.Unlock()
 		}
 	}()
+	if script != "" {
+		tb.do(t, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: script})
+			return err
+		}))
+	}
 	tb.do(t, chromedp.EmulateViewport(w, h), chromedp.Navigate(env.url))
 	return tb
 }
@@ -481,6 +492,43 @@ func TestTrainAndProfile(t *testing.T) {
 		t.Errorf("at 375 px the page is %d px wider than the screen", overflow)
 	}
 	tb.screenshot(t, "page-375.png")
+	tb.noErrors(t)
+}
+
+// TestNoWebGPU hides navigator.gpu, as a browser without WebGPU has it: the
+// page must say so and train on the CPU backend compiled to wasm.
+func TestNoWebGPU(t *testing.T) {
+	tb := openTabWith(t, 375, 812, `delete Navigator.prototype.gpu;`)
+	tb.wait(t, ready, 60*time.Second)
+	got := eval[map[string]string](t, tb, `({banners: document.querySelector("#banners").textContent,
+		webgpu: document.querySelector("#webgpu-state").textContent,
+		option: String(document.querySelector('#f-device option[value="webgpu"]').disabled)})`)
+	if !strings.Contains(got["banners"], "WebGPU is not available") || !strings.Contains(got["banners"], "CPU backend compiled to WebAssembly") ||
+		got["webgpu"] != "not available" || got["option"] != "true" {
+		t.Errorf("without WebGPU the page shows %v", got)
+	}
+	tb.do(t,
+		chromedp.SetValue(chromedp.CSS("#f-width"), "32"),
+		chromedp.SetValue(chromedp.CSS("#f-steps"), "20"),
+		chromedp.Click(chromedp.CSS("#btn-train")),
+	)
+	tb.wait(t, `document.body.dataset.trained`, 60*time.Second)
+	res := eval[map[string]string](t, tb, `({...document.querySelector("#loss-chart").dataset, device: document.querySelector("#device-name").textContent})`)
+	var first, last float64
+	fmt.Sscan(res["first"], &first)
+	fmt.Sscan(res["last"], &last)
+	if !strings.HasPrefix(res["device"], "cpu") || !(last > 0 && last < first/2) {
+		t.Errorf("without WebGPU: trained on %q, loss %g -> %g: want cpu and the loss halved", res["device"], first, last)
+	}
+	// Stop ends a long run after its current step.
+	tb.do(t,
+		chromedp.SetValue(chromedp.CSS("#f-steps"), "100000"),
+		chromedp.Click(chromedp.CSS("#btn-train")),
+	)
+	tb.wait(t, `!document.querySelector("#btn-stop").disabled && +document.querySelector("#loss-chart").dataset.points > 25`, 20*time.Second)
+	tb.do(t, chromedp.Click(chromedp.CSS("#btn-stop")))
+	tb.wait(t, `document.querySelector("#status").textContent.startsWith("Stopped after")`, 20*time.Second)
+	tb.screenshot(t, "nowebgpu-375.png")
 	tb.noErrors(t)
 }
 

@@ -32,7 +32,11 @@ func (c *CPU) Caps() backend.Caps {
 	}
 }
 
-// Memory reports the host's available and total memory (see memory_*.go).
+// Memory reports the host's memory, which is this backend's device memory.
+// On Linux it reads MemAvailable and MemTotal from /proc/meminfo. Elsewhere,
+// wasm in a browser included, it is an estimate: total is 2 GiB (what
+// browsers commonly grant a wasm32 instance) or the Go runtime's own size if
+// larger, and free is total minus what the Go runtime has taken.
 func (c *CPU) Memory() (free, total uint64, err error) { return hostMemory() }
 
 // Close releases nothing: buffers are garbage collected.

@@ -91,6 +91,27 @@ func (vulkanDriver) Available() backend.Availability {
 	return backend.Availability{Why: fmt.Sprintf("no GPU-type Vulkan device among %d found", len(devs))}
 }
 
+// lpThreadsEnv is lavapipe's worker thread count. Mesa 22.3's lavapipe
+// (Debian bookworm) does not make a pipeline barrier at the start of a
+// command buffer wait for dispatches of an earlier submit still running on
+// its other threads; ggml-vulkan splits a graph into several submits and
+// relies on exactly that barrier, so results come out stale or NaN. One
+// thread serializes the dispatches. Only a CPU-type device gets this, and
+// only when the user has not set the variable.
+const lpThreadsEnv = "LP_NUM_THREADS"
+
+// selectedIsCPU reports whether ggml will use a CPU-type Vulkan device:
+// GGML_VK_VISIBLE_DEVICES picks one (ggml itself never picks one).
+func selectedIsCPU() bool {
+	env, ok := os.LookupEnv(visibleEnv)
+	if !ok {
+		return false
+	}
+	devs, err := probeVulkan()
+	i, aerr := strconv.Atoi(strings.TrimSpace(strings.Split(env, ",")[0]))
+	return err == nil && aerr == nil && i >= 0 && i < len(devs) && devs[i].typ == vkTypeCPU
+}
+
 // f16Env lets a user keep ggml-vulkan's f16 matmul tiles (faster, about
 // 1e-3 relative error) instead of the f32 the IR specifies.
 const f16Env = "AG_GGML_VK_F16"
@@ -101,6 +122,9 @@ func (d vulkanDriver) Open() (backend.Backend, error) {
 	// that off before ggml initializes the device, unless asked to keep it.
 	if os.Getenv(f16Env) != "1" {
 		os.Setenv("GGML_VK_DISABLE_F16", "1")
+	}
+	if _, set := os.LookupEnv(lpThreadsEnv); !set && selectedIsCPU() {
+		os.Setenv(lpThreadsEnv, "1")
 	}
 	if n := int(C.ggml_backend_vk_get_device_count()); n == 0 {
 		return nil, fmt.Errorf("native: ggml finds no Vulkan device: %s", d.Available().Why)

@@ -21,7 +21,7 @@ import (
 // benchResult is one measurement in `ag bench --json` output.
 type benchResult struct {
 	Device  string  `json:"device"`
-	Kind    string  `json:"kind"` // "matmul" or "mlp_step"
+	Kind    string  `json:"kind"`           // "matmul" or "mlp_step"
 	Mode    string  `json:"mode,omitempty"` // mlp_step: eager, lazy, captured
 	Up      float64 `json:"uploads_per_step,omitempty"`
 	Down    float64 `json:"downloads_per_step,omitempty"`

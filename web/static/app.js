@@ -529,7 +529,10 @@
       tbody.replaceChildren(el("tr", {}, el("td", { colspan: 7, class: "empty", text: "No ops recorded in this pass." })));
       return;
     }
-    const maxPct = Math.max(...rows.map((o) => o.pct), 1);
+    // The stages that belong to no op, so the rows add up to the pass total.
+    const other = r.total_ms - rows.reduce((a, o) => a + o.ms, 0);
+    const otherPct = r.total_ms > 0 ? 100 * other / r.total_ms : 0;
+    const maxPct = Math.max(...rows.map((o) => o.pct), otherPct, 1);
     const out = rows.map((o) => el("tr", {},
       el("th", { scope: "row", class: "txt", text: o.op }),
       el("td", { text: String(o.count) }),
@@ -538,14 +541,12 @@
       el("td", { text: o.compute_ms.toFixed(3) }),
       el("td", { text: o.ms.toFixed(3) }),
       el("td", { class: "pct" }, el("span", { class: "pct-bar", style: `width:${(100 * o.pct / maxPct).toFixed(1)}%` }), el("span", { text: o.pct.toFixed(1) }))));
-    // The stages that belong to no op, so the rows add up to the pass total.
-    const other = r.total_ms - rows.reduce((a, o) => a + o.ms, 0);
     if (other > 1e-6) {
       out.push(el("tr", { class: "other" },
         el("th", { scope: "row", class: "txt", text: "(other stages)" }),
         el("td"), el("td"), el("td"), el("td"),
         el("td", { text: other.toFixed(3) }),
-        el("td", { text: (100 * other / r.total_ms).toFixed(1) })));
+        el("td", { class: "pct" }, el("span", { class: "pct-bar other", style: `width:${(100 * otherPct / maxPct).toFixed(1)}%` }), el("span", { text: otherPct.toFixed(1) }))));
     }
     tbody.replaceChildren(...out);
   }

@@ -67,7 +67,7 @@ fi
 if [[ ${#missing[@]} -gt 0 ]]; then
   echo "ggml build: missing tools:" >&2
   printf '  %s\n' "${missing[@]}" >&2
-  echo "install them with: apt-get install -y cmake g++ libvulkan-dev glslc glslang-tools spirv-headers" >&2
+  echo "install them with: apt-get install -y cmake g++ patch libvulkan-dev glslc glslang-tools spirv-headers" >&2
   exit 1
 fi
 

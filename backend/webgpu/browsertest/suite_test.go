@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,29 +20,29 @@ type binary struct {
 	// PASS otherwise did not run the tests.
 	mustPass  []string
 	minPasses int
-	timeout   time.Duration
+	// timeout bounds the run in the page (less when the go test deadline
+	// is nearer); the binary's own -test.timeout is 20 s shorter, so that
+	// a hang ends in a goroutine dump in the output.
+	timeout time.Duration
 }
 
-// binaries: the conformance suite and the MLP training check (wasmsuite),
-// then the webgpu package's own tests (bind-range splitting, memory plan,
-// rebinding, device time, ops) minus its TestConformance, which wasmsuite
-// runs. -test.short skips the suite's two large-tensor cases (a 40M-element
-// add and a 33.5M-element get_rows table): on SwiftShader (~0.2 GFLOP/s, 2
-// cores) they would dominate the run, and their split dispatches are
-// covered here by TestSplitLargeBindings (lowered binding limit) and
-// natively on lavapipe. Each binary's -test.timeout turns a hang into a
-// goroutine dump in the output.
+// binaries: the conformance suite (with its large-tensor cases: a
+// 40M-element add takes ~25 s on SwiftShader) and the MLP training check
+// (wasmsuite), then the webgpu package's own tests (bind-range splitting,
+// memory plan, rebinding, device time, ops) minus its TestConformance,
+// which wasmsuite runs. On 2 cores they take ~80 s and ~30 s in the page.
 var binaries = []binary{
-	{"conformance", "./wasmsuite", []string{"-test.v", "-test.short", "-test.timeout=6m"},
-		[]string{"TestConformance", "TestMLPTrains"}, 300, 7 * time.Minute},
-	{"package", "..", []string{"-test.v", "-test.short", "-test.timeout=3m", "-test.skip=^TestConformance$"},
-		[]string{"TestAvailable", "TestSplitLargeBindings", "TestMemoryPlan", "TestRebind", "TestMemoryEstimate", "TestDeviceTime", "TestOps"}, 50, 4 * time.Minute},
+	{"conformance", "./wasmsuite", []string{"-test.v"},
+		[]string{"TestConformance", "TestMLPTrains"}, 300, 5 * time.Minute},
+	{"package", "..", []string{"-test.v", "-test.skip=^TestConformance$"},
+		[]string{"TestAvailable", "TestSplitLargeBindings", "TestMemoryPlan", "TestRebind", "TestMemoryEstimate", "TestDeviceTime", "TestOps"}, 50, 3 * time.Minute},
 }
 
 // TestInBrowser runs the WebGPU backend's tests compiled to wasm inside
 // headless Chromium on its SwiftShader adapter, one subtest per binary.
-// With AG_BROWSERTEST_LOG=PREFIX the whole -test.v output of each binary
-// goes to PREFIX<name>.txt.
+// Under -short the binaries get -test.short (the conformance suite then
+// skips its large-tensor cases). With AG_BROWSERTEST_LOG=PREFIX the whole
+// -test.v output of each binary goes to PREFIX<name>.txt.
 func TestInBrowser(t *testing.T) {
 	ctx := browser(t)
 	dir := t.TempDir()
@@ -50,6 +51,18 @@ func TestInBrowser(t *testing.T) {
 	}
 	base := serve(t, dir)
 	for _, b := range binaries {
+		if testing.Short() {
+			b.args = append(slices.Clip(b.args), "-test.short")
+		}
+		if d, ok := t.Deadline(); ok {
+			// Leave time for the cleanup that stops Chromium: a go test
+			// timeout panics past it and would leave the browser running.
+			b.timeout = min(b.timeout, time.Until(d)-30*time.Second)
+		}
+		if b.timeout < time.Minute {
+			t.Fatalf("%s: %v left before the go test deadline; run with a longer -timeout", b.name, b.timeout)
+		}
+		b.args = append(slices.Clip(b.args), fmt.Sprintf("-test.timeout=%v", b.timeout-20*time.Second))
 		t.Run(b.name, func(t *testing.T) { runBinary(t, ctx, base, b) })
 	}
 }

@@ -1,0 +1,327 @@
+package webgpu
+
+import (
+	"fmt"
+	"strings"
+)
+
+// The register-blocked matmul. A workgroup computes a BM x BN tile of C with
+// (BM/TM)*(BN/TN) invocations, each holding TM x TN accumulators as vec4
+// rows. Per step of BK along K the tiles of A and B are staged in workgroup
+// memory as vec4s, A transposed (k-major) so that an invocation reads its TM
+// rows of one k as TM/4 vec4 loads; the next step's tiles are loaded into
+// registers while the current one is multiplied (and, double-buffered, stored
+// into the other half of workgroup memory so one barrier per step suffices).
+// An invocation's rows and columns are spread in groups of 4 at a stride of
+// BM/(TM/4) (BN/(TN/4)), so neighbouring invocations read neighbouring vec4s
+// (no bank conflicts) and write neighbouring vec4s of C.
+//
+// With M, N and K multiples of 4 (vec), A, B and C are bound as vec4 arrays:
+// global loads and stores are 16 bytes. Otherwise each element is loaded on
+// its own with its bounds check; the tiling is the same.
+
+// mmCfg is one tiling of the matmul kernel.
+type mmCfg struct {
+	BM, BN, BK int
+	TM, TN     int  // outputs per invocation: multiples of 4
+	DB         bool // double-buffered workgroup memory
+}
+
+func (c mmCfg) String() string {
+	db := ""
+	if c.DB {
+		db = "db"
+	}
+	return fmt.Sprintf("%dx%dx%d/%dx%d%s", c.BM, c.BN, c.BK, c.TM, c.TN, db)
+}
+
+func (c mmCfg) threads() int { return (c.BM / c.TM) * (c.BN / c.TN) }
+
+// sharedBytes is the workgroup memory the kernel declares.
+func (c mmCfg) sharedBytes() int {
+	f := 1
+	if c.DB {
+		f = 2
+	}
+	return f * c.BK * (c.BM + c.BN) * 4
+}
+
+// fits reports whether the device runs this tiling.
+func (c mmCfg) fits(info devInfo) bool {
+	t := c.threads()
+	return t <= int(info.maxInvocations) && t <= int(info.maxWGSizeX) && c.sharedBytes() <= int(info.maxWGStorage)
+}
+
+// mmConfigs are the tilings matmul picks from, largest first. Each entry is
+// taken when the product has at least minGroups workgroups with it (enough to
+// fill a large GPU) and the device allows it.
+var mmConfigs = []struct {
+	cfg       mmCfg
+	minGroups int
+}{
+	{mmCfg{BM: 128, BN: 128, BK: 8, TM: 8, TN: 8, DB: true}, 120},
+	{mmCfg{BM: 128, BN: 64, BK: 8, TM: 8, TN: 4, DB: true}, 120},
+	{mmCfg{BM: 64, BN: 64, BK: 8, TM: 4, TN: 4, DB: true}, 120},
+	{mmCfg{BM: 64, BN: 32, BK: 16, TM: 4, TN: 4, DB: true}, 96},
+	{mmCfg{BM: 32, BN: 32, BK: 16, TM: 4, TN: 4, DB: true}, 0},
+}
+
+// pickMatmul returns the tiling for an m x n product of batch matrices.
+func pickMatmul(info devInfo, m, n, batch int) mmCfg {
+	var last mmCfg
+	for _, e := range mmConfigs {
+		if !e.cfg.fits(info) {
+			continue
+		}
+		last = e.cfg
+		groups := ((m + e.cfg.BM - 1) / e.cfg.BM) * ((n + e.cfg.BN - 1) / e.cfg.BN) * batch
+		if groups >= e.minGroups {
+			return e.cfg
+		}
+	}
+	if last.BM == 0 {
+		// WebGPU guarantees 256 invocations and 16 KiB: this always fits.
+		last = mmCfg{BM: 32, BN: 32, BK: 8, TM: 4, TN: 4}
+	}
+	return last
+}
+
+// epilogue is what a fused matmul applies to each result before storing it:
+// extra read-only bindings (after P, A, B, Y) and WGSL functions ending in
+// `fn epi(i: u32, acc: f32) -> f32`, i being the element's linear index in C.
+type epilogue struct {
+	binds []bindDecl
+	fns   string
+}
+
+// matmulKernel2 generates the register-blocked matmul for one tiling and
+// operand layout. Params [M, N, K]; the workgroup grid is
+// (ceil(N/BN), ceil(M/BM), batch).
+func matmulKernel2(c mmCfg, transA, transB, vec bool, epi *epilogue) *kernel {
+	U := 1 // elements per global load
+	if vec {
+		U = 4
+	}
+	th := c.threads()
+	TX, TY := c.BN/c.TN, c.BM/c.TM
+	RM, RN := c.TM/4, c.TN/4
+	qA, qB := c.BK*c.BM/4, c.BK*c.BN/4 // vec4s of one A (B) tile
+	var w strings.Builder
+	pr := func(f string, a ...any) { fmt.Fprintf(&w, f, a...) }
+
+	// loads: the global loads of one tile into registers ra<l> / rb<l>, and
+	// the stores of those registers into workgroup memory at buffer offset.
+	type operand struct {
+		name, reg    string
+		contigK      bool // the stored operand is contiguous along K
+		rows         int  // BM or BN: the tile's extent along M (N)
+		rowsName     string
+		base         string // batch offset
+		dimName      string // M or N
+		strideOuterK string // stride of a K step when !contigK (M or N)
+		off0         string // m0 or n0
+	}
+	A := operand{name: "A", reg: "ra", contigK: !transA, rows: c.BM, base: "aOff", dimName: "M", off0: "m0"}
+	B := operand{name: "B", reg: "rb", contigK: transB, rows: c.BN, base: "bOff", dimName: "N", off0: "n0"}
+	units := func(o operand) int { return o.rows * c.BK / U }
+	perThread := func(o operand) int { return (units(o) + th - 1) / th }
+	regType := "f32"
+	zero := "0.0"
+	arr := "A"
+	if vec {
+		regType, zero = "vec4<f32>", "vec4<f32>(0.0)"
+	}
+	_ = arr
+	loadCode := func(o operand, k0 string) string {
+		var b strings.Builder
+		n := perThread(o)
+		arrName := o.name
+		if vec {
+			arrName += "4"
+		}
+		for l := 0; l < n; l++ {
+			fmt.Fprintf(&b, "\t\t{ let e = lid + %du;\n", l*th)
+			guard := ""
+			if (l+1)*th > units(o) {
+				guard = "e < " + fmt.Sprint(units(o)) + "u && "
+			}
+			if o.contigK {
+				// e -> (row r of the tile, unit q along K)
+				per := c.BK / U
+				fmt.Fprintf(&b, "\t\t  let r = e / %du; let q = e %% %du;\n", per, per)
+				fmt.Fprintf(&b, "\t\t  %s%d = %s;\n", o.reg, l, zero)
+				fmt.Fprintf(&b, "\t\t  if (%s%s + r < %s && %s + q * %du < K) { %s%d = %s[(%s + (%s + r) * K + %s + q * %du) / %du]; } }\n",
+					guard, o.off0, o.dimName, k0, U, o.reg, l, arrName, o.base, o.off0, k0, U, U)
+			} else {
+				per := o.rows / U
+				fmt.Fprintf(&b, "\t\t  let r = e / %du; let q = e %% %du;\n", per, per)
+				fmt.Fprintf(&b, "\t\t  %s%d = %s;\n", o.reg, l, zero)
+				fmt.Fprintf(&b, "\t\t  if (%s%s + r < K && %s + q * %du < %s) { %s%d = %s[(%s + (%s + r) * %s + %s + q * %du) / %du]; } }\n",
+					guard, k0, o.off0, U, o.dimName, o.reg, l, arrName, o.base, k0, o.dimName, o.off0, U, U)
+			}
+		}
+		return b.String()
+	}
+	storeCode := func(o operand, sh string, buf string) string {
+		var b strings.Builder
+		n := perThread(o)
+		q4 := o.rows / 4 // vec4s per k row of the tile
+		for l := 0; l < n; l++ {
+			fmt.Fprintf(&b, "\t\t{ let e = lid + %du;\n", l*th)
+			open := ""
+			if (l+1)*th > units(o) {
+				open = fmt.Sprintf("if (e < %du) ", units(o))
+			}
+			if o.contigK {
+				per := c.BK / U
+				fmt.Fprintf(&b, "\t\t  let r = e / %du; let q = e %% %du;\n", per, per)
+				if vec {
+					fmt.Fprintf(&b, "\t\t  %s{\n", open)
+					for cc := 0; cc < 4; cc++ {
+						fmt.Fprintf(&b, "\t\t    %s[%s + (q * 4u + %du) * %du + r / 4u][r %% 4u] = %s%d[%d];\n", sh, buf, cc, q4, o.reg, l, cc)
+					}
+					b.WriteString("\t\t  } }\n")
+				} else {
+					fmt.Fprintf(&b, "\t\t  %s{ %s[%s + q * %du + r / 4u][r %% 4u] = %s%d; } }\n", open, sh, buf, q4, o.reg, l)
+				}
+			} else {
+				per := o.rows / U
+				fmt.Fprintf(&b, "\t\t  let r = e / %du; let q = e %% %du;\n", per, per)
+				if vec {
+					fmt.Fprintf(&b, "\t\t  %s{ %s[%s + r * %du + q] = %s%d; } }\n", open, sh, buf, q4, o.reg, l)
+				} else {
+					fmt.Fprintf(&b, "\t\t  %s{ %s[%s + r * %du + q / 4u][q %% 4u] = %s%d; } }\n", open, sh, buf, q4, o.reg, l)
+				}
+			}
+		}
+		return b.String()
+	}
+	computeCode := func(bufA, bufB string) string {
+		var b strings.Builder
+		for kk := 0; kk < c.BK; kk++ {
+			b.WriteString("\t\t{\n")
+			for q := 0; q < RM; q++ {
+				fmt.Fprintf(&b, "\t\t  let a%d = As[%s + %du + ty + %du];\n", q, bufA, kk*c.BM/4, q*TY)
+			}
+			for q := 0; q < RN; q++ {
+				fmt.Fprintf(&b, "\t\t  let b%d = Bs[%s + %du + tx + %du];\n", q, bufB, kk*c.BN/4, q*TX)
+			}
+			for qa := 0; qa < RM; qa++ {
+				for j := 0; j < 4; j++ {
+					for qb := 0; qb < RN; qb++ {
+						v := fmt.Sprintf("c%d_%d", qa*4+j, qb)
+						fmt.Fprintf(&b, "\t\t  %s = fma(vec4<f32>(a%d[%d]), b%d, %s);\n", v, qa, j, qb, v)
+					}
+				}
+			}
+			b.WriteString("\t\t}\n")
+		}
+		return b.String()
+	}
+
+	pr("const BK = %du;\n", c.BK)
+	nbuf := 1
+	if c.DB {
+		nbuf = 2
+	}
+	pr("var<workgroup> As: array<vec4<f32>, %d>;\n", nbuf*qA)
+	pr("var<workgroup> Bs: array<vec4<f32>, %d>;\n", nbuf*qB)
+	if epi != nil {
+		w.WriteString(epi.fns)
+	}
+	pr("@compute @workgroup_size(%d)\n", th)
+	pr("fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {\n")
+	pr("\tlet M = P[0]; let N = P[1]; let K = P[2];\n")
+	pr("\tlet aOff = wid.z * M * K; let bOff = wid.z * K * N; let cOff = wid.z * M * N;\n")
+	pr("\tlet m0 = wid.y * %du; let n0 = wid.x * %du;\n", c.BM, c.BN)
+	pr("\tlet tx = lid %% %du; let ty = lid / %du;\n", TX, TX)
+	for r := 0; r < c.TM; r++ {
+		for q := 0; q < RN; q++ {
+			pr("\tvar c%d_%d = vec4<f32>(0.0);\n", r, q)
+		}
+	}
+	for l := 0; l < perThread(A); l++ {
+		pr("\tvar ra%d: %s;\n", l, regType)
+	}
+	for l := 0; l < perThread(B); l++ {
+		pr("\tvar rb%d: %s;\n", l, regType)
+	}
+	w.WriteString(loadCode(A, "0u"))
+	w.WriteString(loadCode(B, "0u"))
+	if c.DB {
+		w.WriteString(storeCode(A, "As", "0u"))
+		w.WriteString(storeCode(B, "Bs", "0u"))
+		w.WriteString("\tworkgroupBarrier();\n")
+		w.WriteString("\tvar cur = 0u;\n")
+		w.WriteString("\tfor (var k0 = 0u; k0 < K; k0 = k0 + BK) {\n")
+		w.WriteString("\t\tlet more = k0 + BK < K;\n")
+		w.WriteString("\t\tif (more) {\n")
+		w.WriteString(loadCode(A, "k0 + BK"))
+		w.WriteString(loadCode(B, "k0 + BK"))
+		w.WriteString("\t\t}\n")
+		pr("\t\tlet oa = cur * %du; let ob = cur * %du;\n", qA, qB)
+		w.WriteString(computeCode("oa", "ob"))
+		w.WriteString("\t\tif (more) {\n")
+		pr("\t\tlet na = (1u - cur) * %du; let nb = (1u - cur) * %du;\n", qA, qB)
+		w.WriteString(storeCode(A, "As", "na"))
+		w.WriteString(storeCode(B, "Bs", "nb"))
+		w.WriteString("\t\t}\n")
+		w.WriteString("\t\tworkgroupBarrier();\n")
+		w.WriteString("\t\tcur = 1u - cur;\n")
+		w.WriteString("\t}\n")
+	} else {
+		w.WriteString("\tfor (var k0 = 0u; k0 < K; k0 = k0 + BK) {\n")
+		w.WriteString(storeCode(A, "As", "0u"))
+		w.WriteString(storeCode(B, "Bs", "0u"))
+		w.WriteString("\t\tworkgroupBarrier();\n")
+		w.WriteString("\t\tif (k0 + BK < K) {\n")
+		w.WriteString(loadCode(A, "k0 + BK"))
+		w.WriteString(loadCode(B, "k0 + BK"))
+		w.WriteString("\t\t}\n")
+		w.WriteString(computeCode("0u", "0u"))
+		w.WriteString("\t\tworkgroupBarrier();\n")
+		w.WriteString("\t}\n")
+	}
+	// Store: rows (ty + qa*TY)*4 + j, columns (tx + qb*TX)*4 .. +3.
+	for qa := 0; qa < RM; qa++ {
+		for j := 0; j < 4; j++ {
+			r := qa*4 + j
+			pr("\t{ let row = m0 + (ty + %du) * 4u + %du;\n", qa*TY, j)
+			pr("\t  if (row < M) {\n")
+			for qb := 0; qb < RN; qb++ {
+				v := fmt.Sprintf("c%d_%d", r, qb)
+				pr("\t    { let col = n0 + (tx + %du) * 4u; let i = cOff + row * N + col;\n", qb*TX)
+				switch {
+				case vec && epi == nil:
+					pr("\t      if (col < N) { Y4[i / 4u] = %s; } }\n", v)
+				case vec:
+					pr("\t      if (col < N) { Y4[i / 4u] = vec4<f32>(epi(i, %s.x), epi(i + 1u, %s.y), epi(i + 2u, %s.z), epi(i + 3u, %s.w)); } }\n", v, v, v, v)
+				default:
+					e := func(k int) string {
+						if epi == nil {
+							return fmt.Sprintf("%s[%d]", v, k)
+						}
+						return fmt.Sprintf("epi(i + %du, %s[%d])", k, v, k)
+					}
+					for k := 0; k < 4; k++ {
+						pr("\t      if (col + %du < N) { Y[i + %du] = %s; }\n", k, k, e(k))
+					}
+					pr("\t    }\n")
+				}
+			}
+			pr("\t  }\n\t}\n")
+		}
+	}
+	w.WriteString("}\n")
+
+	binds := []bindDecl{{name: "A"}, {name: "B"}, {name: "Y", rw: true}}
+	if vec {
+		binds = []bindDecl{{name: "A4", vec4: true}, {name: "B4", vec4: true}, {name: "Y4", rw: true, vec4: true}}
+	}
+	name := fmt.Sprintf("matmul_%s_%t_%t", c, transA, transB)
+	if epi != nil {
+		binds = append(binds, epi.binds...)
+		name += "_fused"
+	}
+	return newKernel(name, binds, w.String())
+}
