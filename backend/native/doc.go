@@ -16,6 +16,11 @@
 // graph allocator at Compile, and every node is checked with
 // ggml_backend_supports_op at Compile (ggml's Vulkan backend computes
 // garbage for unsupported ops instead of failing).
+//
+// Environment: ggml-vulkan skips CPU-type devices (lavapipe) unless
+// GGML_VK_VISIBLE_DEVICES=0 selects one; Open sets GGML_VK_DISABLE_F16=1
+// so f32 matmuls stay f32 (AG_GGML_VK_F16=1 keeps ggml's f16 tiles: faster,
+// ~1e-3 relative error), and on lavapipe LP_NUM_THREADS=1 (see driver.go).
 package native
 
 // Driver names and their "auto" priorities (see backend.Register).
