@@ -212,21 +212,8 @@ func (c *Capture) record(in []Input) (*recording, [][]float32, error) {
 		rec.release(d)
 		return nil, nil, fmt.Errorf("core: Capture: first run: %w", err)
 	}
-	d.stats.Runs++
 	profile.Launch("captured", 1)
-	for _, t := range d.pending {
-		if b, ok := lw.out[t]; ok {
-			t.st = stateRealized
-			t.stor = d.newStorage(t, nil, t.Len())
-			t.stor.buf = b
-		} else {
-			t.st = stateSpent
-		}
-		if !t.requiresGrad || t.backwarded {
-			t.inputs = nil
-		}
-	}
-	d.pending = d.pending[:0]
+	d.realize(lw)
 	rec.flat = outs
 	res, err := rec.download(d)
 	return rec, res, err

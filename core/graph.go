@@ -172,19 +172,19 @@ func (d *Device) syncLocked(want []*Tensor, site string) error {
 	}
 	profile.Launch(site, info.Launches)
 	t3 := time.Now()
-	d.stats.Runs++
-	for _, t := range d.pending {
-		if b, ok := lw.out[t]; ok {
-			t.st = stateRealized
-			t.stor = d.newStorage(t, nil, t.Len())
-			t.stor.buf = b
-		} else {
-			t.st = stateSpent
-		}
-		if !t.requiresGrad || t.backwarded {
-			t.inputs = nil // let the ancestors go
+	var nodes []profile.NodeTime
+	if prof {
+		// arg nodes read bound memory and do no work: they are left out
+		nodes = make([]profile.NodeTime, 0, len(d.pending))
+		for _, t := range d.pending {
+			n := profile.NodeTime{Op: t.op.String(), Pass: t.pass}
+			if nodeTimes != nil {
+				n.Dur = nodeTimes[lw.nodeOf[t]]
+			}
+			nodes = append(nodes, n)
 		}
 	}
+	d.realize(lw)
 	if prof {
 		// The stages tile the sync's wall time (see doc.go for the mapping).
 		rec = profile.Run{Site: site, Start: t0, Upload: lw.upload,
@@ -198,24 +198,35 @@ func (d *Device) syncLocked(want []*Tensor, site string) error {
 			rec.Graph += rec.Compute - info.DeviceTime
 			rec.Compute = info.DeviceTime
 		}
-		// arg nodes read bound memory and do no work: they are left out
-		rec.Nodes = make([]profile.NodeTime, 0, len(d.pending))
-		for _, t := range d.pending {
-			n := profile.NodeTime{Op: t.op.String(), Pass: t.pass}
-			if nodeTimes != nil {
-				n.Dur = nodeTimes[lw.nodeOf[t]]
-			}
-			rec.Nodes = append(rec.Nodes, n)
-		}
+		rec.Nodes = nodes
 		d.lastRun = &rec
 	}
-	d.pending = d.pending[:0]
 	d.synced += time.Since(t0)
 	if prof && !d.holdRun {
 		profile.RecordRun(&rec)
 		d.lastRun = nil
 	}
 	return nil
+}
+
+// realize ends a successful run of the pending nodes: kept values become
+// tensors over their output buffers, the others are spent, and nodes whose
+// recipe no backward needs let go of their inputs. Called with d.mu held.
+func (d *Device) realize(lw *lowering) {
+	d.stats.Runs++
+	for _, t := range d.pending {
+		if b, ok := lw.out[t]; ok {
+			t.st = stateRealized
+			t.stor = d.newStorage(t, nil, t.Len())
+			t.stor.buf = b
+		} else {
+			t.st = stateSpent
+		}
+		if !t.requiresGrad || t.backwarded {
+			t.inputs = nil // let the ancestors go
+		}
+	}
+	d.pending = d.pending[:0]
 }
 
 // lowering is one sync's translation of pending tensors to a backend graph.
