@@ -18,7 +18,7 @@ endif
 # Tests of the ggml Vulkan device run on lavapipe, which ggml skips unless asked.
 TEST_ENV := GGML_VK_VISIBLE_DEVICES=0
 
-.PHONY: demo test deps vulkan vet unit devices-test wasm-check wasm serve bench bench-peers build clean-cache
+.PHONY: demo test deps vulkan vet unit devices-test wasm-check wasm serve bench bench-peers bench-browser build clean-cache
 
 demo:
 	$(GO) run $(TAGS) ./cmd/ag demo -profile
@@ -69,6 +69,10 @@ bench:
 # ag next to PyTorch (Debian python3-torch) on this CPU, side by side.
 bench-peers:
 	bash bench/side_by_side.sh 3 cpu
+
+# ag next to tfjs (webgpu, wasm, cpu) in the same headless Chromium (npm install on first use).
+bench-browser:
+	$(GO) run ./bench/browser -width 256 -depth 4 -batch 64 -steps 20 -json bench/browser/out/run.json
 
 clean-cache:
 	rm -rf $${AG_CACHE:-$$HOME/.cache/ag}

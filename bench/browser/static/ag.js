@@ -1,0 +1,61 @@
+// ag's side of the browser benchmark: loads ag.wasm (package wasm) and
+// times the MLP workload through globalThis.ag. The driver (main.go) calls
+// runBench once per fresh tab.
+"use strict";
+
+const agLoaded = new Promise((resolve, reject) => {
+  window.agReady = resolve; // package wasm calls it once globalThis.ag is set
+  const go = new Go();
+  WebAssembly.instantiateStreaming(fetch("/build/ag.wasm"), go.importObject)
+    .then((r) => {
+      go.run(r.instance).then(() => reject(new Error("ag.wasm exited")));
+    })
+    .catch((e) => reject(new Error("loading /build/ag.wasm: " + e)));
+});
+
+// runBench times cfg.steps training steps of the model cfg describes on
+// cfg.device ("webgpu" or "cpu") in cfg.mode:
+//   lazy:     ag.train(1) per step, timed here around the call (as tfjs.js
+//             times its steps): recorded, lowered, cached program, loss read.
+//             A profile of the same mode follows, for the stage breakdown.
+//   captured: ag.profile({mode: "captured"}): the step times the profiler
+//             measured in Go around each replayed step (the API has no
+//             unprofiled captured run), so they include profiling overhead.
+// It resolves with {skip: reason} when the device is not there.
+async function runBench(cfg) {
+  try {
+    await agLoaded;
+    const devs = await ag.devices();
+    if (cfg.device === "webgpu" && !devs.webgpu.ok) {
+      return bench.done({skip: "ag: WebGPU not available: " + devs.webgpu.why});
+    }
+    const info = await ag.build({width: cfg.width, depth: cfg.depth, batch: cfg.batch, lr: cfg.lr, device: cfg.device});
+    if (info.name !== cfg.device) {
+      return bench.done({skip: `ag.build asked for ${cfg.device} and got ${info.name}: ${info.fallback}`});
+    }
+    const out = {device: info.device, params: info.params, flops: info.flops, version: ag.version, webgpu: devs.webgpu.why};
+    if (cfg.mode === "lazy") {
+      const step = async () => (await ag.train(1)).last_loss;
+      out.warmup = await bench.warmup(step, cfg.warmup);
+      const t = await bench.timed(step, cfg.steps);
+      Object.assign(out, bench.summary(t.ms), {first_loss: t.losses[0], last_loss: t.losses[t.losses.length - 1], profiled: false});
+      out.profile = await ag.profile({mode: "lazy", steps: cfg.profileSteps});
+    } else if (cfg.mode === "captured" || cfg.mode === "eager") {
+      const step = () => ag.profile({mode: cfg.mode, steps: 1});
+      out.warmup = await bench.warmup(step, cfg.warmup);
+      const p = await ag.profile({mode: cfg.mode, steps: cfg.steps});
+      Object.assign(out, bench.summary(p.step_ms), {profiled: true});
+      out.profile = p;
+    } else {
+      throw new Error(`runBench: mode ${cfg.mode}: want lazy, captured or eager`);
+    }
+    return bench.done(out);
+  } catch (e) {
+    return bench.done({error: String(e && e.stack || e)});
+  }
+}
+
+agLoaded.then(
+  () => { document.querySelector("#status").textContent = "Ready: " + ag.version; },
+  (e) => { document.querySelector("#status").textContent = "Error: " + e.message; console.error(e.message); },
+);

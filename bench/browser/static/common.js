@@ -1,0 +1,67 @@
+// Shared by ag.html and tfjs.html: the warm-up rule, the timing loop and
+// the statistics, so both peers are timed by exactly the same code.
+"use strict";
+
+const bench = {
+  // warmup runs step until at least minSteps steps and minMS milliseconds
+  // have passed (the first WebGPU steps compile shaders for ~3 s on
+  // SwiftShader: they must stay out of the timings), at most maxSteps.
+  async warmup(step, {minSteps = 3, minMS = 3000, maxSteps = 50} = {}) {
+    const t0 = performance.now();
+    let n = 0;
+    while (n < maxSteps && (n < minSteps || performance.now() - t0 < minMS)) {
+      await step();
+      n++;
+      bench.status(`warm-up: ${n} steps in ${((performance.now() - t0) / 1e3).toFixed(1)} s`);
+    }
+    return {steps: n, ms: performance.now() - t0};
+  },
+
+  // timed runs n steps and returns each step's wall time in ms and the
+  // losses; step must resolve with the loss read back on the host.
+  async timed(step, n) {
+    const ms = [], losses = [];
+    for (let i = 0; i < n; i++) {
+      const t0 = performance.now();
+      losses.push(await step());
+      ms.push(performance.now() - t0);
+      bench.status(`timing: step ${i + 1} of ${n}, ${ms[i].toFixed(1)} ms`);
+    }
+    return {ms, losses};
+  },
+
+  median(xs) {
+    const s = [...xs].sort((a, b) => a - b);
+    const m = s.length >> 1;
+    return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+  },
+
+  summary(ms) {
+    return {median_ms: bench.median(ms), min_ms: Math.min(...ms), step_ms: ms};
+  },
+
+  // rng is mulberry32: a small seeded generator, so every run of the page
+  // trains on the same data.
+  rng(seed) {
+    let a = seed >>> 0;
+    return () => {
+      a = (a + 0x6d2b79f5) >>> 0;
+      let t = a;
+      t = Math.imul(t ^ (t >>> 15), t | 1);
+      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+  },
+
+  // status shows progress; the driver quotes it when a run times out.
+  status(text) {
+    document.querySelector("#status").textContent = text;
+  },
+
+  // done publishes a result (or an error) on window for the driver.
+  done(result) {
+    window.benchResult = result;
+    document.querySelector("#status").textContent = JSON.stringify(result).slice(0, 400);
+    return result;
+  },
+};

@@ -1,0 +1,108 @@
+// TensorFlow.js side of the browser benchmark: the same MLP as ag's
+// workload (depth dense layers width x width, ReLU between, none on the
+// last; Glorot-uniform weights and zero biases as ag's nn.NewLinear; Adam;
+// MSE; targets tanh(x·T) of a random teacher T; the data on the device and
+// each batch gathered by index), timed per backend. The driver (main.go)
+// calls runBench once per fresh tab.
+"use strict";
+
+const WASM_DIST = "/node_modules/@tensorflow/tfjs-backend-wasm/dist/";
+
+// useBackend switches tfjs to name and returns what it runs on, or throws
+// with the reason tfjs gave (it logs init failures instead of throwing).
+async function useBackend(name, wasmThreads) {
+  if (name === "wasm") {
+    tf.wasm.setWasmPaths(WASM_DIST);
+    if (wasmThreads > 0) tf.wasm.setThreadsCount(wasmThreads);
+  }
+  const said = [];
+  const keep = {warn: console.warn, error: console.error};
+  console.warn = (...a) => { said.push(a.map(String).join(" ")); keep.warn(...a); };
+  console.error = (...a) => { said.push(a.map(String).join(" ")); keep.warn(...a); }; // a skip, not an error
+  let ok;
+  try {
+    ok = await tf.setBackend(name);
+  } catch (e) {
+    said.push(String(e));
+    ok = false;
+  } finally {
+    Object.assign(console, keep);
+  }
+  if (!ok || tf.getBackend() !== name) {
+    throw {skip: `tfjs backend ${name} failed to initialize: ${said.join("; ") || "tf.setBackend returned false"}`};
+  }
+  await tf.ready();
+  const info = {backend: tf.getBackend(), version: tf.version.tfjs};
+  if (name === "wasm") {
+    info.threads = tf.wasm.getThreadsCount();
+    info.simd = await tf.env().getAsync("WASM_HAS_SIMD_SUPPORT");
+    info.multithread = await tf.env().getAsync("WASM_HAS_MULTITHREAD_SUPPORT");
+    info.cross_origin_isolated = self.crossOriginIsolated;
+    info.hardware_concurrency = navigator.hardwareConcurrency;
+  }
+  if (name === "webgpu") {
+    const a = await navigator.gpu.requestAdapter();
+    const ai = a && a.info;
+    info.adapter = ai ? [ai.vendor, ai.architecture, ai.device, ai.description].filter(Boolean).join(" ") : "";
+    info.fallback_adapter = !!(ai && ai.isFallbackAdapter);
+  }
+  return info;
+}
+
+// mlp builds the model, its optimizer and the data (batches*batch rows);
+// step() runs one training step and resolves with the loss read back.
+function mlp(cfg) {
+  const {width, depth, batch} = cfg;
+  const batches = 4; // as workload.Config's default
+  const rnd = bench.rng(1);
+  const normal = () => Math.sqrt(-2 * Math.log(1 - rnd())) * Math.cos(2 * Math.PI * rnd());
+  const model = tf.sequential();
+  for (let i = 0; i < depth; i++) {
+    model.add(tf.layers.dense({
+      units: width, inputShape: i === 0 ? [width] : undefined,
+      activation: i < depth - 1 ? "relu" : "linear",
+      kernelInitializer: tf.initializers.glorotUniform({seed: 1 + i}), biasInitializer: "zeros",
+    }));
+  }
+  const xs = new Float32Array(batches * batch * width).map(() => rnd() * 2 - 1);
+  const ts = new Float32Array(width * width).map(() => normal() * 2.5 / width);
+  const x = tf.tensor2d(xs, [batches * batch, width]);
+  const y = tf.tidy(() => tf.tanh(tf.matMul(x, tf.tensor2d(ts, [width, width]))));
+  const idx = [];
+  for (let b = 0; b < batches; b++) idx.push(tf.range(b * batch, (b + 1) * batch, 1, "int32"));
+  const opt = tf.train.adam(cfg.lr);
+  let n = 0;
+  const step = async () => {
+    const i = idx[n++ % batches];
+    const loss = opt.minimize(() => tf.mean(tf.squaredDifference(model.apply(tf.gather(x, i)), tf.gather(y, i))), true);
+    const v = (await loss.data())[0]; // read back every step, as ag's step does
+    loss.dispose();
+    return v;
+  };
+  const dispose = () => { model.dispose(); opt.dispose(); tf.dispose([x, y, ...idx]); };
+  return {model, step, dispose};
+}
+
+// runBench times cfg.steps steps on tfjs backend cfg.backend after the
+// warm-up; it resolves with {skip: reason} when the backend does not start.
+async function runBench(cfg) {
+  let m;
+  try {
+    const out = await useBackend(cfg.backend, cfg.wasmThreads);
+    m = mlp(cfg);
+    out.params = m.model.countParams();
+    out.warmup = await bench.warmup(m.step, cfg.warmup);
+    const before = tf.memory().numTensors;
+    const t = await bench.timed(m.step, cfg.steps);
+    out.leaked_tensors = tf.memory().numTensors - before;
+    Object.assign(out, bench.summary(t.ms), {first_loss: t.losses[0], last_loss: t.losses[t.losses.length - 1], profiled: false});
+    return bench.done(out);
+  } catch (e) {
+    if (e && e.skip) return bench.done({skip: e.skip});
+    return bench.done({error: String(e && e.stack || e)});
+  } finally {
+    if (m) m.dispose();
+  }
+}
+
+document.querySelector("#status").textContent = "Ready: tfjs " + tf.version.tfjs;
