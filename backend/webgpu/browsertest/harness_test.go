@@ -1,3 +1,5 @@
+//go:build !js
+
 package browsertest
 
 import (
@@ -12,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -27,30 +30,42 @@ const chromium = "/usr/bin/chromium"
 //go:embed index.html
 var indexHTML []byte
 
-// buildWasm compiles pkg (relative to this folder) as a GOOS=js test binary
-// into dir/bin and copies Go's wasm_exec.js next to it.
-func buildWasm(t *testing.T, dir, pkg, bin string) {
+// goCmd is the go command that builds the wasm binaries.
+func goCmd(t *testing.T) string {
 	t.Helper()
-	goBin, err := exec.LookPath("go")
+	p, err := exec.LookPath("go")
 	if err != nil {
-		t.Fatalf("buildWasm: go command not found: %v", err)
+		t.Fatalf("go command not found: %v", err)
 	}
-	start := time.Now()
-	cmd := exec.Command(goBin, "test", "-c", "-o", filepath.Join(dir, bin), pkg)
-	cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("buildWasm: GOOS=js GOARCH=wasm go test -c %s: %v\n%s", pkg, err, out)
-	}
-	root, err := exec.Command(goBin, "env", "GOROOT").Output()
+	return p
+}
+
+// copyWasmExec copies the wasm_exec.js of the Go that builds the binaries
+// into dir: binary and glue must come from the same Go version.
+func copyWasmExec(t *testing.T, dir string) {
+	t.Helper()
+	root, err := exec.Command(goCmd(t), "env", "GOROOT").Output()
 	if err != nil {
-		t.Fatalf("buildWasm: go env GOROOT: %v", err)
+		t.Fatalf("copyWasmExec: go env GOROOT: %v", err)
 	}
 	js, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(root)), "lib", "wasm", "wasm_exec.js"))
 	if err != nil {
-		t.Fatalf("buildWasm: %v", err)
+		t.Fatalf("copyWasmExec: %v", err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "wasm_exec.js"), js, 0o644); err != nil {
-		t.Fatalf("buildWasm: %v", err)
+		t.Fatalf("copyWasmExec: %v", err)
+	}
+}
+
+// buildWasm compiles pkg (relative to this folder) as a GOOS=js test binary
+// into dir/bin.
+func buildWasm(t *testing.T, dir, pkg, bin string) {
+	t.Helper()
+	start := time.Now()
+	cmd := exec.Command(goCmd(t), "test", "-c", "-o", filepath.Join(dir, bin), pkg)
+	cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("buildWasm: GOOS=js GOARCH=wasm go test -c %s: %v\n%s", pkg, err, out)
 	}
 	t.Logf("built %s for js/wasm in %v", pkg, time.Since(start).Round(time.Millisecond))
 }
@@ -112,7 +127,7 @@ func browser(t *testing.T) context.Context {
 		cancelTab()
 		cancelAlloc()
 		if t.Failed() {
-			t.Logf("chromium output:\n%s", log.String())
+			t.Logf("chromium output (D-Bus complaints left out):\n%s", withoutDBus(log.String()))
 		}
 	})
 	start := time.Now()
@@ -123,62 +138,75 @@ func browser(t *testing.T) context.Context {
 	return ctx
 }
 
-// pageState is what index.html exposes on window.
+// withoutDBus drops the lines about the missing D-Bus, which headless
+// Chromium prints by the dozen in containers.
+func withoutDBus(s string) string {
+	lines := strings.Split(s, "\n")
+	return strings.Join(slices.DeleteFunc(lines, func(l string) bool { return strings.Contains(l, "dbus") }), "\n")
+}
+
+// pageState is what index.html exposes on window, with the output written
+// since the last poll.
 type pageState struct {
 	Adapter  string `json:"adapter"`
 	Done     bool   `json:"done"`
 	ExitCode int    `json:"exitCode"`
 	Error    string `json:"error"`
-	OutLen   int    `json:"outLen"`
+	Chunk    string `json:"chunk"`  // window.out from the offset asked for
+	OutLen   int    `json:"outLen"` // length of window.out (UTF-16 units)
 }
 
-const stateJS = `({adapter: window.adapter, done: window.done, exitCode: window.exitCode, error: window.error, outLen: window.out.length})`
+// stateJS reads the page state with the output from offset %d on.
+const stateJS = `(() => { const o = window.out; return {adapter: window.adapter, done: window.done,
+	exitCode: window.exitCode, error: window.error, chunk: o.slice(%d), outLen: o.length}; })()`
 
-// runWasm opens the page at base to run the binary bin with args and polls until
-// the binary exits or timeout passes. It returns the final state and the
-// binary's output; when the timeout passes it returns an error along with
-// the output gathered so far.
+// pollTimeout bounds one read of the page state: it answers only when the
+// page's event loop is free (the Go program yields to it whenever it waits
+// on a GPU promise), so a longer wait means the page is stuck in wasm code.
+const pollTimeout = 30 * time.Second
+
+// runWasm opens the page at base to run the binary bin with args and polls
+// until the binary exits or timeout passes; with bin "" the page only probes
+// the WebGPU adapter. It returns the final state and the binary's output,
+// read a piece per poll so that a run that hangs or times out still returns
+// what it wrote until then, along with an error.
 func runWasm(ctx context.Context, base, bin string, args []string, timeout time.Duration) (pageState, string, error) {
 	var st pageState
 	a, err := json.Marshal(args)
 	if err != nil {
 		return st, "", err
 	}
-	u := base + "/?bin=" + url.QueryEscape(bin) + "&args=" + url.QueryEscape(string(a))
+	u := base + "/?args=" + url.QueryEscape(string(a))
+	if bin != "" {
+		u += "&bin=" + url.QueryEscape(bin)
+	}
 	if err := chromedp.Do(ctx, chromedp.Navigate(u)); err != nil {
 		return st, "", fmt.Errorf("runWasm: navigate %s: %w", u, err)
 	}
+	var out strings.Builder
 	deadline := time.Now().Add(timeout)
+	lastAnswer := time.Now()
 	for {
-		// Evaluate answers only when the page's event loop is free; the Go
-		// program yields to it whenever it waits on a GPU promise.
-		ectx, cancel := context.WithTimeout(ctx, time.Until(deadline)+5*time.Second)
-		var err error
-		st, err = chromedp.Run(ectx, chromedp.Evaluate[pageState](stateJS))
+		pctx, cancel := context.WithTimeout(ctx, min(pollTimeout, time.Until(deadline)+time.Second))
+		next, err := chromedp.Run(pctx, chromedp.Evaluate[pageState](fmt.Sprintf(stateJS, st.OutLen)))
 		cancel()
-		if err != nil {
-			return st, output(ctx), fmt.Errorf("runWasm: reading page state: %w", err)
-		}
-		if st.Done {
-			return st, output(ctx), nil
+		switch {
+		case err == nil:
+			out.WriteString(next.Chunk)
+			st, lastAnswer = next, time.Now()
+			st.Chunk = ""
+			if st.Done {
+				return st, out.String(), nil
+			}
+		case ctx.Err() != nil:
+			return st, out.String(), fmt.Errorf("runWasm: %w", ctx.Err())
 		}
 		if time.Now().After(deadline) {
-			return st, output(ctx), fmt.Errorf("runWasm: not done after %v (adapter %q, %d bytes of output)", timeout, st.Adapter, st.OutLen)
+			return st, out.String(), fmt.Errorf("runWasm: %s not done after %v (the page last answered %v ago: %v)",
+				bin, timeout, time.Since(lastAnswer).Round(time.Second), err)
 		}
 		time.Sleep(time.Second)
 	}
-}
-
-// output reads window.out, giving up after 20 s (a page stuck in wasm code
-// never answers).
-func output(ctx context.Context) string {
-	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`window.out`))
-	if err != nil {
-		return fmt.Sprintf("(output unavailable: %v)", err)
-	}
-	return s
 }
 
 // syncBuffer is a bytes.Buffer safe for Chromium's output goroutine.
