@@ -22,6 +22,8 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
+	"github.com/ag-go/ag/internal/chrome"
+
 	"github.com/ag-go/ag/core"
 	"github.com/ag-go/ag/internal/workload"
 	"github.com/ag-go/ag/profile"
@@ -73,22 +75,10 @@ func browser(t *testing.T) {
 	}
 }
 
-func chromiumPath() string {
-	if p := os.Getenv("AG_CHROMIUM"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	return ""
-}
-
 func startEnv() error {
-	chrome := chromiumPath()
-	if chrome == "" {
-		env.skip = "no chromium found (apt-get install chromium, or set AG_CHROMIUM): skipping the browser tests"
+	exe, err := chrome.Path()
+	if err != nil {
+		env.skip = err.Error() + ": skipping the browser tests"
 		return nil
 	}
 	dir, err := os.MkdirTemp("", "ag-web-test-")
@@ -116,24 +106,13 @@ func startEnv() error {
 		return err
 	}
 
-	// Flags from notes/PLATFORM.md: WebGPU on SwiftShader as root, no network.
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chrome),
-		chromedp.Flag("headless", "new"),
-		chromedp.NoSandbox,
-		chromedp.Flag("enable-unsafe-webgpu", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost"),
-		chromedp.UserDataDir(filepath.Join(dir, "chrome-profile")),
-		chromedp.WindowSize(1280, 800),
-	)
+	opts := append(chrome.Options(exe, filepath.Join(dir, "chrome-profile")), chromedp.WindowSize(1280, 800))
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(alloc)
 	env.stop = func() { cancelCtx(); cancelAlloc() }
 	env.browser = ctx
 	if err := chromedp.Do(ctx); err != nil { // starts the browser
-		return fmt.Errorf("starting %s: %w", chrome, err)
+		return fmt.Errorf("starting %s: %w", exe, err)
 	}
 	return nil
 }

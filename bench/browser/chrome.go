@@ -5,30 +5,26 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
+
+	"github.com/ag-go/ag/internal/chrome"
 )
 
-// chromiumPath finds the browser: the flag, $AG_CHROMIUM, then the usual
-// names on PATH.
+// chromiumPath finds the browser: the flag, else chrome.Path.
 func chromiumPath(flagPath string) (string, error) {
-	for _, p := range []string{flagPath, os.Getenv("AG_CHROMIUM")} {
-		if p != "" {
-			return p, nil
-		}
+	if flagPath != "" {
+		return flagPath, nil
 	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p, nil
-		}
+	p, err := chrome.Path()
+	if err != nil {
+		return "", fmt.Errorf("chromiumPath: %w (or pass -chromium)", err)
 	}
-	return "", errors.New("chromiumPath: no chromium on PATH: apt-get install -y --no-install-recommends chromium, or pass -chromium / set AG_CHROMIUM")
+	return p, nil
 }
 
 // Browser is one headless Chromium that every page runs in.
@@ -42,20 +38,7 @@ type Browser struct {
 // on the SwiftShader adapter (--enable-unsafe-webgpu, since CPU adapters
 // are blocklisted), headless as root, no network but 127.0.0.1.
 func startBrowser(exe, profileDir string, timeout time.Duration) (*Browser, error) {
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe),
-		chromedp.Flag("headless", "new"),
-		chromedp.NoSandbox,
-		chromedp.Flag("enable-unsafe-webgpu", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost"),
-		chromedp.UserDataDir(profileDir),
-		chromedp.WindowSize(1024, 768),
-	)
+	opts := append(chrome.Options(exe, profileDir), chromedp.WindowSize(1024, 768))
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(alloc)
 	b := &Browser{ctx: ctx, stop: func() { cancelCtx(); cancelAlloc() }}

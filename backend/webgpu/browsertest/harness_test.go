@@ -21,11 +21,9 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-)
 
-// chromium is the browser the tests drive (Debian's package, which ships
-// SwiftShader as its WebGPU adapter).
-const chromium = "/usr/bin/chromium"
+	"github.com/ag-go/ag/internal/chrome"
+)
 
 //go:embed index.html
 var indexHTML []byte
@@ -93,32 +91,11 @@ func serve(t *testing.T, dir string) string {
 // browser's own output is logged if the test fails.
 func browser(t *testing.T) context.Context {
 	t.Helper()
-	if _, err := os.Stat(chromium); err != nil {
-		t.Skipf("browser: %s not found (%v): install it with `make deps` (apt-get install -y --no-install-recommends chromium)", chromium, err)
+	chromium, err := chrome.Path()
+	if err != nil {
+		t.Skipf("browser: %v", err)
 	}
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(chromium),
-		chromedp.Flag("headless", "new"),
-		// Without it requestAdapter() is null: CPU adapters (SwiftShader)
-		// are blocklisted. --use-angle=vulkan would break WebGPU here.
-		chromedp.Flag("enable-unsafe-webgpu", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-extensions", true),
-		// The suite runs for minutes in one tab: keep its timers unthrottled.
-		chromedp.Flag("disable-background-timer-throttling", true),
-		chromedp.Flag("disable-renderer-backgrounding", true),
-		chromedp.Flag("disable-backgrounding-occluded-windows", true),
-		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost"),
-		chromedp.UserDataDir(t.TempDir()),
-	}
-	if os.Geteuid() == 0 {
-		opts = append(opts, chromedp.NoSandbox) // Chromium refuses to run as root with its sandbox
-	}
+	opts := chrome.Options(chromium, t.TempDir())
 	var log syncBuffer
 	opts = append(opts, chromedp.CombinedOutput(&log))
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
