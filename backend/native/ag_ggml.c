@@ -60,3 +60,7 @@ void ag_mark_bound(struct ggml_tensor **leaves, int n, ggml_backend_buffer_t buf
 		leaves[i]->data = base;
 	}
 }
+
+enum ggml_status ag_tensor_alloc_at(ggml_backend_buffer_t buf, struct ggml_tensor *t, size_t off) {
+	return ggml_backend_tensor_alloc(buf, t, (char *)ggml_backend_buffer_get_base(buf) + off);
+}

@@ -39,4 +39,7 @@ void ag_bind(struct ggml_tensor **leaves, struct ggml_tensor **srcs, int n,
 // memory for args; ag_bind sets the real addresses at run time).
 void ag_mark_bound(struct ggml_tensor **leaves, int n, ggml_backend_buffer_t buf);
 
+// ag_tensor_alloc_at places t at byte offset off of buf (a slab chunk).
+enum ggml_status ag_tensor_alloc_at(ggml_backend_buffer_t buf, struct ggml_tensor *t, size_t off);
+
 #endif

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/ag-go/ag/backend"
@@ -31,6 +32,7 @@ type device struct {
 	// getRowsBack: the device runs GGML_OP_GET_ROWS_BACK (ggml-cpu does,
 	// ggml-vulkan does not); ScatterAddRows then avoids a one-hot matmul.
 	getRowsBack bool
+	slabs       slabPool // small buffers (see slab.go)
 }
 
 func newDevice(name, desc string, be C.ggml_backend_t, isCPU bool) (*device, error) {
@@ -54,13 +56,20 @@ func newDevice(name, desc string, be C.ggml_backend_t, isCPU bool) (*device, err
 func (d *device) Caps() backend.Caps { return d.caps }
 
 // buffer is one Alloc: its own ggml context holding a 1-D f32 tensor and the
-// backend buffer behind it.
+// backend buffer behind it, or for a small buffer a chunk of a shared slab.
 type buffer struct {
 	d   *device
 	ctx *C.struct_ggml_context
-	buf C.ggml_backend_buffer_t
+	buf C.ggml_backend_buffer_t // nil once freed; the slab for a small buffer
 	t   *C.struct_ggml_tensor
 	n   int
+	// small: the memory is chunk, a part of a slab (see slab.go).
+	small bool
+	chunk chunk
+	// dirty: the memory still holds a former user's values while the buffer
+	// reads as zeros. Read returns zeros, a whole Write or a Run that writes
+	// every element simply overwrites, anything else zeroes first (clean).
+	dirty bool
 }
 
 func (b *buffer) Len() int { return b.n }
@@ -79,6 +88,16 @@ func (d *device) Alloc(n int) (backend.Buffer, error) {
 	defer d.mu.Unlock()
 	if d.closed {
 		return nil, fmt.Errorf("native: %s Alloc(%d): device closed", d.name, n)
+	}
+	stats.allocs.Add(1)
+	defer since(&stats.allocNs, time.Now())
+	if d.useSlabs(n) {
+		b, err := d.allocSmall(n)
+		if err != nil {
+			return nil, fmt.Errorf("native: %s Alloc(%d): %w", d.name, n, err)
+		}
+		b.buf = b.chunk.buf
+		return b, nil
 	}
 	ctx := C.ggml_init(C.struct_ggml_init_params{mem_size: C.size_t(C.ggml_tensor_overhead() + 256), no_alloc: true})
 	if ctx == nil {
@@ -112,6 +131,13 @@ func (d *device) Free(b backend.Buffer) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if nb.buf == nil {
+		return
+	}
+	if nb.small {
+		// Only the tensor's host context goes; the chunk is reused.
+		d.slabs.put(nb.n, nb.chunk)
+		C.ggml_free(nb.ctx)
+		nb.buf, nb.ctx, nb.t = nil, nil, nil
 		return
 	}
 	if !d.keeps() {
@@ -149,6 +175,12 @@ func (d *device) Write(b backend.Buffer, off int, src []float32) error {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	stats.writes.Add(1)
+	defer since(&stats.writeNs, time.Now())
+	if off == 0 && len(src) == nb.n {
+		nb.dirty = false // overwritten whole
+	}
+	nb.clean()
 	C.ggml_backend_tensor_set(nb.t, unsafe.Pointer(&src[0]), C.size_t(4*off), C.size_t(4*len(src)))
 	return nil
 }
@@ -166,6 +198,12 @@ func (d *device) Read(b backend.Buffer, off int, dst []float32) error {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	stats.reads.Add(1)
+	defer since(&stats.readNs, time.Now())
+	if nb.dirty {
+		clear(dst) // it reads as zeros (see buffer.dirty)
+		return nil
+	}
 	C.ggml_backend_tensor_get(nb.t, unsafe.Pointer(&dst[0]), C.size_t(4*off), C.size_t(4*len(dst)))
 	return nil
 }
@@ -190,6 +228,7 @@ func (d *device) Close() error {
 	if d.keeps() {
 		return nil
 	}
+	d.slabs.release()
 	C.ggml_backend_buffer_free(d.dummy)
 	C.ggml_backend_free(d.be)
 	return nil

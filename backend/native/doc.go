@@ -17,10 +17,22 @@
 // ggml_backend_supports_op at Compile (ggml's Vulkan backend computes
 // garbage for unsupported ops instead of failing).
 //
+// Speed on a GPU (measured on an H200, see tune.go and slab.go): small
+// buffers are chunks of shared slabs (a Vulkan allocation per step input
+// cost ~0.25 ms each); matmuls whose result has too few 128x128 tiles to
+// fill the GPU are split into a batch of row blocks so that ggml-vulkan
+// picks smaller tiles; long sums run in two stages; ReLU' masks take 3 ggml
+// nodes; transposed copies and clamped indices are made once per source.
+//
 // Environment: ggml-vulkan skips CPU-type devices (lavapipe) unless
 // GGML_VK_VISIBLE_DEVICES=0 selects one; Open sets GGML_VK_DISABLE_F16=1
-// so f32 matmuls stay f32 (AG_GGML_VK_F16=1 keeps ggml's f16 tiles: faster,
-// ~1e-3 relative error), and on lavapipe LP_NUM_THREADS=1 (see driver.go).
+// so f32 matmuls stay f32 (AG_GGML_VK_F16=1 keeps ggml's f16 tiles: on an
+// H200 without matrix cores no faster, ~5e-5 relative error instead of
+// ~1e-7), and on lavapipe LP_NUM_THREADS=1 (see driver.go). For
+// experiments: AG_GGML_MM_ROWS (0: never split matmuls, a number: that many
+// rows per block), AG_GGML_SLAB=0 (a ggml buffer per Alloc), AG_GGML_DUMP=1
+// or 2 (print each compiled graph's ggml op counts, or every node), and
+// GGML_VK_PERF_LOGGER=1 (ggml's own per-op GPU times).
 package native
 
 // Driver names and their "auto" priorities (see backend.Register).

@@ -20,7 +20,8 @@ type tensor = *C.struct_ggml_tensor
 type argLeaf struct {
 	t     tensor
 	arg   int
-	elems int // elements the node reads or writes
+	elems int  // elements the node reads or writes
+	write bool // the destination of an output copy (the graph only writes it)
 }
 
 // fillConst is a constant tensor (OpFill and helper constants), set once at
@@ -44,6 +45,16 @@ type lowering struct {
 	// nodeEnd[i] is the graph's node count after IR node i was expanded, so a
 	// failed supports_op can name the IR node that produced the ggml node.
 	nodeEnd []int
+	// Copies made once and shared by later users (each ggml node costs a
+	// dispatch): contiguous transposes by source, clamped indices by source
+	// and row count. Cleared at every in-place update, whose arg they may copy.
+	tmemo   map[tensor]tensor
+	idxmemo map[idxKey][2]tensor
+}
+
+type idxKey struct {
+	t    tensor
+	rows int
 }
 
 // tensorsFor bounds how many ggml tensors lowering one IR node creates
@@ -138,6 +149,9 @@ func (l *lowering) build() error {
 			// value is the arg at this position, so take a copy now.
 			v = C.ggml_cont(l.ctx, v)
 		}
+		if n.Op.InPlace() {
+			l.tmemo, l.idxmemo = nil, nil
+		}
 		if used := l.tensorsUsed() - before; used > tensorsFor(n) {
 			return fmt.Errorf("node %d (%s): lowering made %d ggml tensors, more than its budget %d (a bug in package native)", i, n.Op, used, tensorsFor(n))
 		}
@@ -153,6 +167,7 @@ func (l *lowering) build() error {
 			continue // the value already lives in that arg
 		}
 		dst := l.newArg(l.g.Nodes[o.Node].Shape, o.Arg)
+		l.args[len(l.args)-1].write = true
 		l.expand(C.ggml_cpy(l.ctx, l.val[o.Node], dst))
 	}
 	return nil
@@ -347,15 +362,41 @@ func (l *lowering) lowerNode(i int, n *backend.Node) (tensor, []tensor, error) {
 // numbers through an i32 cast, as the seed's ag_buffer does before get_rows.
 // It returns both the whole-number f32 values and the i32 tensor.
 func (l *lowering) indices(idx tensor, rows int) (f32, i32 tensor) {
+	key := idxKey{idx, rows}
+	if m, ok := l.idxmemo[key]; ok {
+		return m[0], m[1]
+	}
 	c := l.clamp(idx, 0, float32(rows-1))
 	i32 = C.ggml_cast(l.ctx, c, C.GGML_TYPE_I32)
 	f32 = C.ggml_cast(l.ctx, i32, C.GGML_TYPE_F32)
+	if l.idxmemo == nil {
+		l.idxmemo = map[idxKey][2]tensor{}
+	}
+	l.idxmemo[key] = [2]tensor{f32, i32}
 	return f32, i32
+}
+
+// transposed is a contiguous copy of x with ne0 and ne1 swapped, made once
+// per source (a layer's gradient feeds both its weight gradient and its
+// bias gradient).
+func (l *lowering) transposed(x tensor) tensor {
+	if t, ok := l.tmemo[x]; ok {
+		return t
+	}
+	t := C.ggml_cont(l.ctx, C.ggml_transpose(l.ctx, x))
+	if l.tmemo == nil {
+		l.tmemo = map[tensor]tensor{}
+	}
+	l.tmemo[x] = t
+	return t
 }
 
 // positive is 1 where y > 0, else 0 (NaN too), whichever way the device's
 // step treats 0.
 func (l *lowering) positive(y tensor) tensor {
+	if l.d.isCPU { // ggml-cpu's step is y > 0 (NaN gives 0)
+		return C.ggml_step(l.ctx, y)
+	}
 	neg := l.scaleBias(C.ggml_step(l.ctx, C.ggml_neg(l.ctx, y)), -1, 1)
 	return C.ggml_mul(l.ctx, C.ggml_step(l.ctx, y), neg)
 }
@@ -389,9 +430,24 @@ func (l *lowering) lowerUnary(n *backend.Node) tensor {
 	case backend.OpClamp:
 		return l.clamp(x, n.A, n.B)
 	case backend.OpInside:
+		if !(n.A < n.B) {
+			return l.constant(n.Shape, 0) // an empty interval
+		}
+		if math.IsInf(float64(n.B), 1) || math.IsInf(float64(n.A), -1) {
+			// One bound infinite (ReLU' is inside(x, 0, +Inf)): p =
+			// (x-A)*(B-x) is a finite nonzero times an infinity, so +Inf
+			// exactly inside, and -Inf or NaN (x on a bound, x infinite, NaN)
+			// outside. No p is 0, so both devices' step gives the mask:
+			// 3 ggml nodes instead of 13.
+			u := x
+			if n.A != 0 {
+				u = l.scaleBias(x, 1, -n.A)
+			}
+			return C.ggml_step(ctx, C.ggml_mul(ctx, u, l.scaleBias(x, -1, n.B)))
+		}
 		// [x > A] * [x < B] from ggml's step, whose value at 0 differs by
-		// device (ggml-cpu: x > 0, ggml-vulkan: x >= 0): step(y)*(1-step(-y))
-		// is [y > 0] under both, and 0 for NaN. y = x-A is exact in sign.
+		// device (ggml-cpu: x > 0, ggml-vulkan: x >= 0): positive(y) is
+		// [y > 0] under both, and 0 for NaN. y = x-A is exact in sign.
 		return C.ggml_mul(ctx, l.positive(l.scaleBias(x, 1, -n.A)), l.positive(l.scaleBias(x, -1, n.B)))
 	default: // OpPowConst
 		return l.lowerPow(n, x)
@@ -443,6 +499,9 @@ func (l *lowering) toFront(x tensor, d int) tensor {
 	if d == 0 {
 		return x
 	}
+	if d == 1 {
+		return l.transposed(x) // the same permutation
+	}
 	var ax [4]C.int
 	for s := 0; s < 4; s++ {
 		switch {
@@ -470,11 +529,34 @@ func (l *lowering) lowerReduce(n *backend.Node) tensor {
 	f := l.toFront(x, d)
 	var r tensor
 	if n.Op == backend.OpSum {
-		r = C.ggml_sum_rows(l.ctx, f)
+		r = l.sumRows(f)
 	} else {
 		r = l.rowMax(f)
 	}
 	return l.reshape(r, n.Shape)
+}
+
+// sumRows sums along ne0. ggml-vulkan reduces each row in one workgroup,
+// so a long row (a loss over a whole batch: 262144 values at batch 256)
+// takes one SM for hundreds of microseconds; a long contiguous row is
+// summed in two stages instead (chunks of c values, then the chunk sums).
+func (l *lowering) sumRows(f tensor) tensor {
+	L := int(f.ne[0])
+	if l.d.isCPU || L < 8192 || f.ne[3] != 1 || !bool(C.ggml_is_contiguous(f)) {
+		return C.ggml_sum_rows(l.ctx, f)
+	}
+	c := 0
+	for k := 1024; k >= 64; k-- {
+		if L%k == 0 {
+			c = k
+			break
+		}
+	}
+	if c == 0 {
+		return C.ggml_sum_rows(l.ctx, f)
+	}
+	part := C.ggml_sum_rows(l.ctx, C.ggml_reshape_4d(l.ctx, f, C.int64_t(c), C.int64_t(L/c), f.ne[1], f.ne[2]))
+	return C.ggml_sum_rows(l.ctx, C.ggml_reshape_4d(l.ctx, part, C.int64_t(L/c), f.ne[1], f.ne[2], 1))
 }
 
 func (l *lowering) lowerPermute(n *backend.Node) tensor {
@@ -499,11 +581,22 @@ func (l *lowering) lowerMatMul(n *backend.Node) tensor {
 	a, b := l.in(n, 0), l.in(n, 1)
 	y := a
 	if n.TransA { // stored [K,M]
-		y = C.ggml_cont(l.ctx, C.ggml_transpose(l.ctx, a))
+		y = l.transposed(a)
 	}
 	x := b
 	if !n.TransB { // stored [K,N]
-		x = C.ggml_cont(l.ctx, C.ggml_transpose(l.ctx, b))
+		x = l.transposed(b)
+	}
+	M, N := int(y.ne[1]), int(x.ne[1])
+	flat := y.ne[2] == 1 && y.ne[3] == 1 && x.ne[2] == 1 && x.ne[3] == 1
+	if rows := l.d.mmSplitRows(M, N); rows > 0 && flat && bool(C.ggml_is_contiguous(y)) {
+		// Split y's M rows into M/rows matmuls of one batch (x broadcast):
+		// the same memory, but ggml-vulkan picks its tile size from the
+		// smaller of the two row counts, so the GPU gets enough workgroups.
+		K := y.ne[0]
+		y3 := C.ggml_reshape_3d(l.ctx, y, K, C.int64_t(rows), C.int64_t(M/rows))
+		r := C.ggml_mul_mat(l.ctx, x, y3)
+		return C.ggml_reshape_2d(l.ctx, r, C.int64_t(N), C.int64_t(M))
 	}
 	return C.ggml_mul_mat(l.ctx, x, y)
 }

@@ -29,6 +29,8 @@ type program struct {
 	nviews              int
 	numArgs             int
 	released            bool
+	// readArg[a]: some node reads args[a] (else the graph only writes it).
+	readArg []bool
 }
 
 // lower validates g and builds its ggml graph, checking every node against
@@ -58,11 +60,17 @@ func (d *device) Compile(g *backend.Graph) (backend.Program, error) {
 	if d.closed {
 		return nil, fmt.Errorf("native: %s Compile: device closed", d.name)
 	}
+	stats.compiles.Add(1)
+	defer since(&stats.compileNs, time.Now())
 	l, err := d.lower(g)
 	if err != nil {
 		return nil, fmt.Errorf("native: %s Compile: %w", d.name, err)
 	}
-	p := &program{d: d, l: l, numArgs: g.NumArgs}
+	dumpGraph(d.name, l)
+	p := &program{d: d, l: l, numArgs: g.NumArgs, readArg: make([]bool, g.NumArgs)}
+	for _, a := range l.args {
+		p.readArg[a.arg] = p.readArg[a.arg] || !a.write
+	}
 	if err := p.allocate(); err != nil {
 		p.release()
 		return nil, fmt.Errorf("native: %s Compile: %w", d.name, err)
@@ -125,27 +133,48 @@ func (p *program) allocate() error {
 	return nil
 }
 
-// bind checks the args and points the graph's leaves at them.
-func (p *program) bind(args []backend.Buffer) error {
+// bind checks the args and points the graph's leaves at them. A dirty
+// small buffer (see buffer.dirty) is zeroed first unless the run overwrites
+// all of it; those are returned, to be marked clean after the run.
+func (p *program) bind(args []backend.Buffer) ([]*buffer, error) {
 	if p.released {
-		return fmt.Errorf("native: %s Run: program released", p.d.name)
+		return nil, fmt.Errorf("native: %s Run: program released", p.d.name)
 	}
 	if len(args) != p.numArgs {
-		return fmt.Errorf("native: %s Run: %d args, want %d", p.d.name, len(args), p.numArgs)
+		return nil, fmt.Errorf("native: %s Run: %d args, want %d", p.d.name, len(args), p.numArgs)
 	}
 	srcs := cslice(p.srcs, len(p.l.args))
+	var dirty map[*buffer]bool // buffer -> the run overwrites it whole
 	for i, a := range p.l.args {
 		b, err := p.d.own("Run", args[a.arg])
 		if err != nil {
-			return fmt.Errorf("%w (arg %d)", err, a.arg)
+			return nil, fmt.Errorf("%w (arg %d)", err, a.arg)
 		}
 		if b.n < a.elems {
-			return fmt.Errorf("native: %s Run: arg %d holds %d values, the graph uses %d", p.d.name, a.arg, b.n, a.elems)
+			return nil, fmt.Errorf("native: %s Run: arg %d holds %d values, the graph uses %d", p.d.name, a.arg, b.n, a.elems)
 		}
 		srcs[i] = b.t
+		if b.dirty {
+			if dirty == nil {
+				dirty = map[*buffer]bool{}
+			}
+			whole := !p.readArg[a.arg] && a.elems == b.n
+			if prev, seen := dirty[b]; seen {
+				whole = whole && prev
+			}
+			dirty[b] = whole
+		}
+	}
+	var overwritten []*buffer
+	for b, whole := range dirty {
+		if whole {
+			overwritten = append(overwritten, b)
+		} else {
+			b.clean()
+		}
 	}
 	C.ag_bind(p.leaves, p.srcs, C.int(len(p.l.args)), p.views, C.int(p.nviews))
-	return nil
+	return overwritten, nil
 }
 
 // Run is one ggml graph compute; it returns when the results are in the
@@ -153,14 +182,22 @@ func (p *program) bind(args []backend.Buffer) error {
 func (p *program) Run(args []backend.Buffer) (backend.RunInfo, error) {
 	p.d.mu.Lock()
 	defer p.d.mu.Unlock()
-	if err := p.bind(args); err != nil {
+	t0 := time.Now()
+	overwritten, err := p.bind(args)
+	if err != nil {
 		return backend.RunInfo{}, err
 	}
 	start := time.Now()
 	st := C.ggml_backend_graph_compute(p.d.be, p.l.gf)
 	el := time.Since(start)
+	stats.runs.Add(1)
+	stats.bindNs.Add(int64(start.Sub(t0)))
+	stats.computeNs.Add(int64(el))
 	if st != C.GGML_STATUS_SUCCESS {
 		return backend.RunInfo{}, fmt.Errorf("native: %s Run: ggml_backend_graph_compute failed with status %d", p.d.name, int(st))
+	}
+	for _, b := range overwritten {
+		b.dirty = false
 	}
 	return backend.RunInfo{DeviceTime: el, Launches: 1}, nil
 }

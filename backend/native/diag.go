@@ -1,0 +1,91 @@
+//go:build ggml
+
+package native
+
+/*
+#include "ag_ggml.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// hostStats counts the host time of the package's calls into ggml, so a
+// benchmark can tell the device's share of a training step from the rest
+// (recording, lowering, transfers). Always on: a few atomic adds per call.
+type hostStats struct {
+	runs, bindNs, computeNs atomic.Int64
+	writes, writeNs         atomic.Int64
+	reads, readNs           atomic.Int64
+	allocs, allocNs         atomic.Int64
+	compiles, compileNs     atomic.Int64
+}
+
+var stats hostStats
+
+func since(c *atomic.Int64, t time.Time) { c.Add(int64(time.Since(t))) }
+
+// snapshot returns the counters as a map (for tests and diagnostics).
+func (s *hostStats) snapshot() map[string]int64 {
+	return map[string]int64{
+		"runs": s.runs.Load(), "bindNs": s.bindNs.Load(), "computeNs": s.computeNs.Load(),
+		"writes": s.writes.Load(), "writeNs": s.writeNs.Load(),
+		"reads": s.reads.Load(), "readNs": s.readNs.Load(),
+		"allocs": s.allocs.Load(), "allocNs": s.allocNs.Load(),
+		"compiles": s.compiles.Load(), "compileNs": s.compileNs.Load(),
+	}
+}
+
+// dumpEnv, when set to 1, makes Compile print each program's ggml op counts
+// to stderr (which ops a graph lowered to, and how many).
+const dumpEnv = "AG_GGML_DUMP"
+
+// opCounts summarizes the ggml graph: node count per op (views and other
+// no-op nodes included, marked by ggml's own op names).
+func (l *lowering) opCounts() string {
+	counts := map[string]int{}
+	nn := int(C.ggml_graph_n_nodes(l.gf))
+	for k := 0; k < nn; k++ {
+		t := C.ggml_graph_node(l.gf, C.int(k))
+		name := C.GoString(C.ggml_op_desc(t))
+		if t.op == C.GGML_OP_MUL_MAT {
+			name = fmt.Sprintf("%s[%dx%dx%d b%d]", name, t.ne[1]*t.ne[2], t.ne[0], t.src[0].ne[0], t.ne[2])
+		}
+		counts[name]++
+	}
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d IR nodes -> %d ggml nodes:", len(l.g.Nodes), nn)
+	for _, k := range keys {
+		fmt.Fprintf(&b, " %s=%d", k, counts[k])
+	}
+	return b.String()
+}
+
+func dumpGraph(name string, l *lowering) {
+	switch os.Getenv(dumpEnv) {
+	case "1":
+		fmt.Fprintf(os.Stderr, "native: %s Compile: %s\n", name, l.opCounts())
+	case "2":
+		fmt.Fprintf(os.Stderr, "native: %s Compile: %s\n", name, l.opCounts())
+		nn := int(C.ggml_graph_n_nodes(l.gf))
+		for k := 0; k < nn; k++ {
+			t := C.ggml_graph_node(l.gf, C.int(k))
+			fmt.Fprintf(os.Stderr, "  %3d %-14s [%d %d %d %d]", k, C.GoString(C.ggml_op_desc(t)), t.ne[0], t.ne[1], t.ne[2], t.ne[3])
+			for j := 0; j < 3 && t.src[j] != nil; j++ {
+				fmt.Fprintf(os.Stderr, " src%d=%s[%d %d]", j, C.GoString(C.ggml_op_desc(t.src[j])), t.src[j].ne[0], t.src[j].ne[1])
+			}
+			fmt.Fprintln(os.Stderr)
+		}
+	}
+}
