@@ -66,8 +66,11 @@ type Backend struct {
 	// bindLimit is the largest storage binding in bytes (the device's
 	// maxStorageBufferBindingSize; tests lower it to exercise splitting).
 	bindLimit uint64
-	// matmulThreads forces the matmul workgroup side (tests; 0: automatic).
-	matmulThreads int
+	// matmulForce forces the tiling and K split of the register-blocked
+	// matmul (tests).
+	matmulForce *mmPlan
+	// noFuse turns fusion off (tests and benchmarks compare both ways).
+	noFuse bool
 }
 
 // buffer is the Backend's backend.Buffer.

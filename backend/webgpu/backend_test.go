@@ -94,8 +94,9 @@ func TestSplitLargeBindings(t *testing.T) {
 	})
 }
 
-// TestMemoryPlan checks that a chain of ops reuses intermediates: ten
-// unary ops need two pooled buffers, not ten.
+// TestMemoryPlan checks that a chain of ops reuses intermediates: without
+// fusion ten unary ops need two pooled buffers, not ten; fused they are one
+// kernel with none.
 func TestMemoryPlan(t *testing.T) {
 	be := openTest(t)
 	s := []int{64, 33}
@@ -104,19 +105,33 @@ func TestMemoryPlan(t *testing.T) {
 		g.Nodes = append(g.Nodes, backend.Node{Op: backend.OpAffine, In: []int{i}, Shape: s, A: 1.01, B: 0.01})
 	}
 	g.Outputs = []backend.Output{{Node: 10, Arg: 1}}
-	p, err := be.Compile(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Release()
-	if n := len(p.(*program).slots); n != 2 {
-		t.Errorf("chain of 10 ops uses %d intermediate buffers, want 2 (the last writes into its arg)", n)
-	}
 	x := make([]float32, 64*33)
 	for i := range x {
 		x[i] = float32(i%7) - 3
 	}
-	checkGraph(t, be, g, [][]float32{x, make([]float32, len(x))}, 1e-5)
+	for _, c := range []struct {
+		fuse         bool
+		slots, steps int
+	}{{false, 2, 10}, {true, 0, 1}} {
+		withFusion(t, be, c.fuse)
+		p, err := be.Compile(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pp := p.(*program)
+		if len(pp.slots) != c.slots || len(pp.steps) != c.steps {
+			t.Errorf("fusion %t: chain of 10 ops uses %d intermediate buffers and %d dispatches, want %d and %d", c.fuse, len(pp.slots), len(pp.steps), c.slots, c.steps)
+		}
+		p.Release()
+		checkGraph(t, be, g, [][]float32{x, make([]float32, len(x))}, 1e-5)
+	}
+}
+
+// withFusion turns fusion on or off for the rest of the test.
+func withFusion(t *testing.T, be *Backend, on bool) {
+	old := be.noFuse
+	be.noFuse = !on
+	t.Cleanup(func() { be.noFuse = old })
 }
 
 // TestRebind runs one program over two sets of buffers, so bind groups are
@@ -217,8 +232,9 @@ func TestDeviceTime(t *testing.T) {
 	if _, err := p.(backend.NodeTimer).RunTimed(bufs, times); err != nil {
 		t.Fatal(err)
 	}
-	if times[2] <= 0 || times[3] <= 0 || times[0] != 0 {
-		t.Errorf("node times %v: want matmul and relu > 0, args 0", times)
+	// The ReLU is the matmul's epilogue: its kernel's time is the ReLU's.
+	if times[2] != 0 || times[3] <= 0 || times[0] != 0 {
+		t.Errorf("node times %v: want the fused matmul+relu on relu > 0, matmul and args 0", times)
 	}
 	t.Logf("device timer %t: run %v (host %v), per node %v", be.Caps().DeviceTimer, info.DeviceTime, host, times)
 }

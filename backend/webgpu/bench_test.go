@@ -31,9 +31,11 @@ func BenchmarkMatMul(b *testing.B) {
 }
 
 // BenchmarkDispatch measures the cost of one dispatch inside a batched run:
-// a chain of 200 tiny adds is one submission of 200 dispatches.
+// a chain of 200 tiny adds, unfused, is one submission of 200 dispatches.
 func BenchmarkDispatch(b *testing.B) {
 	be := openTest(b)
+	be.noFuse = true
+	defer func() { be.noFuse = false }()
 	const chain = 200
 	g := &backend.Graph{NumArgs: 2, Nodes: []backend.Node{{Op: backend.OpArg, Arg: 0, Shape: []int{64}}}}
 	for i := 0; i < chain; i++ {

@@ -19,9 +19,11 @@ import (
 type refKind uint8
 
 const (
-	refArg    refKind = iota // Run's args[idx]
-	refSlot                  // the program's pooled intermediate idx
-	refParams                // the program's parameter buffer
+	refArg     refKind = iota // Run's args[idx]
+	refSlot                   // the program's pooled intermediate idx
+	refParams                 // the program's parameter buffer
+	refNone                   // no storage: the value is computed inside another kernel
+	refScratch                // the program's scratch buffer (partial results)
 )
 
 // bref is one binding of a dispatch: bytes [off, off+size) of a buffer.
@@ -42,11 +44,21 @@ type step struct {
 	// fixed is the bind group when no binding refers to an arg; else
 	// groups caches bind groups by the ids of the arg buffers bound.
 	fixed  *gbind
-	groups map[argKey]*gbind
+	groups map[argKey]cachedGroup
+	// alt, for a dispatch that fuses several in-place updates, is the
+	// members' own dispatches, run instead when bound buffers alias.
+	alt []step
 }
 
-// argKey identifies the arg buffers a step binds (at most 6 bindings).
-type argKey [6]uint64
+// argKey identifies the arg buffers a step binds: the ids of the first
+// ones, and a hash of all of them (fused kernels bind more).
+type argKey [8]uint64
+
+// cachedGroup is a bind group made for the arg buffers of ids.
+type cachedGroup struct {
+	bg  *gbind
+	ids []uint64
+}
 
 // loc is where a node's value lives.
 type loc struct {
@@ -64,6 +76,13 @@ type program struct {
 	params   *gbuf
 	copies   []outCopy
 	released bool
+	keyBuf   []uint64 // bindGroup's key buffer
+	fp       *fusePlan
+	// scratch holds partial results between two dispatches of one node
+	// (split-K matmuls, split reductions); they run one after the other, so
+	// one buffer of the largest size serves all.
+	scratch      *gbuf
+	scratchBytes uint64
 }
 
 // outCopy copies an output's value into its arg after the compute pass.
@@ -92,7 +111,11 @@ func (b *Backend) Compile(g *backend.Graph) (backend.Program, error) {
 }
 
 func (p *program) build(g *backend.Graph) error {
-	locs, nslots, slotBytes := planMemory(g)
+	info := p.b.d.info
+	fp := planFusion(g, fuseLimits{maxBinds: max(int(info.maxStorageBuffers), 4), bindLimit: p.b.bindLimit}, !p.b.noFuse)
+	g = fp.g
+	p.fp = fp
+	locs, nslots, slotBytes := planMemory(g, fp)
 	for i, n := range g.Nodes {
 		if n.Op == backend.OpArg {
 			p.argNeed[n.Arg] = max(p.argNeed[n.Arg], backend.NumElems(n.Shape))
@@ -116,34 +139,56 @@ func (p *program) build(g *backend.Graph) error {
 		p.slots = append(p.slots, buf)
 	}
 	for i := range g.Nodes {
-		if err := p.lower(g, i, locs); err != nil {
+		var err error
+		switch {
+		case fp.inl[i] || fp.deferred[i]:
+			continue
+		case fp.group[i] != nil:
+			err = p.lowerGroup(fp, i, locs)
+		case fp.fused(i), g.Nodes[i].Op == backend.OpSum, g.Nodes[i].Op == backend.OpMax:
+			err = p.lowerFused(fp, i, locs)
+		default:
+			err = p.lower(g, i, locs)
+		}
+		if err != nil {
 			return fmt.Errorf("node %d (%s %v): %w", i, g.Nodes[i].Op, g.Nodes[i].Shape, err)
 		}
 	}
+	steps := p.allSteps()
+	if p.scratchBytes > 0 {
+		buf, err := p.b.newBuffer(p.scratchBytes)
+		if err != nil {
+			return fmt.Errorf("scratch buffer of %d bytes: %w", p.scratchBytes, err)
+		}
+		p.scratch = buf
+	}
 	// The parameters of all steps go into one buffer, each at an offset
 	// aligned for storage bindings, written once here.
-	align := uint64(max(p.b.d.info.storageAlign, 4))
+	align := uint64(max(info.storageAlign, 4))
 	var words []uint32
-	offs := make([]uint64, len(p.steps))
-	for i := range p.steps {
+	offs := make([]uint64, len(steps))
+	for i, s := range steps {
 		for uint64(len(words))*4%align != 0 {
 			words = append(words, 0)
 		}
 		offs[i] = uint64(len(words)) * 4
-		words = append(words, p.steps[i].params...)
-	}
-	if len(words) > 0 {
-		buf, err := p.b.newBuffer(uint64(len(words)) * 4)
-		if err != nil {
-			return fmt.Errorf("parameter buffer: %w", err)
-		}
-		p.params = buf
-		if err := p.b.d.write(buf, 0, u32Bytes(words)); err != nil {
-			return fmt.Errorf("parameter buffer: %w", err)
+		words = append(words, s.params...)
+		if len(s.params) == 0 {
+			words = append(words, 0) // the binding is one word at least
 		}
 	}
-	for i := range p.steps {
-		s := &p.steps[i]
+	if len(words) == 0 {
+		words = []uint32{0}
+	}
+	buf, err := p.b.newBuffer(uint64(len(words)) * 4)
+	if err != nil {
+		return fmt.Errorf("parameter buffer: %w", err)
+	}
+	p.params = buf
+	if err := p.b.d.write(buf, 0, u32Bytes(words)); err != nil {
+		return fmt.Errorf("parameter buffer: %w", err)
+	}
+	for i, s := range steps {
 		s.binds[0] = bref{kind: refParams, off: offs[i], size: uint64(max(len(s.params), 1)) * 4}
 		for _, r := range s.binds {
 			if r.size > p.b.bindLimit {
@@ -166,6 +211,20 @@ func (p *program) build(g *backend.Graph) error {
 	return nil
 }
 
+// allSteps lists every dispatch the program may run: its steps and their
+// fallbacks.
+func (p *program) allSteps() []*step {
+	var out []*step
+	for i := range p.steps {
+		s := &p.steps[i]
+		out = append(out, s)
+		for k := range s.alt {
+			out = append(out, &s.alt[k])
+		}
+	}
+	return out
+}
+
 // entries resolves a step's bindings against the run's args.
 func (p *program) entries(s *step, args []*buffer) []bindEntry {
 	es := make([]bindEntry, len(s.binds))
@@ -178,6 +237,8 @@ func (p *program) entries(s *step, args []*buffer) []bindEntry {
 			g = p.slots[r.idx]
 		case refParams:
 			g = p.params
+		case refScratch:
+			g = p.scratch
 		}
 		es[i] = bindEntry{buf: g, off: r.off, size: r.size}
 	}
@@ -185,12 +246,14 @@ func (p *program) entries(s *step, args []*buffer) []bindEntry {
 }
 
 // planMemory decides where every node's value lives. Args and in-place
-// updates live in their args; reshapes are views of their input; an output
-// that nobody reads as an arg is written straight into its arg; every other
-// value gets a pooled slot, reused once the last reader of the value it
-// held has run (a node's output slot is taken before its inputs' are given
-// back, so no dispatch binds one buffer as both input and output).
-func planMemory(g *backend.Graph) (locs []loc, nslots int, slotBytes []uint64) {
+// updates live in their args; reshapes of stored values are views of them;
+// nodes fused into another kernel have no storage; an output that nobody
+// reads as an arg is written straight into its arg (also through a reshape
+// of it); every other value gets a pooled slot, reused once the last kernel
+// reading it has run (a kernel's output slot is taken before its inputs'
+// are given back, so no dispatch binds one buffer as both input and output).
+// Deferred in-place updates read their inputs where their group runs.
+func planMemory(g *backend.Graph, fp *fusePlan) (locs []loc, nslots int, slotBytes []uint64) {
 	nn := len(g.Nodes)
 	locs = make([]loc, nn)
 	readArg := make([]bool, g.NumArgs)
@@ -199,41 +262,76 @@ func planMemory(g *backend.Graph) (locs []loc, nslots int, slotBytes []uint64) {
 			readArg[n.Arg] = true
 		}
 	}
+	// view[i]: node i is stored in its input's storage.
+	view := func(i int) bool {
+		n := &g.Nodes[i]
+		return n.Op.InPlace() || (n.Op == backend.OpReshape && !fp.inl[n.In[0]] && !fp.fused(i))
+	}
+	// owner[i] is the node whose storage holds node i's value.
+	owner := make([]int, nn)
+	for i := range g.Nodes {
+		owner[i] = i
+		if !fp.inl[i] && view(i) {
+			owner[i] = owner[g.Nodes[i].In[0]]
+		}
+	}
 	direct := make([]int, nn)
 	for i := range direct {
 		direct[i] = -1
 	}
 	taken := make([]bool, g.NumArgs)
 	for _, o := range g.Outputs {
-		n := g.Nodes[o.Node]
-		if n.Op == backend.OpArg || n.Op == backend.OpReshape || n.Op.InPlace() || readArg[o.Arg] || taken[o.Arg] || direct[o.Node] >= 0 {
+		w := owner[o.Node]
+		n := g.Nodes[w]
+		if n.Op == backend.OpArg || n.Op.InPlace() || readArg[o.Arg] || taken[o.Arg] || direct[w] >= 0 {
 			continue
 		}
-		direct[o.Node], taken[o.Arg] = o.Arg, true
+		direct[w], taken[o.Arg] = o.Arg, true
 	}
-	// owner[i] is the node whose storage holds node i's value.
-	owner := make([]int, nn)
-	last := make([]int, nn)
-	for i, n := range g.Nodes {
-		owner[i], last[i] = i, -1
-		switch {
-		case n.Op == backend.OpReshape:
-			owner[i] = owner[n.In[0]]
-		case n.Op.InPlace():
-			owner[i] = owner[n.In[0]]
+	// pos[i] is where node i's kernel runs.
+	pos := make([]int, nn)
+	for i := range pos {
+		pos[i] = i
+	}
+	for last, members := range fp.group {
+		for _, j := range members {
+			pos[j] = last
 		}
-		for _, j := range n.In {
-			last[owner[j]] = max(last[owner[j]], i)
+	}
+	last := make([]int, nn)
+	for i := range last {
+		last[i] = -1
+	}
+	for i := range g.Nodes {
+		if fp.inl[i] {
+			continue
+		}
+		reads := g.Nodes[i].In
+		if fp.fused(i) {
+			reads = fp.reads(i)
+		}
+		for _, j := range reads {
+			last[owner[j]] = max(last[owner[j]], pos[i])
 		}
 	}
 	for _, o := range g.Outputs {
 		last[owner[o.Node]] = math.MaxInt
 	}
+	freeAt := make([][]int, nn)
+	for i, l := range last {
+		if l >= 0 && l < nn && owner[i] == i {
+			freeAt[l] = append(freeAt[l], i)
+		}
+	}
 	var free []int // free slots
 	slotOf := make([]int, nn)
-	for i, n := range g.Nodes {
+	for i := range slotOf {
 		slotOf[i] = -1
+	}
+	for i, n := range g.Nodes {
 		switch {
+		case fp.inl[i]:
+			locs[i] = loc{refNone, 0}
 		case n.Op == backend.OpArg:
 			locs[i] = loc{refArg, n.Arg}
 		case owner[i] != i:
@@ -252,23 +350,14 @@ func planMemory(g *backend.Graph) (locs []loc, nslots int, slotBytes []uint64) {
 			}
 			slotOf[i] = s
 			locs[i] = loc{refSlot, s}
+			if last[i] < 0 {
+				free = append(free, s) // nothing reads it
+			}
 		}
-		// Give back the slots whose last reader is this node, and this
-		// node's own slot when nothing reads it.
-		released := map[int]bool{}
-		give := func(o int) {
-			if slotOf[o] >= 0 && !released[o] {
-				released[o] = true
+		for _, o := range freeAt[i] {
+			if slotOf[o] >= 0 {
 				free = append(free, slotOf[o])
 			}
-		}
-		for _, j := range n.In {
-			if last[owner[j]] == i {
-				give(owner[j])
-			}
-		}
-		if owner[i] == i && last[i] < 0 {
-			give(i)
 		}
 	}
 	return locs, len(slotBytes), slotBytes

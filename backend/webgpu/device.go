@@ -71,6 +71,7 @@ type dispatch struct {
 	pipe    *gpipe
 	bind    *gbind
 	x, y, z uint32
+	node    int // the graph node it computes (RunTimed's attribution)
 }
 
 // copyOp is a buffer-to-buffer copy recorded after the compute passes

@@ -152,10 +152,20 @@ func openDev() (*dev, error) {
 		return nil, err
 	}
 	al := ad.Get("limits")
+	upTo := func(k string, most float64) float64 { return min(al.Get(k).Float(), most) }
 	desc := map[string]any{
+		// The same limits as device_native.go's openDev: the adapter's
+		// buffer sizes, and for larger matmul tiles and fused kernels more
+		// workgroup memory, invocations and storage buffers than WebGPU's
+		// defaults (16 KiB, 256, 8), within reason.
 		"requiredLimits": map[string]any{
-			"maxBufferSize":               al.Get("maxBufferSize"),
-			"maxStorageBufferBindingSize": al.Get("maxStorageBufferBindingSize"),
+			"maxBufferSize":                     al.Get("maxBufferSize"),
+			"maxStorageBufferBindingSize":       al.Get("maxStorageBufferBindingSize"),
+			"maxComputeWorkgroupStorageSize":    upTo("maxComputeWorkgroupStorageSize", 48<<10),
+			"maxComputeInvocationsPerWorkgroup": upTo("maxComputeInvocationsPerWorkgroup", 1024),
+			"maxComputeWorkgroupSizeX":          upTo("maxComputeWorkgroupSizeX", 1024),
+			"maxComputeWorkgroupSizeY":          upTo("maxComputeWorkgroupSizeY", 1024),
+			"maxStorageBuffersPerShaderStage":   upTo("maxStorageBuffersPerShaderStage", 40),
 		},
 	}
 	ts := ad.Get("features").Call("has", "timestamp-query").Bool()

@@ -4,6 +4,7 @@ package webgpu
 
 import (
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/cogentcore/webgpu/wgpu"
@@ -46,6 +47,9 @@ type dev struct {
 	qResolve, qReadout *wgpu.Buffer
 
 	pendingWrites int
+	// spin: wait for the GPU by polling without blocking (the blocking
+	// wait of the driver adds wake-up latency to every run).
+	spin bool
 }
 
 // maxStaging bounds one readback or upload chunk so that a read of a large
@@ -129,6 +133,14 @@ func openDev() (*dev, error) {
 	lim := wgpu.DefaultLimits()
 	lim.MaxBufferSize = al.MaxBufferSize
 	lim.MaxStorageBufferBindingSize = al.MaxStorageBufferBindingSize
+	// Larger matmul tiles need more workgroup memory and invocations than
+	// WebGPU's defaults (16 KiB, 256), fused kernels more storage buffers
+	// (default 8): ask for what the adapter has, within reason.
+	lim.MaxComputeWorkgroupStorageSize = min(al.MaxComputeWorkgroupStorageSize, 48<<10)
+	lim.MaxComputeInvocationsPerWorkgroup = min(al.MaxComputeInvocationsPerWorkgroup, 1024)
+	lim.MaxComputeWorkgroupSizeX = min(al.MaxComputeWorkgroupSizeX, 1024)
+	lim.MaxComputeWorkgroupSizeY = min(al.MaxComputeWorkgroupSizeY, 1024)
+	lim.MaxStorageBuffersPerShaderStage = min(al.MaxStorageBuffersPerShaderStage, 40)
 	var feats []wgpu.FeatureName
 	if ad.HasFeature(wgpu.FeatureNameTimestampQuery) {
 		feats = append(feats, wgpu.FeatureNameTimestampQuery)
@@ -148,6 +160,15 @@ func openDev() (*dev, error) {
 	d.info = adapterDesc(ad)
 	fillLimits(&d.info, device.GetLimits().Limits)
 	d.info.timestamps = feats != nil && device.HasFeature(wgpu.FeatureNameTimestampQuery)
+	// Spinning costs a CPU core while the GPU works: worth it on a GPU,
+	// not on a software adapter that needs the cores itself.
+	switch os.Getenv("AG_WEBGPU_WAIT") {
+	case "spin":
+		d.spin = true
+	case "block":
+	default:
+		d.spin = d.info.gpu
+	}
 	return d, nil
 }
 
@@ -246,14 +267,33 @@ func (d *dev) mapRead(buf *wgpu.Buffer, n uint64, dst []byte) error {
 	if err := buf.MapAsync(wgpu.MapModeRead, 0, n, func(s wgpu.BufferMapAsyncStatus) { status, done = s, true }); err != nil {
 		return err
 	}
-	for !done {
-		d.device.Poll(true, nil)
-	}
+	d.wait(nil, &done)
+	return d.finishMap(buf, n, dst, status)
+}
+
+func (d *dev) finishMap(buf *wgpu.Buffer, n uint64, dst []byte, status wgpu.BufferMapAsyncStatus) error {
 	if status != wgpu.BufferMapAsyncStatusSuccess {
 		return fmt.Errorf("MapAsync: status %v", status)
 	}
 	copy(dst, buf.GetMappedRange(0, uint(n)))
 	return buf.Unmap()
+}
+
+// wait returns once the submission idx (nil: all) has completed and, when
+// done is given, once *done is set by a callback that polling fires.
+func (d *dev) wait(idx *wgpu.WrappedSubmissionIndex, done *bool) {
+	if d.spin {
+		for {
+			empty := d.device.Poll(false, nil)
+			if empty && (done == nil || *done) {
+				return
+			}
+		}
+	}
+	d.device.Poll(true, idx)
+	for done != nil && !*done {
+		d.device.Poll(true, nil)
+	}
 }
 
 func (d *dev) newPipeline(label, src string, readOnly []bool) (*gpipe, error) {
@@ -405,12 +445,22 @@ func (d *dev) run(passes [][]dispatch, copies []copyOp, timed bool) ([]uint64, e
 	}
 	idx := d.queue.Submit(cmd)
 	cmd.Release()
-	d.device.Poll(true, &wgpu.WrappedSubmissionIndex{Queue: d.queue, SubmissionIndex: idx})
+	wi := &wgpu.WrappedSubmissionIndex{Queue: d.queue, SubmissionIndex: idx}
 	if !timed {
+		d.wait(wi, nil)
 		return nil, nil
 	}
+	// Map the timestamps now: the mapping completes with the submission,
+	// so the one wait covers both.
+	done := false
+	var status wgpu.BufferMapAsyncStatus
+	if err := d.qReadout.MapAsync(wgpu.MapModeRead, 0, 8*uint64(nq), func(s wgpu.BufferMapAsyncStatus) { status, done = s, true }); err != nil {
+		d.wait(wi, nil)
+		return nil, fmt.Errorf("timestamps: %w", err)
+	}
+	d.wait(wi, &done)
 	raw := make([]uint64, nq)
-	if err := d.mapRead(d.qReadout, 8*uint64(nq), u64Bytes(raw)); err != nil {
+	if err := d.finishMap(d.qReadout, 8*uint64(nq), u64Bytes(raw), status); err != nil {
 		return nil, fmt.Errorf("timestamps: %w", err)
 	}
 	return raw, nil

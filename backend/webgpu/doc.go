@@ -7,24 +7,66 @@
 //
 // # Execution
 //
-// Compile validates the graph and plans it once: where every value lives
-// (args; reshapes are views; an output nobody reads as an arg is written
-// straight into its arg; every other intermediate gets a pooled buffer reused
-// by liveness), the dispatches of every node, one parameter buffer holding
-// all kernel sizes and scalars (written once), cached pipelines (one per
-// kernel variant per Backend) and the bind groups that do not depend on Run's
-// args. Run binds the args (bind groups cached by buffer identity), records
-// every dispatch into one compute pass of one command encoder, appends the
-// copies of outputs that must land in another arg, submits once and waits.
+// Compile validates the graph and plans it once. Fusion (fuse.go) first
+// decides which nodes are computed inside another node's kernel: chains of
+// pointwise ops (unary, binary with broadcasting, fill, reshape, expand,
+// permute, slice_rows, get_rows, one_hot) read by one node become one
+// generated WGSL kernel (fusedgen.go); a matmul or sum/max read only by such
+// a chain runs it as its epilogue (bias + ReLU after a matmul, the ReLU mask
+// after a backward matmul, the loss scale after a sum); a sum/max evaluates
+// pointwise inputs as its prologue; inside(x, a>=0, b) where relu(x) exists
+// reads relu(x) (the same mask), so x fuses; runs of AdamW/SGD updates that
+// only arg nodes separate become one dispatch over all their tensors (with
+// their own dispatches kept for runs whose args alias). Nothing moves across
+// an in-place update, and a kernel binds at most the device's storage
+// buffers. A 4x1024 MLP training step as core lowers it runs 20 kernels
+// (plus the sums of split matmuls) where node by node it ran 50.
+//
+// The plan then decides where every value lives (args; reshapes of stored
+// values are views; an output nobody reads as an arg, also through a
+// reshape, is written straight into its arg; every other stored value gets
+// a pooled buffer reused by liveness), the dispatches, one parameter buffer
+// holding all kernel sizes and scalars (written once), cached pipelines (one
+// per kernel source per Backend) and the bind groups that do not depend on
+// Run's args. Run binds the args (bind groups cached by buffer identity),
+// records every dispatch into one compute pass of one command encoder,
+// appends the copies of outputs that must land in another arg, submits once
+// and waits: natively on a GPU by polling without blocking (the driver's blocking
+// wait added about 20 us of wake-up latency per wait on an H200), on a
+// software adapter blocking (AG_WEBGPU_WAIT=spin or block overrides).
 // Data crosses the bus only in Backend.Write and Backend.Read.
+//
+// # Matmul
+//
+// matmul.go generates a register-blocked kernel: a workgroup computes a
+// BM x BN tile with TM x TN accumulators per invocation, A and B staged
+// through workgroup memory as vec4s (A transposed), the next K step loaded
+// into registers during the current one, and 16-byte global loads and
+// stores when M, N and K are multiples of 4. The tiling follows the product:
+// 128x128 (8x8 per invocation) for large ones, 128x64 at about 1024, and for
+// products with few tiles but a long K (a batch of 64-256 rows) 64x64 with
+// K split into parts whose partial products a second kernel sums, applying
+// the epilogue. Measured on an H200 by the device clock: 31-33 TFLOP/s at
+// 2048-4096 (PyTorch f32 without TF32: about 50).
+//
+// # Reductions
+//
+// A sum/max along the last axis runs one workgroup per row; with fewer than
+// 64 rows of at least 8192 elements (a loss over a whole batch) parts of each
+// row are reduced by many workgroups and combined by a second kernel. Along
+// another axis a workgroup owns 32 consecutive outputs and 8 lanes split the
+// reduced axis.
 //
 // # Limits
 //
 // The device is requested with the adapter's maxBufferSize and
 // maxStorageBufferBindingSize (128 MiB on lavapipe and by default in
-// browsers). Elementwise ops, fills, AdamW/SGD and get_rows over buffers
-// larger than one binding run as several dispatches over bound ranges; the
-// other ops (broadcasting binaries, reductions, softmax, permute/expand/
+// browsers) and, natively, the adapter's workgroup memory (up to 48 KiB),
+// invocations (up to 1024) and storage buffers per stage (up to 40; WebGPU's
+// default is 8, which limits what fuses in a browser). Elementwise ops,
+// fills, AdamW/SGD and get_rows over buffers larger than one binding run as
+// several dispatches over bound ranges (they are not fused); the other ops
+// (broadcasting binaries, reductions, softmax, permute/expand/
 // slice/concat copies, scatter_add_rows, one_hot, matmul) fail to compile
 // with an error naming the binding size and the limit.
 //
@@ -59,8 +101,11 @@
 // Under GOOS=js the device layer (device_js.go) requests the adapter and
 // the device itself through syscall/js (the binding's js side ignores
 // requiredLimits, panics on requiredFeatures, and reports every mapAsync as
-// successful), with the adapter's buffer limits and timestamp-query when
-// offered. Calls wait on JavaScript promises, so they must run on a
-// goroutine of their own, never inside a js.FuncOf callback (that
-// deadlocks).
+// successful), with the limits openDev asks for natively (the adapter's
+// buffer sizes; workgroup memory, invocations and storage buffers raised
+// within reason) and timestamp-query when offered. WGSL constants avoid
+// inf and NaN literals, which Chromium's compiler rejects. Calls wait on
+// JavaScript promises, so they must run on a goroutine of their own, never
+// inside a js.FuncOf callback (that deadlocks). Package browsertest runs
+// the tests in headless Chromium.
 package webgpu

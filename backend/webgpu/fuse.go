@@ -12,7 +12,8 @@ import (
 //     slice_rows, get_rows, one_hot) read by exactly one other node that can
 //     evaluate it per element (a pointwise node or a sum/max) is inlined into
 //     that reader: it gets no buffer and no dispatch. Constant subgraphs
-//     (fills and pointwise ops of them) are inlined into every reader.
+//     (fills and pointwise ops of them) and views (reshape, expand, permute,
+//     slice_rows) of stored values are inlined into every such reader.
 //   - A matmul, sum or max read only by such a chain becomes the core of the
 //     chain's root: the root's kernel is the matmul (reduction) kernel with
 //     the chain as its epilogue, evaluated on each result before the store
@@ -58,6 +59,16 @@ func isPointwise(op backend.Op) bool {
 	return false
 }
 
+// isIndexOnly reports whether a pointwise op only moves values of its one
+// input (no arithmetic).
+func isIndexOnly(op backend.Op) bool {
+	switch op {
+	case backend.OpReshape, backend.OpExpand, backend.OpPermute, backend.OpSliceRows:
+		return true
+	}
+	return false
+}
+
 // acceptsInline reports whether a node's kernel can evaluate inlined inputs.
 func acceptsInline(op backend.Op) bool {
 	return isPointwise(op) || op == backend.OpSum || op == backend.OpMax
@@ -82,7 +93,8 @@ func planFusion(g *backend.Graph, lim fuseLimits, enabled bool) *fusePlan {
 	}
 	nodes := fg.Nodes
 	// ReLU-mask rewrite: inside(x, a, b) with a >= 0 equals
-	// inside(relu(x), a, b) (x <= 0 and NaN give 0 both ways).
+	// inside(relu(x), a, b) (x <= 0 and NaN give 0 both ways). Not for an
+	// x that lives in an arg: an in-place update between could change it.
 	reluOf := map[int]int{}
 	for i, n := range nodes {
 		if n.Op == backend.OpReLU {
@@ -96,7 +108,7 @@ func planFusion(g *backend.Graph, lim fuseLimits, enabled bool) *fusePlan {
 		if n.Op != backend.OpInside || !(n.A >= 0) {
 			continue
 		}
-		if r, ok := reluOf[n.In[0]]; ok && r < i {
+		if r, ok := reluOf[n.In[0]]; ok && r < i && argOf(fg, n.In[0]) < 0 {
 			n.In = []int{r}
 		}
 	}
@@ -147,17 +159,30 @@ func planFusion(g *backend.Graph, lim fuseLimits, enabled bool) *fusePlan {
 		for _, u := range users[j] {
 			all = all && acceptsInline(nodes[u].Op)
 		}
+		crosses := false
+		for _, u := range users[j] {
+			crosses = crosses || between(j, u)
+		}
 		switch {
 		case isConst[j] && all:
 			fp.inl[j] = true
-		case len(users[j]) == 1 && all && !between(j, users[j][0]):
+		case len(users[j]) == 1 && all && !crosses:
+			fp.inl[j] = true
+		case isIndexOnly(n.Op) && !fp.inl[n.In[0]] && all && !crosses:
+			// A view of a stored value costs an index computation in each
+			// reader: cheaper than a copy.
 			fp.inl[j] = true
 		}
 	}
 	// Cores: a matmul/sum/max whose one reader is a pointwise chain that
 	// reads it at the chain's own index.
+	// rootOf follows single readers up to the root whose kernel computes
+	// j, or returns -1 where a duplicated node has several.
 	rootOf := func(j int) int {
 		for fp.inl[j] {
+			if len(users[j]) != 1 {
+				return -1
+			}
 			j = users[j][0]
 		}
 		return j
@@ -167,11 +192,11 @@ func planFusion(g *backend.Graph, lim fuseLimits, enabled bool) *fusePlan {
 			continue
 		}
 		c := users[m][0]
-		if !isPointwise(nodes[c].Op) || between(m, c) || (fp.inl[c] && isConst[c]) {
+		if !isPointwise(nodes[c].Op) || between(m, c) {
 			continue
 		}
 		r := rootOf(c)
-		if !isPointwise(nodes[r].Op) || fp.core[r] >= 0 || between(m, r) || !fp.identityPath(r, m) {
+		if r < 0 || !isPointwise(nodes[r].Op) || fp.core[r] >= 0 || between(m, r) || !fp.identityPath(r, m) {
 			continue
 		}
 		fp.core[r], fp.inl[m] = m, true
@@ -184,7 +209,7 @@ func planFusion(g *backend.Graph, lim fuseLimits, enabled bool) *fusePlan {
 			if fp.inl[r] || !fp.fused(r) {
 				continue
 			}
-			for !fp.kernelFits(r, lim) {
+			for fp.fused(r) && !fp.kernelFits(r, lim) {
 				changed = true
 				if m := fp.core[r]; m >= 0 {
 					fp.core[r], fp.inl[m] = -1, false
@@ -277,7 +302,11 @@ func (fp *fusePlan) reads(r int) []int {
 // kernelFits checks root r's fused kernel against the binding limits.
 func (fp *fusePlan) kernelFits(r int, lim fuseLimits) bool {
 	rd := fp.reads(r)
-	if len(rd)+2 > lim.maxBinds {
+	nb := len(rd) + 2 // P and the output
+	if m := fp.core[r]; m >= 0 && fp.g.Nodes[m].Op == backend.OpMatMul && fp.g.Nodes[m].In[0] == fp.g.Nodes[m].In[1] {
+		nb++ // one stored node bound as both operands
+	}
+	if nb > lim.maxBinds {
 		return false
 	}
 	if uint64(backend.NumElems(fp.g.Nodes[r].Shape))*4 > lim.bindLimit {

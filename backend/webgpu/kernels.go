@@ -28,6 +28,7 @@ const wg = 256
 type bindDecl struct {
 	name string
 	rw   bool
+	vec4 bool // bound as array<vec4<f32>> (16-byte loads and stores)
 }
 
 // newKernel assembles a shader from its tensor bindings and its body.
@@ -40,7 +41,11 @@ func newKernel(name string, binds []bindDecl, body string) *kernel {
 		if d.rw {
 			acc = "read_write"
 		}
-		fmt.Fprintf(&b, "@group(0) @binding(%d) var<storage, %s> %s: array<f32>;\n", i+1, acc, d.name)
+		typ := "f32"
+		if d.vec4 {
+			typ = "vec4<f32>"
+		}
+		fmt.Fprintf(&b, "@group(0) @binding(%d) var<storage, %s> %s: array<%s>;\n", i+1, acc, d.name, typ)
 		ro = append(ro, !d.rw)
 	}
 	b.WriteString(wgslHelpers)
@@ -133,7 +138,7 @@ func powExpr(a float32) string {
 
 // unaryKernel: params [n, a, b].
 func unaryKernel(expr string) *kernel {
-	return newKernel("unary", []bindDecl{{"X", false}, {"Y", true}}, linearHead+`
+	return newKernel("unary", []bindDecl{{name: "X"}, {name: "Y", rw: true}}, linearHead+`
 	if (i >= P[0]) { return; }
 	let a = pf(1u); let b = pf(2u);
 	let x = X[i];
@@ -148,7 +153,7 @@ func binaryOp(op backend.Op) string {
 
 // binarySameKernel: both operands have the output's shape; params [n].
 func binarySameKernel(op backend.Op) *kernel {
-	return newKernel("binary_same", []bindDecl{{"A", false}, {"B", false}, {"Y", true}}, linearHead+`
+	return newKernel("binary_same", []bindDecl{{name: "A"}, {name: "B"}, {name: "Y", rw: true}}, linearHead+`
 	if (i >= P[0]) { return; }
 	Y[i] = A[i] `+binaryOp(op)+` B[i];
 }
@@ -159,7 +164,7 @@ func binarySameKernel(op backend.Op) *kernel {
 // shape right-aligned into 4 dimensions and broadcast strides (0 where an
 // operand is broadcast).
 func binaryBcastKernel(op backend.Op) *kernel {
-	return newKernel("binary_bcast", []bindDecl{{"A", false}, {"B", false}, {"Y", true}}, linearHead+`
+	return newKernel("binary_bcast", []bindDecl{{name: "A"}, {name: "B"}, {name: "Y", rw: true}}, linearHead+`
 	if (i >= P[0]) { return; }
 	var r = i;
 	let i3 = r % P[4]; r = r / P[4];
@@ -174,7 +179,7 @@ func binaryBcastKernel(op backend.Op) *kernel {
 
 // fillKernel: params [n, value].
 func fillKernel() *kernel {
-	return newKernel("fill", []bindDecl{{"Y", true}}, linearHead+`
+	return newKernel("fill", []bindDecl{{name: "Y", rw: true}}, linearHead+`
 	if (i >= P[0]) { return; }
 	Y[i] = pf(1u);
 }
@@ -185,7 +190,7 @@ func fillKernel() *kernel {
 // output index (idx_0..idx_3) of i in shape d: expand, permute, slices and
 // concatenation. Params [n, dstOff, srcOff, d0..d3, s0..s3].
 func stridedKernel() *kernel {
-	return newKernel("strided", []bindDecl{{"X", false}, {"Y", true}}, linearHead+`
+	return newKernel("strided", []bindDecl{{name: "X"}, {name: "Y", rw: true}}, linearHead+`
 	if (i >= P[0]) { return; }
 	var r = i;
 	let i3 = r % P[6]; r = r / P[6];
@@ -230,52 +235,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 	let base = row * C;
 `, wg, wg/2, wg/2, wg)
 
-// reduceRowKernel sums or maxes each row of [rows, C] into Y[row].
-func reduceRowKernel(isMax bool) *kernel {
-	body := `
-	var acc = 0.0;
-	for (var c = lid; c < C; c = c + ` + fmt.Sprint(wg) + `u) { acc = acc + X[base + c]; }
-	let r = reduceSum(acc, lid);
-	if (lid == 0u) { Y[row] = r; }
-}
-`
-	if isMax {
-		body = `
-	var acc = negInf();
-	for (var c = lid; c < C; c = c + ` + fmt.Sprint(wg) + `u) { acc = max(acc, X[base + c]); }
-	let r = reduceMax(acc, lid);
-	if (lid == 0u) { Y[row] = r; }
-}
-`
-	}
-	return newKernel("reduce_row", []bindDecl{{"X", false}, {"Y", true}}, rowHead+body)
-}
-
-// reduceColKernel reduces [outer, R, inner] along R with one invocation per
-// output element. Params [nOut, R, inner].
-func reduceColKernel(isMax bool) *kernel {
-	init, step := "0.0", "acc + X[base + r * inner]"
-	if isMax {
-		init, step = "negInf()", "max(acc, X[base + r * inner])"
-	}
-	return newKernel("reduce_col", []bindDecl{{"X", false}, {"Y", true}}, linearHead+`
-	if (i >= P[0]) { return; }
-	let R = P[1]; let inner = P[2];
-	let base = (i / inner) * R * inner + i % inner;
-	var acc = `+init+`;
-	for (var r = 0u; r < R; r = r + 1u) { acc = `+step+`; }
-	Y[i] = acc;
-}
-`)
-}
-
 // softmaxKernel: softmax or log-softmax of each row, one workgroup per row.
 func softmaxKernel(log bool) *kernel {
 	out := "exp(X[base + c] - m) / s"
 	if log {
 		out = "X[base + c] - m - log(s)"
 	}
-	return newKernel("softmax", []bindDecl{{"X", false}, {"Y", true}}, rowHead+fmt.Sprintf(`
+	return newKernel("softmax", []bindDecl{{name: "X"}, {name: "Y", rw: true}}, rowHead+fmt.Sprintf(`
 	var mx = negInf();
 	for (var c = lid; c < C; c = c + %du) { mx = max(mx, X[base + c]); }
 	let m = reduceMax(mx, lid);
@@ -291,7 +257,7 @@ func softmaxKernel(log bool) *kernel {
 // r0..r0+rc-1 bound (large tables run as several dispatches over bound
 // ranges). Params [n, W, R, r0, rc].
 func getRowsKernel() *kernel {
-	return newKernel("get_rows", []bindDecl{{"T", false}, {"I", false}, {"Y", true}}, linearHead+`
+	return newKernel("get_rows", []bindDecl{{name: "T"}, {name: "I"}, {name: "Y", rw: true}}, linearHead+`
 	if (i >= P[0]) { return; }
 	let W = P[1];
 	let r = idx(I[i / W], P[2]);
@@ -306,7 +272,7 @@ func getRowsKernel() *kernel {
 // row whose index falls there, in order (no float atomics in WGSL, and the
 // sum order is deterministic). Params [threads, R, W, n, RB].
 func scatterAddKernel() *kernel {
-	return newKernel("scatter_add_rows", []bindDecl{{"S", false}, {"I", false}, {"Y", true}}, linearHead+`
+	return newKernel("scatter_add_rows", []bindDecl{{name: "S"}, {name: "I"}, {name: "Y", rw: true}}, linearHead+`
 	if (i >= P[0]) { return; }
 	let R = P[1]; let W = P[2]; let n = P[3]; let RB = P[4];
 	let j = i % W;
@@ -323,7 +289,7 @@ func scatterAddKernel() *kernel {
 
 // oneHotKernel: params [n*C, C].
 func oneHotKernel() *kernel {
-	return newKernel("one_hot", []bindDecl{{"I", false}, {"Y", true}}, linearHead+`
+	return newKernel("one_hot", []bindDecl{{name: "I"}, {name: "Y", rw: true}}, linearHead+`
 	if (i >= P[0]) { return; }
 	let C = P[1];
 	Y[i] = select(0.0, 1.0, idx(I[i / C], C) == i % C);
@@ -331,84 +297,9 @@ func oneHotKernel() *kernel {
 `)
 }
 
-// matmulKernel is a tiled matmul: a workgroup of t x t invocations computes
-// a (4t) x (4t) tile of C, 4x4 outputs per invocation at a stride of t (so
-// shared-memory reads and global writes are contiguous across invocations),
-// stepping through K in slices of 16 staged in workgroup memory. The stored
-// operands are read through the transposes. Params [M, N, K]; the workgroup
-// grid is (ceil(N/4t), ceil(M/4t), batch).
-func matmulKernel(transA, transB bool, t int) *kernel {
-	bm := 4 * t
-	const bk = 16
-	loads := bm * bk / (t * t)
-	aLoad := fmt.Sprintf(`let mm = e / %du; let kk = e %% %du;
-			var v = 0.0;
-			if (m0 + mm < M && k0 + kk < K) { v = A[aOff + (m0 + mm) * K + k0 + kk]; }
-			As[kk * %du + mm] = v;`, bk, bk, bm)
-	if transA {
-		aLoad = fmt.Sprintf(`let kk = e / %du; let mm = e %% %du;
-			var v = 0.0;
-			if (m0 + mm < M && k0 + kk < K) { v = A[aOff + (k0 + kk) * M + m0 + mm]; }
-			As[kk * %du + mm] = v;`, bm, bm, bm)
-	}
-	bLoad := fmt.Sprintf(`let kk = e / %du; let nn = e %% %du;
-			var v = 0.0;
-			if (n0 + nn < N && k0 + kk < K) { v = B[bOff + (k0 + kk) * N + n0 + nn]; }
-			Bs[kk * %du + nn] = v;`, bm, bm, bm)
-	if transB {
-		bLoad = fmt.Sprintf(`let nn = e / %du; let kk = e %% %du;
-			var v = 0.0;
-			if (n0 + nn < N && k0 + kk < K) { v = B[bOff + (n0 + nn) * K + k0 + kk]; }
-			Bs[kk * %du + nn] = v;`, bk, bk, bm)
-	}
-	body := fmt.Sprintf(`
-const T = %du;
-const BM = %du;
-const BK = %du;
-var<workgroup> As: array<f32, %d>;
-var<workgroup> Bs: array<f32, %d>;
-@compute @workgroup_size(%d, %d, 1)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) l: vec3<u32>) {
-	let M = P[0]; let N = P[1]; let K = P[2];
-	let aOff = wid.z * M * K; let bOff = wid.z * K * N; let cOff = wid.z * M * N;
-	let m0 = wid.y * BM; let n0 = wid.x * BM;
-	let tid = l.y * T + l.x;
-	var acc: array<f32, 16>;
-	for (var k0 = 0u; k0 < K; k0 = k0 + BK) {
-		for (var q = 0u; q < %du; q = q + 1u) {
-			let e = tid + q * T * T;
-			{ %s }
-			{ %s }
-		}
-		workgroupBarrier();
-		for (var kk = 0u; kk < BK; kk = kk + 1u) {
-			let a0 = As[kk * BM + l.y]; let a1 = As[kk * BM + l.y + T];
-			let a2 = As[kk * BM + l.y + 2u * T]; let a3 = As[kk * BM + l.y + 3u * T];
-			let b0 = Bs[kk * BM + l.x]; let b1 = Bs[kk * BM + l.x + T];
-			let b2 = Bs[kk * BM + l.x + 2u * T]; let b3 = Bs[kk * BM + l.x + 3u * T];
-			acc[0] = fma(a0, b0, acc[0]); acc[1] = fma(a0, b1, acc[1]); acc[2] = fma(a0, b2, acc[2]); acc[3] = fma(a0, b3, acc[3]);
-			acc[4] = fma(a1, b0, acc[4]); acc[5] = fma(a1, b1, acc[5]); acc[6] = fma(a1, b2, acc[6]); acc[7] = fma(a1, b3, acc[7]);
-			acc[8] = fma(a2, b0, acc[8]); acc[9] = fma(a2, b1, acc[9]); acc[10] = fma(a2, b2, acc[10]); acc[11] = fma(a2, b3, acc[11]);
-			acc[12] = fma(a3, b0, acc[12]); acc[13] = fma(a3, b1, acc[13]); acc[14] = fma(a3, b2, acc[14]); acc[15] = fma(a3, b3, acc[15]);
-		}
-		workgroupBarrier();
-	}
-	for (var u = 0u; u < 4u; u = u + 1u) {
-		let row = m0 + l.y + u * T;
-		if (row >= M) { continue; }
-		for (var v = 0u; v < 4u; v = v + 1u) {
-			let col = n0 + l.x + v * T;
-			if (col < N) { Y[cOff + row * N + col] = acc[u * 4u + v]; }
-		}
-	}
-}
-`, t, bm, bk, bk*bm, bk*bm, t, t, loads, aLoad, bLoad)
-	return newKernel(fmt.Sprintf("matmul_%t_%t", transA, transB), []bindDecl{{"A", false}, {"B", false}, {"Y", true}}, body)
-}
-
 // adamWKernel updates w, m, v in place per ir.go. Params [n].
 func adamWKernel() *kernel {
-	return newKernel("adamw", []bindDecl{{"W", true}, {"G", false}, {"Mo", true}, {"V", true}, {"H", false}}, linearHead+`
+	return newKernel("adamw", []bindDecl{{name: "W", rw: true}, {name: "G"}, {name: "Mo", rw: true}, {name: "V", rw: true}, {name: "H"}}, linearHead+`
 	if (i >= P[0]) { return; }
 	let lr = H[0]; let b1 = H[1]; let b2 = H[2]; let eps = H[3]; let wd = H[4]; let bc1 = H[5]; let bc2 = H[6];
 	let g = G[i];
@@ -423,7 +314,7 @@ func adamWKernel() *kernel {
 
 // sgdKernel updates w and the velocity in place per ir.go. Params [n].
 func sgdKernel() *kernel {
-	return newKernel("sgd", []bindDecl{{"W", true}, {"G", false}, {"V", true}, {"H", false}}, linearHead+`
+	return newKernel("sgd", []bindDecl{{name: "W", rw: true}, {name: "G"}, {name: "V", rw: true}, {name: "H"}}, linearHead+`
 	if (i >= P[0]) { return; }
 	let lr = H[0]; let mom = H[1]; let wd = H[2];
 	let w = W[i];

@@ -39,19 +39,6 @@ func (p *program) lower(g *backend.Graph, i int, locs []loc) error {
 		prm = append(prm, pad4(backend.BroadcastStrides(b, n.Shape), 0)...)
 		x, y := p.grid(ne, wg)
 		p.add(i, binaryBcastKernel(n.Op), []bref{in(0), in(1), out}, prm, x, y, 1)
-	case n.Op == backend.OpSum, n.Op == backend.OpMax:
-		s := inShape(0)
-		outer := backend.NumElems(s[:n.Axis])
-		r := s[n.Axis]
-		inner := backend.NumElems(s[n.Axis+1:])
-		isMax := n.Op == backend.OpMax
-		if inner == 1 {
-			x, y := p.grid(outer, 1)
-			p.add(i, reduceRowKernel(isMax), []bref{in(0), out}, []uint32{uint32(outer), uint32(r)}, x, y, 1)
-		} else {
-			x, y := p.grid(ne, wg)
-			p.add(i, reduceColKernel(isMax), []bref{in(0), out}, []uint32{uint32(ne), uint32(r), uint32(inner)}, x, y, 1)
-		}
 	case n.Op == backend.OpSoftmax, n.Op == backend.OpLogSoftmax:
 		c := 1
 		if len(n.Shape) > 0 {
@@ -90,21 +77,7 @@ func (p *program) lower(g *backend.Graph, i int, locs []loc) error {
 		x, y := p.grid(ne, wg)
 		p.add(i, oneHotKernel(), []bref{in(0), out}, []uint32{uint32(ne), uint32(n.Shape[1])}, x, y, 1)
 	case n.Op == backend.OpMatMul:
-		r := len(n.Shape)
-		m, nn := n.Shape[r-2], n.Shape[r-1]
-		a := inShape(0)
-		k := a[r-1]
-		if n.TransA {
-			k = a[r-2]
-		}
-		batch := backend.NumElems(n.Shape[:r-2])
-		t := p.matmulThreads(m, nn, batch)
-		bm := 4 * t
-		p.add(i, matmulKernel(n.TransA, n.TransB, t), []bref{in(0), in(1), out}, []uint32{uint32(m), uint32(nn), uint32(k)},
-			uint32((nn+bm-1)/bm), uint32((m+bm-1)/bm), uint32(batch))
-		if batch > int(p.b.d.info.maxWGPerDim) || (m+bm-1)/bm > int(p.b.d.info.maxWGPerDim) || (nn+bm-1)/bm > int(p.b.d.info.maxWGPerDim) {
-			return fmt.Errorf("matmul grid exceeds %d workgroups per dimension", p.b.d.info.maxWGPerDim)
-		}
+		return p.lowerMatmul(i, i, locs)
 	case n.Op == backend.OpAdamW:
 		p.split(i, adamWKernel(), []bref{in(0), in(1), in(2), in(3), in(4)}, []bool{true, true, true, true, false}, ne)
 	case n.Op == backend.OpSGD:
@@ -115,22 +88,15 @@ func (p *program) lower(g *backend.Graph, i int, locs []loc) error {
 	return nil
 }
 
-// matmulThreads picks the matmul workgroup side: 16x16 invocations (64x64
-// tiles) where the device limits allow and the product has enough tiles to
-// fill a GPU, else 8x8 (32x32 tiles, four times the workgroups, for small
-// products such as a batch of 64 rows).
-func (p *program) matmulThreads(m, n, batch int) int {
-	if p.b.matmulThreads != 0 {
-		return p.b.matmulThreads
+// matmulPlan picks the matmul tiling and split (pickMatmul, or what a test
+// forces).
+func (p *program) matmulPlan(m, n, k, batch int) mmPlan {
+	if f := p.b.matmulForce; f != nil {
+		pl := *f
+		pl.split = max(pl.split, 1)
+		return pl
 	}
-	info := p.b.d.info
-	if info.maxInvocations < 256 || info.maxWGSizeX < 16 || info.maxWGStorage < 2*16*64*4 {
-		return 8
-	}
-	if ((m+63)/64)*((n+63)/64)*batch < 256 {
-		return 8
-	}
-	return 16
+	return pickMatmul(p.b.d.info, m, n, k, batch, p.b.bindLimit)
 }
 
 // add appends one dispatch; binds[0] (the parameters) is filled in later.

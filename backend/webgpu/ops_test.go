@@ -112,6 +112,11 @@ func opCases() []opCase {
 		red(backend.OpSum, []int{3, 7, 5}, 1),
 		red(backend.OpMax, []int{13, 1001}, 1),
 		red(backend.OpMax, []int{2, 3, 7, 5}, 2),
+		// Few long rows reduce in parts; many rows along axis 0 by lanes.
+		red(backend.OpSum, []int{3, 20000}, 1),
+		red(backend.OpMax, []int{70001}, 0),
+		red(backend.OpSum, []int{300, 70}, 0),
+		red(backend.OpMax, []int{2, 45, 33}, 1),
 		{name: "softmax", shapes: [][]int{{7, 1003}}, nodes: []backend.Node{{Op: backend.OpSoftmax, In: []int{0}, Shape: []int{7, 1003}}}, lo: -20, hi: 20, tol: 1e-5},
 		{name: "log_softmax", shapes: [][]int{{3, 5, 11}}, nodes: []backend.Node{{Op: backend.OpLogSoftmax, In: []int{0}, Shape: []int{3, 5, 11}}}, lo: -20, hi: 20, tol: 1e-5},
 		{name: "permute", shapes: [][]int{{2, 3, 4, 5}}, nodes: []backend.Node{{Op: backend.OpPermute, In: []int{0}, Shape: []int{5, 2, 4, 3}, Perm: []int{3, 0, 2, 1}}}, lo: -1, hi: 1},
@@ -131,6 +136,15 @@ func opCases() []opCase {
 		mm(130, 257, 65, false, false),
 		mm(5, 17, 9, true, true, 3),
 		mm(5, 17, 9, false, true, 2, 3),
+		// Multiples of 4 take the vec4 path; several K steps and partial
+		// tiles on both sides.
+		mm(132, 36, 260, false, false),
+		mm(132, 36, 260, true, false),
+		mm(132, 36, 260, false, true),
+		mm(132, 36, 260, true, true),
+		mm(8, 4, 12, true, true, 2),
+		mm(200, 72, 136, false, true, 2),
+		mm(4, 260, 4, false, false),
 	}
 	return cs
 }
@@ -157,18 +171,29 @@ func randArgs(rng *rand.Rand, c opCase) [][]float32 {
 
 func TestOps(t *testing.T) {
 	be := openTest(t)
-	for _, threads := range []int{0, 8, 16} {
-		be.matmulThreads = threads
-		t.Run(fmt.Sprintf("matmul-threads-%d", threads), func(t *testing.T) { testOps(t, be, threads) })
+	t.Run("auto", func(t *testing.T) { testOps(t, be, false) })
+	// Every tiling, with and without double buffering, on the matmul cases;
+	// two of them with K split in 3 and 5 parts (uneven, some parts empty).
+	for i, c := range []mmCfg{mmLarge, mmMedium, mmSmall, mmTiny} {
+		for _, db := range []bool{false, true} {
+			for _, split := range []int{1, 3, 5} {
+				c.DB = db
+				if !c.fits(be.d.info) || (split > 1 && (db || i%2 == 1)) {
+					continue
+				}
+				be.matmulForce = &mmPlan{cfg: c, split: split}
+				t.Run(fmt.Sprintf("matmul-%s-split%d", c, split), func(t *testing.T) { testOps(t, be, true) })
+			}
+		}
 	}
-	be.matmulThreads = 0
+	be.matmulForce = nil
 }
 
-// testOps runs every case; with threads set only the matmuls (the other
-// kernels do not depend on it).
-func testOps(t *testing.T, be *Backend, threads int) {
+// testOps runs every case, or with onlyMatmul only the matmuls (the other
+// kernels do not depend on the matmul settings).
+func testOps(t *testing.T, be *Backend, onlyMatmul bool) {
 	for ci, c := range opCases() {
-		if threads != 0 && !strings.HasPrefix(c.name, "matmul") {
+		if onlyMatmul && !strings.HasPrefix(c.name, "matmul") {
 			continue
 		}
 		t.Run(c.name, func(t *testing.T) {

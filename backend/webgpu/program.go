@@ -3,6 +3,7 @@ package webgpu
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ag-go/ag/backend"
@@ -52,14 +53,28 @@ func (p *program) run(args []backend.Buffer, nodeTimes []time.Duration) (backend
 		}
 		bufs[i] = wb
 	}
-	ds := make([]dispatch, len(p.steps))
-	for i := range p.steps {
-		bg, err := p.bindGroup(&p.steps[i], bufs)
+	ds := make([]dispatch, 0, len(p.steps))
+	add := func(s *step) error {
+		bg, err := p.bindGroup(s, bufs)
 		if err != nil {
-			return backend.RunInfo{}, fmt.Errorf("webgpu.Run: node %d: %w", p.steps[i].node, err)
+			return fmt.Errorf("webgpu.Run: node %d: %w", s.node, err)
 		}
+		ds = append(ds, dispatch{pipe: s.pipe, bind: bg, x: s.x, y: s.y, z: s.z, node: s.node})
+		return nil
+	}
+	for i := range p.steps {
 		s := &p.steps[i]
-		ds[i] = dispatch{pipe: s.pipe, bind: bg, x: s.x, y: s.y, z: s.z}
+		if s.alt == nil || !p.aliased(s, bufs) {
+			if err := add(s); err != nil {
+				return backend.RunInfo{}, err
+			}
+			continue
+		}
+		for k := range s.alt {
+			if err := add(&s.alt[k]); err != nil {
+				return backend.RunInfo{}, err
+			}
+		}
 	}
 	copies := make([]copyOp, 0, len(p.copies))
 	for _, c := range p.copies {
@@ -86,7 +101,7 @@ func (p *program) run(args []backend.Buffer, nodeTimes []time.Duration) (backend
 // values that cannot be right (not increasing, or longer than the host
 // saw), in which case the caller keeps the host time.
 func tickSpan(ticks []uint64, i, j int, host time.Duration) (time.Duration, bool) {
-	if len(ticks) <= j || ticks[j] < ticks[i] || (ticks[j] == 0) {
+	if i < 0 || j < i || len(ticks) <= j || ticks[j] < ticks[i] || ticks[j] == 0 {
 		return 0, false
 	}
 	d := time.Duration(ticks[j] - ticks[i])
@@ -100,12 +115,12 @@ func (p *program) runPerNode(ds []dispatch, copies []copyOp, nodeTimes []time.Du
 	clear(nodeTimes)
 	var passes [][]dispatch
 	var owners []int
-	for i, s := range p.steps {
-		if len(owners) == 0 || owners[len(owners)-1] != s.node {
+	for _, d := range ds {
+		if len(owners) == 0 || owners[len(owners)-1] != d.node {
 			passes = append(passes, nil)
-			owners = append(owners, s.node)
+			owners = append(owners, d.node)
 		}
-		passes[len(passes)-1] = append(passes[len(passes)-1], ds[i])
+		passes[len(passes)-1] = append(passes[len(passes)-1], d)
 	}
 	d := p.b.d
 	// A timestamp query set holds at most 4096 queries.
@@ -156,32 +171,65 @@ func (p *program) slotOrArg(l loc, bufs []*buffer) *gbuf {
 	return p.slots[l.idx]
 }
 
+// aliased reports whether two bindings of s that refer to args get the
+// same buffer while one of them is written (a fused in-place group over
+// args that alias must run member by member).
+func (p *program) aliased(s *step, bufs []*buffer) bool {
+	for i, r := range s.binds {
+		if r.kind != refArg {
+			continue
+		}
+		for j := i + 1; j < len(s.binds); j++ {
+			q := s.binds[j]
+			if q.kind == refArg && bufs[q.idx] == bufs[r.idx] && (!s.k.readOnly[i] || !s.k.readOnly[j]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// groupKey folds the ids of the arg buffers a step binds into a map key;
+// the cached entry keeps the exact ids to check a hit.
+func groupKey(s *step, bufs []*buffer, ids []uint64) (argKey, []uint64) {
+	var key argKey
+	ids = ids[:0]
+	for _, r := range s.binds {
+		if r.kind == refArg {
+			id := bufs[r.idx].id
+			k := len(ids) % len(key)
+			key[k] = key[k]*0x9e3779b97f4a7c15 + id
+			ids = append(ids, id)
+		}
+	}
+	return key, ids
+}
+
 // bindGroup returns the step's bind group for these args: the one made at
 // Compile, or one cached by the identity of the arg buffers it binds.
 func (p *program) bindGroup(s *step, bufs []*buffer) (*gbind, error) {
 	if s.fixed != nil {
 		return s.fixed, nil
 	}
-	var key argKey
-	for i, r := range s.binds {
-		if r.kind == refArg {
-			key[i] = bufs[r.idx].id
-		}
-	}
-	if bg, ok := s.groups[key]; ok {
-		return bg, nil
+	key, ids := groupKey(s, bufs, p.keyBuf)
+	p.keyBuf = ids
+	if c, ok := s.groups[key]; ok && slices.Equal(c.ids, ids) {
+		return c.bg, nil
 	}
 	if s.groups == nil || len(s.groups) >= maxCachedGroups {
-		for _, bg := range s.groups {
-			p.b.d.releaseBindGroup(bg)
+		for _, c := range s.groups {
+			p.b.d.releaseBindGroup(c.bg)
 		}
-		s.groups = map[argKey]*gbind{}
+		s.groups = map[argKey]cachedGroup{}
+	}
+	if c, ok := s.groups[key]; ok {
+		p.b.d.releaseBindGroup(c.bg)
 	}
 	bg, err := p.b.d.newBindGroup(s.pipe, p.entries(s, bufs))
 	if err != nil {
 		return nil, err
 	}
-	s.groups[key] = bg
+	s.groups[key] = cachedGroup{bg: bg, ids: slices.Clone(ids)}
 	return bg, nil
 }
 
@@ -198,13 +246,12 @@ func (p *program) release() {
 		return
 	}
 	p.released = true
-	for i := range p.steps {
-		s := &p.steps[i]
+	for _, s := range p.allSteps() {
 		if s.fixed != nil {
 			p.b.d.releaseBindGroup(s.fixed)
 		}
-		for _, bg := range s.groups {
-			p.b.d.releaseBindGroup(bg)
+		for _, c := range s.groups {
+			p.b.d.releaseBindGroup(c.bg)
 		}
 	}
 	for _, s := range p.slots {
@@ -213,5 +260,8 @@ func (p *program) release() {
 	if p.params != nil {
 		p.b.destroy(p.params)
 	}
-	p.steps, p.slots, p.params = nil, nil, nil
+	if p.scratch != nil {
+		p.b.destroy(p.scratch)
+	}
+	p.steps, p.slots, p.params, p.scratch = nil, nil, nil, nil
 }

@@ -1,0 +1,502 @@
+package webgpu
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/ag-go/ag/backend"
+)
+
+// exprGen writes the WGSL of a fused kernel's chain: one function
+// `fn v<j>(i: u32, acc: f32) -> f32` per node j of the root's tree, giving
+// the node's value at linear index i of its own shape. Stored inputs
+// (leaves) read their binding; the core, if any, returns acc (the
+// matmul/reduction result at the root's index). Shapes, strides and scalars
+// are constants of the source, so each fused kernel is its own pipeline.
+type exprGen struct {
+	g    *backend.Graph
+	fp   *fusePlan
+	root int
+	core int
+	// leaf[j] is the binding expression prefix of stored node j: its name
+	// and whether it is bound as an array of vec4.
+	leafName map[int]string
+	leafVec  map[int]bool
+	done     map[int]bool
+	w        strings.Builder
+}
+
+func newExprGen(fp *fusePlan, root int) *exprGen {
+	return &exprGen{g: fp.g, fp: fp, root: root, core: fp.core[root],
+		leafName: map[int]string{}, leafVec: map[int]bool{}, done: map[int]bool{}}
+}
+
+// wgslF32 spells f exactly; infinities and NaN go through the helpers of
+// wgslHelpers because Tint (Chromium) rejects them as constant expressions.
+func wgslF32(f float32) string {
+	switch {
+	case f != f:
+		return "qnan()"
+	case math.IsInf(float64(f), -1):
+		return "negInf()"
+	case math.IsInf(float64(f), 1):
+		return "(-negInf())"
+	}
+	return fmt.Sprintf("bitcast<f32>(0x%08xu)", f32bits(f))
+}
+
+// name returns the function computing node j, emitting it (and what it
+// calls) on first use.
+func (e *exprGen) name(j int) string {
+	fn := fmt.Sprintf("v%d", j)
+	if e.done[j] {
+		return fn
+	}
+	e.done[j] = true
+	n := &e.g.Nodes[j]
+	var body string
+	switch {
+	case j == e.core:
+		body = "return acc;"
+	case j != e.root && !e.fp.inl[j]:
+		body = "return " + e.leafRead(j, "i") + ";"
+	default:
+		body = e.nodeBody(n)
+	}
+	fmt.Fprintf(&e.w, "fn %s(i: u32, acc: f32) -> f32 { %s }\n", fn, body)
+	return fn
+}
+
+func (e *exprGen) leafRead(j int, idx string) string {
+	name, ok := e.leafName[j]
+	if !ok {
+		panic(fmt.Sprintf("webgpu: fused kernel of node %d reads node %d, which has no binding", e.root, j))
+	}
+	if e.leafVec[j] {
+		return fmt.Sprintf("%s[(%s) / 4u][(%s) %% 4u]", name, idx, idx)
+	}
+	return fmt.Sprintf("%s[%s]", name, idx)
+}
+
+// nodeBody is the WGSL body of a pointwise node over its inputs' functions.
+func (e *exprGen) nodeBody(n *backend.Node) string {
+	in := func(k int) *backend.Node { return &e.g.Nodes[n.In[k]] }
+	call := func(k int, idx string) string { return fmt.Sprintf("%s(%s, acc)", e.name(n.In[k]), idx) }
+	switch {
+	case n.Op == backend.OpFill:
+		return "return " + wgslF32(n.A) + ";"
+	case n.Op.IsUnary():
+		return fmt.Sprintf("let x = %s; let a = %s; let b = %s; return %s;", call(0, "i"), wgslF32(n.A), wgslF32(n.B), unaryExpr(n))
+	case n.Op.IsBinary():
+		ia := idxMap(n.Shape, backend.BroadcastStrides(in(0).Shape, n.Shape), in(0).Shape)
+		ib := idxMap(n.Shape, backend.BroadcastStrides(in(1).Shape, n.Shape), in(1).Shape)
+		return fmt.Sprintf("return %s %s %s;", call(0, ia), binaryOp(n.Op), call(1, ib))
+	case n.Op == backend.OpReshape:
+		return "return " + call(0, "i") + ";"
+	case n.Op == backend.OpExpand:
+		return "return " + call(0, idxMap(n.Shape, backend.BroadcastStrides(in(0).Shape, n.Shape), in(0).Shape)) + ";"
+	case n.Op == backend.OpPermute:
+		st := backend.Strides(in(0).Shape)
+		ps := make([]int, len(n.Perm))
+		for k, a := range n.Perm {
+			ps[k] = st[a]
+		}
+		return "return " + call(0, idxMap(n.Shape, ps, nil)) + ";"
+	case n.Op == backend.OpSliceRows:
+		off := n.Start * backend.NumElems(n.Shape[1:])
+		return "return " + call(0, fmt.Sprintf("i + %du", off)) + ";"
+	case n.Op == backend.OpGetRows:
+		t := in(0).Shape
+		w := backend.NumElems(t[1:])
+		return fmt.Sprintf("let r = idx(%s, %du); return %s;", call(1, fmt.Sprintf("i / %du", w)), t[0], call(0, fmt.Sprintf("r * %du + i %% %du", w, w)))
+	case n.Op == backend.OpOneHot:
+		c := n.Shape[1]
+		return fmt.Sprintf("return select(0.0, 1.0, idx(%s, %du) == i %% %du);", call(0, fmt.Sprintf("i / %du", c)), c, c)
+	}
+	panic("webgpu: not a pointwise op: " + n.Op.String())
+}
+
+// idxMap is the WGSL index into an operand read at index i of shape out
+// through strides st (0 on broadcast dimensions). in, when given, is the
+// operand's shape: equal shapes read at i itself.
+func idxMap(out, st []int, in []int) string {
+	if in != nil && same(in, out) {
+		return "i"
+	}
+	var terms []string
+	inner := 1
+	for d := len(out) - 1; d >= 0; d-- {
+		if st[d] != 0 && out[d] > 1 {
+			c := "i"
+			if inner > 1 {
+				c = fmt.Sprintf("(i / %du)", inner)
+			}
+			if backend.NumElems(out[:d]) > 1 {
+				c = fmt.Sprintf("(%s %% %du)", c, out[d])
+			}
+			if st[d] != 1 {
+				c = fmt.Sprintf("%s * %du", c, st[d])
+			}
+			terms = append(terms, c)
+		}
+		inner *= out[d]
+	}
+	if len(terms) == 0 {
+		return "0u"
+	}
+	return strings.Join(terms, " + ")
+}
+
+// lowerFused adds the dispatch of fused root r: a matmul with epilogue, a
+// reduction with prologue (and epilogue), or a pointwise map.
+func (p *program) lowerFused(fp *fusePlan, r int, locs []loc) error {
+	g := fp.g
+	n := &g.Nodes[r]
+	ne := backend.NumElems(n.Shape)
+	rd := fp.reads(r)
+	ref := func(j int) bref {
+		l := locs[j]
+		return bref{kind: l.kind, idx: l.idx, size: uint64(backend.NumElems(g.Nodes[j].Shape)) * 4}
+	}
+	e := newExprGen(fp, r)
+	m := fp.core[r]
+	if m >= 0 && g.Nodes[m].Op == backend.OpMatMul {
+		return p.lowerMatmul(r, m, locs)
+	}
+	var decls []bindDecl
+	var binds []bref
+	for k, j := range rd {
+		name := fmt.Sprintf("L%d", k)
+		e.leafName[j] = name
+		decls = append(decls, bindDecl{name: name})
+		binds = append(binds, ref(j))
+	}
+	decls = append(decls, bindDecl{name: "Y", rw: true})
+	binds = append(binds, ref(r))
+	red := -1
+	switch {
+	case n.Op == backend.OpSum || n.Op == backend.OpMax:
+		red = r
+	case m >= 0:
+		red = m
+	}
+	if red < 0 {
+		fn := e.name(r)
+		src := e.w.String() + linearHead + fmt.Sprintf("\tif (i >= %du) { return; }\n\tY[i] = %s(i, 0.0);\n}\n", ne, fn)
+		x, y := p.grid(ne, wg)
+		p.add(r, newKernel("fused_map", decls, src), binds, nil, x, y, 1)
+		return nil
+	}
+	rn := &g.Nodes[red]
+	s := g.Nodes[rn.In[0]].Shape
+	outer := backend.NumElems(s[:rn.Axis])
+	rlen := s[rn.Axis]
+	inner := backend.NumElems(s[rn.Axis+1:])
+	isMax := rn.Op == backend.OpMax
+	src := e.name(rn.In[0])
+	epi := "r"
+	if red != r {
+		epi = e.name(r) + "(o, r)"
+	}
+	init, step := "0.0", "acc + %s(%s, 0.0)"
+	if isMax {
+		init, step = "negInf()", "max(acc, %s(%s, 0.0))"
+	}
+	fns := e.w.String()
+	if inner == 1 {
+		reduce := "reduceSum"
+		if isMax {
+			reduce = "reduceMax"
+		}
+		if rlen < splitRowMin || outer >= splitRowMaxRows {
+			body := fmt.Sprintf(`
+	var acc = %s;
+	for (var c = lid; c < C; c = c + %du) { acc = %s; }
+	let r = %s(acc, lid);
+	let o = row;
+	if (lid == 0u) { Y[o] = %s; }
+}
+`, init, wg, fmt.Sprintf(step, src, "base + c"), reduce, epi)
+			x, y := p.grid(outer, 1)
+			p.add(r, newKernel("fused_reduce_row", decls, fns+rowHead+body), binds, []uint32{uint32(outer), uint32(rlen)}, x, y, 1)
+			return nil
+		}
+		// Few long rows: parts of each row reduced by many workgroups into
+		// the scratch buffer, then one workgroup per row reduces its parts.
+		parts := min(splitRowMaxParts, (rlen+splitRowChunk-1)/splitRowChunk)
+		chunk := (rlen + parts - 1) / parts
+		part := bref{kind: refScratch, size: uint64(outer*parts) * 4}
+		p.scratchBytes = max(p.scratchBytes, part.size)
+		d1 := append(append([]bindDecl(nil), decls[:len(decls)-1]...), bindDecl{name: "Y", rw: true})
+		b1 := append(append([]bref(nil), binds[:len(binds)-1]...), part)
+		body1 := fmt.Sprintf(`
+	let rr = row / %[1]du; let ch = row %% %[1]du;
+	let lo = rr * %[2]du + ch * %[3]du;
+	let hi = rr * %[2]du + min(%[2]du, ch * %[3]du + %[3]du);
+	var acc = %[4]s;
+	for (var c = lo + lid; c < hi; c = c + %[5]du) { acc = %[6]s; }
+	let r = %[7]s(acc, lid);
+	if (lid == 0u) { Y[row] = r; }
+}
+`, parts, rlen, chunk, init, wg, fmt.Sprintf(step, src, "c"), reduce)
+		x, y := p.grid(outer*parts, 1)
+		p.add(r, newKernel("reduce_parts", d1, fns+rowHead+body1), b1, []uint32{uint32(outer * parts), uint32(rlen)}, x, y, 1)
+		d2 := append([]bindDecl{{name: "Part"}}, decls...)
+		b2 := append([]bref{part}, binds...)
+		comb := "acc + Part[base + c]"
+		if isMax {
+			comb = "max(acc, Part[base + c])"
+		}
+		body2 := fmt.Sprintf(`
+	var acc = %s;
+	for (var c = lid; c < C; c = c + %du) { acc = %s; }
+	let r = %s(acc, lid);
+	let o = row;
+	if (lid == 0u) { Y[o] = %s; }
+}
+`, init, wg, comb, reduce, epi)
+		x, y = p.grid(outer, 1)
+		p.add(r, newKernel("reduce_combine", d2, fns+rowHead+body2), b2, []uint32{uint32(outer), uint32(parts)}, x, y, 1)
+		return nil
+	}
+	// Reduction along a middle axis: a workgroup owns 32 consecutive
+	// outputs (coalesced reads) and 8 lanes split the reduced axis, then
+	// combine through workgroup memory.
+	comb := "red[lid] + red[lid + %du]"
+	if isMax {
+		comb = "max(red[lid], red[lid + %du])"
+	}
+	var tree strings.Builder
+	for s := colLanes / 2; s >= 1; s /= 2 {
+		fmt.Fprintf(&tree, "\tif (lane < %du) { red[lid] = %s; }\n\tworkgroupBarrier();\n", s, fmt.Sprintf(comb, s*colWidth))
+	}
+	body := fmt.Sprintf(`var<workgroup> red: array<f32, %[1]d>;
+@compute @workgroup_size(%[1]d)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+	let lane = lid / %[2]du;
+	let o = (wid.y * nwg.x + wid.x) * %[2]du + lid %% %[2]du;
+	var acc = %[3]s;
+	if (o < %[4]du) {
+		let base = (o / %[5]du) * %[6]du + o %% %[5]du;
+		for (var k = lane; k < %[7]du; k = k + %[8]du) { acc = %[9]s; }
+	}
+	red[lid] = acc;
+	workgroupBarrier();
+%[10]s	if (lane == 0u && o < %[4]du) { let r = red[lid]; Y[o] = %[11]s; }
+}
+`, colWidth*colLanes, colWidth, init, ne, inner, rlen*inner, rlen, colLanes,
+		fmt.Sprintf(step, src, fmt.Sprintf("base + k * %du", inner)), tree.String(), epi)
+	x, y := p.grid((ne+colWidth-1)/colWidth, 1)
+	p.add(r, newKernel("fused_reduce_col", decls, fns+body), binds, nil, x, y, 1)
+	return nil
+}
+
+// Reduction shapes. A row reduction of fewer than splitRowMaxRows rows of
+// at least splitRowMin elements runs in two steps (one workgroup per row
+// would leave a GPU idle): parts of splitRowChunk elements, at most
+// splitRowMaxParts per row. Column reductions use colWidth x colLanes
+// invocations per workgroup.
+const (
+	splitRowMin      = 8192
+	splitRowMaxRows  = 64
+	splitRowChunk    = 2048
+	splitRowMaxParts = 256
+	colWidth         = 32
+	colLanes         = 8
+)
+
+// lowerGroup adds the one dispatch of an optimizer group ending at node
+// last, and keeps the members' own dispatches as its fallback for runs
+// where bound buffers alias (one dispatch cannot write a buffer another
+// binding of it reads).
+func (p *program) lowerGroup(fp *fusePlan, last int, locs []loc) error {
+	g := fp.g
+	members := fp.group[last]
+	ref := func(j int) bref {
+		l := locs[j]
+		return bref{kind: l.kind, idx: l.idx, size: uint64(backend.NumElems(g.Nodes[j].Shape)) * 4}
+	}
+	op := g.Nodes[last].Op
+	var decls []bindDecl
+	var binds []bref
+	hp := map[int]string{}
+	for _, j := range members {
+		n := &g.Nodes[j]
+		h := n.In[len(n.In)-1]
+		if _, ok := hp[h]; !ok {
+			hp[h] = fmt.Sprintf("H%d", len(hp))
+			decls = append(decls, bindDecl{name: hp[h]})
+			binds = append(binds, ref(h))
+		}
+	}
+	// Tensors of whole vec4s are updated 4 elements per invocation.
+	u := 4
+	for _, j := range members {
+		if backend.NumElems(g.Nodes[j].Shape)%4 != 0 {
+			u = 1
+		}
+	}
+	vec := u == 4
+	var body strings.Builder
+	total := 0
+	for k, j := range members {
+		n := &g.Nodes[j]
+		ne := backend.NumElems(n.Shape) / u
+		W, G, Mo, V := fmt.Sprintf("W%d", k), fmt.Sprintf("G%d", k), fmt.Sprintf("M%d", k), fmt.Sprintf("V%d", k)
+		H := hp[n.In[len(n.In)-1]]
+		if k > 0 {
+			body.WriteString(" else ")
+		} else {
+			body.WriteString("\t")
+		}
+		fmt.Fprintf(&body, "if (i < %du) {\n\t\tlet e = i - %du;\n", total+ne, total)
+		if op == backend.OpAdamW {
+			decls = append(decls, bindDecl{name: W, rw: true, vec4: vec}, bindDecl{name: G, vec4: vec}, bindDecl{name: Mo, rw: true, vec4: vec}, bindDecl{name: V, rw: true, vec4: vec})
+			binds = append(binds, ref(n.In[0]), ref(n.In[1]), ref(n.In[2]), ref(n.In[3]))
+			fmt.Fprintf(&body, `		let lr = %[5]s[0]; let b1 = %[5]s[1]; let b2 = %[5]s[2]; let eps = %[5]s[3]; let wd = %[5]s[4]; let bc1 = %[5]s[5]; let bc2 = %[5]s[6];
+		let g = %[2]s[e];
+		let m = b1 * %[3]s[e] + (1.0 - b1) * g;
+		let v = b2 * %[4]s[e] + (1.0 - b2) * g * g;
+		%[3]s[e] = m;
+		%[4]s[e] = v;
+		%[1]s[e] = %[1]s[e] * (1.0 - lr * wd) - lr * (m * bc1) / (sqrt(v * bc2) + eps);
+	}`, W, G, Mo, V, H)
+		} else {
+			decls = append(decls, bindDecl{name: W, rw: true, vec4: vec}, bindDecl{name: G, vec4: vec}, bindDecl{name: V, rw: true, vec4: vec})
+			binds = append(binds, ref(n.In[0]), ref(n.In[1]), ref(n.In[2]))
+			fmt.Fprintf(&body, `		let lr = %[4]s[0]; let mom = %[4]s[1]; let wd = %[4]s[2];
+		let w = %[1]s[e];
+		let g = %[2]s[e] + wd * w;
+		let vel = mom * %[3]s[e] + g;
+		%[3]s[e] = vel;
+		%[1]s[e] = w - lr * vel;
+	}`, W, G, V, H)
+		}
+		total += ne
+	}
+	src := linearHead + body.String() + "\n}\n"
+	x, y := p.grid(total, wg)
+	p.add(last, newKernel("group_"+op.String(), decls, src), binds, nil, x, y, 1)
+	gs := &p.steps[len(p.steps)-1]
+	// The fallback: each member's own dispatches.
+	saved := p.steps
+	p.steps = nil
+	for _, j := range members {
+		if err := p.lower(g, j, locs); err != nil {
+			p.steps = saved
+			return err
+		}
+	}
+	alt := p.steps
+	p.steps = saved
+	gs.alt = alt
+	return nil
+}
+
+// lowerMatmul adds the dispatches of matmul node mi computing root r (r ==
+// mi: a plain matmul; else r's chain is the epilogue): one register-blocked
+// kernel, or with K split, the partial products into the program's scratch
+// buffer and a kernel summing them and applying the epilogue.
+func (p *program) lowerMatmul(r, mi int, locs []loc) error {
+	fp := p.fp
+	g := fp.g
+	ref := func(j int) bref {
+		l := locs[j]
+		return bref{kind: l.kind, idx: l.idx, size: uint64(backend.NumElems(g.Nodes[j].Shape)) * 4}
+	}
+	mn := &g.Nodes[mi]
+	rk := len(mn.Shape)
+	M, N := mn.Shape[rk-2], mn.Shape[rk-1]
+	a := g.Nodes[mn.In[0]].Shape
+	K := a[rk-1]
+	if mn.TransA {
+		K = a[rk-2]
+	}
+	batch := backend.NumElems(mn.Shape[:rk-2])
+	vec := M%4 == 0 && N%4 == 0 && K%4 == 0
+	pl := p.matmulPlan(M, N, K, batch)
+	if r != mi && pl.cfg == mmLarge && p.b.matmulForce == nil {
+		// With an epilogue the 8x8 tiling ran twice as slow as plain on
+		// an H200 (TestSweepStep); 128x64 is within 3% of it unfused.
+		pl.cfg = mmMedium
+	}
+	c := pl.cfg
+	gx, gy := (N+c.BN-1)/c.BN, (M+c.BM-1)/c.BM
+	if mx := int(p.b.d.info.maxWGPerDim); batch*pl.split > mx || gx > mx || gy > mx {
+		return fmt.Errorf("matmul grid %dx%dx%d exceeds %d workgroups per dimension", gx, gy, batch*pl.split, mx)
+	}
+	var rd []int
+	if r != mi {
+		rd = fp.reads(r)
+	}
+	e := newExprGen(fp, r)
+	if pl.split <= 1 {
+		kc := K
+		binds := []bref{ref(mn.In[0]), ref(mn.In[1]), ref(r)}
+		var epi *epilogue
+		if r != mi {
+			e.leafName[mn.In[0]], e.leafName[mn.In[1]] = "A", "B"
+			if vec {
+				e.leafName[mn.In[0]], e.leafName[mn.In[1]] = "A4", "B4"
+				e.leafVec[mn.In[0]], e.leafVec[mn.In[1]] = true, true
+			}
+			epi = &epilogue{}
+			for _, j := range rd {
+				if _, ok := e.leafName[j]; ok {
+					continue // an operand of the matmul, bound already
+				}
+				name := fmt.Sprintf("L%d", len(epi.binds))
+				e.leafName[j] = name
+				epi.binds = append(epi.binds, bindDecl{name: name})
+				binds = append(binds, ref(j))
+			}
+			e.w.WriteString("fn epi(i: u32, acc: f32) -> f32 { return " + e.name(r) + "(i, acc); }\n")
+			epi.fns = e.w.String()
+		}
+		p.add(r, matmulKernel2(c, mn.TransA, mn.TransB, vec, epi), binds,
+			[]uint32{uint32(M), uint32(N), uint32(K), uint32(kc), 1}, uint32(gx), uint32(gy), uint32(batch))
+		return nil
+	}
+	S := pl.split
+	ne := batch * M * N
+	part := bref{kind: refScratch, size: uint64(S*ne) * 4}
+	p.scratchBytes = max(p.scratchBytes, part.size)
+	p.add(r, matmulKernel2(c, mn.TransA, mn.TransB, vec, nil), []bref{ref(mn.In[0]), ref(mn.In[1]), part},
+		[]uint32{uint32(M), uint32(N), uint32(K), uint32(splitK(K, S, c.BK)), uint32(S)}, uint32(gx), uint32(gy), uint32(batch*S))
+	// The sum of the parts, in order, and the epilogue.
+	decls := []bindDecl{{name: "Part"}}
+	binds := []bref{part}
+	for _, j := range rd {
+		if _, ok := e.leafName[j]; ok {
+			continue
+		}
+		name := fmt.Sprintf("L%d", len(binds)-1)
+		e.leafName[j] = name
+		decls = append(decls, bindDecl{name: name})
+		binds = append(binds, ref(j))
+	}
+	decls = append(decls, bindDecl{name: "Y", rw: true})
+	binds = append(binds, ref(r))
+	epi := "acc"
+	if r != mi {
+		epi = e.name(r) + "(i, acc)"
+	}
+	mnn := M * N
+	var sum strings.Builder
+	for k := 0; k < S; k++ {
+		if k > 0 {
+			sum.WriteString(" + ")
+		}
+		fmt.Fprintf(&sum, "Part[base + %du]", k*mnn)
+	}
+	src := e.w.String() + linearHead + fmt.Sprintf(`	if (i >= %du) { return; }
+	let base = (i / %du) * %du + i %% %du;
+	let acc = %s;
+	Y[i] = %s;
+}
+`, ne, mnn, S*mnn, mnn, sum.String(), epi)
+	x, y := p.grid(ne, wg)
+	p.add(r, newKernel("matmul_split_sum", decls, src), binds, nil, x, y, 1)
+	return nil
+}

@@ -1,0 +1,426 @@
+//go:build !js
+
+package webgpu
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/core"
+	"github.com/ag-go/ag/internal/workload"
+)
+
+// The measurements behind the matmul tilings, the split thresholds and the
+// executor's choices, run on a real GPU with AG_WEBGPU_SWEEP=1 (they print
+// tables and check nothing but that the runs succeed):
+//
+//	AG_WEBGPU_SWEEP=1 go test -run 'TestSweep' -v ./backend/webgpu/
+
+func sweepOn(t *testing.T) *Backend {
+	if os.Getenv("AG_WEBGPU_SWEEP") == "" {
+		t.Skip("set AG_WEBGPU_SWEEP=1 to run the GPU sweeps")
+	}
+	return openTest(t)
+}
+
+// devTimes runs p reps times and returns the median device time and the
+// median wall time of Run.
+func devTimes(t *testing.T, p backend.Program, bufs []backend.Buffer, reps int) (dev, wall time.Duration) {
+	var ds, ws []time.Duration
+	for range reps {
+		t0 := time.Now()
+		info, err := p.Run(bufs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws = append(ws, time.Since(t0))
+		ds = append(ds, info.DeviceTime)
+	}
+	slices.Sort(ds)
+	slices.Sort(ws)
+	return ds[len(ds)/2], ws[len(ws)/2]
+}
+
+func allocFilled(t *testing.T, be *Backend, n int) backend.Buffer {
+	b, err := be.Alloc(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := make([]float32, n)
+	for i := range d {
+		d[i] = float32(i%13) / 26
+	}
+	if err := be.Write(b, 0, d); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func mmGraph(m, k, n int, ta, tb bool) *backend.Graph {
+	sa, sb := []int{m, k}, []int{k, n}
+	if ta {
+		sa = []int{k, m}
+	}
+	if tb {
+		sb = []int{n, k}
+	}
+	return &backend.Graph{NumArgs: 3, Nodes: []backend.Node{
+		{Op: backend.OpArg, Arg: 0, Shape: sa}, {Op: backend.OpArg, Arg: 1, Shape: sb},
+		{Op: backend.OpMatMul, In: []int{0, 1}, Shape: []int{m, n}, TransA: ta, TransB: tb},
+	}, Outputs: []backend.Output{{Node: 2, Arg: 2}}}
+}
+
+// measureTF compiles g and returns its TFLOP/s by the device clock.
+func measureTF(t *testing.T, be *Backend, g *backend.Graph, bufs []backend.Buffer, flops float64) string {
+	p, err := be.Compile(g)
+	if err != nil {
+		return "error"
+	}
+	defer p.Release()
+	if _, err := p.Run(bufs); err != nil {
+		return "error"
+	}
+	reps := 15
+	if flops > 1e11 {
+		reps = 7
+	}
+	d, _ := devTimes(t, p, bufs, reps)
+	return fmt.Sprintf("%.1f", flops/d.Seconds()/1e12)
+}
+
+// TestSweepMatmul times tilings on the square benchmark shapes, and tilings
+// with K split on the MLP step's shapes (forward, dX = dY W^T,
+// dW = X^T dY), by the device clock.
+func TestSweepMatmul(t *testing.T) {
+	be := sweepOn(t)
+	type shape struct {
+		m, k, n int
+		ta, tb  bool
+	}
+	big := []shape{{4096, 4096, 4096, false, false}, {4096, 4096, 4096, true, false}, {4096, 4096, 4096, false, true},
+		{2048, 2048, 2048, false, false}, {1024, 1024, 1024, false, false}, {1024, 1024, 1024, false, true}, {1024, 1024, 1024, true, false}}
+	bigCfgs := []mmCfg{mmLarge, {128, 128, 16, 8, 8, false}, {128, 128, 8, 8, 8, true}, mmMedium, mmSmall, {64, 64, 8, 8, 8, false}}
+	skinny := []shape{{256, 1024, 1024, false, false}, {256, 1024, 1024, false, true}, {1024, 256, 1024, true, false},
+		{64, 1024, 1024, false, false}, {64, 1024, 1024, false, true}, {1024, 64, 1024, true, false},
+		{1024, 1024, 1024, false, true}, {512, 1024, 1024, false, false}}
+	skinnyCfgs := []mmCfg{mmSmall, {64, 32, 16, 4, 4, true}, mmMedium}
+	splits := []int{1, 2, 4, 8, 16}
+	var b strings.Builder
+	row := func(s shape, plans []mmPlan) {
+		g := mmGraph(s.m, s.k, s.n, s.ta, s.tb)
+		bufs := []backend.Buffer{allocFilled(t, be, s.m*s.k), allocFilled(t, be, s.k*s.n), allocFilled(t, be, s.m*s.n)}
+		flops := 2 * float64(s.m) * float64(s.n) * float64(s.k)
+		fmt.Fprintf(&b, "%-22s", fmt.Sprintf("%dx%dx%d %t %t", s.m, s.k, s.n, s.ta, s.tb))
+		for _, pl := range plans {
+			if !pl.cfg.fits(be.d.info) {
+				fmt.Fprintf(&b, " %9s", "-")
+				continue
+			}
+			be.matmulForce = &pl
+			fmt.Fprintf(&b, " %9s", measureTF(t, be, g, bufs, flops))
+		}
+		be.matmulForce = nil
+		auto := pickMatmul(be.d.info, s.m, s.n, s.k, 1, be.bindLimit)
+		fmt.Fprintf(&b, "  auto %s %s/%d\n", measureTF(t, be, g, bufs, flops), auto.cfg, auto.split)
+		for _, x := range bufs {
+			be.Free(x)
+		}
+	}
+	var plans []mmPlan
+	fmt.Fprintf(&b, "%-22s", "shape (MxKxN ta tb)")
+	for _, c := range bigCfgs {
+		plans = append(plans, mmPlan{cfg: c, split: 1})
+		fmt.Fprintf(&b, " %9s", strings.TrimSuffix(c.String(), "/8x8")+map[bool]string{true: "", false: ""}[c.DB])
+	}
+	b.WriteString("\n")
+	for _, s := range big {
+		row(s, plans)
+	}
+	plans = nil
+	fmt.Fprintf(&b, "\n%-22s", "skinny: tiling/split")
+	for _, c := range skinnyCfgs {
+		for _, sp := range splits {
+			plans = append(plans, mmPlan{cfg: c, split: sp})
+			fmt.Fprintf(&b, " %9s", fmt.Sprintf("%dx%dx%d%s/%d", c.BM, c.BN, c.BK, map[bool]string{true: "d", false: ""}[c.DB], sp))
+		}
+	}
+	b.WriteString("\n")
+	for _, s := range skinny {
+		row(s, plans)
+	}
+	t.Logf("matmul TFLOP/s by the device clock:\n%s", b.String())
+	t.Logf("device limits: %+v", be.d.info)
+}
+
+// TestSweepReduce times the reductions of the MLP step (the loss over all
+// elements, the bias gradients along the batch) by the device clock.
+func TestSweepReduce(t *testing.T) {
+	be := sweepOn(t)
+	for _, c := range []struct{ rows, cols, axis int }{{1, 64 * 1024, 1}, {1, 256 * 1024, 1}, {1, 1024 * 1024, 1},
+		{64, 1024, 0}, {256, 1024, 0}, {1024, 1024, 0}, {1024, 1024, 1}} {
+		s := []int{c.rows, c.cols}
+		o := []int{c.rows, c.cols}
+		o[c.axis] = 1
+		g := &backend.Graph{NumArgs: 2, Nodes: []backend.Node{{Op: backend.OpArg, Arg: 0, Shape: s},
+			{Op: backend.OpMul, In: []int{0, 0}, Shape: s},
+			{Op: backend.OpSum, In: []int{1}, Shape: o, Axis: c.axis}}, Outputs: []backend.Output{{Node: 2, Arg: 1}}}
+		bufs := []backend.Buffer{allocFilled(t, be, c.rows*c.cols), allocFilled(t, be, backend.NumElems(o))}
+		p, err := be.Compile(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Run(bufs)
+		d, w := devTimes(t, p, bufs, 20)
+		t.Logf("sum of squares %v axis %d: %d dispatches, device %v (wall %v)", s, c.axis, len(p.(*program).steps), d, w)
+		p.Release()
+		for _, x := range bufs {
+			be.Free(x)
+		}
+	}
+}
+
+// TestSweepDispatch measures the cost of a dispatch in a batched run (a
+// chain of 200 small adds, unfused) by wall and device clock, with the
+// blocking and the spinning wait, and the fixed costs of a run, a write and
+// a read of one value.
+func TestSweepDispatch(t *testing.T) {
+	be := sweepOn(t)
+	withFusion(t, be, false)
+	const chain = 200
+	g := &backend.Graph{NumArgs: 2, Nodes: []backend.Node{{Op: backend.OpArg, Arg: 0, Shape: []int{256}}}}
+	for i := 0; i < chain; i++ {
+		g.Nodes = append(g.Nodes, backend.Node{Op: backend.OpAdd, In: []int{i, 0}, Shape: []int{256}})
+	}
+	g.Outputs = []backend.Output{{Node: chain, Arg: 1}}
+	one := &backend.Graph{NumArgs: 2, Nodes: []backend.Node{{Op: backend.OpArg, Arg: 0, Shape: []int{256}},
+		{Op: backend.OpNeg, In: []int{0}, Shape: []int{256}}}, Outputs: []backend.Output{{Node: 1, Arg: 1}}}
+	bufs := []backend.Buffer{allocFilled(t, be, 256), allocFilled(t, be, 256)}
+	pc, err := be.Compile(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1, err := be.Compile(one)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := be.d.info.timestamps
+	oldSpin := be.d.spin
+	defer func() { be.d.info.timestamps, be.d.spin = saved, oldSpin }()
+	for _, spin := range []bool{false, true} {
+		for _, ts := range []bool{false, true} {
+			be.d.spin = spin
+			be.d.info.timestamps = ts && saved
+			pc.Run(bufs)
+			dc, wc := devTimes(t, pc, bufs, 30)
+			d1, w1 := devTimes(t, p1, bufs, 50)
+			var rw []time.Duration
+			x := make([]float32, 1)
+			for range 50 {
+				t0 := time.Now()
+				if err := be.Read(bufs[1], 0, x); err != nil {
+					t.Fatal(err)
+				}
+				rw = append(rw, time.Since(t0))
+			}
+			slices.Sort(rw)
+			var ww []time.Duration
+			for range 50 {
+				t0 := time.Now()
+				if err := be.Write(bufs[0], 0, x); err != nil {
+					t.Fatal(err)
+				}
+				ww = append(ww, time.Since(t0))
+			}
+			slices.Sort(ww)
+			t.Logf("spin %-5t timestamps %-5t: chain of %d: wall %.1f us/dispatch, device %.1f us/dispatch (run wall %v); one dispatch: wall %v device %v; read 1 value %v; write 1 value %v",
+				spin, be.d.info.timestamps, chain, float64(wc.Microseconds())/chain, float64(dc.Microseconds())/chain, wc, w1, d1, rw[len(rw)/2], ww[len(ww)/2])
+		}
+	}
+	// Host-side cost of recording alone: encode without submitting.
+	pp := pc.(*program)
+	ds := make([]dispatch, 0, len(pp.steps))
+	for i := range pp.steps {
+		bg, _ := pp.bindGroup(&pp.steps[i], []*buffer{bufs[0].(*buffer), bufs[1].(*buffer)})
+		s := &pp.steps[i]
+		ds = append(ds, dispatch{pipe: s.pipe, bind: bg, x: s.x, y: s.y, z: s.z})
+	}
+	t0 := time.Now()
+	const encReps = 20
+	for range encReps {
+		if err := be.d.encodeOnly(ds); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("encode only (no submit): %.2f us/dispatch", float64(time.Since(t0).Microseconds())/encReps/chain)
+	pc.Release()
+	p1.Release()
+}
+
+// recDriver wraps the webgpu driver to keep the largest graph core compiles
+// and the args of its last run.
+type recDriver struct{ rec *recorded }
+type recorded struct {
+	g    *backend.Graph
+	args []backend.Buffer // of the last run of the largest graph
+}
+type recBackend struct {
+	backend.Backend
+	rec *recorded
+}
+type recProgram struct {
+	backend.Program
+	g   *backend.Graph
+	rec *recorded
+}
+
+func (d recDriver) Open() (backend.Backend, error) {
+	if shared.be == nil {
+		return nil, fmt.Errorf("webgpu-rec: open the shared test backend first")
+	}
+	return &recBackend{Backend: shared.be, rec: d.rec}, nil
+}
+func (d recDriver) Available() backend.Availability { return driver{}.Available() }
+func (b *recBackend) Compile(g *backend.Graph) (backend.Program, error) {
+	p, err := b.Backend.Compile(g)
+	if err != nil {
+		return nil, err
+	}
+	return &recProgram{Program: p, g: g, rec: b.rec}, nil
+}
+func (b *recBackend) Close() error { return nil } // the shared backend stays open
+func (p *recProgram) Run(args []backend.Buffer) (backend.RunInfo, error) {
+	if p.rec.g == nil || len(p.g.Nodes) > len(p.rec.g.Nodes) {
+		gc := *p.g
+		gc.Nodes = slices.Clone(p.g.Nodes)
+		p.rec.g = &gc
+	}
+	if len(p.g.Nodes) == len(p.rec.g.Nodes) {
+		p.rec.args = append(p.rec.args[:0], args...)
+	}
+	return p.Program.Run(args)
+}
+
+var recStore = &recorded{}
+
+func init() { backend.Register("webgpu-rec", 0, recDriver{rec: recStore}) }
+
+// encodeOnly records ds into a compute pass and finishes the command buffer
+// without submitting it: the host's share of a run.
+func (d *dev) encodeOnly(ds []dispatch) error {
+	enc, err := d.device.CreateCommandEncoder(nil)
+	if err != nil {
+		return err
+	}
+	defer enc.Release()
+	cp := enc.BeginComputePass(nil)
+	for _, x := range ds {
+		cp.SetPipeline(x.pipe.p)
+		cp.SetBindGroup(0, x.bind.g, nil)
+		cp.DispatchWorkgroups(x.x, x.y, x.z)
+	}
+	err = cp.End()
+	cp.Release()
+	if err != nil {
+		return err
+	}
+	cmd, err := enc.Finish(nil)
+	if err != nil {
+		return err
+	}
+	cmd.Release()
+	return nil
+}
+
+// TestSweepStep times core's 4x1024 MLP step at each batch (AG_SWEEP_BATCH,
+// default 64,256,1024) in both modes twice, then the recorded captured
+// program with its real args: fused and not, under several matmul plans,
+// and each kernel's device time.
+func TestSweepStep(t *testing.T) {
+	be := sweepOn(t)
+	batches := []int{64, 256, 1024}
+	if v := os.Getenv("AG_SWEEP_BATCH"); v != "" {
+		batches = nil
+		for _, f := range strings.Split(v, ",") {
+			var b int
+			fmt.Sscan(f, &b)
+			batches = append(batches, b)
+		}
+	}
+	for _, batch := range batches {
+		sweepStep(t, be, batch)
+	}
+}
+
+func sweepStep(t *testing.T, be *Backend, batch int) {
+	*recStore = recorded{}
+	dev, err := core.Open("webgpu-rec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	m, err := workload.New(dev, workload.Config{Width: 1024, Depth: 4, Batch: batch, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	med := func(mode workload.Mode) time.Duration {
+		if _, _, err := m.Timed(mode, 3); err != nil {
+			t.Fatal(err)
+		}
+		ts, _, err := m.Timed(mode, 20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(ts)
+		return ts[len(ts)/2]
+	}
+	for k := range 2 {
+		t.Logf("batch %d round %d: core step lazy %v captured %v", batch, k, med(workload.Lazy), med(workload.Captured))
+	}
+	g, args := recStore.g, recStore.args
+	type variant struct {
+		name  string
+		fuse  bool
+		force *mmPlan
+	}
+	for _, v := range []variant{{"auto fused", true, nil}, {"auto unfused", false, nil},
+		{"medium/1 fused", true, &mmPlan{mmMedium, 1}}, {"small/1 fused", true, &mmPlan{mmSmall, 1}},
+		{"small/2 fused", true, &mmPlan{mmSmall, 2}}, {"large/1 fused", true, &mmPlan{mmLarge, 1}}} {
+		be.noFuse, be.matmulForce = !v.fuse, v.force
+		p, err := be.Compile(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Run(args)
+		d, w := devTimes(t, p, args, 20)
+		t.Logf("batch %d captured program %-15s %d dispatches: device %v wall %v", batch, v.name, len(p.(*program).steps), d, w)
+		if v.name == "auto fused" {
+			times := make([]time.Duration, len(g.Nodes))
+			sum := make([]time.Duration, len(g.Nodes))
+			for range 5 {
+				if _, err := p.(backend.NodeTimer).RunTimed(args, times); err != nil {
+					t.Fatal(err)
+				}
+				for i := range times {
+					sum[i] += times[i]
+				}
+			}
+			var bl strings.Builder
+			for i := range sum {
+				if sum[i] > 0 {
+					n := g.Nodes[i]
+					fmt.Fprintf(&bl, "  node %3d %-10s %-14v %8.1f us\n", i, n.Op, n.Shape, float64(sum[i].Nanoseconds())/5/1e3)
+				}
+			}
+			t.Logf("kernels in graph order:\n%s", bl.String())
+		}
+		p.Release()
+	}
+	be.noFuse, be.matmulForce = false, nil
+	// The step again after the program experiments.
+	t.Logf("batch %d after: core step lazy %v captured %v", batch, med(workload.Lazy), med(workload.Captured))
+}
