@@ -1,6 +1,9 @@
 //go:build ggml
 
 #include <string.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 #include <vulkan/vulkan.h>
 
 #include "ag_ggml.h"
@@ -63,4 +66,131 @@ void ag_mark_bound(struct ggml_tensor **leaves, int n, ggml_backend_buffer_t buf
 
 enum ggml_status ag_tensor_alloc_at(ggml_backend_buffer_t buf, struct ggml_tensor *t, size_t off) {
 	return ggml_backend_tensor_alloc(buf, t, (char *)ggml_backend_buffer_get_base(buf) + off);
+}
+
+void ag_transpose(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
+	(void)userdata;
+	const struct ggml_tensor *src = dst->src[0];
+	enum { TILE = 8 };
+	// dst row c (of R values) is src column c; R = src rows, C = src columns.
+	const int64_t R = src->ne[1], C = src->ne[0];
+	const int64_t planes = src->ne[2] * src->ne[3];
+	const int64_t tiles = (C + TILE - 1) / TILE; // tiles of dst rows per plane
+	const int64_t total = tiles * planes;
+	const int64_t per = (total + nth - 1) / nth;
+	const int64_t t0 = per * ith, t1 = t0 + per < total ? t0 + per : total;
+	const size_t s0 = src->nb[0], s1 = src->nb[1];
+	for (int64_t t = t0; t < t1; t++) {
+		const int64_t p = t / tiles, c0 = (t % tiles) * TILE;
+		const int64_t i2 = p % src->ne[2], i3 = p / src->ne[2];
+		const char *sp = (const char *)src->data + i2 * src->nb[2] + i3 * src->nb[3];
+		float *dp = (float *)((char *)dst->data + i2 * dst->nb[2] + i3 * dst->nb[3]);
+		const int64_t c1 = c0 + TILE < C ? c0 + TILE : C;
+		for (int64_t r0 = 0; r0 < R; r0 += TILE) {
+			const int64_t r1 = r0 + TILE < R ? r0 + TILE : R;
+			for (int64_t c = c0; c < c1; c++) {
+				float *d = dp + c * R;
+				const char *s = sp + c * s0;
+				for (int64_t r = r0; r < r1; r++) {
+					d[r] = *(const float *)(s + r * s1);
+				}
+			}
+		}
+	}
+}
+
+// tn_rows computes rows i0..i1 of C = A^T B one row at a time (the
+// remainder rows, and the whole product where AVX2 is missing).
+static void tn_rows(const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc,
+                    int64_t K, int64_t N, int64_t i0, int64_t i1, int64_t j0) {
+	for (int64_t i = i0; i < i1; i++) {
+		float *c = C + i * ldc;
+		for (int64_t j = j0; j < N; j++) {
+			c[j] = 0;
+		}
+		for (int64_t k = 0; k < K; k++) {
+			const float a = A[k * lda + i];
+			const float *b = B + k * ldb;
+			for (int64_t j = j0; j < N; j++) {
+				c[j] += a * b[j];
+			}
+		}
+	}
+}
+
+#if defined(__x86_64__)
+// tn_avx2 computes rows i0..i1 (a multiple of 6 rows) of C = A^T B for
+// columns 0..N rounded down to 16: 12 accumulators, 2 loads of B and 6
+// broadcasts of A per 12 FMAs.
+__attribute__((target("avx2,fma"))) static void tn_avx2(const float *A, int64_t lda, const float *B, int64_t ldb,
+                                                        float *C, int64_t ldc, int64_t K, int64_t N, int64_t i0, int64_t i1) {
+	for (int64_t i = i0; i + 6 <= i1; i += 6) {
+		for (int64_t j = 0; j + 16 <= N; j += 16) {
+			__m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
+			__m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
+			__m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
+			__m256 c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps();
+			__m256 c40 = _mm256_setzero_ps(), c41 = _mm256_setzero_ps();
+			__m256 c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
+			for (int64_t k = 0; k < K; k++) {
+				const float *b = B + k * ldb + j;
+				const float *a = A + k * lda + i;
+				const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+				__m256 av = _mm256_broadcast_ss(a);
+				c00 = _mm256_fmadd_ps(av, b0, c00), c01 = _mm256_fmadd_ps(av, b1, c01);
+				av = _mm256_broadcast_ss(a + 1);
+				c10 = _mm256_fmadd_ps(av, b0, c10), c11 = _mm256_fmadd_ps(av, b1, c11);
+				av = _mm256_broadcast_ss(a + 2);
+				c20 = _mm256_fmadd_ps(av, b0, c20), c21 = _mm256_fmadd_ps(av, b1, c21);
+				av = _mm256_broadcast_ss(a + 3);
+				c30 = _mm256_fmadd_ps(av, b0, c30), c31 = _mm256_fmadd_ps(av, b1, c31);
+				av = _mm256_broadcast_ss(a + 4);
+				c40 = _mm256_fmadd_ps(av, b0, c40), c41 = _mm256_fmadd_ps(av, b1, c41);
+				av = _mm256_broadcast_ss(a + 5);
+				c50 = _mm256_fmadd_ps(av, b0, c50), c51 = _mm256_fmadd_ps(av, b1, c51);
+			}
+			float *c = C + i * ldc + j;
+			_mm256_storeu_ps(c, c00), _mm256_storeu_ps(c + 8, c01), c += ldc;
+			_mm256_storeu_ps(c, c10), _mm256_storeu_ps(c + 8, c11), c += ldc;
+			_mm256_storeu_ps(c, c20), _mm256_storeu_ps(c + 8, c21), c += ldc;
+			_mm256_storeu_ps(c, c30), _mm256_storeu_ps(c + 8, c31), c += ldc;
+			_mm256_storeu_ps(c, c40), _mm256_storeu_ps(c + 8, c41), c += ldc;
+			_mm256_storeu_ps(c, c50), _mm256_storeu_ps(c + 8, c51);
+		}
+	}
+}
+#endif
+
+void ag_matmul_tn(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
+	(void)userdata;
+	const struct ggml_tensor *a = dst->src[0], *b = dst->src[1];
+	const int64_t M = a->ne[0], K = a->ne[1], N = b->ne[0];
+	const int64_t lda = a->nb[1] / 4, ldb = b->nb[1] / 4, ldc = dst->nb[1] / 4;
+	const float *A = (const float *)a->data, *B = (const float *)b->data;
+	float *C = (float *)dst->data;
+	// Blocks of 6 rows, split evenly; the last thread also takes the rest.
+	const int64_t blocks = M / 6, per = (blocks + nth - 1) / nth;
+	int64_t i0 = per * ith * 6, i1 = (per * (ith + 1)) * 6;
+	if (i1 > blocks * 6) {
+		i1 = blocks * 6;
+	}
+	if (i0 > i1) {
+		i0 = i1;
+	}
+	if (ith == nth - 1) {
+		i1 = M;
+	}
+#if defined(__x86_64__)
+	// libgcc's constructor that fills the CPU model may not have run in a
+	// cgo binary; without this call every check says no.
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+		const int64_t full = i0 + (i1 - i0) / 6 * 6, n16 = N / 16 * 16;
+		tn_avx2(A, lda, B, ldb, C, ldc, K, N, i0, full);
+		tn_rows(A, lda, B, ldb, C, ldc, K, N, i0, full, n16); // columns past n16
+		tn_rows(A, lda, B, ldb, C, ldc, K, N, full, i1, 0);   // rows past the 6-row blocks
+		return;
+	}
+#endif
+	tn_rows(A, lda, B, ldb, C, ldc, K, N, i0, i1, 0);
 }

@@ -42,4 +42,20 @@ void ag_mark_bound(struct ggml_tensor **leaves, int n, ggml_backend_buffer_t buf
 // ag_tensor_alloc_at places t at byte offset off of buf (a slab chunk).
 enum ggml_status ag_tensor_alloc_at(ggml_backend_buffer_t buf, struct ggml_tensor *t, size_t off);
 
+// ag_transpose is a ggml custom op (ggml_custom_4d, ggml-cpu only): dst is
+// a contiguous copy of dst->src[0] (f32, any strides) with ne0 and ne1
+// swapped, copied in 8x8 tiles: a 1024x1024 transpose touches 8 cache
+// lines at a 4 KiB stride on each side, which an 8-way L1 holds (32x32
+// tiles take 2x longer, ggml's element-wise CONT 4x). Threads split dst's
+// rows.
+void ag_transpose(struct ggml_tensor *dst, int ith, int nth, void *userdata);
+
+// ag_matmul_tn is a ggml custom op (ggml-cpu only): dst[M,N] = A^T B for
+// A = dst->src[0] stored [K,M] and B = dst->src[1] stored [K,N] (row-major,
+// rows contiguous), the weight gradient of a dense layer. ggml's sgemm
+// reduces each output with a horizontal sum over K, which dominates at a
+// small K (a batch of 64: 27 GFLOP/s); this kernel accumulates along N with
+// 6x16 register tiles instead. Threads split dst's rows.
+void ag_matmul_tn(struct ggml_tensor *dst, int ith, int nth, void *userdata);
+
 #endif

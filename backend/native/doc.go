@@ -24,6 +24,13 @@
 // picks smaller tiles; long sums run in two stages; ReLU' masks take 3 ggml
 // nodes; transposed copies and clamped indices are made once per source.
 //
+// On ggml-cpu, whose mul_mat needs both operands contiguous along K, two
+// custom ops (ag_ggml.c) replace ggml's slow paths: A^T B (weight
+// gradients) runs a 6x16 register-tiled kernel with no transposed copies,
+// and the remaining transposed operands are copied in 8x8 tiles instead of
+// ggml's element-wise CONT. Programs implement backend.NodeTimer (one
+// graph compute per ggml node).
+//
 // Environment: ggml-vulkan skips CPU-type devices (lavapipe) unless
 // GGML_VK_VISIBLE_DEVICES=0 selects one; Open sets GGML_VK_DISABLE_F16=1
 // so f32 matmuls stay f32 (AG_GGML_VK_F16=1 keeps ggml's f16 tiles: on an
@@ -31,7 +38,8 @@
 // ~1e-7), and on lavapipe LP_NUM_THREADS=1 (see driver.go). For
 // experiments: AG_GGML_MM_ROWS (0: never split matmuls, a number: that many
 // rows per block), AG_GGML_SLAB=0 (a ggml buffer per Alloc), AG_GGML_DUMP=1
-// or 2 (print each compiled graph's ggml op counts, or every node), and
+// or 2 (print each compiled graph's ggml op counts, or every node),
+// AG_GGML_PROFILE=1 (time every ggml node, print per-op means), and
 // GGML_VK_PERF_LOGGER=1 (ggml's own per-op GPU times).
 package native
 

@@ -3,6 +3,7 @@
 package native
 
 /*
+#cgo CFLAGS: -O2
 #cgo LDFLAGS: -lggml -lggml-vulkan -lggml-cpu -lggml-base -lvulkan -lgomp -lstdc++ -lm -lpthread -ldl
 #include "ag_ggml.h"
 */

@@ -31,6 +31,11 @@ type program struct {
 	released            bool
 	// readArg[a]: some node reads args[a] (else the graph only writes it).
 	readArg []bool
+	// RunTimed's one-node sub-graphs (see nodetimer.go), made on first use
+	// in sctx; prof accumulates them under AG_GGML_PROFILE=1.
+	sctx *C.struct_ggml_context
+	segs []segment
+	prof opProfile
 }
 
 // lower validates g and builds its ggml graph, checking every node against
@@ -182,6 +187,9 @@ func (p *program) bind(args []backend.Buffer) ([]*buffer, error) {
 func (p *program) Run(args []backend.Buffer) (backend.RunInfo, error) {
 	p.d.mu.Lock()
 	defer p.d.mu.Unlock()
+	if profiling {
+		return p.runProfiled(args)
+	}
 	t0 := time.Now()
 	overwritten, err := p.bind(args)
 	if err != nil {
@@ -223,6 +231,9 @@ func (p *program) release() {
 		C.ggml_backend_buffer_free(p.cbuf)
 	}
 	p.l.free()
+	if p.sctx != nil {
+		C.ggml_free(p.sctx)
+	}
 	for _, a := range []**C.struct_ggml_tensor{p.leaves, p.srcs, p.views} {
 		if a != nil {
 			C.free(unsafe.Pointer(a))

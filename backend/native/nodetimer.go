@@ -1,0 +1,217 @@
+//go:build ggml
+
+package native
+
+/*
+#include "ag_ggml.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/ag-go/ag/backend"
+)
+
+var _ backend.NodeTimer = (*program)(nil)
+
+// segment is one ggml node that does work, as a sub-graph of its own for
+// RunTimed, and the IR node that produced it.
+type segment struct {
+	gf    *C.struct_ggml_cgraph
+	owner int    // IR node index
+	op    string // ggml op (for the profile)
+}
+
+// segments splits the graph into one sub-graph per ggml node that does
+// work, made once (the first RunTimed) in a context of their own. Output
+// copies belong to the IR node whose value they copy.
+func (p *program) segments() ([]segment, error) {
+	if p.segs != nil {
+		return p.segs, nil
+	}
+	l := p.l
+	nn := int(C.ggml_graph_n_nodes(l.gf))
+	if p.sctx == nil {
+		mem := C.size_t(nn+1) * C.ggml_graph_overhead_custom(1, false)
+		p.sctx = C.ggml_init(C.struct_ggml_init_params{mem_size: mem, no_alloc: true})
+		if p.sctx == nil {
+			return nil, fmt.Errorf("ggml_init of %d bytes for %d sub-graphs failed", mem, nn)
+		}
+	}
+	owner := func(k int) int {
+		for i, end := range l.nodeEnd {
+			if k < end {
+				return i
+			}
+		}
+		for _, c := range l.copies {
+			if k < c.end {
+				return c.node
+			}
+		}
+		return len(l.g.Nodes) - 1
+	}
+	var segs []segment
+	for k := 0; k < nn; k++ {
+		t := C.ggml_graph_node(l.gf, C.int(k))
+		if noOp(t) {
+			continue // computes nothing on either device
+		}
+		gf := C.ggml_new_graph_custom(p.sctx, 1, false)
+		C.ggml_graph_add_node(gf, t)
+		segs = append(segs, segment{gf: gf, owner: owner(k), op: opLabel(t)})
+	}
+	p.segs = segs
+	return segs, nil
+}
+
+// noOp reports whether a ggml node only describes memory (no compute).
+func noOp(t tensor) bool {
+	switch t.op {
+	case C.GGML_OP_NONE, C.GGML_OP_VIEW, C.GGML_OP_RESHAPE, C.GGML_OP_PERMUTE, C.GGML_OP_TRANSPOSE:
+		return true
+	}
+	return false
+}
+
+// RunTimed computes the graph one ggml node at a time, each a graph compute
+// of its own timed by the host clock (which on Vulkan includes the submit
+// and the wait), and adds each node's time to the IR node that produced it.
+// The sum exceeds a Run's time by the per-compute overhead.
+func (p *program) RunTimed(args []backend.Buffer, nodeTimes []time.Duration) (backend.RunInfo, error) {
+	p.d.mu.Lock()
+	defer p.d.mu.Unlock()
+	if len(nodeTimes) != len(p.l.g.Nodes) {
+		return backend.RunInfo{}, fmt.Errorf("native: %s RunTimed: %d node times, want %d", p.d.name, len(nodeTimes), len(p.l.g.Nodes))
+	}
+	segs, err := p.segments()
+	if err != nil {
+		return backend.RunInfo{}, fmt.Errorf("native: %s RunTimed: %w", p.d.name, err)
+	}
+	times := make([]time.Duration, len(segs))
+	info, err := p.runSegments(args, segs, times)
+	if err != nil {
+		return info, err
+	}
+	clear(nodeTimes)
+	for i, s := range segs {
+		nodeTimes[s.owner] += times[i]
+	}
+	return info, nil
+}
+
+// runSegments binds args and computes segs in order, timing each.
+func (p *program) runSegments(args []backend.Buffer, segs []segment, times []time.Duration) (backend.RunInfo, error) {
+	overwritten, err := p.bind(args)
+	if err != nil {
+		return backend.RunInfo{}, err
+	}
+	var total time.Duration
+	for i, s := range segs {
+		t0 := time.Now()
+		st := C.ggml_backend_graph_compute(p.d.be, s.gf)
+		times[i] = time.Since(t0)
+		total += times[i]
+		if st != C.GGML_STATUS_SUCCESS {
+			return backend.RunInfo{}, fmt.Errorf("native: %s RunTimed: ggml_backend_graph_compute of node %s failed with status %d", p.d.name, s.op, int(st))
+		}
+	}
+	for _, b := range overwritten {
+		b.dirty = false
+	}
+	return backend.RunInfo{DeviceTime: total, Launches: len(segs)}, nil
+}
+
+// profileEnv, when set to 1, makes every Run compute node by node (as
+// RunTimed does) and print, after 8, 16, 32, ... runs of a program, the
+// average time per run of each ggml op type to stderr (the first run
+// left out).
+const profileEnv = "AG_GGML_PROFILE"
+
+// profiling reports whether Run should profile (see profileEnv).
+var profiling = os.Getenv(profileEnv) == "1"
+
+// opProfile accumulates a program's per-op time under profileEnv.
+type opProfile struct {
+	runs  int
+	warm  int // runs seen, the first one not counted
+	byOp  map[string]time.Duration
+	count map[string]int
+}
+
+// runProfiled is Run under profileEnv.
+func (p *program) runProfiled(args []backend.Buffer) (backend.RunInfo, error) {
+	segs, err := p.segments()
+	if err != nil {
+		return backend.RunInfo{}, fmt.Errorf("native: %s Run: %w", p.d.name, err)
+	}
+	times := make([]time.Duration, len(segs))
+	info, err := p.runSegments(args, segs, times)
+	if err != nil {
+		return info, err
+	}
+	pr := &p.prof
+	if pr.warm++; pr.warm == 1 {
+		return info, nil // the first run faults in the intermediates' pages
+	}
+	if pr.byOp == nil {
+		pr.byOp, pr.count = map[string]time.Duration{}, map[string]int{}
+	}
+	pr.runs++
+	for i, s := range segs {
+		pr.byOp[s.op] += times[i]
+		if pr.runs == 1 {
+			pr.count[s.op]++
+		}
+	}
+	if pr.runs >= 8 && pr.runs&(pr.runs-1) == 0 {
+		fmt.Fprintf(os.Stderr, "native: %s profile of a %d-node program, mean of %d runs:\n%s", p.d.name, len(p.l.g.Nodes), pr.runs, pr.table())
+	}
+	return info, nil
+}
+
+// table lists the ops by total time, longest first.
+func (pr *opProfile) table() string {
+	ops := make([]string, 0, len(pr.byOp))
+	var total time.Duration
+	for op, d := range pr.byOp {
+		ops = append(ops, op)
+		total += d
+	}
+	sort.Slice(ops, func(i, j int) bool { return pr.byOp[ops[i]] > pr.byOp[ops[j]] })
+	var b strings.Builder
+	n := time.Duration(pr.runs)
+	for _, op := range ops {
+		fmt.Fprintf(&b, "  %-28s %3d nodes %9.3f ms\n", op, pr.count[op], float64(pr.byOp[op]/n)/1e6)
+	}
+	fmt.Fprintf(&b, "  %-28s %13s %9.3f ms\n", "total", "", float64(total/n)/1e6)
+	return b.String()
+}
+
+// opLabel names a node's op for the profile, with the shapes where they
+// tell nodes of one op apart: a matmul's M x N x K, a copy's size and
+// whether its source is a transpose.
+func opLabel(t tensor) string {
+	name := C.GoString(C.ggml_op_desc(t))
+	switch t.op {
+	case C.GGML_OP_MUL_MAT:
+		return fmt.Sprintf("%s[%dx%dx%d]", name, t.ne[1]*t.ne[2]*t.ne[3], t.ne[0], t.src[0].ne[0])
+	case C.GGML_OP_CONT, C.GGML_OP_CPY, C.GGML_OP_OPT_STEP_ADAMW, C.GGML_OP_CUSTOM:
+		if !bool(C.ggml_is_contiguous(t.src[0])) {
+			name += "(strided)"
+		}
+		if t.op == C.GGML_OP_CUSTOM {
+			name = "TRANSPOSE(custom)"
+			if t.src[1] != nil {
+				name = fmt.Sprintf("MATMUL_TN(custom)[%dx%dx%d]", t.ne[1], t.ne[0], t.src[0].ne[1])
+			}
+		}
+		return fmt.Sprintf("%s[%d]", name, C.ggml_nelements(t))
+	}
+	return name
+}
