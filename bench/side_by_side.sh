@@ -2,7 +2,7 @@
 # Runs ag's benchmark and the PyTorch peer alternately in one session, on the
 # same CPU, and prints the ratios pair by pair (these machines are noisy:
 # only ratios measured side by side mean anything).
-#   bench/side_by_side.sh [rounds] [ag device]
+#   bench/side_by_side.sh [rounds] [ag devices, comma-separated]
 # Needs Debian's python3-torch and libopenblas0-pthread (apt-get install).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,14 +24,16 @@ done
 python3 - "$out" "$rounds" <<'PY'
 import json, sys
 out, rounds = sys.argv[1], int(sys.argv[2])
-def key(r):
-    return (r["kind"], r.get("n") or r.get("batch"))
-print(f"{'round':>5} {'kind':<9} {'size':>5} {'ag ms':>9} {'torch ms':>9} {'torch/ag':>9}")
+def size(r):
+    return r.get("n") or r.get("batch")
+print(f"{'round':>5} {'ag device':<12} {'kind':<18} {'size':>5} {'ag ms':>9} {'torch ms':>9} {'torch/ag':>9}")
 for i in range(1, rounds + 1):
-    ag = {key(r): r for r in json.load(open(f"{out}/ag-{i}.json"))["results"]}
-    th = {key(r): r for r in json.load(open(f"{out}/torch-{i}.json"))["results"]}
-    for k in ag:
-        if k in th:
-            a, t = ag[k]["median_ms"], th[k]["median_ms"]
-            print(f"{i:>5} {k[0]:<9} {k[1]:>5} {a:>9.2f} {t:>9.2f} {t/a:>8.2f}x")
+    th = {(r["kind"], size(r)): r for r in json.load(open(f"{out}/torch-{i}.json"))["results"]
+          if r.get("mode", "eager") == "eager"}
+    for r in json.load(open(f"{out}/ag-{i}.json"))["results"]:
+        t = th.get((r["kind"], size(r)))
+        if t:
+            kind = r["kind"] + (" " + r["mode"] if r.get("mode") else "")
+            a, b = r["median_ms"], t["median_ms"]
+            print(f"{i:>5} {r['device']:<12} {kind:<18} {size(r):>5} {a:>9.2f} {b:>9.2f} {b/a:>8.2f}x")
 PY
