@@ -2,6 +2,8 @@ package backend
 
 import (
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 )
 
@@ -166,15 +168,44 @@ type Graph struct {
 
 // Key returns a string that identifies the graph's structure exactly: two
 // graphs with equal keys compile to interchangeable programs. Core caches
-// compiled programs by it.
+// compiled programs by it, once per lazy step, so it is built with appends
+// rather than fmt.
 func (g *Graph) Key() string {
-	var b strings.Builder
-	b.Grow(32 * len(g.Nodes))
-	for _, n := range g.Nodes {
-		fmt.Fprintf(&b, "%d%v%v|%d|%g|%g|%d|%d|%v|%t%t;", n.Op, n.In, n.Shape, n.Arg, n.A, n.B, n.Axis, n.Start, n.Perm, n.TransA, n.TransB)
+	b := make([]byte, 0, 48*len(g.Nodes)+16*len(g.Outputs)+8)
+	ints := func(v []int) {
+		for _, x := range v {
+			b = strconv.AppendInt(b, int64(x), 10)
+			b = append(b, ',')
+		}
+		b = append(b, '|')
 	}
-	fmt.Fprintf(&b, "out%v/%d", g.Outputs, g.NumArgs)
-	return b.String()
+	f32 := func(x float32) {
+		b = strconv.AppendUint(b, uint64(math.Float32bits(x)), 16)
+		b = append(b, '|')
+	}
+	for i := range g.Nodes {
+		n := &g.Nodes[i]
+		b = append(b, byte(n.Op), '|')
+		ints(n.In)
+		ints(n.Shape)
+		ints([]int{n.Arg, n.Axis, n.Start})
+		f32(n.A)
+		f32(n.B)
+		ints(n.Perm)
+		b = append(b, byte('0'+btoi(n.TransA)), byte('0'+btoi(n.TransB)), ';')
+	}
+	for _, o := range g.Outputs {
+		ints([]int{o.Node, o.Arg})
+	}
+	b = strconv.AppendInt(b, int64(g.NumArgs), 10)
+	return string(b)
+}
+
+func btoi(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
 }
 
 // String prints the graph one node per line, for debugging and error messages.

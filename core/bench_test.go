@@ -32,3 +32,35 @@ func BenchmarkRecord(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkLazyStep measures core's own cost of a lazy training step:
+// recording, autograd, lowering, the program-cache lookup and realizing
+// the kept values, on a model too small for the arithmetic to matter.
+func BenchmarkLazyStep(b *testing.B) {
+	dev, err := Open("cpu")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dev.Close()
+	const n, w = 4, 8
+	x := dev.Tensor(make([]float32, n*w), n, w)
+	var ps []*Tensor
+	for range 4 {
+		ps = append(ps, dev.Param(make([]float32, w*w), w, w))
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		h := x
+		for _, p := range ps {
+			p.ZeroGrad()
+			h = ReLU(MatMul(h, p))
+		}
+		loss := Mean(Mul(h, h))
+		if err := loss.Backward(); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := loss.Item(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,50 @@
+package backend
+
+import "testing"
+
+// Key tells apart graphs that differ in any field a compiled program
+// depends on, and matches graphs that differ in nothing.
+func TestGraphKey(t *testing.T) {
+	base := func() *Graph {
+		return &Graph{
+			Nodes: []Node{
+				{Op: OpArg, Shape: []int{2, 3}, Arg: 0},
+				{Op: OpArg, Shape: []int{3, 4}, Arg: 1},
+				{Op: OpMatMul, In: []int{0, 1}, Shape: []int{2, 4}},
+				{Op: OpAffine, In: []int{2}, Shape: []int{2, 4}, A: 2, B: 0.5},
+				{Op: OpPermute, In: []int{3}, Shape: []int{4, 2}, Perm: []int{1, 0}},
+			},
+			Outputs: []Output{{Node: 4, Arg: 2}},
+			NumArgs: 3,
+		}
+	}
+	if base().Key() != base().Key() {
+		t.Fatal("equal graphs have different keys")
+	}
+	changes := map[string]func(g *Graph){
+		"op":      func(g *Graph) { g.Nodes[3].Op = OpClamp },
+		"input":   func(g *Graph) { g.Nodes[2].In = []int{1, 0} },
+		"shape":   func(g *Graph) { g.Nodes[0].Shape = []int{3, 2} },
+		"arg":     func(g *Graph) { g.Nodes[1].Arg = 2 },
+		"scalar":  func(g *Graph) { g.Nodes[3].B = 0.25 },
+		"neg0":    func(g *Graph) { g.Nodes[3].B = 0; g.Nodes[3].A = 2 },
+		"perm":    func(g *Graph) { g.Nodes[4].Perm = []int{0, 1} },
+		"transA":  func(g *Graph) { g.Nodes[2].TransA = true },
+		"transB":  func(g *Graph) { g.Nodes[2].TransB = true },
+		"axis":    func(g *Graph) { g.Nodes[3].Axis = 1 },
+		"start":   func(g *Graph) { g.Nodes[3].Start = 1 },
+		"output":  func(g *Graph) { g.Outputs[0].Arg = 1 },
+		"outputs": func(g *Graph) { g.Outputs = append(g.Outputs, Output{Node: 2, Arg: 1}) },
+		"numargs": func(g *Graph) { g.NumArgs = 4 },
+	}
+	seen := map[string]string{base().Key(): "base"}
+	for name, change := range changes {
+		g := base()
+		change(g)
+		k := g.Key()
+		if prev, dup := seen[k]; dup {
+			t.Errorf("change %q gives the same key as %q", name, prev)
+		}
+		seen[k] = name
+	}
+}
