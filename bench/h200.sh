@@ -5,7 +5,8 @@
 #   mkdir -p .run && cp <Debian libvulkan1, libgomp1 .debs> .run/
 #   P=$(bash backend/native/ggml/build.sh --print-prefix); export CGO_CFLAGS=-I$P/include CGO_LDFLAGS=-L$P/lib
 #   go build -tags ggml -ldflags="-s -w" -o .run/ag ./cmd/ag
-#   for p in native webgpu nn buffer; do go test -c -tags ggml -ldflags="-s -w" -o .run/$p.test ./...; done (per package)
+#   for p in backend/native backend/webgpu nn buffer; do
+#     go test -c -tags ggml -ldflags="-s -w" -o .run/$(basename $p).test ./$p/; done
 #   gzip -9 .run/ag .run/*.test     # the carried folder must stay under 64 MB
 # then on the GPU machine, from the repository root: bash bench/h200.sh  (results in $OUT)
 cd .run; for f in *.deb; do dpkg -x $f / ; done; ldconfig
