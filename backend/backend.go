@@ -126,7 +126,8 @@ var (
 )
 
 // Register makes a driver available under name. Higher priority wins in
-// "auto" selection (ggml-vulkan 40 > webgpu 30 > ggml-cpu 20 > cpu 10).
+// "auto" selection: ggml-vulkan 40 > webgpu 30 > cpu 25 (with its assembly
+// kernels, else 10) > ggml-cpu 20.
 // It panics on a duplicate name, like database/sql.Register.
 func Register(name string, priority int, d Driver) {
 	regMu.Lock()

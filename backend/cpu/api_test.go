@@ -14,7 +14,7 @@ func TestRegisteredAndCaps(t *testing.T) {
 	for _, d := range backend.Drivers() {
 		if d.Name == "cpu" {
 			found = true
-			if !d.OK || !d.Auto || d.Priority != 10 || !strings.Contains(d.Why, "pure Go") {
+			if !d.OK || !d.Auto || d.Priority != priority() || !strings.Contains(d.Why, "pure Go") {
 				t.Errorf("cpu driver info %+v", d)
 			}
 		}

@@ -18,7 +18,7 @@ func devices(args []string) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", d.Name, yes(d.OK), yes(d.OK && d.Auto), d.Why)
 	}
 	tw.Flush()
-	fmt.Println("\n`auto` picks the first name marked AUTO (ggml-vulkan > webgpu > ggml-cpu > cpu).")
+	fmt.Println("\n`auto` picks the first row marked AUTO: rows are in order of preference.")
 	return nil
 }
 

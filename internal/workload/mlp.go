@@ -6,6 +6,7 @@ package workload
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"time"
 
@@ -74,7 +75,9 @@ func New(dev *core.Device, cfg Config) (*MLP, error) {
 	m := &MLP{Cfg: cfg, Dev: dev, Model: nn.MLP(dev, sizes, core.ReLU, r)}
 	m.Opt = nn.NewAdam(m.Model.Params(), cfg.LR)
 	teacher := make([]float32, cfg.Width*cfg.Width)
-	scale := 2.5 / float32(cfg.Width)
+	// x·T then has unit variance, so the targets tanh(x·T) spread over
+	// (-1, 1) and there is something to learn
+	scale := float32(math.Sqrt(3 / float64(cfg.Width)))
 	for i := range teacher {
 		teacher[i] = float32(r.NormFloat64()) * scale
 	}
