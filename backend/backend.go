@@ -126,8 +126,10 @@ var (
 )
 
 // Register makes a driver available under name. Higher priority wins in
-// "auto" selection: ggml-vulkan 40 > webgpu 30 > cpu 25 (with its assembly
-// kernels, else 10) > ggml-cpu 20.
+// "auto" selection: webgpu 40 > ggml-vulkan 35 > cpu 25 (with its assembly
+// kernels, else 10) > ggml-cpu 20, the order of the measured training-step
+// speeds (bench/results, bench/side_by_side.sh). Drivers that work but
+// should not be a default (software GPUs) say so in Availability.Auto.
 // It panics on a duplicate name, like database/sql.Register.
 func Register(name string, priority int, d Driver) {
 	regMu.Lock()

@@ -49,8 +49,11 @@ const (
 	VulkanName = "ggml-vulkan"
 	// CPUName is the registry name of ggml's CPU backend.
 	CPUName = "ggml-cpu"
-	// VulkanPriority ranks ggml-vulkan above webgpu (30) and the CPU backends.
-	VulkanPriority = 40
-	// CPUPriority ranks ggml-cpu above the pure-Go cpu backend (10).
+	// VulkanPriority ranks ggml-vulkan below webgpu (40), which trained the
+	// 4x1024 MLP 1.6-1.8x faster on an H200 (bench/results/h200-ag.json),
+	// and above the CPU backends.
+	VulkanPriority = 35
+	// CPUPriority ranks ggml-cpu above the pure-Go cpu backend's portable
+	// kernel (10) and below its assembly kernels (25).
 	CPUPriority = 20
 )
