@@ -218,3 +218,21 @@ func TestShapePanics(t *testing.T) {
 		}()
 	}
 }
+
+// Releasing a pending value runs the pending work first; the rest of the
+// graph is unaffected.
+func TestReleasePending(t *testing.T) {
+	dev := open(t)
+	x := dev.Tensor([]float32{1, 2}, 2)
+	a := Scale(x, 2)
+	b := Add(a, x)
+	if err := a.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Data(); !errors.Is(err, ErrReleased) {
+		t.Errorf("Data of a released tensor: %v, want ErrReleased", err)
+	}
+	if v, err := b.Data(); err != nil || !slices.Equal(v, []float32{3, 6}) {
+		t.Errorf("b = %v, %v", v, err)
+	}
+}

@@ -167,7 +167,7 @@ func (t *Tensor) Release() error {
 	d := t.dev
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.readers(t) {
+	if t.st == statePending || d.readers(t) {
 		if err := d.syncLocked(nil, "Release"); err != nil {
 			return err
 		}
