@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/ag-go/ag/core"
@@ -178,7 +179,7 @@ func TestStateRoundTrip(t *testing.T) {
 	for i, p := range model.Params() {
 		a, _ := p.Data()
 		b, _ := model2.Params()[i].Data()
-		if !equal(a, b) {
+		if !slices.Equal(a, b) {
 			t.Errorf("param %d differs after load", i)
 		}
 	}
@@ -193,7 +194,7 @@ func TestStateRoundTrip(t *testing.T) {
 		t.Fatalf("mismatched load: %v", err)
 	}
 	after, _ := model3.Params()[0].Data()
-	if !equal(before, after) {
+	if !slices.Equal(before, after) {
 		t.Error("a refused load changed a parameter")
 	}
 	// A truncated file is refused before anything is written.
@@ -201,16 +202,4 @@ func TestStateRoundTrip(t *testing.T) {
 	if !errors.Is(err, ErrStateMismatch) {
 		t.Fatalf("truncated load: %v", err)
 	}
-}
-
-func equal(a, b []float32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

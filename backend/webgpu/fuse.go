@@ -2,6 +2,7 @@ package webgpu
 
 import (
 	"github.com/ag-go/ag/backend"
+	"slices"
 )
 
 // Fusion: Compile cuts the number of dispatches (each costs several
@@ -245,7 +246,7 @@ func (fp *fusePlan) identityPath(r, m int) bool {
 			switch {
 			case n.Op.IsUnary(), n.Op == backend.OpReshape:
 			case n.Op.IsBinary():
-				id = id && same(fp.g.Nodes[j].Shape, n.Shape)
+				id = id && slices.Equal(fp.g.Nodes[j].Shape, n.Shape)
 			default:
 				id = false
 			}

@@ -3,6 +3,7 @@ package webgpu
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/ag-go/ag/backend"
@@ -121,7 +122,7 @@ func (e *exprGen) nodeBody(n *backend.Node) string {
 // through strides st (0 on broadcast dimensions). in, when given, is the
 // operand's shape: equal shapes read at i itself.
 func idxMap(out, st []int, in []int) string {
-	if in != nil && same(in, out) {
+	if in != nil && slices.Equal(in, out) {
 		return "i"
 	}
 	var terms []string

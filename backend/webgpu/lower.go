@@ -3,6 +3,7 @@ package webgpu
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/ag-go/ag/backend"
 )
@@ -29,7 +30,7 @@ func (p *program) lower(g *backend.Graph, i int, locs []loc) error {
 		p.split(i, unaryKernel(unaryExpr(n)), []bref{in(0), out}, []bool{true, true}, ne, f32bits(n.A), f32bits(n.B))
 	case n.Op.IsBinary():
 		a, b := inShape(0), inShape(1)
-		if same(a, n.Shape) && same(b, n.Shape) {
+		if slices.Equal(a, n.Shape) && slices.Equal(b, n.Shape) {
 			p.split(i, binarySameKernel(n.Op), []bref{in(0), in(1), out}, []bool{true, true, true}, ne)
 			return nil
 		}
@@ -193,16 +194,4 @@ func pad4(s []int, fill int) []uint32 {
 		out[4-len(s)+k] = uint32(s[k])
 	}
 	return out
-}
-
-func same(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
