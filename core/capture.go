@@ -164,40 +164,37 @@ func (c *Capture) record(in []Input) (*recording, [][]float32, error) {
 	outs, err := c.callFn(rec)
 	d.mu.Lock()
 	d.guard = ""
-	if err != nil {
+	// abort drops what the recording made; the device stays usable.
+	abort := func(lw *lowering, err error) (*recording, [][]float32, error) {
+		if lw != nil {
+			lw.free(d)
+		}
 		d.pending = d.pending[:0]
 		rec.release(d)
 		return nil, nil, err
+	}
+	if err != nil {
+		return abort(nil, err)
 	}
 	// Everything lowered now is what a replay repeats; uploads other than
 	// the packed inputs would be frozen into the recording.
 	for _, p := range d.pending {
 		for _, x := range p.inputs {
 			if x.st == stateRealized && x.stor.madeInCapture {
-				d.pending = d.pending[:0]
-				rec.release(d)
-				return nil, nil, fmt.Errorf("core: Capture: %w: the function reads %v, made on the host inside it (upload site %q); pass it as an input", ErrCapture, x, "inputs")
+				return abort(nil, fmt.Errorf("core: Capture: %w: the function reads %v, made on the host inside it (upload site %q); pass it as an input", ErrCapture, x, "inputs"))
 			}
 		}
 	}
 	lw, err := d.lower()
 	if err != nil {
-		lw.free(d)
-		d.pending = d.pending[:0]
-		rec.release(d)
-		return nil, nil, fmt.Errorf("core: Capture: %w", err)
+		return abort(lw, fmt.Errorf("core: Capture: %w", err))
 	}
 	key := lw.g.Key()
 	prog, ok := d.progs[key]
 	if !ok {
-		if prog, err = d.be.Compile(&lw.g); err != nil {
-			lw.free(d)
-			d.pending = d.pending[:0]
-			rec.release(d)
-			return nil, nil, fmt.Errorf("core: Capture: compiling %d nodes: %w", len(lw.g.Nodes), err)
+		if prog, err = d.compile(key, &lw.g); err != nil {
+			return abort(lw, fmt.Errorf("core: Capture: %w", err))
 		}
-		d.progs[key] = prog
-		d.stats.Compiles++
 	}
 	rec.prog, rec.args = prog, lw.args
 	for s, idx := range lw.argOf {
@@ -207,10 +204,7 @@ func (c *Capture) record(in []Input) (*recording, [][]float32, error) {
 		rec.nodes = append(rec.nodes, profile.NodeTime{Op: t.op.String(), Pass: t.pass})
 	}
 	if _, err := prog.Run(lw.args); err != nil {
-		lw.free(d)
-		d.pending = d.pending[:0]
-		rec.release(d)
-		return nil, nil, fmt.Errorf("core: Capture: first run: %w", err)
+		return abort(lw, fmt.Errorf("core: Capture: first run: %w", err))
 	}
 	profile.Launch("captured", 1)
 	d.realize(lw)
@@ -281,11 +275,7 @@ func (r *recording) replay(d *Device, in []Input, start time.Time) ([][]float32,
 		// ctx: checking that the recording still holds, before the upload
 		rec := profile.Run{Site: "captured", Start: start, Ctx: t0.Sub(start), Upload: t1.Sub(t0), Compute: t2.Sub(t1),
 			Download: time.Since(t2), Nodes: r.nodes, DownloadPass: profile.PassForward}
-		if d.caps.DeviceTimer && info.DeviceTime > 0 && info.DeviceTime <= rec.Compute {
-			rec.DeviceTimed = true
-			rec.Graph = rec.Compute - info.DeviceTime
-			rec.Compute = info.DeviceTime
-		}
+		d.useDeviceTime(&rec, info)
 		profile.RecordRun(&rec)
 	}
 	return res, err

@@ -148,14 +148,9 @@ func (d *Device) syncLocked(want []*Tensor, site string) error {
 	t1 := time.Now()
 	if ok {
 		d.stats.CacheHits++
-	} else {
-		prog, err = d.be.Compile(&lw.g)
-		if err != nil {
-			lw.free(d)
-			return fmt.Errorf("core: %s: compiling %d nodes on %s: %w", site, len(lw.g.Nodes), d.caps.Name, err)
-		}
-		d.progs[key] = prog
-		d.stats.Compiles++
+	} else if prog, err = d.compile(key, &lw.g); err != nil {
+		lw.free(d)
+		return fmt.Errorf("core: %s: %w", site, err)
 	}
 	t2 := time.Now()
 	var info backend.RunInfo
@@ -192,12 +187,7 @@ func (d *Device) syncLocked(want []*Tensor, site string) error {
 			Graph:   lw.lowerTime() - lw.flush - lw.upload + t2.Sub(t1),
 			Flush:   lw.flush + time.Since(t3),
 			Compute: t3.Sub(t2)}
-		if d.caps.DeviceTimer && info.DeviceTime > 0 && info.DeviceTime <= rec.Compute {
-			// compute is the device's own measure; submit and wait go to graph
-			rec.DeviceTimed = true
-			rec.Graph += rec.Compute - info.DeviceTime
-			rec.Compute = info.DeviceTime
-		}
+		d.useDeviceTime(&rec, info)
 		rec.Nodes = nodes
 		d.lastRun = &rec
 	}
@@ -207,6 +197,28 @@ func (d *Device) syncLocked(want []*Tensor, site string) error {
 		d.lastRun = nil
 	}
 	return nil
+}
+
+// compile compiles g and caches the program under key. Called with d.mu held.
+func (d *Device) compile(key string, g *backend.Graph) (backend.Program, error) {
+	prog, err := d.be.Compile(g)
+	if err != nil {
+		return nil, fmt.Errorf("compiling %d nodes on %s: %w", len(g.Nodes), d.caps.Name, err)
+	}
+	d.progs[key] = prog
+	d.stats.Compiles++
+	return prog, nil
+}
+
+// useDeviceTime makes a run's compute stage the device's own measure where
+// the device times itself; the host time around it (submit, wait) goes to
+// graph, so the stages still tile the wall time.
+func (d *Device) useDeviceTime(rec *profile.Run, info backend.RunInfo) {
+	if d.caps.DeviceTimer && info.DeviceTime > 0 && info.DeviceTime <= rec.Compute {
+		rec.DeviceTimed = true
+		rec.Graph += rec.Compute - info.DeviceTime
+		rec.Compute = info.DeviceTime
+	}
 }
 
 // realize ends a successful run of the pending nodes: kept values become

@@ -347,43 +347,7 @@ func packA(mr int, dst, a []float32, rsA, csA, i0, mc, p0, kc int) {
 
 // packB packs depth p0..p0+kc, columns j0..j0+nc of B into nr-column panels, numbered from panel0 in dst:
 // dst[panel*kc*nr + p*nr + c] = B(p0+p, j0+(panel-panel0)*nr+c), zero past nc.
+// That is packA of B's transpose (strides swapped), so both share one loop.
 func packB(nr int, dst, b []float32, rsB, csB, p0, kc, j0, nc, panel0 int) {
-	for jp := 0; jp < nc; jp += nr {
-		d := dst[(panel0+jp/nr)*kc*nr : (panel0+jp/nr+1)*kc*nr]
-		cols := min(nr, nc-jp)
-		if csB == 1 { // row-major: nr columns of one row are contiguous
-			for p := range kc {
-				src := b[(p0+p)*rsB+j0+jp:]
-				dp := d[p*nr : p*nr+nr]
-				copy(dp, src[:cols])
-				clear(dp[cols:])
-			}
-			continue
-		}
-		// Stored transposed: read four source rows at once and write four
-		// adjacent floats per k step (fewer bounds checks, four streams).
-		c := 0
-		for ; c+4 <= cols; c += 4 {
-			base := (j0+jp+c)*csB + p0
-			s0 := b[base : base+kc]
-			s1 := b[base+csB : base+csB+kc]
-			s2 := b[base+2*csB : base+2*csB+kc]
-			s3 := b[base+3*csB : base+3*csB+kc]
-			for p := range s0 {
-				dp := d[p*nr+c : p*nr+c+4 : p*nr+c+4]
-				dp[0], dp[1], dp[2], dp[3] = s0[p], s1[p], s2[p], s3[p]
-			}
-		}
-		for ; c < cols; c++ {
-			src := b[(j0+jp+c)*csB+p0 : (j0+jp+c)*csB+p0+kc]
-			for p, v := range src {
-				d[p*nr+c] = v
-			}
-		}
-		for c := cols; c < nr; c++ {
-			for p := range kc {
-				d[p*nr+c] = 0
-			}
-		}
-	}
+	packA(nr, dst[panel0*kc*nr:], b, csB, rsB, j0, nc, p0, kc)
 }
