@@ -211,3 +211,10 @@ func openNamed(name string) (Backend, error) {
 	}
 	return b, nil
 }
+
+// ProgramSizer is implemented by programs that know how much device memory
+// they hold (intermediates, constants, parameters): core's program cache
+// bounds the memory of the programs it keeps with it.
+type ProgramSizer interface {
+	MemoryBytes() int64
+}

@@ -233,7 +233,42 @@ func (g *Graph) String() string {
 	return b.String()
 }
 
-// NumElems is the number of elements of a shape (1 for a scalar).
+// MaxRank is the largest rank of a tensor.
+const MaxRank = 4
+
+// MaxElems bounds the elements of one tensor (2^46, 256 TiB of f32): no
+// device holds more, and products of sizes, byte counts and offsets computed
+// from shapes that pass CheckShape stay far from int overflow.
+const MaxElems = 1 << 46
+
+// CheckShape reports whether shape is a valid tensor shape: rank at most
+// MaxRank, every dimension at least 1, at most MaxElems elements (checked
+// without overflowing).
+func CheckShape(shape []int) error {
+	if len(shape) > MaxRank {
+		return fmt.Errorf("shape %v has %d dimensions, at most %d are supported", shape, len(shape), MaxRank)
+	}
+	n := 1
+	for _, d := range shape {
+		if d < 1 {
+			return fmt.Errorf("shape %v has a dimension < 1", shape)
+		}
+		if n > MaxElems/d {
+			return fmt.Errorf("shape %v has more than 2^46 = %d elements", shape, MaxElems)
+		}
+		n *= d
+	}
+	return nil
+}
+
+// InRange reports whether [off, off+n) lies inside [0, size), written so
+// that no sum can overflow (off and n may be any ints).
+func InRange(off, n, size int) bool {
+	return off >= 0 && n >= 0 && n <= size && off <= size-n
+}
+
+// NumElems is the number of elements of a shape (1 for a scalar). Shapes
+// that passed CheckShape cannot overflow it.
 func NumElems(shape []int) int {
 	n := 1
 	for _, d := range shape {
@@ -317,13 +352,8 @@ func (g *Graph) validateNode(i int, n *Node) error {
 	if n.Op <= OpInvalid || n.Op >= opCount {
 		return fmt.Errorf("unknown op %d", int(n.Op))
 	}
-	if len(n.Shape) > 4 {
-		return fmt.Errorf("rank %d > 4", len(n.Shape))
-	}
-	for _, d := range n.Shape {
-		if d < 1 {
-			return fmt.Errorf("dimension %d < 1", d)
-		}
+	if err := CheckShape(n.Shape); err != nil {
+		return err
 	}
 	for _, in := range n.In {
 		if in < 0 || in >= i {
@@ -394,7 +424,7 @@ func (g *Graph) validateNode(i int, n *Node) error {
 		}
 	case n.Op == OpSliceRows:
 		s := in(0)
-		if len(s) == 0 || len(n.Shape) != len(s) || n.Start < 0 || n.Start+n.Shape[0] > s[0] || !same(s[1:], n.Shape[1:]) {
+		if len(s) == 0 || len(n.Shape) != len(s) || !InRange(n.Start, n.Shape[0], s[0]) || !same(s[1:], n.Shape[1:]) {
 			return fmt.Errorf("start %d of input %v", n.Start, s)
 		}
 	case n.Op == OpConcatRows:

@@ -18,60 +18,68 @@ import (
 // Each node is differentiated once: a second Backward through the same nodes
 // is an error, like PyTorch without retain_graph.
 func (t *Tensor) Backward() error {
+	if t == nil {
+		return fmt.Errorf("core: Backward of a nil tensor")
+	}
 	if t.Len() != 1 {
 		return fmt.Errorf("core: Backward of a tensor of shape %v: want one element (a scalar loss)", t.shape)
-	}
-	if !t.requiresGrad {
-		return fmt.Errorf("core: Backward of %v: it does not depend on any tensor that requires grad", t)
 	}
 	var start time.Time
 	if profiling() {
 		start = time.Now()
 	}
+	d := t.dev
+	d.lock()
+	if !t.requiresGrad {
+		d.mu.Unlock()
+		return fmt.Errorf("core: Backward of %v: it does not depend on any tensor that requires grad", t)
+	}
 	order, err := topo(t)
+	created, synced := d.created, d.synced
+	d.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	d := t.dev
-	d.mu.Lock()
-	d.noGrad++
-	d.pass = profile.PassBackward
-	created, synced := d.created, d.synced
-	d.mu.Unlock()
+	restore := d.enterMode(profile.PassBackward, true)
 	defer func() {
-		d.mu.Lock()
-		d.noGrad--
-		d.pass = profile.PassForward
+		restore()
 		if !start.IsZero() {
+			d.lock()
 			// the walk between the ops it records is backward create time too
 			walk := time.Since(start) - (d.created - created) - (d.synced - synced)
 			profile.AddStage(profile.PassBackward, profile.StageCreate, walk)
+			d.mu.Unlock()
 		}
-		d.mu.Unlock()
 	}()
 
 	grads := map[*Tensor]*Tensor{t: d.Full(1, t.shape...)}
 	for i := len(order) - 1; i >= 0; i-- {
-		n := order[i]
+		n := order[i].t
 		g := grads[n]
 		delete(grads, n)
 		if g == nil {
 			continue
 		}
 		if n.isLeaf() {
-			if n.grad == nil {
-				n.grad = g
-			} else {
-				n.grad = Add(n.grad, g)
+			d.lock()
+			prev := n.grad
+			d.mu.Unlock()
+			sum := g
+			if prev != nil {
+				sum = Add(prev, g)
 			}
-			n.grad.keep = true
+			d.lock()
+			sum.keep = true
+			n.grad = sum
+			d.grads = append(d.grads, gradUndo{leaf: n, prev: prev})
+			d.mu.Unlock()
 			continue
 		}
-		for k, in := range n.inputs {
-			if !in.requiresGrad {
+		for k, in := range order[i].inputs {
+			if !order[i].needs[k] {
 				continue // no work for inputs without gradient (data, labels)
 			}
-			gin := vjp(n, g, k)
+			gin := vjp(n, order[i].inputs, g, k)
 			if gin == nil {
 				continue
 			}
@@ -80,16 +88,27 @@ func (t *Tensor) Backward() error {
 			}
 			grads[in] = gin
 		}
+		d.lock()
 		n.backwarded = true
+		d.mu.Unlock()
 	}
 	return nil
 }
 
 func (t *Tensor) isLeaf() bool { return t.op == backend.OpInvalid }
 
-// topo orders the requires-grad subgraph under t, inputs first.
-func topo(t *Tensor) ([]*Tensor, error) {
-	var order []*Tensor
+// walked is a node of Backward's walk with what it read under the lock: its
+// inputs and which of them need a gradient.
+type walked struct {
+	t      *Tensor
+	inputs []*Tensor
+	needs  []bool
+}
+
+// topo orders the requires-grad subgraph under t, inputs first. Called with
+// the device lock held: it reads the recipes that a sync may change.
+func topo(t *Tensor) ([]walked, error) {
+	var order []walked
 	seen := map[*Tensor]bool{}
 	var visit func(n *Tensor) error
 	visit = func(n *Tensor) error {
@@ -101,19 +120,27 @@ func topo(t *Tensor) ([]*Tensor, error) {
 			if n.backwarded {
 				return fmt.Errorf("core: Backward: %v was already differentiated by an earlier Backward", n)
 			}
+			if n.state() == stateFailed {
+				return fmt.Errorf("core: Backward: %v was dropped by a failed run: %w", n, n.err)
+			}
 			if n.inputs == nil {
 				return fmt.Errorf("core: Backward: the graph of %v is gone (its values were not kept)", n)
 			}
 		}
-		for _, in := range n.inputs {
-			if in.st == stateSpent {
+		w := walked{t: n, inputs: slices.Clone(n.inputs), needs: make([]bool, len(n.inputs))}
+		for k, in := range n.inputs {
+			switch in.state() {
+			case stateSpent:
 				return fmt.Errorf("core: Backward: %v needs %v, which was not kept", n, in)
+			case stateFailed:
+				return fmt.Errorf("core: Backward: %v needs %v, which was dropped by a failed run: %w", n, in, in.err)
 			}
+			w.needs[k] = in.requiresGrad
 			if err := visit(in); err != nil {
 				return err
 			}
 		}
-		order = append(order, n)
+		order = append(order, w)
 		return nil
 	}
 	return order, visit(t)
@@ -121,8 +148,7 @@ func topo(t *Tensor) ([]*Tensor, error) {
 
 // vjp returns the gradient of input k of n given the gradient g of n (nil
 // where none flows), expressed in the same IR ops.
-func vjp(n *Tensor, g *Tensor, k int) *Tensor {
-	in := n.inputs
+func vjp(n *Tensor, in []*Tensor, g *Tensor, k int) *Tensor {
 	x := in[k]
 	switch n.op {
 	case backend.OpAdd:

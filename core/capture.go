@@ -3,10 +3,12 @@ package core
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"time"
 
 	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/internal/goid"
 	"github.com/ag-go/ag/profile"
 )
 
@@ -41,14 +43,18 @@ func In(data []float32, shape ...int) Input { return Input{data, shape} }
 type Capture struct {
 	dev  *Device
 	fn   func(in []*Tensor) []*Tensor
-	rec  *recording
+	slot *recSlot // the current recording, in its own object for the cleanup
 	recs int
 }
+
+// recSlot holds a Capture's recording apart from the Capture, so that a
+// cleanup can read it after the Capture is collected.
+type recSlot struct{ rec *recording }
 
 type recording struct {
 	shapes  [][]int
 	gen     int
-	prog    backend.Program
+	prog    *progEntry // pinned: the cache may evict it, the recording keeps it
 	args    []backend.Buffer
 	bound   []boundArg // persistent values the program reads, as recorded
 	packed  *Tensor    // all inputs, one upload
@@ -66,11 +72,28 @@ type boundArg struct {
 // NewCapture makes a capture of fn on dev. fn receives the inputs as tensors
 // of the shapes given to Call and returns the outputs to read back.
 func NewCapture(dev *Device, fn func(in []*Tensor) []*Tensor) *Capture {
-	return &Capture{dev: dev, fn: fn}
+	if dev == nil || fn == nil {
+		panic("core.NewCapture: nil device or function")
+	}
+	c := &Capture{dev: dev, fn: fn, slot: &recSlot{}}
+	// The pinned program of a collected capture is let go at the next sync
+	// (a cleanup may not take the device lock).
+	runtime.AddCleanup(c, func(s *recSlot) {
+		if r := s.rec; r != nil && r.prog != nil {
+			dev.freeMu.Lock()
+			dev.unpinq = append(dev.unpinq, r.prog)
+			dev.freeMu.Unlock()
+		}
+	}, c.slot)
+	return c
 }
 
 // Records counts the recordings made so far.
-func (c *Capture) Records() int { return c.recs }
+func (c *Capture) Records() int {
+	c.dev.lock()
+	defer c.dev.mu.Unlock()
+	return c.recs
+}
 
 // Call runs the captured function on the inputs and returns the outputs'
 // values, recording first when needed (see Capture).
@@ -82,26 +105,29 @@ func (c *Capture) Call(in ...Input) ([][]float32, error) {
 			return nil, fmt.Errorf("core: Capture.Call: input %d has %d values for shape %v", i, len(x.Data), x.Shape)
 		}
 	}
+	if len(in) == 0 {
+		return nil, fmt.Errorf("core: Capture.Call: no inputs: the captured function takes its inputs as tensors made from Call's arguments; pass at least one (core.In(data, shape...))")
+	}
 	d := c.dev
-	d.mu.Lock()
+	d.lock()
 	defer d.mu.Unlock()
 	if err := d.syncLocked(nil, "Capture.Call"); err != nil { // earlier work first
 		return nil, err
 	}
-	if c.rec == nil || !c.rec.valid(d, in) {
-		if c.rec != nil {
-			c.rec.release(d)
-			c.rec = nil
+	if c.slot.rec == nil || !c.slot.rec.valid(d, in) {
+		if c.slot.rec != nil {
+			c.slot.rec.release(d)
+			c.slot.rec = nil
 		}
 		rec, outs, err := c.record(in)
 		if err != nil {
 			return nil, err
 		}
-		c.rec = rec
+		c.slot.rec = rec
 		c.recs++
 		return outs, nil
 	}
-	return c.rec.replay(d, in, start)
+	return c.slot.rec.replay(d, in, start)
 }
 
 func (r *recording) valid(d *Device, in []Input) bool {
@@ -126,10 +152,15 @@ func (r *recording) valid(d *Device, in []Input) bool {
 
 // release drops a recording's packed buffers (its program stays cached).
 func (r *recording) release(d *Device) {
+	if r.prog != nil {
+		d.unpin(r.prog)
+		r.prog = nil
+	}
 	for _, t := range []*Tensor{r.packed, r.flat} {
 		if t != nil && t.stor != nil {
 			d.dropStorage(t.stor, false)
-			t.stor, t.st = nil, stateReleased
+			t.stor = nil
+			t.setState(stateReleased)
 		}
 	}
 }
@@ -155,21 +186,27 @@ func (c *Capture) record(in []Input) (*recording, [][]float32, error) {
 	for i, x := range in {
 		copy(packed[rec.offsets[i]:], x.Data)
 	}
-	rec.packed = &Tensor{dev: d, shape: []int{len(packed)}, st: stateRealized}
+	rec.packed = &Tensor{dev: d, shape: []int{len(packed)}}
+	rec.packed.setState(stateRealized)
 	rec.packed.stor = d.newStorage(rec.packed, packed, len(packed))
 
-	// fn runs unlocked (ops take the lock), under the guard.
+	// fn runs unlocked (ops take the lock), under the guard, and holds the
+	// device: other goroutines' calls wait (lock), since everything pending
+	// becomes the recording.
 	d.guard = "Capture recording"
+	d.recOwner = goid.Get()
 	d.mu.Unlock()
 	outs, err := c.callFn(rec)
 	d.mu.Lock()
 	d.guard = ""
+	d.recOwner = 0
+	d.recDone.Broadcast()
 	// abort drops what the recording made; the device stays usable.
 	abort := func(lw *lowering, err error) (*recording, [][]float32, error) {
 		if lw != nil {
 			lw.free(d)
 		}
-		d.pending = d.pending[:0]
+		d.dropPending(err)
 		rec.release(d)
 		return nil, nil, err
 	}
@@ -180,7 +217,7 @@ func (c *Capture) record(in []Input) (*recording, [][]float32, error) {
 	// the packed inputs would be frozen into the recording.
 	for _, p := range d.pending {
 		for _, x := range p.inputs {
-			if x.st == stateRealized && x.stor.madeInCapture {
+			if x.state() == stateRealized && x.stor.madeInCapture {
 				return abort(nil, fmt.Errorf("core: Capture: %w: the function reads %v, made on the host inside it (upload site %q); pass it as an input", ErrCapture, x, "inputs"))
 			}
 		}
@@ -190,20 +227,24 @@ func (c *Capture) record(in []Input) (*recording, [][]float32, error) {
 		return abort(lw, fmt.Errorf("core: Capture: %w", err))
 	}
 	key := lw.g.Key()
-	prog, ok := d.progs[key]
-	if !ok {
-		if prog, err = d.compile(key, &lw.g); err != nil {
+	e := d.progs.get(key)
+	if e == nil {
+		if e, err = d.compile(key, &lw.g); err != nil {
 			return abort(lw, fmt.Errorf("core: Capture: %w", err))
 		}
 	}
-	rec.prog, rec.args = prog, lw.args
+	if err := d.allocOutputs(lw); err != nil {
+		return abort(lw, fmt.Errorf("core: Capture: %w", err))
+	}
+	e.refs++
+	rec.prog, rec.args = e, lw.args
 	for s, idx := range lw.argOf {
 		rec.bound = append(rec.bound, boundArg{s, lw.args[lw.g.Nodes[idx].Arg]})
 	}
 	for _, t := range d.pending { // arg nodes do no work: left out
 		rec.nodes = append(rec.nodes, profile.NodeTime{Op: t.op.String(), Pass: t.pass})
 	}
-	if _, err := prog.Run(lw.args); err != nil {
+	if _, err := e.prog.Run(lw.args); err != nil {
 		return abort(lw, fmt.Errorf("core: Capture: first run: %w", err))
 	}
 	profile.Launch("captured", 1)
@@ -242,7 +283,7 @@ func (c *Capture) callFn(rec *recording) (flat *Tensor, err error) {
 			flat = ConcatRows(flat, o)
 		}
 	}
-	if flat == outs[0] || flat.st != statePending {
+	if flat == outs[0] || flat.state() != statePending {
 		flat = Scale(flat, 1) // a node of its own, so it is a program output
 	}
 	return flat.Keep(), nil
@@ -262,7 +303,7 @@ func (r *recording) replay(d *Device, in []Input, start time.Time) ([][]float32,
 	}
 	d.count(true, len(packed), "capture inputs")
 	t1 := time.Now()
-	info, err := r.prog.Run(r.args)
+	info, err := r.prog.prog.Run(r.args)
 	if err != nil {
 		return nil, fmt.Errorf("core: Capture.Call: running: %w", err)
 	}

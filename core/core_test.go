@@ -188,7 +188,7 @@ func TestEager(t *testing.T) {
 	dev.SetEager(true)
 	x := dev.Tensor([]float32{1, 2}, 2)
 	h := Scale(x, 3)
-	if h.st != stateRealized {
+	if h.state() != stateRealized {
 		t.Fatalf("eager op left %v", h)
 	}
 	Sum(h).Item()

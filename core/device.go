@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ag-go/ag/backend"
@@ -20,22 +21,28 @@ import (
 // analogue of ggmlR's device switch, with nothing lost.
 type Device struct {
 	name string // driver name as opened ("auto" resolved)
+	id   int    // 1, 2, ... in the order devices were opened: names one of two devices of a kind
 
-	mu      sync.Mutex
-	be      backend.Backend // nil while closed
-	caps    backend.Caps
-	gen     int // backend instances so far: recordings compare it
-	pending []*Tensor
-	progs   map[string]backend.Program
-	live    map[*storage]struct{}
-	pool    map[int][]backend.Buffer // freed buffers by length, for reuse
-	pooled  int64
-	eager   bool
-	noGrad  int
-	pass    profile.Pass // recorded into new nodes
+	mu       sync.Mutex
+	recDone  sync.Cond // signalled when a Capture recording ends (L is &mu)
+	recOwner uintptr   // the goroutine recording a Capture (others wait); 0 when none
+	modes    map[uintptr]*gmode
+	be       backend.Backend // nil while closed
+	caps     backend.Caps
+	gen      int // backend instances so far: recordings compare it
+	pending  []*Tensor
+	progs    progCache
+	live     map[*storage]struct{}
+	pool     map[int][]backend.Buffer // freed buffers by length, for reuse
+	pooled   int64
+	eager    bool
+	// grads are the leaves whose Grad a pending Backward replaced, with the
+	// gradient they had before: a failed run puts those back.
+	grads []gradUndo
 
 	freeMu sync.Mutex
-	freeq  []*storage // values of collected tensors, freed at the next sync
+	freeq  []*storage   // values of collected tensors, freed at the next sync
+	unpinq []*progEntry // programs of collected Captures, let go at the next sync
 
 	stats Stats
 
@@ -44,6 +51,11 @@ type Device struct {
 	guard   string        // set while a Capture records: sync points are errors
 	created time.Duration // create time of recorded ops, for Backward's walk
 	synced  time.Duration // time in runs (eager ones inside Backward too)
+}
+
+// gradUndo is a leaf's gradient before a pending Backward replaced it.
+type gradUndo struct {
+	leaf, prev *Tensor
 }
 
 // Stats counts what a device did; see Device.Stats.
@@ -55,7 +67,12 @@ type Stats struct {
 	Downloads int // device-to-host reads
 	UpBytes   int64
 	DownBytes int64
+	Evictions int // programs dropped from the cache (see SetProgramCache)
+	Failures  int // runs that failed (their work was dropped)
 }
+
+// deviceIDs numbers opened devices.
+var deviceIDs atomic.Int64
 
 // Open opens a device by backend name: "auto" (the best available, see
 // backend.Drivers), "cpu", "webgpu", "ggml-vulkan", "ggml-cpu".
@@ -65,19 +82,24 @@ func Open(name string) (*Device, error) {
 		return nil, fmt.Errorf("core.Open: %w", err)
 	}
 	d := &Device{
-		be:    be,
-		caps:  be.Caps(),
-		gen:   1,
-		progs: map[string]backend.Program{},
-		live:  map[*storage]struct{}{},
+		id:   int(deviceIDs.Add(1)),
+		be:   be,
+		caps: be.Caps(),
+		gen:  1,
+		live: map[*storage]struct{}{},
 	}
+	d.recDone.L = &d.mu
 	d.name = d.caps.Name
+	d.progs.init(DefaultCachePrograms, d.defaultCacheBytes())
 	return d, nil
 }
 
+// label names the device in messages: "cpu#2" (the second device opened).
+func (d *Device) label() string { return fmt.Sprintf("%s#%d", d.name, d.id) }
+
 // Info describes the device: its backend's capabilities.
 func (d *Device) Info() backend.Caps {
-	d.mu.Lock()
+	d.lock()
 	defer d.mu.Unlock()
 	return d.caps
 }
@@ -86,50 +108,43 @@ func (d *Device) Info() backend.Caps {
 func (d *Device) Name() string { return d.name }
 
 // String is e.g. "cpu (pure Go, 2 goroutines)".
-func (d *Device) String() string { return fmt.Sprintf("%s (%s)", d.caps.Name, d.caps.Device) }
+func (d *Device) String() string {
+	d.lock()
+	defer d.mu.Unlock()
+	return fmt.Sprintf("%s (%s)", d.caps.Name, d.caps.Device)
+}
 
 // Stats returns the device's counters.
 func (d *Device) Stats() Stats {
-	d.mu.Lock()
+	d.lock()
 	defer d.mu.Unlock()
-	return d.stats
+	st := d.stats
+	st.Evictions = d.progs.evicted
+	return st
 }
 
 // Generation counts backend instances: it increases each time the device
 // opens its backend again after Close. Recordings that bind device memory
 // compare it to know when to record anew.
 func (d *Device) Generation() int {
-	d.mu.Lock()
+	d.lock()
 	defer d.mu.Unlock()
 	return d.gen
 }
 
 // SetEager switches eager mode: every op runs as soon as it is recorded, and
-// its value is kept. For debugging and per-op profiles; slow.
+// its value is kept. For debugging and per-op profiles; slow. The mode is
+// the device's, for every goroutine.
 func (d *Device) SetEager(on bool) (prev bool) {
-	d.mu.Lock()
+	d.lock()
 	defer d.mu.Unlock()
 	prev, d.eager = d.eager, on
 	return prev
 }
 
-// NoGrad runs f with gradient recording off on this device: ops inside build
-// no backward recipe and keep no values for one (inference, evaluation).
-func (d *Device) NoGrad(f func()) {
-	d.mu.Lock()
-	d.noGrad++
-	d.mu.Unlock()
-	defer func() {
-		d.mu.Lock()
-		d.noGrad--
-		d.mu.Unlock()
-	}()
-	f()
-}
-
 // Memory reports the free and total memory the backend reports, in bytes.
 func (d *Device) Memory() (free, total uint64, err error) {
-	d.mu.Lock()
+	d.lock()
 	defer d.mu.Unlock()
 	if err := d.ensureOpen(); err != nil {
 		return 0, 0, err
@@ -148,7 +163,6 @@ func (d *Device) ensureOpen() error {
 	}
 	d.be, d.caps = be, be.Caps()
 	d.gen++
-	d.progs = map[string]backend.Program{}
 	return nil
 }
 
@@ -156,7 +170,7 @@ func (d *Device) ensureOpen() error {
 // parts and releases the backend. If a download fails, Close returns the
 // error and frees nothing. The device opens its backend again on next use.
 func (d *Device) Close() error {
-	d.mu.Lock()
+	d.lock()
 	defer d.mu.Unlock()
 	if d.be == nil {
 		return nil
@@ -186,10 +200,7 @@ func (d *Device) Close() error {
 	}
 	d.drainFrees()
 	d.flushPool()
-	for _, p := range d.progs {
-		p.Release()
-	}
-	d.progs = nil
+	d.progs.clear()
 	err := d.be.Close()
 	d.be = nil
 	return err
@@ -231,12 +242,24 @@ func (d *Device) collect(s *storage) {
 // drainFrees frees the storage of collected tensors. Called with d.mu held.
 func (d *Device) drainFrees() {
 	d.freeMu.Lock()
-	q := d.freeq
-	d.freeq = nil
+	q, u := d.freeq, d.unpinq
+	d.freeq, d.unpinq = nil, nil
 	d.freeMu.Unlock()
 	for _, s := range q {
 		d.dropStorage(s, true)
 	}
+	for _, e := range u {
+		d.unpin(e)
+	}
+}
+
+// unpin lets go of a recording's hold on a program (a program of an earlier
+// backend instance was released when that closed). Called with d.mu held.
+func (d *Device) unpin(e *progEntry) {
+	if e.prog == nil {
+		return // released when its backend closed
+	}
+	e.unref()
 }
 
 // dropStorage frees s now. With reuse the buffer is kept for later run
@@ -338,7 +361,7 @@ func (d *Device) count(up bool, n int, site string) {
 
 // syncRead runs pending work and reads t, as one profiled run.
 func (d *Device) syncRead(t *Tensor, fn string) ([]float32, error) {
-	d.mu.Lock()
+	d.lock()
 	defer d.mu.Unlock()
 	d.holdRun = true
 	err := d.syncLocked([]*Tensor{t}, fn)
@@ -377,11 +400,13 @@ func (d *Device) read(t *Tensor, fn string) ([]float32, error) {
 }
 
 func (t *Tensor) readable(fn string) error {
-	switch t.st {
+	switch t.state() {
 	case stateSpent:
 		return fmt.Errorf("core: %s of %v: %w by the run that computed it (call Keep() on it before that run, or pass it to Device.Sync)", fn, t, ErrNotKept)
 	case stateReleased:
 		return fmt.Errorf("core: %s of %v: %w", fn, t, ErrReleased)
+	case stateFailed:
+		return fmt.Errorf("core: %s of %v: %w: %w", fn, t, ErrRunFailed, t.err)
 	case statePending:
 		return fmt.Errorf("core: internal: %s of %v: still pending after a sync", fn, t)
 	}
@@ -391,11 +416,11 @@ func (t *Tensor) readable(fn string) error {
 // ReadAt returns n values of a realized tensor starting at element off,
 // without downloading the rest (a sync point).
 func (t *Tensor) ReadAt(off, n int) ([]float32, error) {
-	if off < 0 || n < 0 || off+n > t.Len() {
+	if !backend.InRange(off, n, t.Len()) {
 		return nil, fmt.Errorf("core: ReadAt(%d, %d) outside a tensor of %d elements", off, n, t.Len())
 	}
 	d := t.dev
-	d.mu.Lock()
+	d.lock()
 	defer d.mu.Unlock()
 	if err := d.syncLocked([]*Tensor{t}, "ReadAt"); err != nil {
 		return nil, err
@@ -419,16 +444,16 @@ func (t *Tensor) ReadAt(off, n int) ([]float32, error) {
 // element off. Pending work that reads t runs first and sees the old value;
 // work recorded afterwards sees the new one.
 func (t *Tensor) WriteAt(off int, data []float32) error {
-	if off < 0 || off+len(data) > t.Len() {
+	if !backend.InRange(off, len(data), t.Len()) {
 		return fmt.Errorf("core: WriteAt(%d, %d values) outside a tensor of %d elements", off, len(data), t.Len())
 	}
 	d := t.dev
-	d.mu.Lock()
+	d.lock()
 	defer d.mu.Unlock()
 	if d.guard != "" {
 		return fmt.Errorf("core: WriteAt of %v: %w: an upload (site \"WriteAt\") during %s would not be repeated by a replay", t, ErrCapture, d.guard)
 	}
-	if t.st != stateRealized || t.stor == nil {
+	if t.state() != stateRealized || t.stor == nil {
 		return fmt.Errorf("core: WriteAt on %v: only realized values (data, params, Zeros) can be written", t)
 	}
 	if d.readers(t) {

@@ -127,6 +127,9 @@ func TestGradients(t *testing.T) {
 			loss = build()
 			dev.mu.Lock()
 			lw, err := dev.lower()
+			if err == nil {
+				err = dev.allocOutputs(lw)
+			}
 			dev.mu.Unlock()
 			if err != nil {
 				t.Fatal(err)

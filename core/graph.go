@@ -27,7 +27,7 @@ func (d *Device) Param(init []float32, shape ...int) *Tensor {
 // outside any run's plan; WriteAt and ReadAt update and read it in place.
 func (d *Device) Zeros(shape ...int) (*Tensor, error) {
 	checkShape("Zeros", shape)
-	d.mu.Lock()
+	d.lock()
 	defer d.mu.Unlock()
 	if err := d.ensureOpen(); err != nil {
 		return nil, err
@@ -37,7 +37,8 @@ func (d *Device) Zeros(shape ...int) (*Tensor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("core: Zeros%v: allocating %d floats on %s: %w", shape, n, d.caps.Name, err)
 	}
-	t := &Tensor{dev: d, shape: slices.Clone(shape), st: stateRealized, param: true}
+	t := &Tensor{dev: d, shape: slices.Clone(shape), param: true}
+	t.setState(stateRealized)
 	t.stor = d.newStorage(t, nil, n)
 	t.stor.buf = b
 	return t, nil
@@ -48,20 +49,29 @@ func (d *Device) leaf(fn string, data []float32, shape []int, grad bool) *Tensor
 	if n := backend.NumElems(shape); n != len(data) {
 		panic(fmt.Sprintf("core.%s: %d values for shape %v (%d elements)", fn, len(data), shape, n))
 	}
-	t := &Tensor{dev: d, shape: slices.Clone(shape), st: stateRealized, requiresGrad: grad, param: grad}
-	d.mu.Lock()
-	t.stor = d.newStorage(t, slices.Clone(data), len(data))
+	t := &Tensor{dev: d, shape: slices.Clone(shape), requiresGrad: grad, param: grad}
+	t.setState(stateRealized)
+	host := slices.Clone(data)
+	d.lock()
+	t.stor = d.newStorage(t, host, len(data))
 	d.mu.Unlock()
 	return t
 }
 
+// checkShape panics, naming fn and the shape, on a shape no tensor can have
+// (see backend.CheckShape).
 func checkShape(fn string, shape []int) {
-	if len(shape) > 4 {
-		panic(fmt.Sprintf("core.%s: shape %v has %d dimensions, at most 4 are supported", fn, shape, len(shape)))
+	if err := backend.CheckShape(shape); err != nil {
+		panic(fmt.Sprintf("core.%s: %v", fn, err))
 	}
-	for _, s := range shape {
-		if s < 1 {
-			panic(fmt.Sprintf("core.%s: shape %v has a dimension < 1", fn, shape))
+}
+
+// needTensors panics, naming fn and the position, on a nil input: a bare
+// nil dereference deep inside an op would say nothing of where it came from.
+func needTensors(fn string, ts ...*Tensor) {
+	for i, t := range ts {
+		if t == nil {
+			panic(fmt.Sprintf("core.%s: input %d is nil", fn, i))
 		}
 	}
 }
@@ -69,24 +79,34 @@ func checkShape(fn string, shape []int) {
 // record appends a pending node computing op over ins. fn names the public
 // function for error messages.
 func (d *Device) record(fn string, op backend.Op, shape []int, attr backend.Node, ins ...*Tensor) *Tensor {
+	return d.recordGrad(fn, op, shape, attr, true, ins...)
+}
+
+// recordGrad is record for ops whose result may carry a gradient (grad) or
+// never does (MaxAxis, OneHot: no gradient flows through them).
+func (d *Device) recordGrad(fn string, op backend.Op, shape []int, attr backend.Node, grad bool, ins ...*Tensor) *Tensor {
+	needTensors(fn, ins...)
 	var t0 time.Time
 	if profiling() {
 		t0 = time.Now()
 	}
-	grad := false
 	for i, in := range ins {
 		if in.dev != d {
-			panic(fmt.Sprintf("core.%s: input %d is on device %s, not %s", fn, i, in.dev.name, d.name))
+			panic(fmt.Sprintf("core.%s: input %d is on device %s, the others on %s: move it with Data and Tensor, or use one device", fn, i, in.dev.label(), d.label()))
 		}
-		in.check(fn, i)
-		grad = grad || in.requiresGrad
 	}
-	t := &Tensor{dev: d, shape: shape, st: statePending, op: op, attr: attr}
+	t := &Tensor{dev: d, shape: shape, op: op, attr: attr}
 	t.inputs = ins
-	d.mu.Lock()
+	d.lock()
 	defer d.mu.Unlock()
-	t.requiresGrad = grad && d.noGrad == 0
-	t.pass = d.pass
+	needGrad := false
+	for i, in := range ins {
+		in.check(fn, i)
+		needGrad = needGrad || in.requiresGrad
+	}
+	noGrad, pass := d.modeOf()
+	t.requiresGrad = grad && needGrad && !noGrad
+	t.pass = pass
 	t.seq = len(d.pending)
 	d.pending = append(d.pending, t)
 	if !t0.IsZero() {
@@ -96,9 +116,8 @@ func (d *Device) record(fn string, op backend.Op, shape []int, attr backend.Node
 	}
 	if d.eager {
 		t.keep = true
-		if err := d.syncLocked(nil, "eager"); err != nil {
-			panic(fmt.Sprintf("core.%s: eager run failed: %v", fn, err))
-		}
+		// A failure drops t with the rest of the run; reading t returns it.
+		_ = d.syncLocked(nil, "eager")
 	}
 	return t
 }
@@ -107,14 +126,17 @@ func (d *Device) record(fn string, op backend.Op, shape []int, attr backend.Node
 // values of ts (and of tensors marked with Keep). It is the explicit sync
 // point; Data, Item and buffer reads call it.
 func (d *Device) Sync(ts ...*Tensor) error {
-	d.mu.Lock()
+	needTensors("Device.Sync", ts...)
+	d.lock()
 	defer d.mu.Unlock()
 	return d.syncLocked(ts, "Sync")
 }
 
 // syncLocked lowers the pending nodes to one backend graph, runs it (from the
 // program cache when its structure was seen before) and realizes the kept
-// values. On failure nothing is lost: the pending work stays pending.
+// values. When lowering, compiling, allocating or running fails, the pending
+// work is dropped (see ErrRunFailed) and the error is returned once; values
+// computed before stay as they were.
 func (d *Device) syncLocked(want []*Tensor, site string) error {
 	if d.guard != "" {
 		return fmt.Errorf("core: %s: %w: a sync point (a download or a run) during %s would not be repeated by a replay", site, ErrCapture, d.guard)
@@ -123,35 +145,37 @@ func (d *Device) syncLocked(want []*Tensor, site string) error {
 	d.drainFrees()
 	for _, t := range want {
 		if t.dev != d {
-			return fmt.Errorf("core: %s: a tensor of device %s synced on %s", site, t.dev.name, d.name)
+			return fmt.Errorf("core: %s: a tensor of device %s synced on %s", site, t.dev.label(), d.label())
 		}
-		if err := t.readable(site); err != nil && t.st != statePending {
+		if err := t.readable(site); err != nil && t.state() != statePending {
 			return err
 		}
-		t.keep = t.keep || t.st == statePending
+		t.keep = t.keep || t.state() == statePending
 	}
 	if len(d.pending) == 0 {
 		return nil
 	}
 	if err := d.ensureOpen(); err != nil {
-		return err
+		return d.fail(nil, fmt.Errorf("core: %s: %w", site, err))
 	}
 	prof := profiling()
 	var rec profile.Run
 	lw, err := d.lower()
 	if err != nil {
-		lw.free(d)
-		return fmt.Errorf("core: %s: %w", site, err)
+		return d.fail(lw, fmt.Errorf("core: %s: %w", site, err))
 	}
 	key := lw.g.Key()
-	prog, ok := d.progs[key]
+	e := d.progs.get(key)
 	t1 := time.Now()
-	if ok {
+	if e != nil {
 		d.stats.CacheHits++
-	} else if prog, err = d.compile(key, &lw.g); err != nil {
-		lw.free(d)
-		return fmt.Errorf("core: %s: %w", site, err)
+	} else if e, err = d.compile(key, &lw.g); err != nil {
+		return d.fail(lw, fmt.Errorf("core: %s: %w", site, err))
 	}
+	if err := d.allocOutputs(lw); err != nil {
+		return d.fail(lw, fmt.Errorf("core: %s: %w", site, err))
+	}
+	prog := e.prog
 	t2 := time.Now()
 	var info backend.RunInfo
 	var nodeTimes []time.Duration
@@ -162,8 +186,7 @@ func (d *Device) syncLocked(want []*Tensor, site string) error {
 		info, err = prog.Run(lw.args)
 	}
 	if err != nil {
-		lw.free(d)
-		return fmt.Errorf("core: %s: running %d nodes on %s: %w", site, len(lw.g.Nodes), d.caps.Name, err)
+		return d.fail(lw, fmt.Errorf("core: %s: running %d nodes on %s: %w", site, len(lw.g.Nodes), d.caps.Name, err))
 	}
 	profile.Launch(site, info.Launches)
 	t3 := time.Now()
@@ -184,8 +207,8 @@ func (d *Device) syncLocked(want []*Tensor, site string) error {
 		// The stages tile the sync's wall time (see doc.go for the mapping).
 		rec = profile.Run{Site: site, Start: t0, Upload: lw.upload,
 			Ctx:     t1.Sub(t0) - lw.lowerTime(),
-			Graph:   lw.lowerTime() - lw.flush - lw.upload + t2.Sub(t1),
-			Flush:   lw.flush + time.Since(t3),
+			Graph:   lw.lowerTime() - lw.flush - lw.upload + t2.Sub(t1) - lw.alloc,
+			Flush:   lw.flush + lw.alloc + time.Since(t3),
 			Compute: t3.Sub(t2)}
 		d.useDeviceTime(&rec, info)
 		rec.Nodes = nodes
@@ -199,15 +222,49 @@ func (d *Device) syncLocked(want []*Tensor, site string) error {
 	return nil
 }
 
+// fail ends a failed sync: it gives back what the lowering allocated, drops
+// every pending node (reading one returns ErrRunFailed with err), puts back
+// the gradients a dropped Backward replaced, and returns err. Called with
+// d.mu held.
+func (d *Device) fail(lw *lowering, err error) error {
+	if lw != nil {
+		lw.free(d)
+	}
+	d.dropPending(err)
+	d.stats.Failures++
+	return err
+}
+
+// dropPending marks every pending node failed with err and empties the
+// pending graph. Called with d.mu held.
+func (d *Device) dropPending(err error) {
+	for _, t := range d.pending {
+		t.setState(stateFailed)
+		t.err = err
+		t.inputs = nil
+		t.keep = false
+	}
+	clear(d.pending)
+	d.pending = d.pending[:0]
+	// The gradients the dropped Backward would have produced are gone; the
+	// ones from before it are intact.
+	for i := len(d.grads) - 1; i >= 0; i-- {
+		u := d.grads[i]
+		if g := u.leaf.grad; g != nil && g.state() == stateFailed {
+			u.leaf.grad = u.prev
+		}
+	}
+	d.grads = nil
+}
+
 // compile compiles g and caches the program under key. Called with d.mu held.
-func (d *Device) compile(key string, g *backend.Graph) (backend.Program, error) {
+func (d *Device) compile(key string, g *backend.Graph) (*progEntry, error) {
 	prog, err := d.be.Compile(g)
 	if err != nil {
 		return nil, fmt.Errorf("compiling %d nodes on %s: %w", len(g.Nodes), d.caps.Name, err)
 	}
-	d.progs[key] = prog
 	d.stats.Compiles++
-	return prog, nil
+	return d.progs.put(key, prog, d.gen), nil
 }
 
 // useDeviceTime makes a run's compute stage the device's own measure where
@@ -228,29 +285,33 @@ func (d *Device) realize(lw *lowering) {
 	d.stats.Runs++
 	for _, t := range d.pending {
 		if b, ok := lw.out[t]; ok {
-			t.st = stateRealized
+			t.setState(stateRealized)
 			t.stor = d.newStorage(t, nil, t.Len())
 			t.stor.buf = b
 		} else {
-			t.st = stateSpent
+			t.setState(stateSpent)
 		}
 		if !t.requiresGrad || t.backwarded {
 			t.inputs = nil // let the ancestors go
 		}
 	}
+	clear(d.pending)
 	d.pending = d.pending[:0]
+	d.grads = nil
 }
 
 // lowering is one sync's translation of pending tensors to a backend graph.
 type lowering struct {
 	start  time.Time
 	flush  time.Duration // allocating kept values' memory
+	alloc  time.Duration // of which after compiling (allocOutputs)
 	upload time.Duration // host values crossing to the device
 	end    time.Time
 	g      backend.Graph
 	args   []backend.Buffer
 	argOf  map[*storage]int // arg node index per realized value
 	nodeOf map[*Tensor]int
+	kept   []*Tensor                  // values that outlive the run, in output order
 	out    map[*Tensor]backend.Buffer // kept values and their new buffers
 }
 
@@ -260,13 +321,16 @@ func (lw *lowering) free(d *Device) {
 	for _, b := range lw.out {
 		d.putBuf(b)
 	}
+	clear(lw.out)
 }
 
 // lower translates d.pending into lw.g. It decides which values outlive the
 // run: results (values no other pending node consumes), values marked Keep or
 // asked for, and values a Backward still to come needs (nodes that require
 // grad and their inputs). Every other value is an intermediate whose memory
-// the backend plans.
+// the backend plans. Output args are assigned here and allocated by
+// allocOutputs once the program is compiled, so that a program too large for
+// the device fails before any of its memory is taken.
 func (d *Device) lower() (*lowering, error) {
 	lw := &lowering{
 		argOf:  map[*storage]int{},
@@ -284,7 +348,7 @@ func (d *Device) lower() (*lowering, error) {
 		if t.requiresGrad && !t.backwarded {
 			keep[t] = true
 			for _, in := range t.inputs {
-				if in.st == statePending {
+				if in.state() == statePending {
 					keep[in] = true
 				}
 			}
@@ -297,6 +361,9 @@ func (d *Device) lower() (*lowering, error) {
 	}
 	lw.g.Nodes = make([]backend.Node, 0, len(d.pending)+8)
 	for _, t := range d.pending {
+		if err := checkLabels(t); err != nil {
+			return lw, err
+		}
 		n := t.attr
 		n.Op = t.op
 		n.Shape = t.shape
@@ -311,25 +378,69 @@ func (d *Device) lower() (*lowering, error) {
 		lw.nodeOf[t] = len(lw.g.Nodes)
 		lw.g.Nodes = append(lw.g.Nodes, n)
 		if keep[t] {
-			f0 := time.Now()
-			b, err := d.getBuf(t.Len())
-			lw.flush += time.Since(f0)
-			if err != nil {
-				return lw, fmt.Errorf("allocating %d floats for %v: %w", t.Len(), t, err)
-			}
-			lw.out[t] = b
 			lw.g.Outputs = append(lw.g.Outputs, backend.Output{Node: lw.nodeOf[t], Arg: len(lw.args)})
-			lw.args = append(lw.args, b)
+			lw.args = append(lw.args, nil) // allocOutputs
+			lw.kept = append(lw.kept, t)
 		}
 	}
 	lw.g.NumArgs = len(lw.args)
 	return lw, nil
 }
 
+// outputCheckBytes is the size of a run's new outputs above which
+// allocOutputs first asks the device for its free memory (a query costs a
+// system call or more, too much for every small step).
+const outputCheckBytes = 64 << 20
+
+// allocOutputs allocates the kept values' buffers, after checking that
+// their total fits the device's free memory. Called with d.mu held.
+func (d *Device) allocOutputs(lw *lowering) error {
+	a0 := time.Now()
+	defer func() {
+		lw.alloc = time.Since(a0)
+		lw.flush += lw.alloc
+	}()
+	var need uint64
+	for _, t := range lw.kept {
+		if len(d.pool[t.Len()]) == 0 {
+			need += 4 * uint64(t.Len())
+		}
+	}
+	if need > outputCheckBytes {
+		if free, _, err := d.be.Memory(); err == nil && need > free {
+			return fmt.Errorf("the run keeps %d value(s) needing %s of new memory, more than the %s free on %s", len(lw.kept), bytesText(need), bytesText(free), d.caps.Name)
+		}
+	}
+	for i, o := range lw.g.Outputs {
+		t := lw.kept[i]
+		b, err := d.getBuf(t.Len())
+		if err != nil {
+			return fmt.Errorf("allocating %d floats for %v: %w", t.Len(), t, err)
+		}
+		lw.out[t] = b
+		lw.args[o.Arg] = b
+	}
+	return nil
+}
+
+// bytesText writes a byte count for people: "3.7 TiB".
+func bytesText(n uint64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, i := float64(n), 0
+	for v >= unit && i < 5 {
+		v /= unit
+		i++
+	}
+	return fmt.Sprintf("%.1f %ciB (%d bytes)", v, "KMGTPE"[i-1], n)
+}
+
 // input returns the node index for an op input: a pending node of this
 // lowering, or an arg node over a realized value (uploaded if on the host).
 func (lw *lowering) input(d *Device, in *Tensor) (int, error) {
-	if in.st == statePending {
+	if in.state() == statePending {
 		idx, ok := lw.nodeOf[in]
 		if !ok {
 			return 0, fmt.Errorf("internal: %v is pending but was not recorded before its consumer", in)
@@ -353,4 +464,25 @@ func (lw *lowering) input(d *Device, in *Tensor) (int, error) {
 	lw.args = append(lw.args, in.stor.buf)
 	lw.argOf[in.stor] = idx
 	return idx, nil
+}
+
+// checkLabels validates the class indices of a OneHot node whose indices
+// are host data about to cross to the device: a label outside 0..classes-1
+// is an error of the sync naming it, where the device would clamp it.
+// Indices computed on the device are clamped there (see OneHot).
+func checkLabels(t *Tensor) error {
+	if t.op != backend.OpOneHot {
+		return nil
+	}
+	idx := t.inputs[0]
+	if idx.state() != stateRealized || idx.stor == nil || idx.stor.host == nil {
+		return nil
+	}
+	classes := t.shape[1]
+	for i, v := range idx.stor.host {
+		if !(v >= 0 && v <= float32(classes-1)) || v != float32(int(v)) {
+			return fmt.Errorf("OneHot: label %g at index %d is not a class index 0..%d (%d classes)", v, i, classes-1, classes)
+		}
+	}
+	return nil
 }

@@ -14,10 +14,12 @@ import (
 // until a sync point (Data, Item, Device.Sync).
 
 func unary(fn string, op backend.Op, x *Tensor, a, b float32) *Tensor {
+	needTensors(fn, x)
 	return x.dev.record(fn, op, slices.Clone(x.shape), backend.Node{A: a, B: b}, x)
 }
 
 func binary(fn string, op backend.Op, a, b *Tensor) *Tensor {
+	needTensors(fn, a, b)
 	s, err := backend.BroadcastShape(a.shape, b.shape)
 	if err != nil {
 		panic(fmt.Sprintf("core.%s: %v", fn, err))
@@ -74,7 +76,7 @@ func Pow(x *Tensor, p float32) *Tensor { return unary("Pow", backend.OpPowConst,
 // inside the range and is zero outside, like ggmlR's ag_clamp.
 func Clamp(x *Tensor, lo, hi float32) *Tensor {
 	if !(lo <= hi) {
-		panic(fmt.Sprintf("core.Clamp: lo %g > hi %g", lo, hi))
+		panic(fmt.Sprintf("core.Clamp: lo %g > hi %g (or NaN)", lo, hi))
 	}
 	return unary("Clamp", backend.OpClamp, x, lo, hi)
 }
@@ -97,12 +99,14 @@ func LogSoftmax(x *Tensor) *Tensor {
 }
 
 func needRank(fn string, x *Tensor, min int) {
+	needTensors(fn, x)
 	if x.Rank() < min {
 		panic(fmt.Sprintf("core.%s: input of shape %v needs at least %d dimensions", fn, x.shape, min))
 	}
 }
 
 func normAxis(fn string, x *Tensor, axis int) int {
+	needTensors(fn, x)
 	r := x.Rank()
 	if axis < 0 {
 		axis += r
@@ -122,6 +126,7 @@ func sumKeep(fn string, x *Tensor, axis int) *Tensor {
 
 // Sum adds all elements into a scalar (shape []).
 func Sum(x *Tensor) *Tensor {
+	needTensors("Sum", x)
 	if x.Rank() == 0 {
 		return x
 	}
@@ -144,7 +149,10 @@ func SumAxis(x *Tensor, axis int, keepDim bool) *Tensor {
 }
 
 // Mean averages all elements into a scalar.
-func Mean(x *Tensor) *Tensor { return Scale(Sum(x), 1/float32(x.Len())) }
+func Mean(x *Tensor) *Tensor {
+	needTensors("Mean", x)
+	return Scale(Sum(x), 1/float32(x.Len()))
+}
 
 // MeanAxis averages along axis; keepDim keeps the axis with size 1.
 func MeanAxis(x *Tensor, axis int, keepDim bool) *Tensor {
@@ -157,8 +165,7 @@ func MaxAxis(x *Tensor, axis int, keepDim bool) *Tensor {
 	axis = normAxis("MaxAxis", x, axis)
 	s := slices.Clone(x.shape)
 	s[axis] = 1
-	y := x.dev.record("MaxAxis", backend.OpMax, s, backend.Node{Axis: axis}, x)
-	y.requiresGrad = false
+	y := x.dev.recordGrad("MaxAxis", backend.OpMax, s, backend.Node{Axis: axis}, false, x)
 	if keepDim {
 		return y
 	}
@@ -167,22 +174,25 @@ func MaxAxis(x *Tensor, axis int, keepDim bool) *Tensor {
 
 // Reshape views x with a new shape of the same size; one dimension may be -1.
 func Reshape(x *Tensor, shape ...int) *Tensor {
+	needTensors("Reshape", x)
 	shape = slices.Clone(shape)
 	infer, known := -1, 1
 	for i, s := range shape {
-		if s == -1 && infer < 0 {
+		switch {
+		case s == -1 && infer < 0:
 			infer = i
-		} else {
+		case s < 1 || known > x.Len()/s: // also keeps the product from overflowing
+			panic(fmt.Sprintf("core.Reshape: %v (%d elements) cannot become %v", x.shape, x.Len(), shape))
+		default:
 			known *= s
 		}
 	}
-	if infer >= 0 && known > 0 && x.Len()%known == 0 {
+	if infer >= 0 && x.Len()%known == 0 {
 		shape[infer] = x.Len() / known
 	}
-	if backend.NumElems(shape) != x.Len() || slices.ContainsFunc(shape, func(s int) bool { return s < 1 }) {
+	if err := backend.CheckShape(shape); err != nil || backend.NumElems(shape) != x.Len() {
 		panic(fmt.Sprintf("core.Reshape: %v (%d elements) cannot become %v", x.shape, x.Len(), shape))
 	}
-	checkShape("Reshape", shape)
 	if slices.Equal(shape, x.shape) {
 		return x
 	}
@@ -191,6 +201,7 @@ func Reshape(x *Tensor, shape ...int) *Tensor {
 
 // Permute reorders axes: output axis i is input axis perm[i].
 func Permute(x *Tensor, perm ...int) *Tensor {
+	needTensors("Permute", x)
 	if len(perm) != x.Rank() {
 		panic(fmt.Sprintf("core.Permute: perm %v for shape %v", perm, x.shape))
 	}
@@ -220,6 +231,8 @@ func Transpose(x *Tensor) *Tensor {
 
 // Expand broadcasts x to shape (numpy rules).
 func Expand(x *Tensor, shape ...int) *Tensor {
+	needTensors("Expand", x)
+	checkShape("Expand", shape)
 	s, err := backend.BroadcastShape(x.shape, shape)
 	if err != nil || !slices.Equal(s, shape) {
 		panic(fmt.Sprintf("core.Expand: shape %v does not broadcast to %v", x.shape, shape))
@@ -233,7 +246,7 @@ func Expand(x *Tensor, shape ...int) *Tensor {
 // SliceRows takes n rows of x starting at row from (along axis 0).
 func SliceRows(x *Tensor, from, n int) *Tensor {
 	needRank("SliceRows", x, 1)
-	if from < 0 || n < 1 || from+n > x.shape[0] {
+	if n < 1 || !backend.InRange(from, n, x.shape[0]) {
 		panic(fmt.Sprintf("core.SliceRows: rows %d..%d of shape %v", from, from+n-1, x.shape))
 	}
 	s := slices.Clone(x.shape)
@@ -243,12 +256,14 @@ func SliceRows(x *Tensor, from, n int) *Tensor {
 
 // ConcatRows joins a and b along axis 0.
 func ConcatRows(a, b *Tensor) *Tensor {
+	needTensors("ConcatRows", a, b)
 	needRank("ConcatRows", a, 1)
 	if a.Rank() != b.Rank() || !slices.Equal(a.shape[1:], b.shape[1:]) {
 		panic(fmt.Sprintf("core.ConcatRows: shapes %v and %v differ beyond axis 0", a.shape, b.shape))
 	}
 	s := slices.Clone(a.shape)
 	s[0] += b.shape[0]
+	checkShape("ConcatRows", s)
 	return a.dev.record("ConcatRows", backend.OpConcatRows, s, backend.Node{}, a, b)
 }
 
@@ -256,6 +271,7 @@ func ConcatRows(a, b *Tensor) *Tensor {
 // no gradient): the result has shape [len(idx), x.shape[1:]...]. Indices out
 // of range are clamped on the device, so they never read outside x.
 func Gather(x, idx *Tensor) *Tensor {
+	needTensors("Gather", x, idx)
 	needRank("Gather", x, 1)
 	if idx.Rank() != 1 {
 		panic(fmt.Sprintf("core.Gather: indices of shape %v, want 1-D", idx.shape))
@@ -272,17 +288,27 @@ func scatterAddRows(src, idx *Tensor, rows int) *Tensor {
 	return src.dev.record("scatterAddRows", backend.OpScatterAddRows, s, backend.Node{}, src, idx)
 }
 
-// OneHot turns 1-D indices into [n, classes] rows with a 1 at each index.
+// OneHot turns 1-D class indices into [n, classes] rows with a 1 at each
+// index (no gradient). Indices given as host data (Device.Tensor) are
+// checked at the sync that uploads them: a label that is not a whole number
+// in 0..classes-1 fails that sync with an error naming it. Indices computed
+// on the device are rounded and clamped there, like every device-side index.
 func OneHot(idx *Tensor, classes int) *Tensor {
+	needTensors("OneHot", idx)
 	if idx.Rank() != 1 || classes < 1 {
 		panic(fmt.Sprintf("core.OneHot: indices of shape %v, %d classes", idx.shape, classes))
 	}
-	return idx.dev.record("OneHot", backend.OpOneHot, []int{idx.shape[0], classes}, backend.Node{}, idx)
+	s := []int{idx.shape[0], classes}
+	checkShape("OneHot", s)
+	return idx.dev.recordGrad("OneHot", backend.OpOneHot, s, backend.Node{}, false, idx)
 }
 
 // Full makes a tensor of the given shape with every element v (recorded
 // lazily, so it costs no upload).
 func (d *Device) Full(v float32, shape ...int) *Tensor {
+	if d == nil {
+		panic("core.Full: nil device")
+	}
 	checkShape("Full", shape)
 	return d.record("Full", backend.OpFill, slices.Clone(shape), backend.Node{A: v})
 }
@@ -293,6 +319,7 @@ func MatMul(a, b *Tensor) *Tensor { return MatMulT(a, b, false, false) }
 // MatMulT multiplies op(a) by op(b), where op transposes the last two
 // dimensions when the flag is set, without materializing the transpose.
 func MatMulT(a, b *Tensor, transA, transB bool) *Tensor {
+	needTensors("MatMul", a, b)
 	if a.Rank() < 2 || a.Rank() != b.Rank() || !slices.Equal(a.shape[:a.Rank()-2], b.shape[:b.Rank()-2]) {
 		panic(fmt.Sprintf("core.MatMul: shapes %v and %v (need the same rank >= 2 and equal batch dimensions)", a.shape, b.shape))
 	}

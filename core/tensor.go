@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/ag-go/ag/backend"
 	"github.com/ag-go/ag/profile"
@@ -16,28 +17,40 @@ var ErrNotKept = errors.New("value was not kept")
 // ErrReleased is returned when a released tensor is used.
 var ErrReleased = errors.New("tensor was released")
 
+// ErrRunFailed is wrapped by the errors of values whose run failed: a sync
+// that fails (out of memory, a compile error, a lost device) drops the work it
+// was running and reports the failure once; the values that work would have
+// computed read as this error (together with the original one) ever after.
+// Values computed before the failure - parameters, optimizer state, buffers,
+// earlier results - are untouched, so training can go on.
+var ErrRunFailed = errors.New("value was dropped because the run that would compute it failed")
+
 // state of a tensor's value.
-type state uint8
+type state uint32
 
 const (
 	statePending  state = iota // recorded, not yet run
 	stateRealized              // value in storage (device buffer or host)
 	stateSpent                 // computed by a run and not kept
 	stateReleased              // released by the user
+	stateFailed                // dropped by a failed run (Tensor.err says why)
 )
+
+var stateNames = [...]string{statePending: "pending", stateRealized: "realized", stateSpent: "spent", stateReleased: "released", stateFailed: "failed"}
 
 // Tensor is a handle to an f32 value of up to 4 dimensions, row-major, on a
 // Device: either a realized value (device memory, or host memory while the
 // device is closed) or a pending node of the device's lazy graph.
 //
 // Tensors are created by Device.Tensor, Device.Param, Device.Zeros and the op
-// functions of this package. They are not safe for concurrent mutation, like
-// the Device they belong to.
+// functions of this package. Like their Device, they are safe for concurrent
+// use: every method takes the device's lock.
 type Tensor struct {
 	dev   *Device
-	shape []int
-	st    state
+	shape []int // never changes
+	st    atomic.Uint32
 	stor  *storage // realized value
+	err   error    // why a failed value was dropped
 
 	// recipe (pending, or kept for a backward still to come)
 	op     backend.Op
@@ -53,15 +66,25 @@ type Tensor struct {
 	grad         *Tensor
 }
 
+// state is atomic because String reads it without the device lock (it is
+// called while formatting messages, with or without the lock held).
+func (t *Tensor) state() state      { return state(t.st.Load()) }
+func (t *Tensor) setState(s state) { t.st.Store(uint32(s)) }
+
 // Shape returns a copy of the tensor's dimensions.
 func (t *Tensor) Shape() []int { return append([]int(nil), t.shape...) }
 
-// Dim returns dimension i (negative counts from the end).
+// Dim returns dimension i (negative counts from the end). It panics, naming
+// the shape, when i is out of range.
 func (t *Tensor) Dim(i int) int {
-	if i < 0 {
-		i += len(t.shape)
+	j := i
+	if j < 0 {
+		j += len(t.shape)
 	}
-	return t.shape[i]
+	if j < 0 || j >= len(t.shape) {
+		panic(fmt.Sprintf("core.Tensor.Dim: dimension %d of shape %v", i, t.shape))
+	}
+	return t.shape[j]
 }
 
 // Rank is the number of dimensions (0 for a scalar).
@@ -74,10 +97,14 @@ func (t *Tensor) Len() int { return backend.NumElems(t.shape) }
 func (t *Tensor) Device() *Device { return t.dev }
 
 // RequiresGrad reports whether Backward computes a gradient for t.
-func (t *Tensor) RequiresGrad() bool { return t.requiresGrad }
+func (t *Tensor) RequiresGrad() bool {
+	t.dev.lock()
+	defer t.dev.mu.Unlock()
+	return t.requiresGrad
+}
 
-// Op returns the name of the op that produced t ("arg" for data, "param" for
-// parameters).
+// Op returns the name of the op that produced t ("data" for data, "param"
+// for parameters).
 func (t *Tensor) Op() string {
 	switch {
 	case t.param:
@@ -90,8 +117,10 @@ func (t *Tensor) Op() string {
 
 // String describes the tensor without syncing, e.g. `Tensor[64 1024] relu (pending)`.
 func (t *Tensor) String() string {
-	where := map[state]string{statePending: "pending", stateRealized: "realized", stateSpent: "spent", stateReleased: "released"}[t.st]
-	return fmt.Sprintf("Tensor%v %s (%s)", t.shape, t.Op(), where)
+	if t == nil {
+		return "Tensor(nil)"
+	}
+	return fmt.Sprintf("Tensor%v %s (%s)", t.shape, t.Op(), stateNames[t.state()])
 }
 
 // Keep asks that t's value outlive the run that computes it, so it can be
@@ -101,7 +130,9 @@ func (t *Tensor) String() string {
 // still to come needs; it plans away the memory of the other intermediates.
 // Keep returns t.
 func (t *Tensor) Keep() *Tensor {
+	t.dev.lock()
 	t.keep = true
+	t.dev.mu.Unlock()
 	return t
 }
 
@@ -125,26 +156,31 @@ func (t *Tensor) Item() (float32, error) {
 
 // Grad returns the gradient accumulated by Backward, or nil when there is
 // none. The gradient is a tensor of t's shape; reading it is a sync point.
-func (t *Tensor) Grad() *Tensor { return t.grad }
+// After a failed run the gradient is the one from before that run's Backward.
+func (t *Tensor) Grad() *Tensor {
+	t.dev.lock()
+	defer t.dev.mu.Unlock()
+	return t.grad
+}
 
 // ZeroGrad drops the accumulated gradient (the next Backward starts afresh)
 // and gives its device memory back for reuse at once.
 func (t *Tensor) ZeroGrad() {
+	d := t.dev
+	d.lock()
+	defer d.mu.Unlock()
 	g := t.grad
 	if g == nil {
 		return
 	}
 	t.grad = nil
-	d := g.dev
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	switch {
-	case g.st == statePending:
+	case g.state() == statePending:
 		g.keep = false
-	case g.st == stateRealized && g.stor != nil && !d.readers(g):
+	case g.state() == stateRealized && g.stor != nil && !d.readers(g):
 		d.dropStorage(g.stor, true)
 		g.stor = nil
-		g.st = stateReleased
+		g.setState(stateReleased)
 	}
 }
 
@@ -152,22 +188,22 @@ func (t *Tensor) ZeroGrad() {
 // pending value, and for a value on the host: data not yet used by a run, or
 // moved there by Device.Close).
 func (t *Tensor) OnDevice() bool {
-	t.dev.mu.Lock()
+	t.dev.lock()
 	defer t.dev.mu.Unlock()
-	return t.st == stateRealized && t.stor != nil && t.stor.buf != nil
+	return t.state() == stateRealized && t.stor != nil && t.stor.buf != nil
 }
 
 // Release frees the tensor's device memory now instead of at garbage
 // collection. Pending work that reads t runs first. Using t afterwards is an
 // error (ErrReleased).
 func (t *Tensor) Release() error {
-	if t.st == stateReleased {
+	d := t.dev
+	d.lock()
+	defer d.mu.Unlock()
+	if t.state() == stateReleased {
 		return nil
 	}
-	d := t.dev
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if t.st == statePending || d.readers(t) {
+	if t.state() == statePending || d.readers(t) {
 		if err := d.syncLocked(nil, "Release"); err != nil {
 			return err
 		}
@@ -176,15 +212,17 @@ func (t *Tensor) Release() error {
 		d.dropStorage(t.stor, !t.param && t.op != backend.OpInvalid)
 		t.stor = nil
 	}
-	t.st = stateReleased
+	t.setState(stateReleased)
 	t.inputs = nil
 	t.grad = nil
 	return nil
 }
 
-// check panics with a clear message when t cannot be an op input.
+// check panics with a clear message when t cannot be an op input. Called
+// with the device lock held. A failed input is not a programming error: the
+// sync that lowers it returns the failure.
 func (t *Tensor) check(op string, i int) {
-	switch t.st {
+	switch t.state() {
 	case stateSpent:
 		panic(fmt.Sprintf("core.%s: input %d (%v) was computed by an earlier run and not kept: call Keep() on it before that run", op, i, t))
 	case stateReleased:

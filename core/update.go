@@ -30,8 +30,11 @@ func SGDUpdate(w, g, vel, hp *Tensor) {
 }
 
 func checkUpdate(fn string, w, g, hp *Tensor, nhp int, state ...*Tensor) {
+	needTensors(fn, append([]*Tensor{w, g, hp}, state...)...)
+	w.dev.lock()
+	defer w.dev.mu.Unlock()
 	for i, t := range append([]*Tensor{w}, state...) {
-		if t.op != backend.OpInvalid || t.st != stateRealized || t.dev != w.dev {
+		if t.op != backend.OpInvalid || t.state() != stateRealized || t.dev != w.dev {
 			panic(fmt.Sprintf("core.%s: operand %d (%v) must be a realized persistent tensor (Param or Zeros) of the parameter's device", fn, i, t))
 		}
 		if !slices.Equal(t.shape, w.shape) {
@@ -47,14 +50,6 @@ func checkUpdate(fn string, w, g, hp *Tensor, nhp int, state ...*Tensor) {
 }
 
 func (d *Device) recordUpdate(fn string, op backend.Op, ins ...*Tensor) {
-	d.mu.Lock()
-	d.noGrad++
-	prev := d.pass
-	d.pass = profile.PassUpdate
-	d.mu.Unlock()
+	defer d.enterMode(profile.PassUpdate, true)()
 	d.record(fn, op, slices.Clone(ins[0].shape), backend.Node{}, ins...)
-	d.mu.Lock()
-	d.noGrad--
-	d.pass = prev
-	d.mu.Unlock()
 }

@@ -18,7 +18,19 @@ func (c *CPU) Compile(g *backend.Graph) (backend.Program, error) {
 	c.mu.Lock() // newGemm sizes the shared scratch
 	defer c.mu.Unlock()
 	pl := planGraph(g)
+	var slotBytes uint64
+	for _, n := range pl.slotCap {
+		slotBytes += 4 * uint64(n)
+	}
+	// A Go allocation that cannot be met kills the process: check the plan's
+	// intermediates against the host's free memory before making any.
+	if slotBytes >= 4*largeAlloc {
+		if free, _, err := hostMemory(); err == nil && slotBytes > free {
+			return nil, fmt.Errorf("cpu.Compile: the program's intermediates need %d bytes (%d values at their peak), more than the %d bytes of free host memory: %w", slotBytes, slotBytes/4, free, ErrOutOfMemory)
+		}
+	}
 	p := &program{
+		memBytes: int64(slotBytes),
 		cpu: c, numArgs: g.NumArgs, nodes: len(g.Nodes),
 		argNeed: make([]int, g.NumArgs), bufs: make([]*Buffer, g.NumArgs),
 		vals: make([][]float32, len(g.Nodes)), atEnd: pl.atEnd,

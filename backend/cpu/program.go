@@ -25,8 +25,12 @@ type program struct {
 	steps    []step
 	atEnd    []outCopy
 	slots    [][]float32
+	memBytes int64 // the intermediates' bytes (MemoryBytes)
 	released bool
 }
+
+// MemoryBytes reports the program's intermediate memory (backend.ProgramSizer).
+func (p *program) MemoryBytes() int64 { return p.memBytes }
 
 // bind points vals[node] at args[arg][off:off+n] for one run.
 type bind struct{ node, arg, off, n int }
@@ -38,8 +42,9 @@ type step struct {
 }
 
 var (
-	_ backend.Program   = (*program)(nil)
-	_ backend.NodeTimer = (*program)(nil)
+	_ backend.Program      = (*program)(nil)
+	_ backend.NodeTimer    = (*program)(nil)
+	_ backend.ProgramSizer = (*program)(nil)
 )
 
 // Run executes the graph once. RunInfo.DeviceTime is the host time of the

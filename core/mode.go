@@ -1,0 +1,96 @@
+package core
+
+import (
+	"github.com/ag-go/ag/internal/goid"
+	"github.com/ag-go/ag/profile"
+)
+
+// Concurrency. A Device is safe for concurrent use: every call takes its
+// lock, so calls from several goroutines are serialized and each sees the
+// device between two others. What spans calls belongs to one goroutine:
+//
+//   - NoGrad's function and Backward turn gradient recording off, and
+//     Backward and the optimizers' updates label new nodes for the profiler,
+//     only for ops the same goroutine records; other goroutines go on
+//     recording (with gradients) in the meantime.
+//   - A Capture's recording is exclusive: it records whatever is pending on
+//     the device, so while it runs, other goroutines' calls on the device
+//     wait until it ends.
+//
+// Work recorded by several goroutines shares one pending graph, and a sync
+// from any goroutine runs all of it: a value another goroutine's sync
+// computed and did not keep is spent (ErrNotKept) as if the goroutine had
+// synced itself. Goroutines that each train their own model on one device
+// need nothing more; to share intermediate values, Keep them.
+
+// gmode is what a goroutine inside NoGrad, Backward or an optimizer update
+// records with.
+type gmode struct {
+	noGrad int
+	pass   profile.Pass
+}
+
+// lock takes the device lock, waiting while another goroutine records a
+// Capture. Every public entry point takes the lock through it.
+func (d *Device) lock() {
+	d.mu.Lock()
+	if d.recOwner == 0 {
+		return
+	}
+	me := goid.Get()
+	for d.recOwner != 0 && d.recOwner != me {
+		d.recDone.Wait()
+	}
+}
+
+// modeOf returns the recording mode of the calling goroutine: gradient
+// recording on or off, and the profiler pass of new nodes. Called with d.mu
+// held; free of goroutine lookups while no goroutine is in a mode.
+func (d *Device) modeOf() (noGrad bool, pass profile.Pass) {
+	if len(d.modes) == 0 {
+		return false, profile.PassForward
+	}
+	if m := d.modes[goid.Get()]; m != nil {
+		return m.noGrad > 0, m.pass
+	}
+	return false, profile.PassForward
+}
+
+// enterMode turns gradient recording off for the calling goroutine and, when
+// setPass, labels its new nodes with pass, until the returned func restores
+// the previous mode. Modes nest.
+func (d *Device) enterMode(pass profile.Pass, setPass bool) (restore func()) {
+	g := goid.Get()
+	d.lock()
+	if d.modes == nil {
+		d.modes = map[uintptr]*gmode{}
+	}
+	m := d.modes[g]
+	if m == nil {
+		m = &gmode{pass: profile.PassForward}
+		d.modes[g] = m
+	}
+	prev := *m
+	m.noGrad++
+	if setPass {
+		m.pass = pass
+	}
+	d.mu.Unlock()
+	return func() {
+		d.lock()
+		if prev.noGrad == 0 {
+			delete(d.modes, g)
+		} else {
+			*m = prev
+		}
+		d.mu.Unlock()
+	}
+}
+
+// NoGrad runs f with gradient recording off for the ops this goroutine
+// records on this device: they build no backward recipe and keep no values
+// for one (inference, evaluation). Other goroutines are not affected.
+func (d *Device) NoGrad(f func()) {
+	defer d.enterMode(0, false)()
+	f()
+}

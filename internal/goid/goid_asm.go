@@ -1,0 +1,7 @@
+//go:build amd64 || arm64
+
+package goid
+
+func getg() uintptr
+
+func get() uintptr { return getg() }
