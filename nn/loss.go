@@ -30,11 +30,29 @@ func CrossEntropy(pred, target *core.Tensor) *core.Tensor {
 // SoftmaxCrossEntropy is the mean over the batch of -log softmax(logits)[label]
 // for logits [batch, classes] and integer labels [batch] (0-based, as f32).
 // Its gradient is (softmax - onehot)/batch, computed on the device.
+//
+// A label outside 0..classes-1 never counts as another class: labels given
+// as host data fail the sync with an error naming the label (core.OneHot),
+// and labels computed on the device make the loss NaN.
 func SoftmaxCrossEntropy(logits, labels *core.Tensor) *core.Tensor {
+	if logits == nil || labels == nil {
+		panic("nn.SoftmaxCrossEntropy: nil logits or labels")
+	}
 	if logits.Rank() != 2 || labels.Rank() != 1 || labels.Dim(0) != logits.Dim(0) {
 		panic(fmt.Sprintf("nn.SoftmaxCrossEntropy: logits %v, labels %v: want [batch, classes] and [batch]", logits.Shape(), labels.Shape()))
 	}
-	oh := core.OneHot(labels, logits.Dim(1))
+	classes := logits.Dim(1)
+	oh := core.OneHot(labels, classes)
 	ll := core.Mul(oh, core.LogSoftmax(logits))
-	return core.Scale(core.Sum(ll), -1/float32(logits.Dim(0)))
+	loss := core.Scale(core.Sum(ll), -1/float32(logits.Dim(0)))
+	return core.Add(loss, labelPoison(labels, classes))
+}
+
+// labelPoison is a scalar that is (minus) zero when every label lies in
+// 0..classes-1 and NaN otherwise (NaN labels included): sqrt(-s) with s the
+// summed squared distance of the labels from that range. Added to a loss it
+// makes device-side label errors visible instead of clamped.
+func labelPoison(labels *core.Tensor, classes int) *core.Tensor {
+	d := core.Sub(labels, core.Clamp(labels, 0, float32(classes-1)))
+	return core.Sqrt(core.Neg(core.Sum(core.Mul(d, d))))
 }

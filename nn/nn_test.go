@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ag-go/ag/core"
@@ -201,5 +202,30 @@ func TestStateRoundTrip(t *testing.T) {
 	err = LoadState(bytes.NewReader(saved[:len(saved)-5]), model2, opt2)
 	if !errors.Is(err, ErrStateMismatch) {
 		t.Fatalf("truncated load: %v", err)
+	}
+}
+
+// Labels out of range never count as another class (issue 10 item 11):
+// host labels fail the sync naming the label, device-computed ones give NaN.
+func TestSoftmaxCrossEntropyBadLabels(t *testing.T) {
+	dev := openDev(t)
+	logits := dev.Tensor([]float32{1, 2, 3, 1, 2, 3}, 2, 3)
+	_, err := SoftmaxCrossEntropy(logits, dev.Tensor([]float32{5, -1}, 2)).Item()
+	if err == nil || !strings.Contains(err.Error(), "label 5 at index 0") {
+		t.Fatalf("host labels {5, -1}: %v, want an error naming label 5", err)
+	}
+	// Labels computed on the device (here: shifted out of range by an op).
+	base := dev.Tensor([]float32{1, 2}, 2)
+	for _, shift := range []float32{3, -5} {
+		v, err := SoftmaxCrossEntropy(logits, core.AddScalar(base, shift)).Item()
+		if err != nil || !math.IsNaN(float64(v)) {
+			t.Errorf("device labels shifted by %g: loss %g (%v), want NaN", shift, v, err)
+		}
+	}
+	// In range, the poison adds nothing.
+	v, err := SoftmaxCrossEntropy(logits, core.AddScalar(base, 0)).Item()
+	want := (math.Log(math.Exp(1)+math.Exp(2)+math.Exp(3))*2 - 2 - 3) / 2
+	if err != nil || math.Abs(float64(v)-want) > 1e-5 {
+		t.Fatalf("device labels in range: loss %g (%v), want %g", v, err, want)
 	}
 }
