@@ -2,6 +2,7 @@ package buffer
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/ag-go/ag/core"
 )
@@ -19,6 +20,7 @@ type Buffer struct {
 	dev      *core.Device
 	width    int
 	capacity int
+	mu       sync.Mutex   // guards table: a Buffer is safe for concurrent use
 	table    *core.Tensor // [capacity, width]; nil once freed
 }
 
@@ -54,6 +56,8 @@ func (b *Buffer) Capacity() int { return b.capacity }
 // Pending graph nodes that read the buffer run first. Every later use of the
 // buffer fails with ErrFreed, Free included.
 func (b *Buffer) Free() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	if b.table == nil {
 		return errorf(ErrFreed, "buffer.Free: the buffer has been freed")
 	}
@@ -69,9 +73,9 @@ func (b *Buffer) Free() error {
 // there by Device.Close until its next use) or freed.
 func (b *Buffer) String() string {
 	where := "freed"
-	if b.table != nil {
+	if t := b.current(); t != nil {
 		where = "host"
-		if onDevice(b.table) {
+		if onDevice(t) {
 			where = "device"
 		}
 	}
@@ -79,9 +83,22 @@ func (b *Buffer) String() string {
 }
 
 // live returns the table, or ErrFreed naming fn.
+// A Free racing with another call makes that call's use of the table fail
+// with core.ErrReleased, never touch freed memory.
 func (b *Buffer) live(fn string) (*core.Tensor, error) {
-	if b.table == nil {
+	if b == nil {
+		return nil, fmt.Errorf("buffer.%s: the buffer is nil", fn)
+	}
+	t := b.current()
+	if t == nil {
 		return nil, errorf(ErrFreed, "buffer.%s: the buffer has been freed", fn)
 	}
-	return b.table, nil
+	return t, nil
+}
+
+// current returns the table, nil once freed.
+func (b *Buffer) current() *core.Tensor {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.table
 }

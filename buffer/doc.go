@@ -20,5 +20,5 @@
 // it at once; a Buffer that is garbage collected releases its memory too, but
 // never while a pending graph node still reads it (the node holds the table).
 //
-// A Buffer is not safe for concurrent use, like the Device it belongs to.
+// A Buffer is safe for concurrent use, like the Device it belongs to.
 package buffer

@@ -57,6 +57,9 @@ func (b *Buffer) GetRowsOf(idx *core.Tensor) *core.Tensor {
 	if err != nil {
 		panic(err)
 	}
+	if idx == nil {
+		panic("buffer.GetRowsOf: the index tensor is nil")
+	}
 	if idx.Device() != b.dev {
 		panic(fmt.Sprintf("buffer.GetRowsOf: indices on device %s, the buffer is on %s", idx.Device().Name(), b.dev.Name()))
 	}
