@@ -2,11 +2,13 @@ package nn
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 
@@ -23,11 +25,32 @@ import (
 //
 // Tensors are the model's Params in order ("param.0", ...), then the
 // optimizer's state ("adam.m.0", ..., "adam.v.0", ... or "sgd.vel.0", ...).
+// "hyper" holds exactly the optimizer's hyperparameters: adam lr, beta1,
+// beta2, eps, weight_decay; sgd lr, momentum, weight_decay. The file ends
+// with the data.
 const stateMagic = "AGSTATE1"
 
-// ErrStateMismatch is returned by LoadState when the file does not fit the
-// model or optimizer; nothing has been overwritten then.
+// ErrStateMismatch is wrapped by every error of LoadState that refuses a
+// file (it does not fit the model or optimizer, or it is malformed: then the
+// error also wraps ErrStateCorrupt). Nothing has been changed then.
 var ErrStateMismatch = errors.New("nn: state does not match")
+
+// ErrStateCorrupt is wrapped by LoadState's errors for a file that is not a
+// well-formed state file: bad magic, version or header, a hyperparameter
+// missing or out of range, a negative step, data cut short or followed by
+// more bytes. It unwraps to ErrStateMismatch, so a caller that only asks
+// errors.Is(err, ErrStateMismatch) sees every refused file.
+var ErrStateCorrupt error = stateCorrupt{}
+
+type stateCorrupt struct{}
+
+func (stateCorrupt) Error() string { return "nn: state file is corrupt" }
+func (stateCorrupt) Unwrap() error { return ErrStateMismatch }
+
+// corrupt is LoadState's error for a malformed file.
+func corrupt(format string, args ...any) error {
+	return fmt.Errorf("nn.LoadState: "+format+": %w", append(args, ErrStateCorrupt)...)
+}
 
 type stateHeader struct {
 	Version   int           `json:"version"`
@@ -42,39 +65,108 @@ type stateTensor struct {
 
 type stateOpt struct {
 	Kind  string             `json:"kind"`
-	Step  int                `json:"step"`
+	Step  *int               `json:"step"` // a pointer, so that a missing step is an error, not 0
 	Hyper map[string]float64 `json:"hyper"`
 }
 
-func stateTensors(m Module, opt Optimizer) ([]*core.Tensor, []string, error) {
-	ts := m.Params()
-	names := make([]string, 0, len(ts))
-	for i := range ts {
+// stateLayout returns the names and shapes of the tensors a state file of
+// m and opt holds, in file order. It touches no device memory, so a refused
+// load allocates nothing; stateTensors returns the tensors themselves.
+func stateLayout(m Module, opt Optimizer) (names []string, shapes [][]int) {
+	for i, p := range m.Params() {
 		names = append(names, fmt.Sprintf("param.%d", i))
+		shapes = append(shapes, p.Shape())
 	}
 	if opt == nil {
-		return ts, names, nil
+		return names, shapes
+	}
+	ps := opt.Params()
+	switch k := opt.kind(); k {
+	case "adam":
+		for _, part := range []string{"m", "v"} {
+			for i, p := range ps {
+				names = append(names, fmt.Sprintf("adam.%s.%d", part, i))
+				shapes = append(shapes, p.Shape())
+			}
+		}
+	case "sgd":
+		for i, p := range ps {
+			names = append(names, fmt.Sprintf("sgd.vel.%d", i))
+			shapes = append(shapes, p.Shape())
+		}
+	default:
+		panic(fmt.Sprintf("nn: optimizer kind %q has no state layout", k)) // every Optimizer of this package is listed above
+	}
+	return names, shapes
+}
+
+// stateTensors returns the tensors of stateLayout's entries, creating the
+// optimizer's state (zeros, as its first Step would) if it has none yet.
+func stateTensors(m Module, opt Optimizer) ([]*core.Tensor, error) {
+	ts := slices.Clone(m.Params())
+	if opt == nil {
+		return ts, nil
 	}
 	st, err := opt.state()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	n := len(opt.Params())
-	for i := range st {
-		switch opt.kind() {
-		case "adam":
-			names = append(names, fmt.Sprintf("adam.%s.%d", map[bool]string{true: "m", false: "v"}[i < n], i%n))
-		default:
-			names = append(names, fmt.Sprintf("%s.vel.%d", opt.kind(), i))
+	return append(ts, st...), nil
+}
+
+// hyperRange checks one hyperparameter as the optimizer will use it (a
+// float32): finite and in the range PyTorch's optimizers accept.
+func hyperRange(name string, v float64) error {
+	f := float64(float32(v))
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return fmt.Errorf("hyperparameter %q is %g, not a finite float32", name, v)
+	}
+	var ok bool
+	var want string
+	switch name {
+	case "lr", "momentum", "weight_decay":
+		ok, want = f >= 0, ">= 0"
+	case "beta1", "beta2":
+		ok, want = f >= 0 && f < 1, "in [0, 1)"
+	case "eps":
+		ok, want = f > 0, "> 0 as a float32"
+	default:
+		return fmt.Errorf("hyperparameter %q has no known range", name) // a new hyperparameter needs a case here
+	}
+	if !ok {
+		return fmt.Errorf("hyperparameter %q is %g, want %s", name, v, want)
+	}
+	return nil
+}
+
+// checkHyper checks that h holds exactly opt's hyperparameters, each in
+// range; errors list names in sorted order so they are deterministic.
+func checkHyper(opt Optimizer, h map[string]float64) error {
+	want := opt.hyper()
+	for _, name := range slices.Sorted(maps.Keys(h)) {
+		if _, ok := want[name]; !ok {
+			return fmt.Errorf("unknown hyperparameter %q for %s", name, opt.kind())
 		}
 	}
-	return append(slices.Clone(ts), st...), names, nil
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		v, ok := h[name]
+		if !ok {
+			return fmt.Errorf("hyperparameter %q of %s is missing", name, opt.kind())
+		}
+		if err := hyperRange(name, v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // SaveState writes the model's parameters and, when opt is not nil, the
 // optimizer's state, step count and hyperparameters. It syncs the device.
+// It refuses hyperparameters LoadState would refuse (NaN, a negative LR,
+// ...), so that every file it writes can be loaded.
 func SaveState(w io.Writer, m Module, opt Optimizer) error {
-	ts, names, err := stateTensors(m, opt)
+	names, _ := stateLayout(m, opt)
+	ts, err := stateTensors(m, opt)
 	if err != nil {
 		return fmt.Errorf("nn.SaveState: %w", err)
 	}
@@ -83,7 +175,12 @@ func SaveState(w io.Writer, m Module, opt Optimizer) error {
 		h.Tensors = append(h.Tensors, stateTensor{names[i], t.Shape()})
 	}
 	if opt != nil {
-		h.Optimizer = &stateOpt{opt.kind(), opt.steps(), opt.hyper()}
+		hyper := opt.hyper()
+		if err := checkHyper(opt, hyper); err != nil {
+			return fmt.Errorf("nn.SaveState: %w", err)
+		}
+		step := opt.steps()
+		h.Optimizer = &stateOpt{opt.kind(), &step, hyper}
 	}
 	hj, err := json.Marshal(h)
 	if err != nil {
@@ -109,71 +206,222 @@ func SaveState(w io.Writer, m Module, opt Optimizer) error {
 		bw.Write(buf)
 		buf = buf[:0]
 	}
-	if err := bw.Flush(); err != nil {
+	if err := bw.Flush(); err != nil { // bufio keeps the first write error
 		return fmt.Errorf("nn.SaveState: %w", err)
 	}
 	return nil
 }
 
 // LoadState reads a file written by SaveState into the model's parameters
-// and, when opt is not nil, the optimizer. Everything is read and checked
-// (tensor count, names, shapes, optimizer kind, the data's length) before
-// anything is overwritten; a mismatch is ErrStateMismatch.
+// and, when opt is not nil, the optimizer (state, step count and
+// hyperparameters). It reads r to its end.
+//
+// Everything is checked before anything is changed: the magic, the version,
+// the header's length (bounded by what the model's header can take, before
+// allocating) and its JSON (no unknown fields), every tensor's name and
+// shape against the model and optimizer, the optimizer's kind, a step >= 0,
+// every hyperparameter present, finite and in range (lr, momentum,
+// weight_decay >= 0; betas in [0, 1); eps > 0), the data's exact length and
+// no byte after it. A refused file is an error wrapping ErrStateMismatch
+// (and ErrStateCorrupt when the file is malformed) naming the field and its
+// value; an error reading r is returned wrapped as it is. If writing to the
+// device fails part-way, the tensors already written are restored. The one
+// trace a refused load may leave is an optimizer's state created as zeros,
+// which is what its first Step would create.
+//
+// Values are loaded bit for bit, NaN and Inf included (as PyTorch does): a
+// checkpoint of a run that diverged is still a faithful record of it.
 func LoadState(r io.Reader, m Module, opt Optimizer) error {
-	ts, names, err := stateTensors(m, opt)
+	names, shapes := stateLayout(m, opt)
+	br := bufio.NewReader(r)
+	h, err := readHeader(br, names)
+	if err != nil {
+		return err
+	}
+	if err := checkHeader(h, names, shapes, opt); err != nil {
+		return err
+	}
+	vals, err := readData(br, names, shapes)
+	if err != nil {
+		return err
+	}
+	ts, err := stateTensors(m, opt)
 	if err != nil {
 		return fmt.Errorf("nn.LoadState: %w", err)
 	}
-	br := bufio.NewReader(r)
-	magic := make([]byte, len(stateMagic))
-	if _, err := io.ReadFull(br, magic); err != nil || string(magic) != stateMagic {
-		return fmt.Errorf("nn.LoadState: not an ag state file (magic %q): %w", magic, ErrStateMismatch)
-	}
-	var hlen uint32
-	if err := binary.Read(br, binary.LittleEndian, &hlen); err != nil || hlen > 64<<20 {
-		return fmt.Errorf("nn.LoadState: bad header length %d: %w", hlen, ErrStateMismatch)
-	}
-	hj := make([]byte, hlen)
-	if _, err := io.ReadFull(br, hj); err != nil {
-		return fmt.Errorf("nn.LoadState: reading header: %w", err)
-	}
-	var h stateHeader
-	if err := json.Unmarshal(hj, &h); err != nil || h.Version != 1 {
-		return fmt.Errorf("nn.LoadState: header (version %d): %v: %w", h.Version, err, ErrStateMismatch)
-	}
-	if (opt == nil) != (h.Optimizer == nil) || opt != nil && opt.kind() != h.Optimizer.Kind {
-		return fmt.Errorf("nn.LoadState: file has optimizer %+v, loading into %v: %w", h.Optimizer, optKind(opt), ErrStateMismatch)
-	}
-	if len(h.Tensors) != len(ts) {
-		return fmt.Errorf("nn.LoadState: file has %d tensors, the model (and optimizer) %d: %w", len(h.Tensors), len(ts), ErrStateMismatch)
-	}
-	for i, st := range h.Tensors {
-		if st.Name != names[i] || !slices.Equal(st.Shape, ts[i].Shape()) {
-			return fmt.Errorf("nn.LoadState: tensor %d is %s %v in the file, %s %v here: %w", i, st.Name, st.Shape, names[i], ts[i].Shape(), ErrStateMismatch)
-		}
-	}
-	vals := make([][]float32, len(ts))
-	raw := make([]byte, 4)
+	dst := make([]stateValue, len(ts))
 	for i, t := range ts {
-		v := make([]float32, t.Len())
-		for k := range v {
-			if _, err := io.ReadFull(br, raw); err != nil {
-				return fmt.Errorf("nn.LoadState: data of %s ends at value %d of %d: %w", names[i], k, len(v), ErrStateMismatch)
-			}
-			v[k] = math.Float32frombits(binary.LittleEndian.Uint32(raw))
-		}
-		vals[i] = v
+		dst[i] = t
 	}
-	for i, t := range ts {
-		if err := t.WriteAt(0, vals[i]); err != nil {
-			return fmt.Errorf("nn.LoadState: writing %s: %w", names[i], err)
-		}
+	if err := writeAll(dst, vals, names); err != nil {
+		return err
 	}
 	if opt != nil {
-		opt.setSteps(h.Optimizer.Step)
+		opt.setSteps(*h.Optimizer.Step)
 		opt.setHyper(h.Optimizer.Hyper)
 	}
 	return nil
+}
+
+// maxHeader bounds the header of a file for the given tensors: SaveState
+// writes about 40 bytes per tensor plus 12 per dimension and under 200 for
+// the optimizer; this allows several times that, so a corrupt length
+// cannot make LoadState allocate more than a few KB per tensor.
+func maxHeader(names []string) int {
+	n := 4096
+	for _, name := range names {
+		n += 256 + len(name)
+	}
+	return n
+}
+
+// readFull reads len(buf) bytes of what; a file that ends first is corrupt.
+func readFull(br *bufio.Reader, buf []byte, what string) error {
+	n, err := io.ReadFull(br, buf)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		return corrupt("file ends in the %s (%d of %d bytes)", what, n, len(buf))
+	default:
+		return fmt.Errorf("nn.LoadState: reading the %s: %w", what, err)
+	}
+}
+
+// readHeader reads and decodes the magic, the header length and the header.
+func readHeader(br *bufio.Reader, names []string) (*stateHeader, error) {
+	magic := make([]byte, len(stateMagic))
+	if err := readFull(br, magic, "magic"); err != nil {
+		return nil, err
+	}
+	if string(magic) != stateMagic {
+		return nil, corrupt("not an ag state file (magic %q, want %q)", magic, stateMagic)
+	}
+	var hl [4]byte
+	if err := readFull(br, hl[:], "header length"); err != nil {
+		return nil, err
+	}
+	hlen := int64(binary.LittleEndian.Uint32(hl[:]))
+	if limit := maxHeader(names); hlen < 2 || hlen > int64(limit) {
+		return nil, corrupt("header length %d outside [2, %d] (the bound for %d tensors)", hlen, limit, len(names))
+	}
+	hj := make([]byte, hlen)
+	if err := readFull(br, hj, "header"); err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(hj))
+	dec.DisallowUnknownFields()
+	var h stateHeader
+	if err := dec.Decode(&h); err != nil {
+		return nil, corrupt("header: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, corrupt("header: more after its JSON object (at byte %d of %d)", dec.InputOffset(), hlen)
+	}
+	if h.Version != 1 {
+		return nil, corrupt("header: version %d, want 1", h.Version)
+	}
+	return &h, nil
+}
+
+// checkHeader checks the header against the model and optimizer.
+func checkHeader(h *stateHeader, names []string, shapes [][]int, opt Optimizer) error {
+	if o := h.Optimizer; o != nil {
+		if o.Step == nil {
+			return corrupt("optimizer %q: step missing", o.Kind)
+		}
+		if *o.Step < 0 {
+			return corrupt("optimizer %q: step %d, want >= 0", o.Kind, *o.Step)
+		}
+	}
+	if (opt == nil) != (h.Optimizer == nil) || opt != nil && opt.kind() != h.Optimizer.Kind {
+		file := "no optimizer"
+		if h.Optimizer != nil {
+			file = fmt.Sprintf("optimizer %q", h.Optimizer.Kind)
+		}
+		return fmt.Errorf("nn.LoadState: file has %s, loading into %s: %w", file, optKind(opt), ErrStateMismatch)
+	}
+	if opt != nil {
+		if err := checkHyper(opt, h.Optimizer.Hyper); err != nil {
+			return corrupt("optimizer: %v", err)
+		}
+	}
+	if len(h.Tensors) != len(names) {
+		return fmt.Errorf("nn.LoadState: file has %d tensors, the model (and optimizer) %d: %w", len(h.Tensors), len(names), ErrStateMismatch)
+	}
+	for i, st := range h.Tensors {
+		if st.Name != names[i] || !slices.Equal(st.Shape, shapes[i]) {
+			return fmt.Errorf("nn.LoadState: tensor %d is %q %v in the file, %q %v here: %w", i, st.Name, st.Shape, names[i], shapes[i], ErrStateMismatch)
+		}
+	}
+	return nil
+}
+
+// readData reads every tensor's values, then checks that the file ends.
+// Its allocations are bounded by the model's size, not by the file.
+func readData(br *bufio.Reader, names []string, shapes [][]int) ([][]float32, error) {
+	vals := make([][]float32, len(names))
+	raw := make([]byte, 1<<16)
+	for i := range names {
+		v := make([]float32, numElems(shapes[i]))
+		for k := 0; k < len(v); {
+			chunk := raw[:4*min(len(v)-k, len(raw)/4)]
+			if err := readFull(br, chunk, fmt.Sprintf("data of %s (from value %d of %d)", names[i], k, len(v))); err != nil {
+				return nil, err
+			}
+			for j := 0; j < len(chunk); j += 4 {
+				v[k] = math.Float32frombits(binary.LittleEndian.Uint32(chunk[j:]))
+				k++
+			}
+		}
+		vals[i] = v
+	}
+	switch n, err := br.Discard(1); {
+	case n == 1:
+		return nil, corrupt("bytes after the data of %d tensors", len(names))
+	case err != io.EOF:
+		return nil, fmt.Errorf("nn.LoadState: reading past the data: %w", err)
+	}
+	return vals, nil
+}
+
+// stateValue is what writeAll needs of a tensor (a *core.Tensor; tests
+// pass one that fails).
+type stateValue interface {
+	Data() ([]float32, error)
+	WriteAt(off int, data []float32) error
+}
+
+// writeAll writes every tensor, or none: when a write fails, the tensors
+// already written get their previous values back.
+func writeAll(ts []stateValue, vals [][]float32, names []string) error {
+	old := make([][]float32, len(ts))
+	for i, t := range ts {
+		v, err := t.Data()
+		if err != nil {
+			return fmt.Errorf("nn.LoadState: reading %s before overwriting it: %w", names[i], err)
+		}
+		old[i] = v
+	}
+	for i, t := range ts {
+		if err := t.WriteAt(0, vals[i]); err != nil {
+			for j := range i {
+				if rerr := ts[j].WriteAt(0, old[j]); rerr != nil {
+					return fmt.Errorf("nn.LoadState: writing %s: %w (and restoring %s failed: %v; the model is partly loaded)", names[i], err, names[j], rerr)
+				}
+			}
+			return fmt.Errorf("nn.LoadState: writing %s: %w", names[i], err)
+		}
+	}
+	return nil
+}
+
+func numElems(shape []int) int {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	return n
 }
 
 func optKind(o Optimizer) string {

@@ -565,3 +565,99 @@ func TestNotBuilt(t *testing.T) {
 	tb.do(t, chromedp.SetUploadFiles(chromedp.CSS("#f-file"), []string{env.native}))
 	tb.wait(t, `document.querySelectorAll(".mode .bar").length >= 2`, 10*time.Second)
 }
+
+// TestOpenBadProfiles opens a good profile, then files that are not
+// profiles (a string where a number belongs, a missing field, not JSON at
+// all, not an object): each gets an error banner naming the field while
+// the previous view stays as it was; then another good file opens normally.
+// (A string pct used to throw inside the render and break every later load
+// until the page was reloaded.)
+func TestOpenBadProfiles(t *testing.T) {
+	tb := openTab(t, 1280, 800)
+	tb.wait(t, `document.querySelector("#status").textContent !== "Loading the wasm module…"`, 60*time.Second)
+	dir := t.TempDir()
+	native, err := os.ReadFile(env.native)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := func(edit func(p map[string]any)) []byte {
+		var p map[string]any
+		if err := json.Unmarshal(native, &p); err != nil {
+			t.Fatal(err)
+		}
+		edit(p)
+		b, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	open := func(name string, content []byte) {
+		t.Helper()
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		tb.do(t, chromedp.SetUploadFiles(chromedp.CSS("#f-file"), []string{path}))
+	}
+	type view struct {
+		Cards  int    `json:"cards"`
+		Rows   int    `json:"rows"`
+		Opened string `json:"opened"`
+		Banner string `json:"banner"`
+		Status string `json:"status"`
+	}
+	look := func() view {
+		return eval[view](t, tb, `({cards: document.querySelectorAll("#modes .mode").length,
+			rows: document.querySelectorAll("#op-table tbody tr").length,
+			opened: document.body.dataset.opened || "",
+			banner: document.querySelector("#file-banner")?.textContent || "",
+			status: document.querySelector("#status").textContent})`)
+	}
+
+	open("good1.json", native)
+	tb.wait(t, `document.body.dataset.opened === "good1.json"`, 10*time.Second)
+	good := look()
+	if good.Cards != 1 || good.Rows < 2 || good.Banner != "" {
+		t.Fatalf("after a good file: %+v, want one card, its op rows and no banner", good)
+	}
+	for _, tc := range []struct {
+		name    string
+		content []byte
+		want    string // the banner says this
+	}{
+		{"string-pct.json", edited(func(p map[string]any) {
+			p["forward"].(map[string]any)["stages"].([]any)[0].(map[string]any)["pct"] = "12"
+		}), `field forward.stages[0].pct is a string ("12"), want a number`},
+		{"missing-total.json", edited(func(p map[string]any) { delete(p["backward"].(map[string]any), "total_ms") }),
+			"field backward.total_ms is missing"},
+		{"missing-update.json", edited(func(p map[string]any) { delete(p, "update") }), "field update is missing"},
+		{"op-null.json", edited(func(p map[string]any) { p["forward"].(map[string]any)["by_op"].([]any)[0] = nil }),
+			"forward.by_op[0] is null, want an object"},
+		{"not-json.json", []byte("this is not JSON"), "is not JSON"},
+		{"array.json", []byte("[1, 2]"), "the file holds an array, want a JSON object"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			open(tc.name, tc.content)
+			tb.wait(t, fmt.Sprintf(`(document.querySelector("#file-banner")?.textContent || "").includes(%q)`, tc.name), 10*time.Second)
+			got := look()
+			if !strings.Contains(got.Banner, tc.want) {
+				t.Errorf("banner %q does not say %q", got.Banner, tc.want)
+			}
+			if got.Cards != good.Cards || got.Rows != good.Rows || got.Opened != "good1.json" || !strings.HasPrefix(got.Status, "Could not open "+tc.name) {
+				t.Errorf("after %s: %+v, want the view of good1.json (%+v) and a status saying so", tc.name, got, good)
+			}
+		})
+	}
+	tb.screenshot(t, "bad-profile-1280.png")
+
+	open("good2.json", edited(func(p map[string]any) { p["device"] = "second device" }))
+	tb.wait(t, `document.body.dataset.opened === "good2.json"`, 10*time.Second)
+	got := look()
+	dev := eval[string](t, tb, `document.querySelector('#modes .mode[data-id="file-good2.json"] .dev')?.textContent || ""`)
+	if got.Cards != 2 || got.Rows != good.Rows || got.Banner != "" || dev != "second device" {
+		t.Errorf("after a good file following bad ones: %+v, device %q; want two cards, the op rows, no banner, device \"second device\"", got, dev)
+	}
+	checkBars(t, tb, []string{"file", "file"})
+	tb.noErrors(t)
+}

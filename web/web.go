@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"net/http"
 	"os"
 	"path"
@@ -38,7 +39,17 @@ type Options struct {
 	// from on each request (tests build into a temporary folder); else
 	// they come from the embedded dist/.
 	WasmDir string
+	// Hosts are the values a request's Host header may take: "name:port",
+	// or "name" for any port (IPv6 literals in brackets when a port is
+	// given). Names compare without case and without a trailing dot. Empty
+	// means LoopbackHosts. Any other Host gets 421: a page of another site
+	// whose name was rebound to this machine's address (DNS rebinding)
+	// must not read this one.
+	Hosts []string
 }
+
+// LoopbackHosts are the Host names Handler admits by default, on any port.
+var LoopbackHosts = []string{"localhost", "127.0.0.1", "[::1]"}
 
 // buildFiles are the files of the wasm build; everything else is static.
 var buildFiles = map[string]string{
@@ -63,7 +74,20 @@ func Handler(o Options) http.Handler {
 	}
 	files := http.FileServerFS(page)
 	started := time.Now()
+	hosts := o.Hosts
+	if len(hosts) == 0 {
+		hosts = LoopbackHosts
+	}
+	allow := make([]hostPort, len(hosts))
+	for i, h := range hosts {
+		allow[i] = splitHost(h)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !hostAllowed(allow, r.Host) {
+			// text/plain with nosniff (http.Error), so echoing the Host is inert.
+			http.Error(w, fmt.Sprintf("ag serve: Host %q is not a name of this server (allowed: %s); `ag serve -allow-host NAME` admits another name", r.Host, strings.Join(hosts, ", ")), http.StatusMisdirectedRequest)
+			return
+		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
@@ -102,6 +126,40 @@ func Handler(o Options) http.Handler {
 		w.Header().Set("Content-Type", ctype)
 		http.ServeContent(w, r, name, mod, rs)
 	})
+}
+
+// hostPort is a Host value split for comparison; port "" matches any port
+// in an allowed entry and means the scheme's default in a request.
+type hostPort struct{ host, port string }
+
+// splitHost splits "name", "name:port", "[v6]" or "[v6]:port" and
+// normalizes the name (lower case, no trailing dot, no brackets).
+func splitHost(s string) hostPort {
+	h, p, err := net.SplitHostPort(s)
+	if err != nil { // no port (or a bare IPv6 literal)
+		h, p = s, ""
+	}
+	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
+	return hostPort{strings.TrimSuffix(strings.ToLower(h), "."), p}
+}
+
+// hostAllowed reports whether a request's Host names this server. A Host
+// without a port means port 80 (the page is served over http), so it
+// matches only entries without a port or with port 80.
+func hostAllowed(allow []hostPort, host string) bool {
+	if host == "" {
+		return false
+	}
+	req := splitHost(host)
+	if req.port == "" {
+		req.port = "80"
+	}
+	for _, a := range allow {
+		if a.host == req.host && (a.port == "" || a.port == req.port) {
+			return true
+		}
+	}
+	return false
 }
 
 // Built reports whether the embedded dist/ holds a wasm build.

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,10 +11,19 @@ import (
 	"testing"
 )
 
+// get requests path with Host localhost:8080 (httptest's default Host,
+// example.com, is refused).
 func get(t *testing.T, h http.Handler, method, path string) (int, string, string) {
 	t.Helper()
+	return getHost(t, h, method, path, "localhost:8080")
+}
+
+func getHost(t *testing.T, h http.Handler, method, path, host string) (int, string, string) {
+	t.Helper()
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
+	req := httptest.NewRequest(method, path, nil)
+	req.Host = host
+	h.ServeHTTP(rec, req)
 	body, _ := io.ReadAll(rec.Body)
 	return rec.Code, rec.Header().Get("Content-Type"), string(body)
 }
@@ -68,5 +78,48 @@ func TestEmbeddedDist(t *testing.T) {
 		t.Errorf("Built() but GET /ag.wasm gave %d %.20q", code, body)
 	case !Built() && code != 503:
 		t.Errorf("not Built() but GET /ag.wasm gave %d", code)
+	}
+}
+
+// TestHandlerHosts: only the Host names given (by default the loopback
+// names, any port) are served; anything else, such as a name rebound to
+// this machine by DNS, gets 421 naming the Host and what is allowed.
+func TestHandlerHosts(t *testing.T) {
+	loop := Handler(Options{WasmDir: t.TempDir()})
+	named := Handler(Options{WasmDir: t.TempDir(), Hosts: []string{"127.0.0.1:8080", "[::1]:8080", "ag.example", "Box.Lan.:9000"}})
+	for _, tc := range []struct {
+		h    http.Handler
+		name string
+		host string
+		code int
+	}{
+		{loop, "default localhost", "localhost:8080", 200},
+		{loop, "default 127.0.0.1 other port", "127.0.0.1:1234", 200},
+		{loop, "default v6", "[::1]:8080", 200},
+		{loop, "default upper case", "LocalHost:8080", 200},
+		{loop, "default trailing dot", "localhost.:8080", 200},
+		{loop, "default no port", "localhost", 200},
+		{loop, "default rebound name", "evil.example", 421},
+		{loop, "default rebound name with port", "evil.example:8080", 421},
+		{loop, "default localhost suffix", "localhost.evil.example:8080", 421},
+		{loop, "default empty", "", 421},
+		{named, "listed", "127.0.0.1:8080", 200},
+		{named, "listed v6", "[::1]:8080", 200},
+		{named, "listed other port", "127.0.0.1:8081", 421},
+		{named, "listed, no port means 80", "127.0.0.1", 421},
+		{named, "localhost not listed", "localhost:8080", 421},
+		{named, "any port", "ag.example:3", 200},
+		{named, "normalized", "box.lan:9000", 200},
+		{named, "rebound", "evil.example:8080", 421},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, body := getHost(t, tc.h, "GET", "/", tc.host)
+			if code != tc.code {
+				t.Fatalf("Host %q: %d %.60q, want %d", tc.host, code, body, tc.code)
+			}
+			if code == 421 && !strings.Contains(body, fmt.Sprintf("Host %q is not a name of this server", tc.host)) {
+				t.Errorf("Host %q: body %q does not name the Host", tc.host, body)
+			}
+		})
 	}
 }

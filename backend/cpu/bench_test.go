@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/ag-go/ag/backend"
@@ -56,6 +57,8 @@ func BenchmarkMLPStep(b *testing.B) {
 	}
 }
 
+// benchGraph compiles g, runs it once to warm up, then times runs; flops 0
+// skips the GFLOP metrics (callers report bytes through b.SetBytes).
 func benchGraph(b *testing.B, g *gb, flops float64) {
 	c := New()
 	prog, err := c.Compile(&g.g)
@@ -77,8 +80,38 @@ func benchGraph(b *testing.B, g *gb, flops float64) {
 			b.Fatal(err)
 		}
 	}
+	if flops == 0 {
+		return
+	}
 	b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 	if cpu := processCPUTime() - cpu0; cpu0 > 0 && cpu > 0 {
 		b.ReportMetric(flops*float64(b.N)/cpu.Seconds()/1e9, "GFLOP/cpu-s")
+	}
+}
+
+// BenchmarkReduce sums along one axis and reports GB/s read: a whole vector
+// (one row), rows of a matrix (softmax/loss shapes) and columns of a matrix
+// (bias gradients: a sum over the batch).
+//
+//	go test -run x -bench Reduce ./backend/cpu/
+func BenchmarkReduce(b *testing.B) {
+	for _, tc := range []struct {
+		name  string
+		shape []int
+		axis  int
+	}{
+		{"all/4M", []int{1 << 22}, 0},
+		{"rows/1024x1024", []int{1024, 1024}, 1},
+		{"cols/256x1024", []int{256, 1024}, 0},
+		{"cols/4096x1024", []int{4096, 1024}, 0},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			g := &gb{}
+			out := slices.Clone(tc.shape)
+			out[tc.axis] = 1
+			g.out(g.node(backend.Node{Op: backend.OpSum, In: []int{g.arg(tc.shape...)}, Shape: out, Axis: tc.axis}))
+			b.SetBytes(int64(4 * backend.NumElems(tc.shape)))
+			benchGraph(b, g, 0)
+		})
 	}
 }

@@ -120,7 +120,13 @@
     await ready;
   }
 
+  // The placeholders of index.html, drawn again when no profile is left.
+  const EMPTY = {};
+
   async function init() {
+    EMPTY.modes = $("#modes").innerHTML;
+    EMPTY.ops = $("#op-table tbody").innerHTML;
+    EMPTY.counters = $("#counters").innerHTML;
     buildLegend();
     wireUI();
     try {
@@ -293,11 +299,77 @@
     }
   }
 
-  function validProfile(d) {
-    if (!d || typeof d !== "object") return "not a JSON object";
-    if (d.schema !== 1) return `schema ${JSON.stringify(d.schema)}, this page reads schema 1`;
-    for (const k of PASSES) if (!d[k] || !Array.isArray(d[k].stages)) return `no "${k}" report`;
+  // The shape of a profile JSON (profile.Profile, schema 1, plus the page's
+  // own mode and mode_note): each field the page reads and its type. A key
+  // ending in "?" may be missing or null; [spec] is an array of spec. Other
+  // fields are ignored. Checked before anything is rendered, because one
+  // wrong type inside the render would leave a half-drawn page.
+  const NUM = "number", STR = "string", BOOL = "boolean";
+  const REPORT = {
+    pass: STR, ops: NUM, runs: NUM, total_ms: NUM, transfer_pct: NUM, ceiling: NUM,
+    stages: [{ stage: STR, ms: NUM, pct: NUM }],
+    "by_op?": [{ op: STR, count: NUM, nodes: NUM, create_ms: NUM, compute_ms: NUM, ms: NUM, pct: NUM }],
+  };
+  const PROFILE = {
+    schema: NUM, "device?": STR, "mode?": STR, "mode_note?": STR,
+    steps: NUM, step_total_ms: NUM, "coverage_pct?": NUM, "compiles?": NUM,
+    forward: REPORT, backward: REPORT, update: REPORT,
+    "transfers?": { "counted?": BOOL, "sites?": [{ dir: STR, site: STR, count: NUM, bytes: NUM }],
+      "up_count?": NUM, "up_bytes?": NUM, "down_count?": NUM, "down_bytes?": NUM },
+    "launches?": { total: NUM, "sites?": [{ site: STR, count: NUM }] },
+  };
+
+  function typeName(v) {
+    if (v === null) return "null";
+    if (Array.isArray(v)) return "an array";
+    if (typeof v === "number" && !isFinite(v)) return "not a finite number";
+    return { object: "an object", string: "a string", number: "a number", boolean: "a boolean" }[typeof v] || typeof v;
+  }
+
+  // checkShape returns "" when v fits spec, else what is wrong and where
+  // ("forward.stages[0].pct is a string ("12"), want a number").
+  function checkShape(v, spec, path) {
+    const at = path || "the file";
+    if (Array.isArray(spec)) {
+      if (!Array.isArray(v)) return `${at} is ${typeName(v)}, want an array`;
+      for (let i = 0; i < v.length; i++) {
+        const why = checkShape(v[i], spec[0], `${path}[${i}]`);
+        if (why) return why;
+      }
+      return "";
+    }
+    if (typeof spec === "object") {
+      if (typeName(v) !== "an object") return `${at} is ${typeName(v)}, want an object`;
+      for (const [key, sub] of Object.entries(spec)) {
+        const optional = key.endsWith("?");
+        const k = optional ? key.slice(0, -1) : key;
+        if (v[k] === undefined || v[k] === null) {
+          if (optional) continue;
+          return `field ${path ? path + "." : ""}${k} is missing`;
+        }
+        const why = checkShape(v[k], sub, path ? `${path}.${k}` : k);
+        if (why) return why;
+      }
+      return "";
+    }
+    if (typeof v !== spec || (spec === NUM && !isFinite(v))) {
+      const shown = JSON.stringify(v);
+      return `field ${at} is ${typeName(v)}${shown && shown.length <= 40 ? ` (${shown})` : ""}, want a ${spec}`;
+    }
     return "";
+  }
+
+  function validProfile(d) {
+    if (!d || typeof d !== "object" || Array.isArray(d)) return `the file holds ${typeName(d)}, want a JSON object`;
+    if (d.schema !== 1) return `schema ${JSON.stringify(d.schema)}, this page reads schema 1`;
+    return checkShape(d, PROFILE, "");
+  }
+
+  // fileError reports a file that could not be opened; one banner at a
+  // time, so a series of bad files does not stack up.
+  function fileError(name, html) {
+    banner("error", `<b>${esc(name)}</b> ${html}`, "file-banner");
+    setStatus(`Could not open ${name}; the view is unchanged.`, "error");
   }
 
   async function openFile(ev) {
@@ -308,28 +380,47 @@
     try {
       data = JSON.parse(await f.text());
     } catch (e) {
-      banner("error", `<b>${esc(f.name)}</b> is not JSON: ${esc(errText(e))}`);
+      fileError(f.name, `is not JSON: ${esc(errText(e))}`);
       return;
     }
     const why = validProfile(data);
     if (why) {
-      banner("error", `<b>${esc(f.name)}</b> is not an ag profile (${esc(why)}). Write one with <code>ag demo -profile-json FILE</code>.`);
+      fileError(f.name, `is not an ag profile: ${esc(why)}. Write one with <code>ag demo -profile-json FILE</code>.`);
       return;
     }
     const label = (data.mode ? data.mode + " · " : "") + f.name.replace(/\.json$/i, "");
-    addProfile({ id: "file-" + f.name, label, kind: "file", data, file: f.name });
+    if (!addProfile({ id: "file-" + f.name, label, kind: "file", data, file: f.name })) return;
+    document.getElementById("file-banner")?.remove();
     setStatus(`Opened ${f.name} (${data.device || "unknown device"}, ${data.steps} steps).`, "ok");
     document.body.dataset.opened = f.name;
   }
 
+  // addProfile adds (or replaces) a profile and renders it. If rendering
+  // throws, the profile list goes back to what it was and is drawn again,
+  // so one bad profile cannot break every later one; it returns whether
+  // the profile was added.
   function addProfile(p) {
+    const before = { profiles: [...state.profiles], selected: state.selected };
     const i = state.profiles.findIndex((q) => q.id === p.id);
     if (i >= 0) state.profiles[i] = p; else state.profiles.push(p);
     state.selected = p.id;
+    try {
+      renderProfiles();
+      return true;
+    } catch (e) {
+      state.profiles = before.profiles;
+      state.selected = before.selected;
+      try { renderProfiles(); } catch (e2) { console.warn("re-rendering the previous profiles:", e2); }
+      fileError(p.file || p.label, `could not be drawn: ${esc(errText(e))}`);
+      return false;
+    }
+  }
+  function renderProfiles() {
     const sel = $("#f-prof");
-    sel.replaceChildren(...state.profiles.map((q) => el("option", { value: q.id, text: (q.kind === "file" ? "file: " : "") + q.label })));
-    sel.value = p.id;
-    sel.disabled = false;
+    const opts = state.profiles.map((q) => el("option", { value: q.id, text: (q.kind === "file" ? "file: " : "") + q.label }));
+    sel.replaceChildren(...(opts.length ? opts : [el("option", { text: "none yet" })]));
+    sel.value = state.selected;
+    sel.disabled = !state.profiles.length;
     renderModes();
     renderDetail();
   }
@@ -410,7 +501,7 @@
 
   function renderModes() {
     const box = $("#modes");
-    if (!state.profiles.length) return;
+    if (!state.profiles.length) { box.innerHTML = EMPTY.modes; return; }
     let maxMS = 0;
     for (const p of state.profiles) for (const r of passRows(p.data)) maxMS = Math.max(maxMS, r.total_ms / Math.max(1, p.data.steps));
     box.replaceChildren(...state.profiles.map((p) => modeCard(p, maxMS)));
@@ -520,7 +611,7 @@
       if (th.dataset.key === state.sort.key) th.setAttribute("aria-sort", state.sort.dir > 0 ? "ascending" : "descending");
       else th.removeAttribute("aria-sort");
     }
-    if (!p) return;
+    if (!p) { tbody.innerHTML = EMPTY.ops; return; }
     const r = p.data[$("#f-pass").value];
     const rows = [...((r && r.by_op) || [])];
     const k = state.sort.key, dir = state.sort.dir;
@@ -554,7 +645,7 @@
   function renderCounters() {
     const p = current();
     const box = $("#counters");
-    if (!p) return;
+    if (!p) { box.innerHTML = EMPTY.counters; return; }
     const d = p.data, steps = Math.max(1, d.steps || 0);
     const t = d.transfers || { sites: [] }, l = d.launches || { sites: [], total: 0 };
     const kp = el("dl", { class: "kpis" },
