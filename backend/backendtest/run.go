@@ -19,6 +19,7 @@ import (
 // driver is not registered or reports itself unavailable here it skips,
 // saying so, or fails when AG_REQUIRE_DEVICES names it (internal/testenv).
 func Run(t *testing.T, name string) {
+	t.Helper()
 	be := open(t, name)
 	s := &suite{be: be, caps: be.Caps()}
 	t.Logf("backend %q: %s (max buffer %d elements, unsupported %v)", s.caps.Name, s.caps.Device, s.caps.MaxBufferElems, s.caps.Unsupported)
