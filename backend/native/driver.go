@@ -84,13 +84,20 @@ func overrides() string {
 // separated by commas) and checks each against the n devices found: ggml
 // throws on an index past them.
 func visibleIndices(env string, n int) ([]int, error) {
+	bad := fmt.Errorf("%s=%q names no device (%d found, indices 0..%d)", visibleEnv, env, n, n-1)
 	var out []int
 	for _, f := range strings.Split(env, ",") {
-		i, err := strconv.Atoi(strings.TrimSpace(f))
+		if f = strings.TrimSpace(f); f == "" {
+			continue // ggml reads "0," as "0"
+		}
+		i, err := strconv.Atoi(f)
 		if err != nil || i < 0 || i >= n {
-			return nil, fmt.Errorf("%s=%q names no device (%d found, indices 0..%d)", visibleEnv, env, n, n-1)
+			return nil, bad
 		}
 		out = append(out, i)
+	}
+	if len(out) == 0 {
+		return nil, bad
 	}
 	return out, nil
 }

@@ -5,6 +5,7 @@ package native
 import (
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -86,5 +87,25 @@ func TestNoDriverIsAnError(t *testing.T) {
 			}
 			t.Logf("child with %v:\n%s", c.env, out)
 		})
+	}
+}
+
+func TestVisibleIndices(t *testing.T) {
+	cases := []struct {
+		env  string
+		n    int
+		want []int // nil: an error
+	}{
+		{"0", 1, []int{0}}, {"1, 0", 2, []int{1, 0}}, {"0,", 1, []int{0}},
+		{"1", 1, nil}, {"0,7", 2, nil}, {"", 1, nil}, {",", 1, nil}, {"-1", 1, nil}, {"x", 1, nil}, {"0", 0, nil},
+	}
+	for _, c := range cases {
+		got, err := visibleIndices(c.env, c.n)
+		if (err != nil) != (c.want == nil) || !slices.Equal(got, c.want) {
+			t.Errorf("visibleIndices(%q, %d) = %v, %v; want %v", c.env, c.n, got, err, c.want)
+		}
+		if err != nil && !strings.Contains(err.Error(), visibleEnv) {
+			t.Errorf("visibleIndices(%q, %d): error %q does not name %s", c.env, c.n, err, visibleEnv)
+		}
 	}
 }
