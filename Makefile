@@ -18,7 +18,16 @@ endif
 # Tests of the ggml Vulkan device run on lavapipe, which ggml skips unless asked.
 TEST_ENV := GGML_VK_VISIBLE_DEVICES=0
 
-.PHONY: demo test deps vulkan vet unit devices-test wasm-check wasm serve bench bench-peers bench-browser build clean-cache
+# `make test` requires every device it installed (deps: lavapipe for webgpu,
+# Chromium; vulkan: ggml): a test that would skip for lack of one fails
+# instead (internal/testenv), so a run with a device missing is never green.
+comma := ,
+REQUIRED_DEVICES := cpu,webgpu,chromium$(if $(HAVE_GGML),$(comma)ggml-cpu$(comma)ggml-vulkan)
+ifeq ($(REQUIRE_INSTALLED),1)
+  export AG_REQUIRE_DEVICES := $(REQUIRED_DEVICES)
+endif
+
+.PHONY: demo test test-devices deps vulkan vet unit devices-test wasm-check wasm serve bench bench-peers bench-browser build clean-cache
 
 demo:
 	$(GO) run $(TAGS) ./cmd/ag demo -profile
@@ -41,8 +50,19 @@ vulkan:
 	bash $(GGML_BUILD)
 
 # `make test` re-invokes make after the ggml build so TAGS/CGO flags see it.
+# go test shows nothing of a passing package, so the skips that remain
+# (opt-in diagnostics, capabilities a backend lacks) are collected in a file
+# (AG_SKIP_LOG) and listed at the end, pass or fail.
 test: deps vulkan
-	$(MAKE) --no-print-directory vet unit devices-test wasm-check
+	@log=$$(mktemp); trap 'rm -f "$$log"' EXIT; \
+	AG_SKIP_LOG="$$log" $(MAKE) --no-print-directory REQUIRE_INSTALLED=1 test-devices vet unit devices-test wasm-check; rc=$$?; \
+	echo "== skipped ($$(sort -u "$$log" | wc -l), see internal/testenv):"; sort -u "$$log"; \
+	[ $$rc = 0 ] && echo "== make test: passed; every required device ran" || echo "== make test: FAILED"; \
+	exit $$rc
+
+# One line on what the tests run on, before they run.
+test-devices:
+	@echo "== devices required (AG_REQUIRE_DEVICES): $(or $(AG_REQUIRE_DEVICES),none); nn and buffer also run on: $(DEVICES)"
 
 vet:
 	$(GO) vet $(TAGS) ./...

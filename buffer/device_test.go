@@ -3,30 +3,26 @@ package buffer
 import (
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"testing"
 
 	"github.com/ag-go/ag/backend"
 	_ "github.com/ag-go/ag/backend/all" // every driver AG_TEST_DEVICE may name
 	"github.com/ag-go/ag/core"
+	"github.com/ag-go/ag/internal/testenv"
 )
 
 // testDevice lets the same tests run on another backend:
-// AG_TEST_DEVICE=webgpu go test ./buffer/
-func testDevice() string {
-	if d := os.Getenv("AG_TEST_DEVICE"); d != "" {
-		return d
-	}
-	return "cpu"
-}
+// AG_TEST_DEVICE=webgpu go test ./buffer/. A device named there that cannot
+// open fails the tests: it never falls back to cpu.
+func testDevice() string { return testenv.Device() }
 
 // open opens the test device, closed when the test ends.
 func open(t testing.TB) *core.Device {
 	t.Helper()
 	dev, err := core.Open(testDevice())
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s=%s: %v", testenv.DeviceEnv, testDevice(), err)
 	}
 	t.Cleanup(func() { dev.Close() })
 	return dev

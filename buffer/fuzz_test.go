@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ag-go/ag/core"
+	"github.com/ag-go/ag/internal/testenv"
 )
 
 // FuzzBuffer runs sequences of Write, Read, GetRows and GetRowsOf decoded
@@ -25,7 +26,7 @@ func FuzzBuffer(f *testing.F) {
 	}
 	dev, err := core.Open(testDevice())
 	if err != nil {
-		f.Fatal(err)
+		f.Fatalf("%s=%s: %v", testenv.DeviceEnv, testDevice(), err)
 	}
 	f.Cleanup(func() { dev.Close() })
 

@@ -1,16 +1,11 @@
 package nn
 
 import (
-	"os"
-
 	_ "github.com/ag-go/ag/backend/all"
+	"github.com/ag-go/ag/internal/testenv"
 )
 
 // testDevice lets the same tests run on another backend:
-// AG_TEST_DEVICE=webgpu go test ./nn/
-func testDevice() string {
-	if d := os.Getenv("AG_TEST_DEVICE"); d != "" {
-		return d
-	}
-	return "cpu"
-}
+// AG_TEST_DEVICE=webgpu go test ./nn/. A device named there that cannot
+// open fails the tests: it never falls back to cpu.
+func testDevice() string { return testenv.Device() }

@@ -10,12 +10,13 @@ import (
 	"testing"
 
 	"github.com/ag-go/ag/core"
+	"github.com/ag-go/ag/internal/testenv"
 )
 
 func openDev(t testing.TB) *core.Device {
 	dev, err := core.Open(testDevice())
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s=%s: %v", testenv.DeviceEnv, testDevice(), err)
 	}
 	t.Cleanup(func() { dev.Close() })
 	return dev

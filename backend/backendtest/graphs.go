@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/internal/testenv"
 )
 
 // graphCase is a subtest beyond single ops: whole graphs, buffer and memory
@@ -194,7 +195,7 @@ func testNodeTimer(t *testing.T, s *suite) {
 	defer prog.Release()
 	nt, ok := prog.(backend.NodeTimer)
 	if !ok {
-		t.Skipf("%s programs do not implement NodeTimer", s.caps.Name)
+		testenv.Skipf(t, "%s programs do not implement backend.NodeTimer: per-node device times untested", s.caps.Name)
 	}
 	bufs := s.upload(t, b.args)
 	times := make([]time.Duration, len(b.g.Nodes))
@@ -367,7 +368,7 @@ func testMemory(t *testing.T, s *suite) {
 func (s *suite) largeAlloc(t *testing.T, n int) backend.Buffer {
 	t.Helper()
 	if s.caps.MaxBufferElems > 0 && n > s.caps.MaxBufferElems {
-		t.Skipf("%d elements exceed Caps.MaxBufferElems %d", n, s.caps.MaxBufferElems)
+		testenv.Skipf(t, "%d elements exceed %s's Caps.MaxBufferElems %d", n, s.caps.Name, s.caps.MaxBufferElems)
 	}
 	b, err := s.be.Alloc(n)
 	if err != nil {

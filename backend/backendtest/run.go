@@ -10,13 +10,16 @@ import (
 	"testing"
 
 	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/internal/testenv"
 )
 
 // Run runs the conformance suite against the backend registered as name,
 // one subtest per op case ("add/broadcast", "matmul/transB", ...), then whole
-// graphs, buffers and memory, and (without -short) large tensors. It skips
-// when the driver is not registered or reports itself unavailable here.
+// graphs, buffers and memory, and (without -short) large tensors. When the
+// driver is not registered or reports itself unavailable here it skips,
+// saying so, or fails when AG_REQUIRE_DEVICES names it (internal/testenv).
 func Run(t *testing.T, name string) {
+	t.Helper()
 	be := open(t, name)
 	s := &suite{be: be, caps: be.Caps()}
 	t.Logf("backend %q: %s (max buffer %d elements, unsupported %v)", s.caps.Name, s.caps.Device, s.caps.MaxBufferElems, s.caps.Unsupported)
@@ -33,7 +36,8 @@ func Run(t *testing.T, name string) {
 	}
 }
 
-// open opens the named driver or skips the test with the reason.
+// open opens the named driver, or skips the test with the reason (fails it
+// when the driver is required).
 func open(t *testing.T, name string) backend.Backend {
 	t.Helper()
 	var names []string
@@ -43,7 +47,7 @@ func open(t *testing.T, name string) backend.Backend {
 			continue
 		}
 		if !d.OK {
-			t.Skipf("backendtest.Run: driver %q not available here: %s", name, d.Why)
+			testenv.SkipDevice(t, name, "backendtest.Run: driver says: "+d.Why)
 		}
 		be, err := backend.Open(name)
 		if err != nil {
@@ -56,7 +60,7 @@ func open(t *testing.T, name string) backend.Backend {
 		})
 		return be
 	}
-	t.Skipf("backendtest.Run: driver %q not registered (registered: %v)", name, names)
+	testenv.SkipDevice(t, name, fmt.Sprintf("backendtest.Run: driver %q not registered in this build (registered: %v)", name, names))
 	return nil
 }
 
@@ -115,7 +119,7 @@ func (s *suite) check(t *testing.T, tolKey string, in instance) {
 				p.Release()
 				t.Fatalf("Compile accepted op %v that Caps.Unsupported lists", n.Op)
 			}
-			t.Skipf("op %v unsupported by %s: %v", n.Op, s.caps.Name, err)
+			testenv.Skipf(t, "op %v unsupported by %s (Caps.Unsupported), Compile refuses it: %v", n.Op, s.caps.Name, err)
 		}
 	}
 	bufs := s.upload(t, in.args)

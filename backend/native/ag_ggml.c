@@ -8,6 +8,14 @@
 
 #include "ag_ggml.h"
 
+// ag_vk_guard.cpp declares these ggml functions itself (it cannot see ggml's
+// headers): fail the build if ggml's own declarations ever differ.
+#define AG_SAME_TYPE(f, t) _Static_assert(__builtin_types_compatible_p(__typeof__(&f), t), #f " changed its signature: update ag_vk_guard.cpp")
+AG_SAME_TYPE(ggml_backend_vk_get_device_count, int (*)(void));
+AG_SAME_TYPE(ggml_backend_vk_init, ggml_backend_t (*)(size_t));
+AG_SAME_TYPE(ggml_backend_vk_get_device_description, void (*)(int, char *, size_t));
+AG_SAME_TYPE(ggml_backend_dev_memory, void (*)(ggml_backend_dev_t, size_t *, size_t *));
+
 int ag_vk_probe(ag_vk_device *out, int max) {
 	VkApplicationInfo app = {0};
 	app.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO;

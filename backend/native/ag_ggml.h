@@ -28,6 +28,16 @@ typedef struct {
 // negative VkResult when no instance could be created (no loader or driver).
 int ag_vk_probe(ag_vk_device *out, int max);
 
+// The ggml-vulkan entry points that throw C++ exceptions (no driver, a bad
+// GGML_VK_VISIBLE_DEVICES, a failed device creation or memory query), called
+// inside try/catch (ag_vk_guard.cpp): each returns 0, or -1 with the
+// exception's type and message in err, where uncaught it would abort the
+// process.
+int ag_vk_device_count(int *count, char *err, size_t errlen);
+int ag_vk_init(size_t dev, ggml_backend_t *out, char *err, size_t errlen);
+int ag_vk_description(int dev, char *desc, size_t desclen, char *err, size_t errlen);
+int ag_dev_memory(ggml_backend_dev_t dev, size_t *free, size_t *total, char *err, size_t errlen);
+
 // ag_bind points each leaves[i] at the memory of srcs[i] (a buffer's tensor),
 // then re-derives the address of every view in views from its view_src.
 // Program.Run calls it once per run: the graph itself is never re-planned.

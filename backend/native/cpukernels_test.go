@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/internal/testenv"
 )
 
 // TestCPUKernels checks ggml-cpu's own kernels (ag_matmul_tn for A^T B,
@@ -17,7 +18,7 @@ import (
 // 1e-5 relative.
 func TestCPUKernels(t *testing.T) {
 	if a := driverAvailability(CPUName); !a.OK {
-		t.Skip(a.Why)
+		testenv.SkipDevice(t, CPUName, a.Why)
 	}
 	be := open(t, CPUName)
 	cases := []struct{ m, k, n int }{{1, 1, 1}, {6, 3, 16}, {7, 5, 17}, {13, 64, 37}, {64, 64, 1024}, {130, 33, 50}}

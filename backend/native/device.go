@@ -209,12 +209,17 @@ func (d *device) Read(b backend.Buffer, off int, dst []float32) error {
 }
 
 // Memory is what ggml_backend_dev_memory reports: system memory for the
-// CPU backend, the Vulkan heap budget (or heap size) for a GPU.
+// CPU backend, the Vulkan heap budget (or heap size) for a GPU. On Vulkan
+// it enumerates the devices again, which throws when the device is lost:
+// guarded, that is an error instead of an abort.
 func (d *device) Memory() (free, total uint64, err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var f, t C.size_t
-	C.ggml_backend_dev_memory(C.ggml_backend_get_device(d.be), &f, &t)
+	var msg [512]C.char
+	if C.ag_dev_memory(C.ggml_backend_get_device(d.be), &f, &t, &msg[0], C.size_t(len(msg))) != 0 {
+		return 0, 0, fmt.Errorf("native: %s Memory: ggml_backend_dev_memory threw %s", d.name, C.GoString(&msg[0]))
+	}
 	return uint64(f), uint64(t), nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/internal/vkenv"
 )
 
 // Vulkan physical device types (VkPhysicalDeviceType).
@@ -38,16 +39,67 @@ type vkDevice struct {
 // probeVulkan lists the Vulkan physical devices in loader order, which is
 // the order GGML_VK_VISIBLE_DEVICES indexes.
 func probeVulkan() ([]vkDevice, error) {
+	vkenv.Prepare()
 	var out [C.AG_VK_MAX_DEVICES]C.ag_vk_device
 	n := int(C.ag_vk_probe(&out[0], C.AG_VK_MAX_DEVICES))
 	if n < 0 {
-		return nil, fmt.Errorf("vkCreateInstance failed (VkResult %d)", n)
+		return nil, fmt.Errorf("vkCreateInstance: %s", vkResult(n))
 	}
 	devs := make([]vkDevice, n)
 	for i := range devs {
 		devs[i] = vkDevice{C.GoString(&out[i].name[0]), int(out[i]._type)}
 	}
 	return devs, nil
+}
+
+// vkResult names the VkResult codes vkCreateInstance returns.
+func vkResult(r int) string {
+	names := map[int]string{-1: "VK_ERROR_OUT_OF_HOST_MEMORY", -2: "VK_ERROR_OUT_OF_DEVICE_MEMORY",
+		-3: "VK_ERROR_INITIALIZATION_FAILED", -6: "VK_ERROR_LAYER_NOT_PRESENT",
+		-7: "VK_ERROR_EXTENSION_NOT_PRESENT", -9: "VK_ERROR_INCOMPATIBLE_DRIVER"}
+	if n, ok := names[r]; ok {
+		return n
+	}
+	return fmt.Sprintf("VkResult %d", r)
+}
+
+// noDriver says that the loader found no usable driver, naming the loader
+// variables the user set (the usual cause when a driver is installed).
+func noDriver(detail string) string {
+	if o := vkenv.Overrides(); o != "" {
+		detail += ", with " + o
+	}
+	return "no Vulkan driver found (" + detail + "): install mesa-vulkan-drivers or a GPU driver"
+}
+
+// overrides is " (with VK_ICD_FILENAMES=...)" when loader variables are set.
+func overrides() string {
+	if o := vkenv.Overrides(); o != "" {
+		return " (with " + o + ")"
+	}
+	return ""
+}
+
+// visibleIndices parses GGML_VK_VISIBLE_DEVICES as ggml does (indices
+// separated by commas) and checks each against the n devices found: ggml
+// throws on an index past them.
+func visibleIndices(env string, n int) ([]int, error) {
+	bad := fmt.Errorf("%s=%q names no device (%d found, indices 0..%d)", visibleEnv, env, n, n-1)
+	var out []int
+	for _, f := range strings.Split(env, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue // ggml reads "0," as "0"
+		}
+		i, err := strconv.Atoi(f)
+		if err != nil || i < 0 || i >= n {
+			return nil, bad
+		}
+		out = append(out, i)
+	}
+	if len(out) == 0 {
+		return nil, bad
+	}
+	return out, nil
 }
 
 type vulkanDriver struct{}
@@ -58,18 +110,17 @@ type vulkanDriver struct{}
 func (vulkanDriver) Available() backend.Availability {
 	devs, err := probeVulkan()
 	if err != nil {
-		return backend.Availability{Why: "no Vulkan driver (" + err.Error() + "): install mesa-vulkan-drivers or a GPU driver"}
+		return backend.Availability{Why: noDriver(err.Error())}
 	}
 	if len(devs) == 0 {
-		return backend.Availability{Why: "no Vulkan device found: install mesa-vulkan-drivers or a GPU driver"}
+		return backend.Availability{Why: noDriver("the loader lists no device")}
 	}
 	if env, ok := os.LookupEnv(visibleEnv); ok {
-		first := strings.TrimSpace(strings.Split(env, ",")[0])
-		i, err := strconv.Atoi(first)
-		if err != nil || i < 0 || i >= len(devs) {
-			return backend.Availability{Why: fmt.Sprintf("%s=%q names no device (%d found)", visibleEnv, env, len(devs))}
+		idx, err := visibleIndices(env, len(devs))
+		if err != nil {
+			return backend.Availability{Why: err.Error()}
 		}
-		d := devs[i]
+		d := devs[idx[0]]
 		if d.typ == vkTypeCPU {
 			return backend.Availability{OK: true, Auto: false,
 				Why: fmt.Sprintf("%s (Vulkan, CPU-type software device selected by %s=%s; correctness only, slower than ggml-cpu)", d.name, visibleEnv, env)}
@@ -109,15 +160,26 @@ func selectedIsCPU() bool {
 		return false
 	}
 	devs, err := probeVulkan()
-	i, aerr := strconv.Atoi(strings.TrimSpace(strings.Split(env, ",")[0]))
-	return err == nil && aerr == nil && i >= 0 && i < len(devs) && devs[i].typ == vkTypeCPU
+	if err != nil {
+		return false
+	}
+	idx, err := visibleIndices(env, len(devs))
+	return err == nil && devs[idx[0]].typ == vkTypeCPU
 }
 
 // f16Env lets a user keep ggml-vulkan's f16 matmul tiles (faster, about
 // 1e-3 relative error) instead of the f32 the IR specifies.
 const f16Env = "AG_GGML_VK_F16"
 
+// Open checks Available first, so that a machine without a usable driver
+// gets its reason; the calls into ggml-vulkan are guarded all the same
+// (ag_vk_guard.cpp), because ggml can throw where the probe succeeded (a
+// device it cannot create, Vulkan older than 1.2), and a C++ exception would
+// abort the process.
 func (d vulkanDriver) Open() (backend.Backend, error) {
+	if a := d.Available(); !a.OK {
+		return nil, fmt.Errorf("native: %s is unavailable: %s", VulkanName, a.Why)
+	}
 	// On devices with f16 arithmetic ggml-vulkan stages even f32 x f32
 	// matmul tiles in f16 (relative error ~1e-3). The IR is f32, so turn
 	// that off before ggml initializes the device, unless asked to keep it.
@@ -127,16 +189,38 @@ func (d vulkanDriver) Open() (backend.Backend, error) {
 	if _, set := os.LookupEnv(lpThreadsEnv); !set && selectedIsCPU() {
 		os.Setenv(lpThreadsEnv, "1")
 	}
-	if n := int(C.ggml_backend_vk_get_device_count()); n == 0 {
-		return nil, fmt.Errorf("native: ggml finds no Vulkan device: %s", d.Available().Why)
+	n, err := vkDeviceCount()
+	if err != nil {
+		return nil, err
 	}
-	be := C.ggml_backend_vk_init(0)
+	if n == 0 {
+		return nil, fmt.Errorf("native: %s: ggml finds no Vulkan device it uses (the probe found: %s)", VulkanName, d.Available().Why)
+	}
+	var msg [512]C.char
+	var be C.ggml_backend_t
+	if C.ag_vk_init(0, &be, &msg[0], C.size_t(len(msg))) != 0 {
+		return nil, fmt.Errorf("native: %s: ggml_backend_vk_init(0) threw %s%s", VulkanName, C.GoString(&msg[0]), overrides())
+	}
 	if be == nil {
-		return nil, fmt.Errorf("native: ggml_backend_vk_init(0) failed")
+		return nil, fmt.Errorf("native: %s: ggml_backend_vk_init(0) failed", VulkanName)
 	}
 	var desc [256]C.char
-	C.ggml_backend_vk_get_device_description(0, &desc[0], C.size_t(len(desc)))
+	if C.ag_vk_description(0, &desc[0], C.size_t(len(desc)), &msg[0], C.size_t(len(msg))) != 0 {
+		C.ggml_backend_free(be)
+		return nil, fmt.Errorf("native: %s: ggml_backend_vk_get_device_description(0) threw %s", VulkanName, C.GoString(&msg[0]))
+	}
 	return newDevice(VulkanName, C.GoString(&desc[0])+" (Vulkan)", be, false)
+}
+
+// vkDeviceCount is the number of Vulkan devices ggml uses. Its first call
+// creates ggml's Vulkan instance, which throws when there is no driver.
+func vkDeviceCount() (int, error) {
+	var msg [512]C.char
+	var n C.int
+	if C.ag_vk_device_count(&n, &msg[0], C.size_t(len(msg))) != 0 {
+		return 0, fmt.Errorf("native: %s: ggml_backend_vk_get_device_count threw %s%s", VulkanName, C.GoString(&msg[0]), overrides())
+	}
+	return int(n), nil
 }
 
 type cpuDriver struct{}

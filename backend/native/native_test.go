@@ -11,20 +11,26 @@ import (
 
 	"github.com/ag-go/ag/backend"
 	"github.com/ag-go/ag/backend/backendtest"
+	"github.com/ag-go/ag/internal/testenv"
 )
 
-// devices lists the drivers to test, skipping those unavailable here.
+// devices lists the drivers to test, leaving out those unavailable here
+// (it fails the test if AG_REQUIRE_DEVICES names one of them).
 func devices(t *testing.T) []string {
-	var out []string
+	var out, why []string
 	for _, name := range []string{CPUName, VulkanName} {
 		if a := driverAvailability(name); !a.OK {
-			t.Logf("%s unavailable: %s", name, a.Why)
+			if testenv.Required(name) {
+				t.Errorf("%s is unavailable here (%s), but %s requires it", name, a.Why, testenv.RequireEnv)
+			}
+			t.Logf("%s unavailable, not tested: %s", name, a.Why)
+			why = append(why, name+": "+a.Why)
 			continue
 		}
 		out = append(out, name)
 	}
 	if len(out) == 0 {
-		t.Skip("no ggml device available")
+		testenv.SkipDevice(t, "ggml-cpu", strings.Join(why, "; "))
 	}
 	return out
 }
@@ -268,7 +274,7 @@ func TestVulkanAvailability(t *testing.T) {
 		if a.OK {
 			t.Fatalf("no Vulkan device (%v) but ggml-vulkan says %+v", err, a)
 		}
-		t.Skipf("no Vulkan device: %s", a.Why)
+		testenv.SkipDevice(t, VulkanName, a.Why)
 	}
 	if !softwareVulkan {
 		a := driverAvailability(VulkanName)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/internal/testenv"
 )
 
 // Without the ggml tag both drivers are listed, unavailable, with the hint.
@@ -26,5 +27,14 @@ func TestStubDrivers(t *testing.T) {
 	}
 	if !found[VulkanName] || !found[CPUName] {
 		t.Fatalf("drivers registered: %v", found)
+	}
+}
+
+// TestGGMLDevices stands for the ggml device tests, which this build leaves
+// out: it skips saying why, or fails when AG_REQUIRE_DEVICES names a ggml
+// device (a run that requires them must build with -tags ggml).
+func TestGGMLDevices(t *testing.T) {
+	for _, name := range []string{CPUName, VulkanName} {
+		t.Run(name, func(t *testing.T) { testenv.SkipDevice(t, name, notBuilt) })
 	}
 }

@@ -7,12 +7,13 @@ import (
 	"time"
 
 	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/internal/testenv"
 )
 
 func TestAvailable(t *testing.T) {
 	a := driver{}.Available()
 	if !a.OK {
-		t.Skipf("webgpu: no adapter here: %s", a.Why)
+		testenv.SkipDevice(t, "webgpu", a.Why)
 	}
 	info, _ := probed()
 	if !strings.Contains(a.Why, info.name) || info.name == "" {

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/cogentcore/webgpu/wgpu"
+
+	"github.com/ag-go/ag/internal/vkenv"
 )
 
 // The native device layer: wgpu-native through github.com/cogentcore/webgpu.
@@ -98,12 +100,52 @@ func fillLimits(info *devInfo, l wgpu.Limits) {
 	info.maxStorageBuffers = l.MaxStorageBuffersPerShaderStage
 }
 
+// backendsEnv picks the native APIs wgpu may use: unset, Vulkan, Metal and
+// D3D12 ("primary"); "all" adds OpenGL, "gl" is OpenGL alone.
+const backendsEnv = "AG_WEBGPU_BACKENDS"
+
+// instanceBackends is the API set of AG_WEBGPU_BACKENDS. OpenGL is left out
+// by default: wgpu-native v0.23 (wgpu-hal's egl.rs) panics inside
+// wgpuCreateInstance, aborting the process, when libEGL is installed but
+// finds no display (no EGL vendor, as on a GPU server with a Vulkan-only
+// driver), however good the Vulkan driver is; and where Vulkan is missing
+// its OpenGL adapter is a slow software one (llvmpipe).
+func instanceBackends() (wgpu.InstanceBackend, string, error) {
+	switch v := os.Getenv(backendsEnv); v {
+	case "", "primary":
+		return wgpu.InstanceBackendPrimary, "Vulkan, Metal or D3D12", nil
+	case "all":
+		return wgpu.InstanceBackendPrimary | wgpu.InstanceBackendGL, "Vulkan, Metal, D3D12 or OpenGL", nil
+	case "gl":
+		return wgpu.InstanceBackendGL, "OpenGL", nil
+	case "vulkan":
+		return wgpu.InstanceBackendVulkan, "Vulkan", nil
+	default:
+		return 0, "", fmt.Errorf("webgpu: %s=%q: want primary, all, vulkan or gl", backendsEnv, v)
+	}
+}
+
 func requestAdapter() (*wgpu.Instance, *wgpu.Adapter, error) {
-	inst := wgpu.CreateInstance(nil)
+	backends, apis, err := instanceBackends()
+	if err != nil {
+		return nil, nil, err
+	}
+	vkenv.Prepare()
+	inst, err := createInstance(backends)
+	if err != nil {
+		return nil, nil, err
+	}
 	ad, err := inst.RequestAdapter(&wgpu.RequestAdapterOptions{PowerPreference: wgpu.PowerPreferenceHighPerformance})
 	if err != nil || ad == nil {
 		inst.Release()
-		return nil, nil, fmt.Errorf("webgpu: no adapter (install a Vulkan driver, e.g. mesa-vulkan-drivers): %v", err)
+		hint := ""
+		if o := vkenv.Overrides(); o != "" {
+			hint = ", with " + o
+		}
+		if backends&wgpu.InstanceBackendGL == 0 {
+			hint += "; " + backendsEnv + "=all also tries OpenGL"
+		}
+		return nil, nil, fmt.Errorf("webgpu: no adapter on %s (%v%s): install a Vulkan driver, e.g. mesa-vulkan-drivers", apis, err, hint)
 	}
 	return inst, ad, nil
 }

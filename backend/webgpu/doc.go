@@ -1,7 +1,9 @@
 // Package webgpu is ag's WebGPU backend: WGSL kernels for every op of the
 // backend IR and an executor that runs a whole compiled graph as one
 // submission. Natively it runs on wgpu-native through
-// github.com/cogentcore/webgpu (Vulkan, Metal, D3D12); compiled with
+// github.com/cogentcore/webgpu (Vulkan, Metal, D3D12; OpenGL only with
+// AG_WEBGPU_BACKENDS=all or gl, because wgpu-native aborts the process when
+// its OpenGL backend meets an EGL without a display); compiled with
 // GOOS=js it runs on the browser's navigator.gpu through syscall/js.
 // Importing the package registers the driver "webgpu" (priority 30).
 //

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ag-go/ag/backend"
 	"github.com/ag-go/ag/backend/backendtest"
+	"github.com/ag-go/ag/internal/testenv"
 )
 
 // The tests share one Backend per process: bookworm's lavapipe can corrupt
@@ -25,7 +26,7 @@ func openTest(t testing.TB) *Backend {
 	t.Helper()
 	a := driver{}.Available()
 	if !a.OK {
-		t.Skipf("webgpu: no adapter here: %s", a.Why)
+		testenv.SkipDevice(t, "webgpu", a.Why)
 	}
 	shared.once.Do(func() {
 		b, err := driver{}.Open()

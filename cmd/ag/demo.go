@@ -7,8 +7,10 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/ag-go/ag/backend"
 	"github.com/ag-go/ag/core"
 	"github.com/ag-go/ag/internal/workload"
 	"github.com/ag-go/ag/profile"
@@ -40,6 +42,11 @@ func demo(args []string) error {
 	}
 	defer dev.Close()
 	fmt.Printf("device: %s\n", dev)
+	if *device == "auto" || *device == "" {
+		if note := autoNote(dev.Name(), backend.Drivers()); note != "" {
+			fmt.Println(note)
+		}
+	}
 	fmt.Printf("model: %d Linear layers of %dx%d, ReLU, Adam lr %g, MSE; batch %d; %d steps\n",
 		*depth, *width, *width, *lr, *batch, *steps)
 
@@ -93,6 +100,30 @@ func demo(args []string) error {
 		return printProfile(dev.String(), *trace, *profJSON)
 	}
 	return nil
+}
+
+// autoNote says why "auto" chose the driver chosen rather than one ranked
+// above it (drivers are listed best first), in one line: a fallback to a
+// slower device must not pass unnoticed. It is "" when the best was chosen.
+func autoNote(chosen string, drivers []backend.DriverInfo) string {
+	var passed []string
+	for _, d := range drivers {
+		if d.Name == chosen {
+			break
+		}
+		switch {
+		case !d.OK:
+			passed = append(passed, fmt.Sprintf("%s unavailable (%s)", d.Name, d.Why))
+		case !d.Auto:
+			passed = append(passed, fmt.Sprintf("%s not for auto (%s)", d.Name, d.Why))
+		default:
+			passed = append(passed, fmt.Sprintf("%s failed to open (-device %s shows why)", d.Name, d.Name))
+		}
+	}
+	if len(passed) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("auto chose %s over: %s", chosen, strings.Join(passed, "; "))
 }
 
 func startProfile() {

@@ -23,6 +23,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/ag-go/ag/internal/chrome"
+	"github.com/ag-go/ag/internal/testenv"
 )
 
 //go:embed index.html
@@ -93,7 +94,7 @@ func browser(t *testing.T) context.Context {
 	t.Helper()
 	chromium, err := chrome.Path()
 	if err != nil {
-		t.Skipf("browser: %v", err)
+		testenv.SkipDevice(t, "chromium", err.Error())
 	}
 	opts := chrome.Options(chromium, t.TempDir())
 	var log syncBuffer

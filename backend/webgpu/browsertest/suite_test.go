@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ag-go/ag/internal/testenv"
 )
 
 // binary is one wasm test binary the browser runs.
@@ -73,7 +75,7 @@ func TestInBrowser(t *testing.T) {
 	case st.Error != "":
 		t.Fatalf("probing the adapter: page error:\n%s", st.Error)
 	case !strings.HasPrefix(st.Adapter, "ok"):
-		t.Skipf("Chromium offers no WebGPU adapter: %s (with --enable-unsafe-webgpu SwiftShader should be one; see notes/PLATFORM.md)", st.Adapter)
+		testenv.SkipDevice(t, "chromium", fmt.Sprintf("Chromium offers no WebGPU adapter: %s (with --enable-unsafe-webgpu SwiftShader should be one; see notes/PLATFORM.md)", st.Adapter))
 	}
 	t.Logf("adapter: %s", strings.TrimPrefix(st.Adapter, "ok: "))
 	for _, b := range binaries {
