@@ -46,6 +46,12 @@ func NewLinear(dev *core.Device, in, out int, bias bool, rng *rand.Rand) *Linear
 
 // Forward returns x·W (+ b).
 func (l *Linear) Forward(x *core.Tensor) *core.Tensor {
+	if x == nil {
+		panic("nn.Linear.Forward: nil input")
+	}
+	if in := l.W.Dim(0); x.Rank() != 2 || x.Dim(1) != in {
+		panic(fmt.Sprintf("nn.Linear.Forward: input of shape %v, want [batch, %d]", x.Shape(), in))
+	}
 	y := core.MatMul(x, l.W)
 	if l.B != nil {
 		y = core.Add(y, l.B)

@@ -52,6 +52,9 @@ func (o *SGD) Step() error {
 	if err := o.ensureState(); err != nil {
 		return err
 	}
+	if err := checkHyper(o, o.hyper()); err != nil {
+		return fmt.Errorf("nn.SGD.Step: %w", err)
+	}
 	return o.stepWith(o.params[0].Device().Tensor(o.nextHyper(), 3), nil)
 }
 
@@ -134,6 +137,9 @@ func NewAdamW(params []*core.Tensor, lr, wd float32) *Adam {
 func (o *Adam) Step() error {
 	if err := o.ensureState(); err != nil {
 		return err
+	}
+	if err := checkHyper(o, o.hyper()); err != nil {
+		return fmt.Errorf("nn.Adam.Step: %w", err)
 	}
 	return o.stepWith(o.params[0].Device().Tensor(o.nextHyper(), 7), nil)
 }
