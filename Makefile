@@ -27,7 +27,7 @@ ifeq ($(REQUIRE_INSTALLED),1)
   export AG_REQUIRE_DEVICES := $(REQUIRED_DEVICES)
 endif
 
-.PHONY: demo test test-devices deps vulkan vet unit devices-test wasm-check wasm serve bench bench-peers bench-browser build clean-cache
+.PHONY: demo test test-devices deps vulkan vet unit adversarial devices-test wasm-check wasm serve bench bench-peers bench-browser build clean-cache
 
 demo:
 	$(GO) run $(TAGS) ./cmd/ag demo -profile
@@ -55,7 +55,7 @@ vulkan:
 # (AG_SKIP_LOG) and listed at the end, pass or fail.
 test: deps vulkan
 	@log=$$(mktemp); trap 'rm -f "$$log"' EXIT; \
-	AG_SKIP_LOG="$$log" $(MAKE) --no-print-directory REQUIRE_INSTALLED=1 test-devices vet unit devices-test wasm-check; rc=$$?; \
+	AG_SKIP_LOG="$$log" $(MAKE) --no-print-directory REQUIRE_INSTALLED=1 test-devices vet unit adversarial devices-test wasm-check; rc=$$?; \
 	echo "== skipped ($$(sort -u "$$log" | wc -l), see internal/testenv):"; sort -u "$$log"; \
 	[ $$rc = 0 ] && echo "== make test: passed; every required device ran" || echo "== make test: FAILED"; \
 	exit $$rc
@@ -69,7 +69,13 @@ vet:
 	test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 
 unit:
-	$(TEST_ENV) $(GO) test $(TAGS) -count=1 -timeout 30m ./...
+	$(TEST_ENV) $(GO) test $(TAGS) -count=1 -timeout 30m -skip '^TestAdversarial$$' ./...
+
+# The adversarial suite (internal/adversary): every bad input on every
+# backend, one summary line per backend; the defects it finds fail it.
+adversarial:
+	set -o pipefail; $(TEST_ENV) $(GO) test $(TAGS) -count=1 -timeout 30m -v -run '^TestAdversarial$$' ./internal/adversary \
+	  | grep -E '^(adversarial:|[[:space:]]+run_test|--- (FAIL|SKIP)|FAIL|ok|panic)'
 
 # The device-independent tests (nn, buffer) again on every other backend
 # that runs here: WebGPU on lavapipe, and ggml's CPU and Vulkan devices.

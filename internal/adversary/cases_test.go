@@ -722,7 +722,11 @@ func nnCases() []adCase {
 		load("LoadState trailing bytes", func(b []byte) []byte { return append(b, 1, 2, 3, 4) }),
 		load("LoadState empty file", func(b []byte) []byte { return nil }),
 		load("LoadState bad magic", func(b []byte) []byte { c := bytes.Clone(b); c[0] = 'X'; return c }),
-		load("LoadState huge header length", func(b []byte) []byte { c := bytes.Clone(b); c[8], c[9], c[10], c[11] = 0xff, 0xff, 0xff, 0x7f; return c }),
+		load("LoadState huge header length", func(b []byte) []byte {
+			c := bytes.Clone(b)
+			c[8], c[9], c[10], c[11] = 0xff, 0xff, 0xff, 0x7f
+			return c
+		}),
 		load("LoadState hyper {}", func(b []byte) []byte {
 			i, j := bytes.Index(b, []byte(`"hyper":{`)), bytes.Index(b, []byte(`}}`))
 			if i < 0 || j < 0 {

@@ -339,7 +339,6 @@ func tail(s string, n int) string {
 	return strings.ReplaceAll(s, "\n", " | ")
 }
 
-
 // minCases is the floor the issue sets: at least 150 bad inputs per backend.
 const minCases = 150
 
