@@ -6,6 +6,7 @@
 # (backend/native/ggml/build.sh); when it has been built, every target links
 # it (-tags ggml), otherwise the pure-Go and WebGPU backends are used.
 
+SHELL := /bin/bash
 GO        ?= go
 GGML_BUILD := backend/native/ggml/build.sh
 GGML_PREFIX := $(shell bash $(GGML_BUILD) --print-prefix 2>/dev/null)
