@@ -40,6 +40,9 @@ type StepCapture struct {
 // CaptureStep makes a captured training step of opt's parameters for the loss
 // that loss computes from the inputs passed to Step.
 func CaptureStep(opt Optimizer, loss func(in []*core.Tensor) *core.Tensor) *StepCapture {
+	if opt == nil || loss == nil {
+		panic("nn.CaptureStep: nil optimizer or loss")
+	}
 	if len(opt.Params()) == 0 {
 		panic("nn.CaptureStep: the optimizer has no parameters")
 	}
@@ -48,7 +51,7 @@ func CaptureStep(opt Optimizer, loss func(in []*core.Tensor) *core.Tensor) *Step
 	s.whole = core.NewCapture(dev, func(in []*core.Tensor) []*core.Tensor {
 		hp := in[len(in)-1]
 		l := s.forwardBackward(in[:len(in)-1])
-		if err := opt.stepWith(hp, nil); err != nil {
+		if err := opt.Update(hp, nil); err != nil {
 			panic(err)
 		}
 		return []*core.Tensor{l}
@@ -61,7 +64,7 @@ func CaptureStep(opt Optimizer, loss func(in []*core.Tensor) *core.Tensor) *Step
 		hp, limit, norm := in[0], in[1], in[2]
 		// branch-free: scale = clamp(limit/(norm+1e-6), 0, 1)
 		scale := core.Clamp(core.Div(limit, core.AddScalar(norm, 1e-6)), 0, 1)
-		if err := opt.stepWith(hp, scale); err != nil {
+		if err := opt.Update(hp, scale); err != nil {
 			panic(err)
 		}
 		return []*core.Tensor{scale}
@@ -99,14 +102,20 @@ func globalNorm(ps []*core.Tensor) *core.Tensor {
 	return core.Sqrt(total)
 }
 
-// Step runs one training step on the inputs and returns the loss.
+// Step runs one training step on the inputs and returns the loss. The
+// optimizer's step count advances when its update ran.
 func (s *StepCapture) Step(in ...core.Input) (float32, error) {
-	hyper := s.opt.nextHyper()
+	if err := checkOptimizer("StepCapture.Step", s.opt); err != nil {
+		return 0, err
+	}
+	next := s.opt.StepCount() + 1
+	hyper := s.opt.Hyper(next)
 	if s.MaxGradNorm <= 0 {
 		out, err := s.whole.Call(append(in, core.In(hyper, len(hyper)))...)
 		if err != nil {
 			return 0, err
 		}
+		s.opt.SetStepCount(next)
 		return out[0][0], nil
 	}
 	out, err := s.grads.Call(in...)
@@ -116,10 +125,12 @@ func (s *StepCapture) Step(in ...core.Input) (float32, error) {
 	loss, norm := out[0][0], out[1][0]
 	s.GradNorm = norm
 	if math.IsNaN(float64(norm)) || math.IsInf(float64(norm), 0) {
-		s.opt.setSteps(s.opt.steps() - 1)
 		return loss, fmt.Errorf("nn.StepCapture.Step: %w (%v); the update was skipped", ErrNonFiniteNorm, norm)
 	}
 	_, err = s.update.Call(core.In(hyper, len(hyper)), core.In([]float32{s.MaxGradNorm}, 1), core.In([]float32{norm}, 1))
+	if err == nil {
+		s.opt.SetStepCount(next)
+	}
 	return loss, err
 }
 

@@ -45,7 +45,9 @@ func TestCaptureStepMatchesLazy(t *testing.T) {
 				norm := globalNorm(lazyM.Params())
 				scale = core.Clamp(core.Div(dev.Full(clip, 1), core.AddScalar(norm, 1e-6)), 0, 1)
 			}
-			lazyOpt.stepWith(dev.Tensor(lazyOpt.nextHyper(), 7), scale)
+			next := lazyOpt.StepCount() + 1
+			lazyOpt.Update(dev.Tensor(lazyOpt.Hyper(next), 7), scale)
+			lazyOpt.SetStepCount(next)
 			want, err := l.Item()
 			if err != nil {
 				t.Fatal(err)

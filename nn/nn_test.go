@@ -185,8 +185,8 @@ func TestStateRoundTrip(t *testing.T) {
 			t.Errorf("param %d differs after load", i)
 		}
 	}
-	if opt2.LR != 0.01 || opt2.steps() != 1 {
-		t.Errorf("optimizer after load: lr %g step %d", opt2.LR, opt2.steps())
+	if opt2.LR != 0.01 || opt2.StepCount() != 1 {
+		t.Errorf("optimizer after load: lr %g step %d", opt2.LR, opt2.StepCount())
 	}
 	// A mismatched model is refused before anything is written.
 	model3 := MLP(dev, []int{3, 5, 2}, core.ReLU, r)

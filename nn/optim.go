@@ -7,29 +7,81 @@ import (
 	"github.com/ag-go/ag/core"
 )
 
-// Optimizer updates parameters from their gradients. Step records the
-// update on the device (fused, in place) as part of the pending graph, so
-// forward, backward and update run as one program at the next sync.
+// Optimizer updates parameters from their gradients. Its update is a few
+// ops recorded on the device (in place, fused), so forward, backward and
+// update run as one program at the next sync.
+//
+// The interface is open: an optimizer of your own implements these methods
+// and works with Step, CaptureStep and the training loops of this package;
+// implementing Checkpointer as well lets SaveState and LoadState keep its
+// state. SGD and Adam are written on this same surface.
 type Optimizer interface {
-	Step() error
-	// ZeroGrad drops the gradients of the optimized parameters.
-	ZeroGrad()
 	// Params returns the optimized parameters.
 	Params() []*core.Tensor
+	// ZeroGrad drops the gradients of the optimized parameters.
+	ZeroGrad()
+	// Hyper returns the hyperparameters of update number step (1, 2, ...)
+	// as the values Update reads from its hp tensor (for Adam: lr, the
+	// betas, eps, weight decay and the two bias corrections of that step).
+	// It changes nothing; Step and CaptureStep call it, then Update, then
+	// SetStepCount.
+	Hyper(step int) []float32
+	// Update records the update of every parameter that has a gradient.
+	// The hyperparameters come from hp, a tensor of Hyper's values: a
+	// program input, so that a new learning rate never recompiles. Unless
+	// scale is nil, every gradient is multiplied by it first (clipping).
+	Update(hp, scale *core.Tensor) error
+	// StepCount is the number of updates made; SetStepCount sets it.
+	StepCount() int
+	SetStepCount(n int)
+	// Step records the next update: usually `return nn.DefaultStep(o)`.
+	Step() error
+}
 
-	// kind, hyper and state serve SaveState/LoadState.
-	kind() string
-	hyper() map[string]float64
-	setHyper(map[string]float64)
-	state() ([]*core.Tensor, error)
-	steps() int
-	setSteps(int)
-	// nextHyper advances the step count and returns the hyperparameter
-	// values of that step (the update op's last input).
-	nextHyper() []float32
-	// stepWith records the updates with hp as the hyperparameter tensor and,
-	// when scale is not nil, every gradient multiplied by it (clipping).
-	stepWith(hp, scale *core.Tensor) error
+// Checkpointer is implemented by optimizers whose state SaveState and
+// LoadState write and read.
+type Checkpointer interface {
+	Optimizer
+	// Kind names the optimizer in state files ("adam", "sgd").
+	Kind() string
+	// Hyperparameters returns the named hyperparameters ("lr", ...); each
+	// name needs a range in SaveState's checks (see LoadState).
+	Hyperparameters() map[string]float64
+	// SetHyperparameters sets them (LoadState, after checking them).
+	SetHyperparameters(h map[string]float64)
+	// StateSlots names the per-parameter state tensors, each of its
+	// parameter's shape ("m", "v" for Adam); State returns them slot by
+	// slot, creating them (zeros, as the first Step would) on first use.
+	StateSlots() []string
+	State() ([]*core.Tensor, error)
+}
+
+// DefaultStep records o's next update: the hyperparameters of step
+// StepCount()+1 as one tensor, Update, and the step count advanced.
+func DefaultStep(o Optimizer) error {
+	ps := o.Params()
+	if len(ps) == 0 {
+		return fmt.Errorf("nn: %T.Step: no parameters", o)
+	}
+	next := o.StepCount() + 1
+	h := o.Hyper(next)
+	if err := o.Update(ps[0].Device().Tensor(h, len(h)), nil); err != nil {
+		return err
+	}
+	o.SetStepCount(next)
+	return nil
+}
+
+// checkOptimizer checks that o's hyperparameters are usable, where it can
+// name them (Checkpointer): a NaN or negative learning rate would silently
+// turn every weight NaN.
+func checkOptimizer(fn string, o Optimizer) error {
+	if c, ok := o.(Checkpointer); ok {
+		if err := checkHyper(c, c.Hyperparameters()); err != nil {
+			return fmt.Errorf("nn.%s: %w", fn, err)
+		}
+	}
+	return nil
 }
 
 // SGD is stochastic gradient descent with momentum and (L2) weight decay:
@@ -49,65 +101,71 @@ func NewSGD(params []*core.Tensor, lr, momentum float32) *SGD {
 
 // Step records the update of every parameter that has a gradient.
 func (o *SGD) Step() error {
-	if err := o.ensureState(); err != nil {
+	if err := checkOptimizer("SGD.Step", o); err != nil {
 		return err
 	}
-	if err := checkHyper(o, o.hyper()); err != nil {
-		return fmt.Errorf("nn.SGD.Step: %w", err)
-	}
-	return o.stepWith(o.params[0].Device().Tensor(o.nextHyper(), 3), nil)
+	return DefaultStep(o)
 }
 
-func (o *SGD) nextHyper() []float32 {
-	o.t++
-	return []float32{o.LR, o.Momentum, o.WeightDecay}
-}
+// Hyper returns [lr, momentum, weight decay].
+func (o *SGD) Hyper(int) []float32 { return []float32{o.LR, o.Momentum, o.WeightDecay} }
 
-func (o *SGD) stepWith(hp, scale *core.Tensor) error {
-	if err := o.ensureState(); err != nil {
+// Update records the fused SGD update of every parameter with a gradient.
+func (o *SGD) Update(hp, scale *core.Tensor) error {
+	vel, err := o.State()
+	if err != nil {
 		return err
 	}
 	for i, p := range o.params {
 		if g := p.Grad(); g != nil {
-			core.SGDUpdate(p, scaled(g, scale), o.vel[i], hp)
+			core.SGDUpdate(p, scaled(g, scale), vel[i], hp)
 		}
 	}
 	return nil
 }
 
-func (o *SGD) ensureState() error {
+// State returns the velocities, one per parameter.
+func (o *SGD) State() ([]*core.Tensor, error) {
 	if len(o.params) == 0 {
-		return fmt.Errorf("nn.SGD.Step: no parameters")
+		return nil, fmt.Errorf("nn.SGD: no parameters")
 	}
-	if o.vel != nil {
-		return nil
+	if o.vel == nil {
+		vel, err := zerosLike("SGD", o.params)
+		if err != nil {
+			return nil, err
+		}
+		o.vel = vel
 	}
-	vel, err := zerosLike("SGD", o.params)
-	o.vel = vel
-	return err
+	return o.vel, nil
 }
 
+// StateSlots is ["vel"].
+func (o *SGD) StateSlots() []string { return []string{"vel"} }
+
 // ZeroGrad drops the gradients.
-func (o *SGD) ZeroGrad() { zeroGrads(o.params) }
+func (o *SGD) ZeroGrad() { ZeroGradOf(o.params) }
 
 // Params returns the optimized parameters.
 func (o *SGD) Params() []*core.Tensor { return o.params }
 
-func (o *SGD) kind() string { return "sgd" }
-func (o *SGD) hyper() map[string]float64 {
+// Kind is "sgd".
+func (o *SGD) Kind() string { return "sgd" }
+
+// Hyperparameters returns lr, momentum and weight_decay.
+func (o *SGD) Hyperparameters() map[string]float64 {
 	return map[string]float64{"lr": float64(o.LR), "momentum": float64(o.Momentum), "weight_decay": float64(o.WeightDecay)}
 }
-func (o *SGD) setHyper(h map[string]float64) {
+
+// SetHyperparameters sets lr, momentum and weight_decay.
+func (o *SGD) SetHyperparameters(h map[string]float64) {
 	o.LR, o.Momentum, o.WeightDecay = float32(h["lr"]), float32(h["momentum"]), float32(h["weight_decay"])
 }
-func (o *SGD) state() ([]*core.Tensor, error) {
-	if err := o.ensureState(); err != nil {
-		return nil, err
-	}
-	return o.vel, nil
-}
-func (o *SGD) steps() int     { return o.t }
-func (o *SGD) setSteps(t int) { o.t = t }
+
+// StepCount is the number of updates made.
+func (o *SGD) StepCount() int { return o.t }
+
+// SetStepCount sets the number of updates made.
+func (o *SGD) SetStepCount(t int) { o.t = t }
 
 // Adam is Adam with decoupled weight decay (AdamW when WeightDecay > 0),
 // run as one fused device op per parameter (ggml's opt_step_adamw formula).
@@ -135,24 +193,23 @@ func NewAdamW(params []*core.Tensor, lr, wd float32) *Adam {
 // hyperparameters travel as one 7-float input, so changing LR between steps
 // reuses the compiled program.
 func (o *Adam) Step() error {
-	if err := o.ensureState(); err != nil {
+	if err := checkOptimizer("Adam.Step", o); err != nil {
 		return err
 	}
-	if err := checkHyper(o, o.hyper()); err != nil {
-		return fmt.Errorf("nn.Adam.Step: %w", err)
-	}
-	return o.stepWith(o.params[0].Device().Tensor(o.nextHyper(), 7), nil)
+	return DefaultStep(o)
 }
 
-func (o *Adam) nextHyper() []float32 {
-	o.t++
-	bc1 := 1 / (1 - math.Pow(float64(o.Beta1), float64(o.t)))
-	bc2 := 1 / (1 - math.Pow(float64(o.Beta2), float64(o.t)))
+// Hyper returns [lr, beta1, beta2, eps, weight decay, 1/(1-beta1^t),
+// 1/(1-beta2^t)] for step t.
+func (o *Adam) Hyper(t int) []float32 {
+	bc1 := 1 / (1 - math.Pow(float64(o.Beta1), float64(t)))
+	bc2 := 1 / (1 - math.Pow(float64(o.Beta2), float64(t)))
 	return []float32{o.LR, o.Beta1, o.Beta2, o.Eps, o.WeightDecay, float32(bc1), float32(bc2)}
 }
 
-func (o *Adam) stepWith(hp, scale *core.Tensor) error {
-	if err := o.ensureState(); err != nil {
+// Update records the fused AdamW update of every parameter with a gradient.
+func (o *Adam) Update(hp, scale *core.Tensor) error {
+	if _, err := o.State(); err != nil {
 		return err
 	}
 	for i, p := range o.params {
@@ -163,48 +220,59 @@ func (o *Adam) stepWith(hp, scale *core.Tensor) error {
 	return nil
 }
 
-func (o *Adam) ensureState() error {
+// State returns the first moments, then the second moments.
+func (o *Adam) State() ([]*core.Tensor, error) {
 	if len(o.params) == 0 {
-		return fmt.Errorf("nn.Adam.Step: no parameters")
+		return nil, fmt.Errorf("nn.Adam: no parameters")
 	}
-	if o.m != nil {
-		return nil
+	if o.m == nil {
+		m, err := zerosLike("Adam", o.params)
+		if err != nil {
+			return nil, err
+		}
+		v, err := zerosLike("Adam", o.params)
+		if err != nil {
+			return nil, err
+		}
+		o.m, o.v = m, v
 	}
-	m, err := zerosLike("Adam", o.params)
-	if err != nil {
-		return err
-	}
-	v, err := zerosLike("Adam", o.params)
-	if err != nil {
-		return err
-	}
-	o.m, o.v = m, v
-	return nil
+	return append(append([]*core.Tensor(nil), o.m...), o.v...), nil
 }
 
+// StateSlots is ["m", "v"].
+func (o *Adam) StateSlots() []string { return []string{"m", "v"} }
+
 // ZeroGrad drops the gradients.
-func (o *Adam) ZeroGrad() { zeroGrads(o.params) }
+func (o *Adam) ZeroGrad() { ZeroGradOf(o.params) }
 
 // Params returns the optimized parameters.
 func (o *Adam) Params() []*core.Tensor { return o.params }
 
-func (o *Adam) kind() string { return "adam" }
-func (o *Adam) hyper() map[string]float64 {
+// Kind is "adam".
+func (o *Adam) Kind() string { return "adam" }
+
+// Hyperparameters returns lr, beta1, beta2, eps and weight_decay.
+func (o *Adam) Hyperparameters() map[string]float64 {
 	return map[string]float64{"lr": float64(o.LR), "beta1": float64(o.Beta1), "beta2": float64(o.Beta2),
 		"eps": float64(o.Eps), "weight_decay": float64(o.WeightDecay)}
 }
-func (o *Adam) setHyper(h map[string]float64) {
+
+// SetHyperparameters sets lr, beta1, beta2, eps and weight_decay.
+func (o *Adam) SetHyperparameters(h map[string]float64) {
 	o.LR, o.Beta1, o.Beta2 = float32(h["lr"]), float32(h["beta1"]), float32(h["beta2"])
 	o.Eps, o.WeightDecay = float32(h["eps"]), float32(h["weight_decay"])
 }
-func (o *Adam) state() ([]*core.Tensor, error) {
-	if err := o.ensureState(); err != nil {
-		return nil, err
-	}
-	return append(append([]*core.Tensor(nil), o.m...), o.v...), nil
-}
-func (o *Adam) steps() int     { return o.t }
-func (o *Adam) setSteps(t int) { o.t = t }
+
+// StepCount is the number of updates made.
+func (o *Adam) StepCount() int { return o.t }
+
+// SetStepCount sets the number of updates made (the bias corrections use it).
+func (o *Adam) SetStepCount(t int) { o.t = t }
+
+var (
+	_ Checkpointer = (*SGD)(nil)
+	_ Checkpointer = (*Adam)(nil)
+)
 
 func scaled(g, scale *core.Tensor) *core.Tensor {
 	if scale == nil {
@@ -225,7 +293,8 @@ func zerosLike(who string, ps []*core.Tensor) ([]*core.Tensor, error) {
 	return out, nil
 }
 
-func zeroGrads(ps []*core.Tensor) {
+// ZeroGradOf drops the gradients of ps: the usual ZeroGrad of an optimizer.
+func ZeroGradOf(ps []*core.Tensor) {
 	for _, p := range ps {
 		p.ZeroGrad()
 	}
@@ -237,6 +306,9 @@ func dedupe(fn string, ps []*core.Tensor) []*core.Tensor {
 	seen := map[*core.Tensor]bool{}
 	out := make([]*core.Tensor, 0, len(ps))
 	for i, p := range ps {
+		if p == nil {
+			panic(fmt.Sprintf("nn.%s: parameter %d is nil", fn, i))
+		}
 		if !p.RequiresGrad() {
 			panic(fmt.Sprintf("nn.%s: tensor %d (%v) does not require grad", fn, i, p))
 		}

@@ -70,9 +70,11 @@ type stateOpt struct {
 }
 
 // stateLayout returns the names and shapes of the tensors a state file of
-// m and opt holds, in file order. It touches no device memory, so a refused
-// load allocates nothing; stateTensors returns the tensors themselves.
-func stateLayout(m Module, opt Optimizer) (names []string, shapes [][]int) {
+// m and opt holds, in file order: the parameters ("param.0", ...), then the
+// optimizer's state slot by slot ("adam.m.0", ..., "adam.v.0", ...). It
+// touches no device memory, so a refused load allocates nothing;
+// stateTensors returns the tensors themselves.
+func stateLayout(m Module, opt Checkpointer) (names []string, shapes [][]int) {
 	for i, p := range m.Params() {
 		names = append(names, fmt.Sprintf("param.%d", i))
 		shapes = append(shapes, p.Shape())
@@ -80,38 +82,43 @@ func stateLayout(m Module, opt Optimizer) (names []string, shapes [][]int) {
 	if opt == nil {
 		return names, shapes
 	}
-	ps := opt.Params()
-	switch k := opt.kind(); k {
-	case "adam":
-		for _, part := range []string{"m", "v"} {
-			for i, p := range ps {
-				names = append(names, fmt.Sprintf("adam.%s.%d", part, i))
-				shapes = append(shapes, p.Shape())
-			}
-		}
-	case "sgd":
-		for i, p := range ps {
-			names = append(names, fmt.Sprintf("sgd.vel.%d", i))
+	for _, slot := range opt.StateSlots() {
+		for i, p := range opt.Params() {
+			names = append(names, fmt.Sprintf("%s.%s.%d", opt.Kind(), slot, i))
 			shapes = append(shapes, p.Shape())
 		}
-	default:
-		panic(fmt.Sprintf("nn: optimizer kind %q has no state layout", k)) // every Optimizer of this package is listed above
 	}
 	return names, shapes
 }
 
 // stateTensors returns the tensors of stateLayout's entries, creating the
 // optimizer's state (zeros, as its first Step would) if it has none yet.
-func stateTensors(m Module, opt Optimizer) ([]*core.Tensor, error) {
+func stateTensors(m Module, opt Checkpointer) ([]*core.Tensor, error) {
 	ts := slices.Clone(m.Params())
 	if opt == nil {
 		return ts, nil
 	}
-	st, err := opt.state()
+	st, err := opt.State()
 	if err != nil {
 		return nil, err
 	}
+	if want := len(opt.StateSlots()) * len(opt.Params()); len(st) != want {
+		return nil, fmt.Errorf("%s optimizer: State returned %d tensors, want %d (%d slots x %d parameters)", opt.Kind(), len(st), want, len(opt.StateSlots()), len(opt.Params()))
+	}
 	return append(ts, st...), nil
+}
+
+// checkpointer returns opt as a Checkpointer (nil for no optimizer), or an
+// error naming fn when it cannot be saved.
+func checkpointer(fn string, opt Optimizer) (Checkpointer, error) {
+	if opt == nil {
+		return nil, nil
+	}
+	c, ok := opt.(Checkpointer)
+	if !ok {
+		return nil, fmt.Errorf("nn.%s: optimizer %T does not implement nn.Checkpointer, so its state cannot be saved or loaded", fn, opt)
+	}
+	return c, nil
 }
 
 // hyperRange checks one hyperparameter as the optimizer will use it (a
@@ -141,17 +148,17 @@ func hyperRange(name string, v float64) error {
 
 // checkHyper checks that h holds exactly opt's hyperparameters, each in
 // range; errors list names in sorted order so they are deterministic.
-func checkHyper(opt Optimizer, h map[string]float64) error {
-	want := opt.hyper()
+func checkHyper(opt Checkpointer, h map[string]float64) error {
+	want := opt.Hyperparameters()
 	for _, name := range slices.Sorted(maps.Keys(h)) {
 		if _, ok := want[name]; !ok {
-			return fmt.Errorf("unknown hyperparameter %q for %s", name, opt.kind())
+			return fmt.Errorf("unknown hyperparameter %q for %s", name, opt.Kind())
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(want)) {
 		v, ok := h[name]
 		if !ok {
-			return fmt.Errorf("hyperparameter %q of %s is missing", name, opt.kind())
+			return fmt.Errorf("hyperparameter %q of %s is missing", name, opt.Kind())
 		}
 		if err := hyperRange(name, v); err != nil {
 			return err
@@ -164,7 +171,11 @@ func checkHyper(opt Optimizer, h map[string]float64) error {
 // optimizer's state, step count and hyperparameters. It syncs the device.
 // It refuses hyperparameters LoadState would refuse (NaN, a negative LR,
 // ...), so that every file it writes can be loaded.
-func SaveState(w io.Writer, m Module, opt Optimizer) error {
+func SaveState(w io.Writer, m Module, o Optimizer) error {
+	opt, err := checkpointer("SaveState", o)
+	if err != nil {
+		return err
+	}
 	names, _ := stateLayout(m, opt)
 	ts, err := stateTensors(m, opt)
 	if err != nil {
@@ -175,12 +186,12 @@ func SaveState(w io.Writer, m Module, opt Optimizer) error {
 		h.Tensors = append(h.Tensors, stateTensor{names[i], t.Shape()})
 	}
 	if opt != nil {
-		hyper := opt.hyper()
+		hyper := opt.Hyperparameters()
 		if err := checkHyper(opt, hyper); err != nil {
 			return fmt.Errorf("nn.SaveState: %w", err)
 		}
-		step := opt.steps()
-		h.Optimizer = &stateOpt{opt.kind(), &step, hyper}
+		step := opt.StepCount()
+		h.Optimizer = &stateOpt{opt.Kind(), &step, hyper}
 	}
 	hj, err := json.Marshal(h)
 	if err != nil {
@@ -231,7 +242,11 @@ func SaveState(w io.Writer, m Module, opt Optimizer) error {
 //
 // Values are loaded bit for bit, NaN and Inf included (as PyTorch does): a
 // checkpoint of a run that diverged is still a faithful record of it.
-func LoadState(r io.Reader, m Module, opt Optimizer) error {
+func LoadState(r io.Reader, m Module, o Optimizer) error {
+	opt, err := checkpointer("LoadState", o)
+	if err != nil {
+		return err
+	}
 	names, shapes := stateLayout(m, opt)
 	br := bufio.NewReader(r)
 	h, err := readHeader(br, names)
@@ -257,8 +272,8 @@ func LoadState(r io.Reader, m Module, opt Optimizer) error {
 		return err
 	}
 	if opt != nil {
-		opt.setSteps(*h.Optimizer.Step)
-		opt.setHyper(h.Optimizer.Hyper)
+		opt.SetStepCount(*h.Optimizer.Step)
+		opt.SetHyperparameters(h.Optimizer.Hyper)
 	}
 	return nil
 }
@@ -325,7 +340,7 @@ func readHeader(br *bufio.Reader, names []string) (*stateHeader, error) {
 }
 
 // checkHeader checks the header against the model and optimizer.
-func checkHeader(h *stateHeader, names []string, shapes [][]int, opt Optimizer) error {
+func checkHeader(h *stateHeader, names []string, shapes [][]int, opt Checkpointer) error {
 	if o := h.Optimizer; o != nil {
 		if o.Step == nil {
 			return corrupt("optimizer %q: step missing", o.Kind)
@@ -334,7 +349,7 @@ func checkHeader(h *stateHeader, names []string, shapes [][]int, opt Optimizer) 
 			return corrupt("optimizer %q: step %d, want >= 0", o.Kind, *o.Step)
 		}
 	}
-	if (opt == nil) != (h.Optimizer == nil) || opt != nil && opt.kind() != h.Optimizer.Kind {
+	if (opt == nil) != (h.Optimizer == nil) || opt != nil && opt.Kind() != h.Optimizer.Kind {
 		file := "no optimizer"
 		if h.Optimizer != nil {
 			file = fmt.Sprintf("optimizer %q", h.Optimizer.Kind)
@@ -424,9 +439,9 @@ func numElems(shape []int) int {
 	return n
 }
 
-func optKind(o Optimizer) string {
+func optKind(o Checkpointer) string {
 	if o == nil {
 		return "no optimizer"
 	}
-	return o.kind()
+	return o.Kind()
 }

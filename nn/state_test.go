@@ -21,14 +21,14 @@ import (
 // from a fresh model's.
 type stateFixture struct {
 	model Sequential
-	opt   Optimizer
+	opt   Checkpointer
 }
 
 func newStateFixture(t testing.TB, dev *core.Device, kind string, seed uint64) stateFixture {
 	t.Helper()
 	r := rand.New(rand.NewPCG(seed, 6))
 	model := MLP(dev, []int{3, 4, 2}, core.ReLU, r)
-	var opt Optimizer
+	var opt Checkpointer
 	switch kind {
 	case "adam":
 		opt = NewAdamW(model.Params(), 0.01, 0.001)
@@ -69,7 +69,7 @@ type stateSnapshot struct {
 	step   int
 }
 
-func snapshot(t testing.TB, m Module, opt Optimizer) stateSnapshot {
+func snapshot(t testing.TB, m Module, opt Checkpointer) stateSnapshot {
 	t.Helper()
 	ts, err := stateTensors(m, opt)
 	if err != nil {
@@ -88,7 +88,7 @@ func snapshot(t testing.TB, m Module, opt Optimizer) stateSnapshot {
 		s.values = append(s.values, bits)
 	}
 	if opt != nil {
-		s.hyper, s.step = opt.hyper(), opt.steps()
+		s.hyper, s.step = opt.Hyperparameters(), opt.StepCount()
 	}
 	return s
 }
