@@ -3,7 +3,6 @@ package core
 import (
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/ag-go/ag/backend"
 	"github.com/ag-go/ag/profile"
@@ -24,33 +23,20 @@ func (t *Tensor) Backward() error {
 	if t.Len() != 1 {
 		return fmt.Errorf("core: Backward of a tensor of shape %v: want one element (a scalar loss)", t.shape)
 	}
-	var start time.Time
-	if profiling() {
-		start = time.Now()
-	}
 	d := t.dev
+	// The walk and the ops it records are the backward's create time: the
+	// timed mode charges the time between ops to the next op.
+	defer d.enterMode(profile.PassBackward, true, profiling())()
 	d.lock()
 	if !t.requiresGrad {
 		d.mu.Unlock()
 		return fmt.Errorf("core: Backward of %v: it does not depend on any tensor that requires grad", t)
 	}
 	order, err := topo(t)
-	created, synced := d.created, d.synced
 	d.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	restore := d.enterMode(profile.PassBackward, true)
-	defer func() {
-		restore()
-		if !start.IsZero() {
-			d.lock()
-			// the walk between the ops it records is backward create time too
-			walk := time.Since(start) - (d.created - created) - (d.synced - synced)
-			profile.AddStage(profile.PassBackward, profile.StageCreate, walk)
-			d.mu.Unlock()
-		}
-	}()
 
 	grads := map[*Tensor]*Tensor{t: d.Full(1, t.shape...)}
 	for i := len(order) - 1; i >= 0; i-- {

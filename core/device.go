@@ -46,11 +46,7 @@ type Device struct {
 
 	stats Stats
 
-	lastRun *profile.Run // the last run's profile, until Data adds its download
-	holdRun bool
-	guard   string        // set while a Capture records: sync points are errors
-	created time.Duration // create time of recorded ops, for Backward's walk
-	synced  time.Duration // time in runs (eager ones inside Backward too)
+	guard string // set while a Capture records: sync points are errors
 }
 
 // gradUndo is a leaf's gradient before a pending Backward replaced it.
@@ -363,12 +359,9 @@ func (d *Device) count(up bool, n int, site string) {
 func (d *Device) syncRead(t *Tensor, fn string) ([]float32, error) {
 	d.lock()
 	defer d.mu.Unlock()
-	d.holdRun = true
-	err := d.syncLocked([]*Tensor{t}, fn)
-	d.holdRun = false
-	rec := d.lastRun
-	d.lastRun = nil
+	rec, err := d.run([]*Tensor{t}, fn)
 	if err != nil {
+		profile.RecordRun(rec)
 		return nil, err
 	}
 	t0 := time.Now()

@@ -104,20 +104,27 @@ func (d *Device) recordGrad(fn string, op backend.Op, shape []int, attr backend.
 		in.check(fn, i)
 		needGrad = needGrad || in.requiresGrad
 	}
-	noGrad, pass := d.modeOf()
-	t.requiresGrad = grad && needGrad && !noGrad
-	t.pass = pass
+	m := d.modeOf()
+	t.requiresGrad = grad && needGrad && (m == nil || m.noGrad == 0)
+	t.pass = profile.PassForward
+	if m != nil {
+		t.pass = m.pass
+	}
 	t.seq = len(d.pending)
 	d.pending = append(d.pending, t)
 	if !t0.IsZero() {
-		dt := time.Since(t0)
-		d.created += dt
-		profile.Op(t.pass, op.String(), dt)
+		if m != nil && m.timed {
+			t0 = m.mark
+		}
+		profile.Op(t.pass, op.String(), time.Since(t0))
 	}
 	if d.eager {
 		t.keep = true
 		// A failure drops t with the rest of the run; reading t returns it.
 		_ = d.syncLocked(nil, "eager")
+	}
+	if m != nil && m.timed {
+		m.mark = time.Now()
 	}
 	return t
 }
@@ -132,37 +139,46 @@ func (d *Device) Sync(ts ...*Tensor) error {
 	return d.syncLocked(ts, "Sync")
 }
 
-// syncLocked lowers the pending nodes to one backend graph, runs it (from the
+// syncLocked runs the pending work (see run) and hands its profile to the
+// profiler. Called with d.mu held.
+func (d *Device) syncLocked(want []*Tensor, site string) error {
+	rec, err := d.run(want, site)
+	profile.RecordRun(rec)
+	return err
+}
+
+// run lowers the pending nodes to one backend graph, runs it (from the
 // program cache when its structure was seen before) and realizes the kept
 // values. When lowering, compiling, allocating or running fails, the pending
 // work is dropped (see ErrRunFailed) and the error is returned once; values
-// computed before stay as they were.
-func (d *Device) syncLocked(want []*Tensor, site string) error {
+// computed before stay as they were. With a profiler on it returns the
+// run's profile, for the caller to complete (a download) and record.
+// Called with d.mu held.
+func (d *Device) run(want []*Tensor, site string) (*profile.Run, error) {
 	if d.guard != "" {
-		return fmt.Errorf("core: %s: %w: a sync point (a download or a run) during %s would not be repeated by a replay", site, ErrCapture, d.guard)
+		return nil, fmt.Errorf("core: %s: %w: a sync point (a download or a run) during %s would not be repeated by a replay", site, ErrCapture, d.guard)
 	}
 	t0 := time.Now()
 	d.drainFrees()
 	for _, t := range want {
 		if t.dev != d {
-			return fmt.Errorf("core: %s: a tensor of device %s synced on %s", site, t.dev.label(), d.label())
+			return nil, fmt.Errorf("core: %s: a tensor of device %s synced on %s", site, t.dev.label(), d.label())
 		}
 		if err := t.readable(site); err != nil && t.state() != statePending {
-			return err
+			return nil, err
 		}
 		t.keep = t.keep || t.state() == statePending
 	}
 	if len(d.pending) == 0 {
-		return nil
+		return nil, nil
 	}
 	if err := d.ensureOpen(); err != nil {
-		return d.fail(nil, fmt.Errorf("core: %s: %w", site, err))
+		return nil, d.fail(nil, fmt.Errorf("core: %s: %w", site, err))
 	}
 	prof := profiling()
-	var rec profile.Run
 	lw, err := d.lower()
 	if err != nil {
-		return d.fail(lw, fmt.Errorf("core: %s: %w", site, err))
+		return nil, d.fail(lw, fmt.Errorf("core: %s: %w", site, err))
 	}
 	key := lw.g.Key()
 	e := d.progs.get(key)
@@ -170,10 +186,10 @@ func (d *Device) syncLocked(want []*Tensor, site string) error {
 	if e != nil {
 		d.stats.CacheHits++
 	} else if e, err = d.compile(key, &lw.g); err != nil {
-		return d.fail(lw, fmt.Errorf("core: %s: %w", site, err))
+		return nil, d.fail(lw, fmt.Errorf("core: %s: %w", site, err))
 	}
 	if err := d.allocOutputs(lw); err != nil {
-		return d.fail(lw, fmt.Errorf("core: %s: %w", site, err))
+		return nil, d.fail(lw, fmt.Errorf("core: %s: %w", site, err))
 	}
 	prog := e.prog
 	t2 := time.Now()
@@ -186,7 +202,7 @@ func (d *Device) syncLocked(want []*Tensor, site string) error {
 		info, err = prog.Run(lw.args)
 	}
 	if err != nil {
-		return d.fail(lw, fmt.Errorf("core: %s: running %d nodes on %s: %w", site, len(lw.g.Nodes), d.caps.Name, err))
+		return nil, d.fail(lw, fmt.Errorf("core: %s: running %d nodes on %s: %w", site, len(lw.g.Nodes), d.caps.Name, err))
 	}
 	profile.Launch(site, info.Launches)
 	t3 := time.Now()
@@ -203,23 +219,17 @@ func (d *Device) syncLocked(want []*Tensor, site string) error {
 		}
 	}
 	d.realize(lw)
-	if prof {
-		// The stages tile the sync's wall time (see doc.go for the mapping).
-		rec = profile.Run{Site: site, Start: t0, Upload: lw.upload,
-			Ctx:     t1.Sub(t0) - lw.lowerTime(),
-			Graph:   lw.lowerTime() - lw.flush - lw.upload + t2.Sub(t1) - lw.alloc,
-			Flush:   lw.flush + lw.alloc + time.Since(t3),
-			Compute: t3.Sub(t2)}
-		d.useDeviceTime(&rec, info)
-		rec.Nodes = nodes
-		d.lastRun = &rec
+	if !prof {
+		return nil, nil
 	}
-	d.synced += time.Since(t0)
-	if prof && !d.holdRun {
-		profile.RecordRun(&rec)
-		d.lastRun = nil
-	}
-	return nil
+	// The stages tile the sync's wall time (see doc.go for the mapping).
+	rec := &profile.Run{Site: site, Start: t0, Upload: lw.upload,
+		Ctx:     t1.Sub(t0) - lw.lowerTime(),
+		Graph:   lw.lowerTime() - lw.flush - lw.upload + t2.Sub(t1) - lw.alloc,
+		Flush:   lw.flush + lw.alloc + time.Since(t3),
+		Compute: t3.Sub(t2), Nodes: nodes}
+	d.useDeviceTime(rec, info)
+	return rec, nil
 }
 
 // fail ends a failed sync: it gives back what the lowering allocated, drops

@@ -1,6 +1,8 @@
 package core
 
 import (
+	"time"
+
 	"github.com/ag-go/ag/internal/goid"
 	"github.com/ag-go/ag/profile"
 )
@@ -28,6 +30,11 @@ import (
 type gmode struct {
 	noGrad int
 	pass   profile.Pass
+	// timed: the time since mark (the mode's start or its last op) is the
+	// create time of the next op: a Backward's walk between the ops it
+	// records belongs to making them.
+	timed bool
+	mark  time.Time
 }
 
 // lock takes the device lock, waiting while another goroutine records a
@@ -46,20 +53,18 @@ func (d *Device) lock() {
 // modeOf returns the recording mode of the calling goroutine: gradient
 // recording on or off, and the profiler pass of new nodes. Called with d.mu
 // held; free of goroutine lookups while no goroutine is in a mode.
-func (d *Device) modeOf() (noGrad bool, pass profile.Pass) {
+func (d *Device) modeOf() *gmode {
 	if len(d.modes) == 0 {
-		return false, profile.PassForward
+		return nil
 	}
-	if m := d.modes[goid.Get()]; m != nil {
-		return m.noGrad > 0, m.pass
-	}
-	return false, profile.PassForward
+	return d.modes[goid.Get()]
 }
 
 // enterMode turns gradient recording off for the calling goroutine and, when
 // setPass, labels its new nodes with pass, until the returned func restores
-// the previous mode. Modes nest.
-func (d *Device) enterMode(pass profile.Pass, setPass bool) (restore func()) {
+// the previous mode. Modes nest. A timed mode charges the time between the
+// ops it records to their create time.
+func (d *Device) enterMode(pass profile.Pass, setPass, timed bool) (restore func()) {
 	g := goid.Get()
 	d.lock()
 	if d.modes == nil {
@@ -74,6 +79,9 @@ func (d *Device) enterMode(pass profile.Pass, setPass bool) (restore func()) {
 	m.noGrad++
 	if setPass {
 		m.pass = pass
+	}
+	if timed {
+		m.timed, m.mark = true, time.Now()
 	}
 	d.mu.Unlock()
 	return func() {
@@ -91,6 +99,6 @@ func (d *Device) enterMode(pass profile.Pass, setPass bool) (restore func()) {
 // records on this device: they build no backward recipe and keep no values
 // for one (inference, evaluation). Other goroutines are not affected.
 func (d *Device) NoGrad(f func()) {
-	defer d.enterMode(0, false)()
+	defer d.enterMode(0, false, false)()
 	f()
 }

@@ -50,6 +50,6 @@ func checkUpdate(fn string, w, g, hp *Tensor, nhp int, state ...*Tensor) {
 }
 
 func (d *Device) recordUpdate(fn string, op backend.Op, ins ...*Tensor) {
-	defer d.enterMode(profile.PassUpdate, true)()
+	defer d.enterMode(profile.PassUpdate, true, false)()
 	d.record(fn, op, slices.Clone(ins[0].shape), backend.Node{}, ins...)
 }

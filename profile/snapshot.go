@@ -48,6 +48,9 @@ type Profile struct {
 	// TraceEvents and TraceDropped count the kept and dropped trace events.
 	TraceEvents  int `json:"trace_events"`
 	TraceDropped int `json:"trace_dropped"`
+	// StageInfo lists the stages in execution order with their meanings,
+	// so that a reader of the file needs no copy of them.
+	StageInfo []StageInfo `json:"stage_info"`
 }
 
 // Snapshot returns everything recorded so far; set Device before encoding.
@@ -66,6 +69,7 @@ func Snapshot() *Profile {
 		StepTotalMS:  ms(st.steps.total),
 		TraceEvents:  st.trace.len(),
 		TraceDropped: st.trace.dropped,
+		StageInfo:    StageInfos(),
 	}
 	for _, ns := range st.steps.ordered() {
 		p.StepMS = append(p.StepMS, ms(ns))

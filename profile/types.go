@@ -20,6 +20,43 @@ const (
 
 var stageNames = [numStages]string{"ctx", "create", "flush", "upload", "graph", "compute", "download"}
 
+// stageDocs say what each stage is, for people: the page's legend and
+// tooltips read them from here (StageInfos), so the names and their
+// meanings exist once.
+var stageDocs = [numStages]string{
+	StageCtx:      "getting a graph builder: program-cache lookup, reopening the device",
+	StageCreate:   "building op nodes (and a backward's walk of the graph)",
+	StageFlush:    "allocating device memory for the values a run keeps",
+	StageUpload:   "host → device transfers",
+	StageGraph:    "lowering to the backend IR and compiling on a cache miss; on devices that time themselves, the submit and wait around compute",
+	StageCompute:  "the arithmetic (device time where the device has timestamp queries)",
+	StageDownload: "device → host transfers",
+}
+
+// Doc says what the stage is.
+func (s Stage) Doc() string {
+	if s < numStages {
+		return stageDocs[s]
+	}
+	return ""
+}
+
+// StageInfo is a stage's name and meaning, as the page shows them.
+type StageInfo struct {
+	Stage string `json:"stage"`
+	Doc   string `json:"doc"`
+}
+
+// StageInfos lists every stage in execution order with its meaning.
+func StageInfos() []StageInfo {
+	out := make([]StageInfo, numStages)
+	for i := range out {
+		s := Stage(i)
+		out[i] = StageInfo{s.String(), s.Doc()}
+	}
+	return out
+}
+
 // String returns the seed's stage name ("ctx", "create", ...).
 func (s Stage) String() string {
 	if s < numStages {

@@ -13,6 +13,7 @@ package web
 
 import (
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -23,6 +24,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/ag-go/ag/profile"
 )
 
 //go:embed static
@@ -96,6 +99,13 @@ func Handler(o Options) http.Handler {
 		// The page is small and rebuilt often: always revalidate.
 		w.Header().Set("Cache-Control", "no-cache")
 		name := strings.TrimPrefix(path.Clean(r.URL.Path), "/")
+		if name == "stages.json" {
+			// The stage names and meanings come from package profile, the
+			// one place they are written.
+			w.Header().Set("Content-Type", "application/json")
+			json.NewEncoder(w).Encode(profile.StageInfos())
+			return
+		}
 		ctype, isBuild := buildFiles[name]
 		if !isBuild {
 			files.ServeHTTP(w, r)

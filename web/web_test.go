@@ -58,6 +58,7 @@ func TestHandler(t *testing.T) {
 		{"page without build", noBuild, "GET", "/", 200, "text/html; charset=utf-8", "<!doctype html>"},
 		{"not found", withBuild, "GET", "/nope.txt", 404, "text/plain; charset=utf-8", "404"},
 		{"post", withBuild, "POST", "/", 405, "text/plain; charset=utf-8", "method not allowed"},
+		{"stages", withBuild, "GET", "/stages.json", 200, "application/json", `[{"stage":"ctx","doc":`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -66,6 +67,21 @@ func TestHandler(t *testing.T) {
 				t.Errorf("%s %s: %d %q %.40q, want %d %q %.40q", tt.method, tt.path, code, ctype, body, tt.code, tt.ctype, tt.bodyPrefix)
 			}
 		})
+	}
+}
+
+// The page takes the stage names from /stages.json: nothing else in it
+// may spell them out.
+func TestPageHasNoStageList(t *testing.T) {
+	_, _, body := get(t, Handler(Options{}), "GET", "/app.js")
+	for _, name := range []string{`"ctx"`, `"flush"`, `"download"`} {
+		if strings.Contains(body, name) {
+			t.Errorf("app.js spells out the stage %s: it must come from /stages.json", name)
+		}
+	}
+	_, _, css := get(t, Handler(Options{}), "GET", "/style.css")
+	if strings.Contains(css, "s-compute") {
+		t.Error("style.css names a stage: colors go by position")
 	}
 }
 

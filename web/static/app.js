@@ -4,16 +4,18 @@
 "use strict";
 
 (() => {
-  const STAGES = ["ctx", "create", "flush", "upload", "graph", "compute", "download"];
-  const STAGE_INFO = {
-    ctx: "getting a graph builder",
-    create: "building op nodes",
-    flush: "allocating device buffers",
-    upload: "host → device",
-    graph: "lowering / compiling the program",
-    compute: "the arithmetic",
-    download: "device → host",
-  };
+  // The stages, in execution order, with their meanings: written once, in
+  // Go (package profile), and read from /stages.json at start (a profile
+  // file carries them too, as stage_info). Colors go by position.
+  let STAGES = [];
+  let STAGE_INFO = {};
+  function setStages(list) {
+    if (!Array.isArray(list) || !list.length) return;
+    STAGES = list.map((s) => s.stage);
+    STAGE_INFO = Object.fromEntries(list.map((s) => [s.stage, s.doc]));
+  }
+  // stageClass is the color class of a stage: its position in the order.
+  const stageClass = (st) => "s-" + Math.max(0, STAGES.indexOf(st));
   const PASSES = ["forward", "backward", "update"];
   const MODES = ["eager", "lazy", "captured"];
   const SVG = "http://www.w3.org/2000/svg";
@@ -127,6 +129,11 @@
     EMPTY.modes = $("#modes").innerHTML;
     EMPTY.ops = $("#op-table tbody").innerHTML;
     EMPTY.counters = $("#counters").innerHTML;
+    try {
+      setStages(await (await fetch("stages.json")).json());
+    } catch (e) {
+      console.warn("stages.json:", e); // the legend waits for a profile's stage_info
+    }
     buildLegend();
     wireUI();
     try {
@@ -317,6 +324,7 @@
     "transfers?": { "counted?": BOOL, "sites?": [{ dir: STR, site: STR, count: NUM, bytes: NUM }],
       "up_count?": NUM, "up_bytes?": NUM, "down_count?": NUM, "down_bytes?": NUM },
     "launches?": { total: NUM, "sites?": [{ site: STR, count: NUM }] },
+    "stage_info?": [{ stage: STR, doc: STR }],
   };
 
   function typeName(v) {
@@ -492,7 +500,7 @@
   // ---------- breakdown ----------
   function buildLegend() {
     $("#legend").replaceChildren(...STAGES.map((st) =>
-      el("li", { title: STAGE_INFO[st] }, el("span", { class: "swatch s-" + st, "aria-hidden": "true" }), st)));
+      el("li", { title: STAGE_INFO[st] }, el("span", { class: "swatch " + stageClass(st), "aria-hidden": "true" }), st)));
   }
 
   function passRows(d) {
@@ -502,6 +510,10 @@
   function renderModes() {
     const box = $("#modes");
     if (!state.profiles.length) { box.innerHTML = EMPTY.modes; return; }
+    if (!STAGES.length) { // stages.json did not load: take a profile's own list
+      const withInfo = state.profiles.find((p) => p.data.stage_info);
+      if (withInfo) { setStages(withInfo.data.stage_info); buildLegend(); }
+    }
     let maxMS = 0;
     for (const p of state.profiles) for (const r of passRows(p.data)) maxMS = Math.max(maxMS, r.total_ms / Math.max(1, p.data.steps));
     box.replaceChildren(...state.profiles.map((p) => modeCard(p, maxMS)));
@@ -554,7 +566,7 @@
       const ordered = [...r.stages].sort((a, b) => STAGES.indexOf(a.stage) - STAGES.indexOf(b.stage));
       for (const st of ordered) {
         const w = full * st.pct / 100;
-        const seg = svg("rect", { x, y, width: Math.max(0, w), height: barH, class: "seg s-" + st.stage,
+        const seg = svg("rect", { x, y, width: Math.max(0, w), height: barH, class: "seg " + stageClass(st.stage),
           "data-stage": st.stage, "data-pct": st.pct, "data-ms": st.ms });
         seg.append(svg("title", {}, `${r.pass} ${st.stage}: ${st.pct.toFixed(1)}% (${fmtMS(st.ms / steps)} per step) — ${STAGE_INFO[st.stage] || ""}`));
         g.append(seg);
