@@ -68,7 +68,7 @@ type Tensor struct {
 
 // state is atomic because String reads it without the device lock (it is
 // called while formatting messages, with or without the lock held).
-func (t *Tensor) state() state      { return state(t.st.Load()) }
+func (t *Tensor) state() state     { return state(t.st.Load()) }
 func (t *Tensor) setState(s state) { t.st.Store(uint32(s)) }
 
 // Shape returns a copy of the tensor's dimensions.
