@@ -125,11 +125,24 @@ var (
 	reg   = map[string]entry{}
 )
 
+// The "auto" priorities of ag's own drivers, in the order of the measured
+// training-step speeds (bench/results, bench/side_by_side.sh): WebGPU trained
+// the 4x1024 MLP 1.6-1.8x faster than ggml-vulkan on an H200, and the pure-Go
+// cpu backend with its assembly kernels 1.7x faster than ggml-cpu on a
+// 2-core EPYC; with its portable Go kernel it ranks last. The backends
+// register with these names, so documentation names them rather than
+// repeating numbers (TestBuiltinPriorities checks the registry against them).
+const (
+	PriorityWebGPU      = 40
+	PriorityGGMLVulkan  = 35
+	PriorityCPUAssembly = 25
+	PriorityGGMLCPU     = 20
+	PriorityCPUPortable = 10
+)
+
 // Register makes a driver available under name. Higher priority wins in
-// "auto" selection: webgpu 40 > ggml-vulkan 35 > cpu 25 (with its assembly
-// kernels, else 10) > ggml-cpu 20, the order of the measured training-step
-// speeds (bench/results, bench/side_by_side.sh). Drivers that work but
-// should not be a default (software GPUs) say so in Availability.Auto.
+// "auto" selection (see PriorityWebGPU and the others). Drivers that work
+// but should not be a default (software GPUs) say so in Availability.Auto.
 // It panics on a duplicate name, like database/sql.Register.
 func Register(name string, priority int, d Driver) {
 	regMu.Lock()

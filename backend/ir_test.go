@@ -48,3 +48,4 @@ func TestGraphKey(t *testing.T) {
 		seen[k] = name
 	}
 }
+

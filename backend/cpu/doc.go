@@ -1,5 +1,7 @@
 // Package cpu is ag's pure-Go reference backend, the embedded default that
-// also runs inside wasm. It registers itself as "cpu" (priority 10):
+// also runs inside wasm. It registers itself as "cpu" (priority
+// backend.PriorityCPUAssembly where its assembly kernels run, else
+// backend.PriorityCPUPortable):
 //
 //	import _ "github.com/ag-go/ag/backend/cpu"
 //

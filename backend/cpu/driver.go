@@ -12,13 +12,13 @@ func init() { backend.Register("cpu", priority(), driver{}) }
 // priority places this backend in "auto" selection. With its assembly
 // micro-kernels (amd64 with AVX2 or AVX-512) it trains the 4x1024 MLP about
 // 1.7x faster than ggml's CPU backend on the same cores (14.5 vs 24-31 ms at
-// batch 64, bench/side_by_side.sh), so it ranks above ggml-cpu (20); with
-// the portable Go kernel it ranks below it.
+// batch 64, bench/side_by_side.sh), so it ranks above ggml-cpu; with the
+// portable Go kernel it ranks below it.
 func priority() int {
 	if kern.name == goKernel.name {
-		return 10
+		return backend.PriorityCPUPortable
 	}
-	return 25
+	return backend.PriorityCPUAssembly
 }
 
 // driver opens pure-Go backends; it works on every platform.

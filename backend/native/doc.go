@@ -43,17 +43,19 @@
 // GGML_VK_PERF_LOGGER=1 (ggml's own per-op GPU times).
 package native
 
+import "github.com/ag-go/ag/backend"
+
 // Driver names and their "auto" priorities (see backend.Register).
 const (
 	// VulkanName is the registry name of ggml's Vulkan backend.
 	VulkanName = "ggml-vulkan"
 	// CPUName is the registry name of ggml's CPU backend.
 	CPUName = "ggml-cpu"
-	// VulkanPriority ranks ggml-vulkan below webgpu (40), which trained the
+	// VulkanPriority ranks ggml-vulkan below webgpu, which trained the
 	// 4x1024 MLP 1.6-1.8x faster on an H200 (bench/results/h200-ag.json),
 	// and above the CPU backends.
-	VulkanPriority = 35
+	VulkanPriority = backend.PriorityGGMLVulkan
 	// CPUPriority ranks ggml-cpu above the pure-Go cpu backend's portable
-	// kernel (10) and below its assembly kernels (25).
-	CPUPriority = 20
+	// kernel and below its assembly kernels.
+	CPUPriority = backend.PriorityGGMLCPU
 )

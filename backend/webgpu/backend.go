@@ -10,9 +10,9 @@ import (
 	"github.com/ag-go/ag/backend"
 )
 
-// Priority 40: on a real GPU it is the fastest backend measured (an H200:
-// the 4x1024 MLP step 1.6-1.8x faster than ggml-vulkan, bench/results).
-func init() { backend.Register("webgpu", 40, driver{}) }
+// backend.PriorityWebGPU: on a real GPU it is the fastest backend measured
+// (an H200: the 4x1024 MLP step 1.6-1.8x faster than ggml-vulkan).
+func init() { backend.Register("webgpu", backend.PriorityWebGPU, driver{}) }
 
 // driver opens the WebGPU backend; its probe runs once per process.
 type driver struct{}

@@ -5,7 +5,8 @@
 // AG_WEBGPU_BACKENDS=all or gl, because wgpu-native aborts the process when
 // its OpenGL backend meets an EGL without a display); compiled with
 // GOOS=js it runs on the browser's navigator.gpu through syscall/js.
-// Importing the package registers the driver "webgpu" (priority 30).
+// Importing the package registers the driver "webgpu" (priority
+// backend.PriorityWebGPU).
 //
 // # Execution
 //
