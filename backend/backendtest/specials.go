@@ -100,7 +100,7 @@ func specialCases() []opCase {
 	}
 	cs = append(cs, specialReduce(backend.OpSum), specialReduce(backend.OpMax))
 	cs = append(cs, specialSoftmax(backend.OpSoftmax), specialSoftmax(backend.OpLogSoftmax))
-	cs = append(cs, specialMatmul(), specialRows(), specialMovement(), specialOptimizers(), specialChain())
+	cs = append(cs, specialMatmul(), specialRows(), specialScatterSource(), specialMovement(), specialOptimizers(), specialChain())
 	return cs
 }
 
@@ -265,11 +265,10 @@ func specialMatmul() opCase {
 }
 
 // specialRows feeds NaN and infinite indices (they clamp: NaN counts as 0)
-// and tables and sources holding specials.
+// to get_rows (of a table holding specials), one_hot and scatter_add_rows.
 func specialRows() opCase {
 	return opCase{"special/rows", "exact", func(r *rand.Rand) []instance {
-		idx := []float32{nan32, inf32, -inf32, float32(math.Copysign(0, -1)), 1e30, -1e30,
-			math.SmallestNonzeroFloat32, 2, 0, 4}
+		idx := specialIndices
 		n := len(idx)
 		var is []instance
 		for _, rows := range []int{1, 5} {
@@ -282,17 +281,39 @@ func specialRows() opCase {
 			c.out(c.op(backend.OpOneHot, []int{n, rows + 2}, c.arg(idx, n)))
 			is = append(is, c.inst(0))
 
-			// A source of whole numbers and specials, so every sum is exact.
-			var e builder
-			src := make([]float32, n*3)
-			for i := range src {
-				src[i] = float32(r.IntN(9) - 4)
-			}
-			src[0], src[4], src[8], src[13] = nan32, inf32, -inf32, inf32
-			e.out(e.op(backend.OpScatterAddRows, []int{rows, 3}, e.arg(src, n, 3), e.arg(idx, n)))
-			is = append(is, e.inst(n))
+			is = append(is, scatterInst(r, idx, rows, false))
 		}
 		return is
+	}}
+}
+
+// specialIndices are indices that clamp: NaN counts as 0.
+var specialIndices = []float32{nan32, inf32, -inf32, float32(math.Copysign(0, -1)), 1e30, -1e30,
+	math.SmallestNonzeroFloat32, 2, 0, 4}
+
+// scatterInst scatter-adds a source of whole numbers (every sum is exact)
+// by idx into rows rows; with specials the source holds NaN and infinities,
+// which must reach only the rows their indices name.
+func scatterInst(r *rand.Rand, idx []float32, rows int, specials bool) instance {
+	n := len(idx)
+	src := make([]float32, n*3)
+	for i := range src {
+		src[i] = float32(r.IntN(9) - 4)
+	}
+	if specials {
+		src[0], src[4], src[8], src[13], src[20] = nan32, inf32, -inf32, inf32, -inf32
+	}
+	var b builder
+	b.out(b.op(backend.OpScatterAddRows, []int{rows, 3}, b.arg(src, n, 3), b.arg(idx, n)))
+	return b.inst(n)
+}
+
+// specialScatterSource feeds NaN and infinities through scatter_add_rows'
+// source (a gradient that went bad): every other row must stay finite.
+func specialScatterSource() opCase {
+	return opCase{"special/scatter_add_rows-source", "exact", func(r *rand.Rand) []instance {
+		whole := []float32{1, 0, 3, 1, 4, 0, 2, 2, 0, 1}
+		return []instance{scatterInst(r, whole, 5, true), scatterInst(r, specialIndices, 5, true)}
 	}}
 }
 

@@ -1,5 +1,6 @@
 //go:build ggml
 
+#include <math.h>
 #include <string.h>
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -193,4 +194,76 @@ void ag_matmul_tn(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
 	}
 #endif
 	tn_rows(A, lda, B, ldb, C, ldc, K, N, i0, i1, 0);
+}
+
+// The special values of backend/ir.go on ggml-cpu, whose relu ((x > 0) ? x :
+// 0), clamp (MAX(MIN(x, hi), lo)) and max pool (MAX(res, x)) turn a NaN
+// into a number. Each kernel walks dst's rows (contiguous, ne0 floats) and
+// reads src through its strides, so views need no copy; threads split the
+// rows. The comparisons below are exact: this file is not built with
+// -ffast-math.
+
+// rows_of splits the nrows rows of t among nth threads.
+static void rows_of(const struct ggml_tensor *t, int ith, int nth, int64_t *r0, int64_t *r1) {
+	const int64_t n = t->ne[1] * t->ne[2] * t->ne[3];
+	const int64_t per = (n + nth - 1) / nth;
+	*r0 = per * ith < n ? per * ith : n;
+	*r1 = *r0 + per < n ? *r0 + per : n;
+}
+
+// row_ptr is the address of row r (over ne1..ne3) of t.
+static const char *row_ptr(const struct ggml_tensor *t, int64_t r) {
+	const int64_t i1 = r % t->ne[1], i2 = (r / t->ne[1]) % t->ne[2], i3 = r / (t->ne[1] * t->ne[2]);
+	return (const char *)t->data + i1 * t->nb[1] + i2 * t->nb[2] + i3 * t->nb[3];
+}
+
+void ag_relu(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
+	(void)userdata;
+	const struct ggml_tensor *src = dst->src[0];
+	int64_t r0, r1;
+	rows_of(dst, ith, nth, &r0, &r1);
+	for (int64_t r = r0; r < r1; r++) {
+		const char *s = row_ptr(src, r);
+		float *d = (float *)row_ptr(dst, r);
+		for (int64_t i = 0; i < dst->ne[0]; i++) {
+			const float x = *(const float *)(s + i * src->nb[0]);
+			d[i] = (x > 0.0f || x != x) ? x : 0.0f;
+		}
+	}
+}
+
+void ag_clamp(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
+	(void)userdata;
+	const struct ggml_tensor *src = dst->src[0];
+	const float lo = *(const float *)dst->src[1]->data, hi = *(const float *)dst->src[2]->data;
+	int64_t r0, r1;
+	rows_of(dst, ith, nth, &r0, &r1);
+	for (int64_t r = r0; r < r1; r++) {
+		const char *s = row_ptr(src, r);
+		float *d = (float *)row_ptr(dst, r);
+		for (int64_t i = 0; i < dst->ne[0]; i++) {
+			const float x = *(const float *)(s + i * src->nb[0]);
+			d[i] = x < lo ? lo : (x > hi ? hi : x); // NaN fails both tests
+		}
+	}
+}
+
+void ag_row_max(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
+	(void)userdata;
+	const struct ggml_tensor *src = dst->src[0];
+	int64_t r0, r1;
+	rows_of(dst, ith, nth, &r0, &r1);
+	for (int64_t r = r0; r < r1; r++) {
+		const char *s = row_ptr(src, r);
+		float m = -INFINITY;
+		for (int64_t i = 0; i < src->ne[0]; i++) {
+			const float x = *(const float *)(s + i * src->nb[0]);
+			if (x != x) {
+				m = x;
+				break;
+			}
+			m = x > m ? x : m;
+		}
+		*(float *)row_ptr(dst, r) = m;
+	}
 }
