@@ -148,7 +148,7 @@ func vjp(n *Tensor, g *Tensor, k int) *Tensor {
 	case backend.OpSqrt:
 		return Div(g, Scale(n, 2))
 	case backend.OpReLU:
-		return Mul(g, reluMask(x))
+		return Mul(g, reluMask(n)) // n > 0 where x > 0, NaN where x is: x itself need not stay
 	case backend.OpSigmoid:
 		return Mul(g, Mul(n, Affine(n, -1, 1)))
 	case backend.OpTanh:
@@ -229,7 +229,8 @@ func vjp(n *Tensor, g *Tensor, k int) *Tensor {
 // comparison mask, 0 at NaN).
 
 // reluMask is ReLU's derivative as PyTorch's: 1 where x > 0, +Inf and
-// subnormals included, 0 where x <= 0, and NaN at NaN. x*2^127 is at least
+// subnormals included, 0 where x <= 0, and NaN at NaN (x may be ReLU's
+// input or its output: the mask is the same). x*2^127 is at least
 // 2^-22 for every positive x (the smallest subnormal is 2^-149), so the
 // clamp gives exactly 0 or 2^-22 (or NaN), scaled to 0 or 1. The clamp
 // stands between the two scales: a WGSL compiler may fold x*2^127*2^22

@@ -375,8 +375,8 @@ func specialOptimizers() opCase {
 
 // specialChain runs fused chains over specials: the forward and the
 // backward of relu and tanh layers as core emits them (a relu whose mask
-// multiplies a gradient, a tanh of an affine), and a max-subtracting
-// softmax built from ops.
+// multiplies a gradient, a tanh of an affine), relus and clamps whose input
+// is or is not read elsewhere, and a max-subtracting softmax built from ops.
 func specialChain() opCase {
 	return opCase{"special/chain", "graph", func(r *rand.Rand) []instance {
 		n := len(specials)
@@ -391,6 +391,19 @@ func specialChain() opCase {
 			mask := b.node(backend.Node{Op: backend.OpInside, In: []int{x}, Shape: s, A: 0, B: inf32})
 			b.out(b.op(backend.OpMul, s, g, mask))
 			b.out(b.op(backend.OpTanh, s, b.op(backend.OpMul, s, y, g)))
+			is = append(is, b.inst(0))
+		}
+		{
+			// A relu and a clamp that a backend may compute in place (their
+			// input has no other reader) next to ones it may not: the
+			// input is read again, or passed on unchanged by a reshape.
+			var b builder
+			x := b.arg(specials, s...)
+			a := b.node(backend.Node{Op: backend.OpAffine, In: []int{x}, Shape: s, A: 2, B: -1})
+			b.out(b.op(backend.OpReLU, s, b.node(backend.Node{Op: backend.OpAffine, In: []int{x}, Shape: s, A: -1, B: 0.5})))
+			b.out(b.op(backend.OpReLU, s, b.op(backend.OpReshape, s, a)))
+			b.out(b.node(backend.Node{Op: backend.OpClamp, In: []int{b.op(backend.OpReshape, s, a)}, Shape: s, A: -1, B: 1}))
+			b.out(a)
 			is = append(is, b.inst(0))
 		}
 		{

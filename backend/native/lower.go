@@ -53,6 +53,8 @@ type lowering struct {
 	// and row count. Cleared at every in-place update, whose arg they may copy.
 	tmemo   map[tensor]tensor
 	idxmemo map[idxKey][2]tensor
+	// uses[j] counts the nodes and outputs that read IR node j.
+	uses []int
 }
 
 type outCopy struct{ end, node int }
@@ -91,7 +93,15 @@ func newLowering(d *device, g *backend.Graph) (*lowering, error) {
 	if ctx == nil || cctx == nil {
 		return nil, fmt.Errorf("ggml_init of %d bytes failed", mem)
 	}
-	l := &lowering{d: d, g: g, ctx: ctx, cctx: cctx, val: make([]tensor, len(g.Nodes)), nodeEnd: make([]int, len(g.Nodes))}
+	l := &lowering{d: d, g: g, ctx: ctx, cctx: cctx, val: make([]tensor, len(g.Nodes)), nodeEnd: make([]int, len(g.Nodes)), uses: make([]int, len(g.Nodes))}
+	for i := range g.Nodes {
+		for _, j := range g.Nodes[i].In {
+			l.uses[j]++
+		}
+	}
+	for _, o := range g.Outputs {
+		l.uses[o.Node]++
+	}
 	l.gf = C.ggml_new_graph_custom(ctx, C.size_t(budget), false)
 	return l, nil
 }
@@ -425,11 +435,40 @@ func (l *lowering) positive(y tensor) tensor {
 // (x < lo ? lo : (x > hi ? hi : x)) keeps NaN but works in place (its result
 // is a view of its input), which would overwrite an arg: it gets a copy.
 func (l *lowering) clamp(x tensor, lo, hi float32) tensor {
+	return l.clampOf(-1, x, lo, hi)
+}
+
+// clampOf is clamp of x, the value of IR node j (-1: an internal tensor).
+// On ggml-vulkan it clamps in place, without the copy, where nothing else
+// reads x (see private).
+func (l *lowering) clampOf(j int, x tensor, lo, hi float32) tensor {
 	if l.d.isCPU {
 		one := []int{1}
 		return l.custom(C.ggml_custom_op_t(C.ag_clamp), x.ne, x, l.constant(one, lo), l.constant(one, hi))
 	}
-	return C.ggml_clamp(l.ctx, C.ggml_cont(l.ctx, x), C.float(lo), C.float(hi))
+	if !l.private(j, x) {
+		x = C.ggml_cont(l.ctx, x)
+	}
+	return C.ggml_clamp(l.ctx, x, C.float(lo), C.float(hi))
+}
+
+// private reports whether an in-place op may overwrite x, the value of IR
+// node j: the op is j's only reader, x is memory of its own (not a view),
+// j is not an arg or a constant (they outlive the run), and no other node
+// has x as its value (a reshape to the same shape passes its input on).
+func (l *lowering) private(j int, x tensor) bool {
+	if j < 0 || l.uses[j] != 1 || x.view_src != nil {
+		return false
+	}
+	if op := l.g.Nodes[j].Op; op == backend.OpArg || op == backend.OpFill {
+		return false
+	}
+	for i, v := range l.val {
+		if i != j && v == x {
+			return false
+		}
+	}
+	return true
 }
 
 // custom is a ggml-cpu custom op of f32 result shape ne over srcs.
@@ -437,14 +476,14 @@ func (l *lowering) custom(fn C.ggml_custom_op_t, ne [4]C.int64_t, srcs ...tensor
 	return C.ggml_custom_4d(l.ctx, C.GGML_TYPE_F32, ne[0], ne[1], ne[2], ne[3], &srcs[0], C.int(len(srcs)), fn, C.GGML_N_TASKS_MAX, nil)
 }
 
-// relu is max(x, 0) with NaN staying NaN (ir.go); ggml's relu turns NaN
-// into 0 on both devices. ggml-vulkan's clamp to [0, +Inf] keeps NaN and
-// gives 0 for -Inf, at the cost of a copy (see clamp).
-func (l *lowering) relu(x tensor) tensor {
+// relu is max(x, 0) of IR node j's value x with NaN staying NaN (ir.go);
+// ggml's relu turns NaN into 0 on both devices. ggml-vulkan's clamp to
+// [0, +Inf] keeps NaN and gives 0 for -Inf (see clampOf).
+func (l *lowering) relu(j int, x tensor) tensor {
 	if l.d.isCPU {
 		return l.custom(C.ggml_custom_op_t(C.ag_relu), x.ne, x)
 	}
-	return l.clamp(x, 0, float32(math.Inf(1)))
+	return l.clampOf(j, x, 0, float32(math.Inf(1)))
 }
 
 // log is the natural log. lavapipe's log of a subnormal is log(2^-127) (-88
@@ -477,7 +516,7 @@ func (l *lowering) lowerUnary(n *backend.Node) tensor {
 	case backend.OpSqrt:
 		return C.ggml_sqrt(ctx, x)
 	case backend.OpReLU:
-		return l.relu(x)
+		return l.relu(n.In[0], x)
 	case backend.OpSigmoid:
 		return C.ggml_sigmoid(ctx, x)
 	case backend.OpTanh:
@@ -485,7 +524,7 @@ func (l *lowering) lowerUnary(n *backend.Node) tensor {
 	case backend.OpAffine:
 		return l.scaleBias(x, n.A, n.B)
 	case backend.OpClamp:
-		return l.clamp(x, n.A, n.B)
+		return l.clampOf(n.In[0], x, n.A, n.B)
 	case backend.OpInside:
 		if !(n.A < n.B) {
 			return l.constant(n.Shape, 0) // an empty interval
