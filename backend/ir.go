@@ -10,6 +10,57 @@ import (
 // Op is one primitive operation of the IR. The set is small on purpose (in the
 // spirit of tinygrad and ggml): everything core offers, gradients and optimizer
 // updates included, lowers to these, so a backend that runs them runs training.
+//
+// # Special values
+//
+// Every op computes in IEEE 754 f32 as C and PyTorch do, identically on every
+// backend, so that a NaN or an infinity is never silently turned into a
+// finite number (a NaN input must give a NaN loss, not finite weights gone
+// bad). backendtest's "special/..." cases feed NaN, ±Inf, ±0 and subnormals
+// to every op and check this table on every backend:
+//
+//	add sub mul div   IEEE: NaN in -> NaN; Inf-Inf, 0*Inf, Inf/Inf, 0/0 are NaN;
+//	                  x/±0 is ±Inf by the signs
+//	neg               -x (NaN stays NaN)
+//	exp               exp(-Inf) = 0, exp(+Inf) = +Inf; overflow is +Inf
+//	log               log(±0) = -Inf, log(+Inf) = +Inf, log(x<0) = NaN, log(-Inf) = NaN
+//	sqrt              sqrt(±0) = ±0, sqrt(+Inf) = +Inf, sqrt(x<0) = NaN, sqrt(-Inf) = NaN
+//	relu              max(x, 0) with NaN -> NaN: relu(-Inf) = 0, relu(+Inf) = +Inf
+//	sigmoid           sigmoid(-Inf) = 0, sigmoid(+Inf) = 1, NaN -> NaN
+//	tanh              tanh(±Inf) = ±1, NaN -> NaN
+//	affine            x*A + B in IEEE arithmetic (A = 0 and x = ±Inf is NaN)
+//	pow               C's powf(x, A) for a finite A (Validate rejects others):
+//	                  x^0 = 1 for every x, NaN included; 0^A = +Inf for A < 0
+//	                  (-0^A = -Inf for odd whole A < 0); (±Inf)^A by C's rules;
+//	                  NaN^A = NaN for A != 0; a negative base with a non-whole
+//	                  A is NaN, and here that includes -Inf (C gives +Inf or
+//	                  +0 for (-Inf)^A, a limit no backend computes cheaply)
+//	clamp             min(max(x, A), B) with NaN -> NaN; ±Inf clamp to the bounds
+//	inside            a mask: comparisons with NaN are false, so inside(NaN) = 0;
+//	                  ±Inf are outside finite bounds
+//	sum               IEEE sum in any order: NaN if any term is NaN or the terms
+//	                  hold both +Inf and -Inf, else ±Inf if any term is
+//	max               NaN if any element of the axis is NaN, else the largest
+//	                  (an axis of -Inf gives -Inf)
+//	softmax           per row, exp(x - max) / sum: a row holding a NaN or a +Inf
+//	log_softmax       is NaN everywhere (+Inf - +Inf), as in PyTorch; -Inf
+//	                  entries give 0 (log_softmax: -Inf) when the row has a
+//	                  finite maximum; a row of only -Inf is NaN
+//	matmul            IEEE products and sums in any order: NaN meets a whole
+//	                  row of A and column of B; Inf times 0 is NaN
+//	adamw sgd         the formulas below elementwise in IEEE arithmetic: a NaN
+//	                  or infinite gradient makes that element's state NaN/Inf
+//	                  as the formula says (never skipped, never clipped)
+//	get_rows          index rounding and clamping as documented at each op: a
+//	scatter_add_rows  NaN index counts as 0, ±Inf clamp to the first and last
+//	one_hot           row; values move unchanged (NaN payloads need not be kept)
+//	data movement     reshape, permute, expand, slices, concat, fill: values
+//	                  move unchanged
+//
+// Two latitudes the checks allow, because GPUs take them: the sign of a zero
+// result is unspecified (an input -0 still acts as IEEE says, so 1/-0 = -Inf
+// and log(-0) = -Inf), and subnormal inputs and results may be flushed to
+// zero of the same sign (WGSL allows it; lavapipe does it).
 type Op uint8
 
 // The op set. Every value is f32; index operands are f32 holding whole numbers
@@ -39,13 +90,14 @@ const (
 	OpSigmoid
 	OpTanh
 	OpAffine   // x*A + B
-	OpPowConst // x^A (x<0 with a non-integer A is NaN, as in C's powf)
-	OpClamp    // min(max(x, A), B)
-	OpInside   // 1 where A < x < B, else 0 (the mask of ReLU' and Clamp')
+	OpPowConst // x^A for a finite A, as C's powf (see Special values)
+	OpClamp    // min(max(x, A), B) for A <= B; NaN stays NaN
+	OpInside   // 1 where A < x < B, else 0 (NaN too: the mask of ReLU' and Clamp')
 
 	// OpSum sums along Node.Axis; the output keeps the rank with that axis 1.
 	OpSum
-	// OpMax takes the maximum along Node.Axis; the output keeps the rank.
+	// OpMax takes the maximum along Node.Axis; the output keeps the rank. An
+	// axis holding a NaN gives NaN.
 	OpMax
 	// OpSoftmax and OpLogSoftmax work along the last axis.
 	OpSoftmax
@@ -391,6 +443,7 @@ func (g *Graph) validateNode(i int, n *Node) error {
 		if !same(in(0), n.Shape) {
 			return fmt.Errorf("input shape %v differs", in(0))
 		}
+		return validScalars(n)
 	case n.Op == OpSum || n.Op == OpMax:
 		s := in(0)
 		if n.Axis < 0 || n.Axis >= len(s) || len(n.Shape) != len(s) || n.Shape[n.Axis] != 1 {
@@ -485,6 +538,20 @@ func (g *Graph) validateNode(i int, n *Node) error {
 		if NumElems(hp) != want {
 			return fmt.Errorf("hyperparameters %v, want %d values", hp, want)
 		}
+	}
+	return nil
+}
+
+// validScalars checks the scalar attributes whose special values the table
+// of Special values leaves undefined: a non-finite exponent (C's rules for it
+// would cost every backend a branch no model needs) and clamp bounds that
+// are not ordered (NaN included).
+func validScalars(n *Node) error {
+	switch {
+	case n.Op == OpPowConst && (math.IsNaN(float64(n.A)) || math.IsInf(float64(n.A), 0)):
+		return fmt.Errorf("exponent %g is not finite", n.A)
+	case n.Op == OpClamp && !(n.A <= n.B):
+		return fmt.Errorf("clamp bounds %g > %g", n.A, n.B)
 	}
 	return nil
 }

@@ -1,6 +1,10 @@
 package backend
 
-import "testing"
+import (
+	"math"
+	"strings"
+	"testing"
+)
 
 // Key tells apart graphs that differ in any field a compiled program
 // depends on, and matches graphs that differ in nothing.
@@ -49,3 +53,37 @@ func TestGraphKey(t *testing.T) {
 	}
 }
 
+// Validate rejects the scalar attributes whose special values ir.go leaves
+// undefined, naming them, and accepts the infinite ones it defines.
+func TestValidateScalars(t *testing.T) {
+	inf, nan := float32(math.Inf(1)), float32(math.NaN())
+	cases := []struct {
+		op   Op
+		a, b float32
+		want string // "" when valid
+	}{
+		{OpPowConst, 2.5, 0, ""},
+		{OpPowConst, inf, 0, "exponent +Inf is not finite"},
+		{OpPowConst, -inf, 0, "exponent -Inf is not finite"},
+		{OpPowConst, nan, 0, "exponent NaN is not finite"},
+		{OpClamp, -inf, inf, ""},
+		{OpClamp, 2, 2, ""},
+		{OpClamp, 3, 2, "clamp bounds 3 > 2"},
+		{OpClamp, nan, 2, "clamp bounds NaN > 2"},
+		{OpInside, inf, -inf, ""}, // an empty interval: the mask is 0
+		{OpAffine, inf, nan, ""},  // IEEE arithmetic defines every value
+	}
+	for _, c := range cases {
+		g := &Graph{NumArgs: 1, Nodes: []Node{
+			{Op: OpArg, Shape: []int{3}},
+			{Op: c.op, In: []int{0}, Shape: []int{3}, A: c.a, B: c.b},
+		}}
+		err := g.Validate()
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%v(%g, %g): %v", c.op, c.a, c.b, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%v(%g, %g): error %v, want one containing %q", c.op, c.a, c.b, err, c.want)
+		}
+	}
+}

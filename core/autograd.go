@@ -160,7 +160,7 @@ func vjp(n *Tensor, in []*Tensor, g *Tensor, k int) *Tensor {
 	case backend.OpSqrt:
 		return Div(g, Scale(n, 2))
 	case backend.OpReLU:
-		return Mul(g, inside(x, 0, inf))
+		return Mul(g, reluMask(n)) // n > 0 where x > 0, NaN where x is: x itself need not stay
 	case backend.OpSigmoid:
 		return Mul(g, Mul(n, Affine(n, -1, 1)))
 	case backend.OpTanh:
@@ -169,9 +169,14 @@ func vjp(n *Tensor, in []*Tensor, g *Tensor, k int) *Tensor {
 		return Scale(g, n.attr.A)
 	case backend.OpPowConst:
 		p := n.attr.A
-		return Mul(g, Scale(Pow(x, p-1), p))
+		if p == 0 {
+			// x^0 is 1 everywhere, so its derivative is 0 everywhere, as
+			// PyTorch gives: 0*x^-1 would be NaN at x = 0 and x = NaN.
+			return g.dev.Full(0, x.shape...)
+		}
+		return Mul(g, Scale(Pow(x, p-1), p)) // at 0: p*0^(p-1), +Inf for p = 0.5
 	case backend.OpClamp:
-		return Mul(g, inside(x, n.attr.A, n.attr.B))
+		return Mul(g, passMask(x, n.attr.A, n.attr.B))
 	case backend.OpSum:
 		return Expand(g, x.shape...)
 	case backend.OpSoftmax:
@@ -229,6 +234,27 @@ func vjp(n *Tensor, in []*Tensor, g *Tensor, k int) *Tensor {
 	// OpMax, OpOneHot, OpFill, OpInside, index operands and updates carry
 	// no gradient.
 	return nil
+}
+
+// The gradient masks of ReLU and Clamp are NaN where x is NaN, so that a
+// NaN input gives a NaN gradient rather than a zero one (inside alone is a
+// comparison mask, 0 at NaN).
+
+// reluMask is ReLU's derivative as PyTorch's: 1 where x > 0, +Inf and
+// subnormals included, 0 where x <= 0, and NaN at NaN (x may be ReLU's
+// input or its output: the mask is the same). x*2^127 is at least
+// 2^-22 for every positive x (the smallest subnormal is 2^-149), so the
+// clamp gives exactly 0 or 2^-22 (or NaN), scaled to 0 or 1. The clamp
+// stands between the two scales: a WGSL compiler may fold x*2^127*2^22
+// into x*Inf (lavapipe does), which is NaN at 0.
+func reluMask(x *Tensor) *Tensor {
+	return Scale(Clamp(Scale(x, 0x1p127), 0, 0x1p-22), 0x1p22)
+}
+
+// passMask is Clamp's: 1 strictly inside (lo, hi), 0 outside, NaN at NaN
+// (Clamp(x, 0, 0) is 0 for every other x, ±Inf included).
+func passMask(x *Tensor, lo, hi float32) *Tensor {
+	return Add(inside(x, lo, hi), Clamp(x, 0, 0))
 }
 
 func withRows(shape []int, rows int) []int {

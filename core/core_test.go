@@ -206,6 +206,8 @@ func TestShapePanics(t *testing.T) {
 		"reshape": func() { Reshape(a, 4, 2) },
 		"slice":   func() { SliceRows(a, 1, 2) },
 		"tensor":  func() { dev.Tensor(make([]float32, 5), 2, 3) },
+		"pow-inf": func() { Pow(a, float32(math.Inf(1))) },
+		"pow-nan": func() { Pow(a, float32(math.NaN())) },
 	} {
 		func() {
 			defer func() {

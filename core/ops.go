@@ -69,8 +69,15 @@ func AddScalar(x *Tensor, c float32) *Tensor { return Affine(x, 1, c) }
 // Affine returns a*x + b.
 func Affine(x *Tensor, a, b float32) *Tensor { return unary("Affine", backend.OpAffine, x, a, b) }
 
-// Pow returns x^p for a constant p (x<0 with a non-integer p gives NaN).
-func Pow(x *Tensor, p float32) *Tensor { return unary("Pow", backend.OpPowConst, x, p, 0) }
+// Pow returns x^p for a constant finite p, with C's powf at zeros, infinities
+// and NaN (x^0 = 1 for every x; x<0 with a non-integer p gives NaN; see
+// backend.Op). A non-finite p panics.
+func Pow(x *Tensor, p float32) *Tensor {
+	if math.IsNaN(float64(p)) || math.IsInf(float64(p), 0) {
+		panic(fmt.Sprintf("core.Pow: exponent %g is not finite", p))
+	}
+	return unary("Pow", backend.OpPowConst, x, p, 0)
+}
 
 // Clamp limits x to [lo, hi]. Its gradient passes straight through strictly
 // inside the range and is zero outside, like ggmlR's ag_clamp.

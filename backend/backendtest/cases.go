@@ -200,6 +200,7 @@ func opCases() []opCase {
 	cs = append(cs, rowCases()...)
 	cs = append(cs, matmulCases()...)
 	cs = append(cs, optimizerCases()...)
+	cs = append(cs, specialCases()...)
 	return cs
 }
 

@@ -14,7 +14,8 @@ import (
 )
 
 // Eval interprets g in float64, the reference every backend is checked
-// against. args[i] is the content of Run's args[i]; it must hold at least as
+// against. It implements the table of special values of backend.Op (NaN,
+// infinities, signed zeros) exactly. args[i] is the content of Run's args[i]; it must hold at least as
 // many elements as the nodes reading or writing it. Like Program.Run, Eval
 // mutates args: in-place ops (OpAdamW, OpSGD) update their arg operands at
 // their position, and after the last node each Output's value is copied into
@@ -174,6 +175,8 @@ func binary(op backend.Op, x, y float64) float64 {
 	}
 }
 
+// unary computes a unary op. It uses Go's built-in max and min, which are
+// NaN when any operand is (math.Max(+Inf, NaN) is +Inf instead).
 func unary(op backend.Op, x, a, b float64) float64 {
 	switch op {
 	case backend.OpNeg:
@@ -185,7 +188,7 @@ func unary(op backend.Op, x, a, b float64) float64 {
 	case backend.OpSqrt:
 		return math.Sqrt(x)
 	case backend.OpReLU:
-		return math.Max(x, 0)
+		return max(x, 0)
 	case backend.OpSigmoid:
 		return 1 / (1 + math.Exp(-x))
 	case backend.OpTanh:
@@ -193,15 +196,24 @@ func unary(op backend.Op, x, a, b float64) float64 {
 	case backend.OpAffine:
 		return x*a + b
 	case backend.OpPowConst:
-		return math.Pow(x, a)
+		return pow(x, a)
 	case backend.OpClamp:
-		return math.Min(math.Max(x, a), b)
+		return min(max(x, a), b)
 	default: // OpInside
 		if a < x && x < b {
 			return 1
 		}
 		return 0
 	}
+}
+
+// pow is C's pow (which math.Pow follows) but for the one deviation ir.go
+// states: a negative base with a non-whole exponent is NaN, -Inf included.
+func pow(x, a float64) float64 {
+	if x < 0 && a != math.Trunc(a) {
+		return math.NaN()
+	}
+	return math.Pow(x, a)
 }
 
 // reduce sums or maxes in (shape s) along n.Axis into out.
@@ -215,7 +227,7 @@ func reduce(n *backend.Node, in []float64, s []int, out []float64) {
 			if n.Op == backend.OpSum {
 				acc += x
 			} else {
-				acc = math.Max(acc, x)
+				acc = max(acc, x)
 			}
 		}
 		out[i] = acc
@@ -233,7 +245,7 @@ func softmax(logOut bool, in []float64, shape []int, out []float64) {
 		row, o := in[r*cols:(r+1)*cols], out[r*cols:(r+1)*cols]
 		mx := math.Inf(-1)
 		for _, x := range row {
-			mx = math.Max(mx, x)
+			mx = max(mx, x)
 		}
 		sum := 0.0
 		for _, x := range row {

@@ -36,16 +36,76 @@ func single(n backend.Node, ins ...tin) (*backend.Graph, [][]float64) {
 
 func node(op backend.Op, shape []int) backend.Node { return backend.Node{Op: op, Shape: shape} }
 
+// near compares within 1e-12 relative, NaN matching NaN and infinities
+// exactly.
 func near(got, want []float64) bool {
 	if len(got) != len(want) {
 		return false
 	}
 	for i := range got {
-		if math.IsNaN(want[i]) != math.IsNaN(got[i]) || math.Abs(got[i]-want[i]) > 1e-12*(1+math.Abs(want[i])) {
+		g, w := got[i], want[i]
+		switch {
+		case math.IsNaN(w) || math.IsNaN(g):
+			if math.IsNaN(w) != math.IsNaN(g) {
+				return false
+			}
+		case math.IsInf(w, 0) || math.IsInf(g, 0):
+			if g != w {
+				return false
+			}
+		case math.Abs(g-w) > 1e-12*(1+math.Abs(w)):
 			return false
 		}
 	}
 	return true
+}
+
+// TestEvalSpecials checks rows of the table of special values of
+// backend.Op, computed by hand from IEEE, C's pow and PyTorch.
+func TestEvalSpecials(t *testing.T) {
+	nan, inf, negz := math.NaN(), math.Inf(1), math.Copysign(0, -1)
+	with := func(n backend.Node, a, b float32) backend.Node { n.A, n.B = a, b; return n }
+	axis1 := func(n backend.Node) backend.Node { n.Axis = 1; return n }
+	x := []float64{nan, inf, -inf, negz, 0, -2, 4}
+	cases := []struct {
+		name string
+		n    backend.Node
+		ins  []tin
+		want []float64
+	}{
+		{"exp", node(backend.OpExp, sh(7)), []tin{in(sh(7), x...)}, []float64{nan, inf, 0, 1, 1, math.Exp(-2), math.Exp(4)}},
+		{"log", node(backend.OpLog, sh(7)), []tin{in(sh(7), x...)}, []float64{nan, inf, nan, -inf, -inf, nan, math.Log(4)}},
+		{"sqrt", node(backend.OpSqrt, sh(7)), []tin{in(sh(7), x...)}, []float64{nan, inf, nan, 0, 0, nan, 2}},
+		{"relu", node(backend.OpReLU, sh(7)), []tin{in(sh(7), x...)}, []float64{nan, inf, 0, 0, 0, 0, 4}},
+		{"sigmoid", node(backend.OpSigmoid, sh(7)), []tin{in(sh(7), x...)}, []float64{nan, 1, 0, 0.5, 0.5, 1 / (1 + math.Exp(2)), 1 / (1 + math.Exp(-4))}},
+		{"tanh", node(backend.OpTanh, sh(7)), []tin{in(sh(7), x...)}, []float64{nan, 1, -1, 0, 0, math.Tanh(-2), math.Tanh(4)}},
+		{"clamp", with(node(backend.OpClamp, sh(7)), -1, 2), []tin{in(sh(7), x...)}, []float64{nan, 2, -1, 0, 0, -1, 2}},
+		{"inside", with(node(backend.OpInside, sh(7)), -inf32, inf32), []tin{in(sh(7), x...)}, []float64{0, 0, 0, 1, 1, 1, 1}},
+		{"pow/0", with(node(backend.OpPowConst, sh(7)), 0, 0), []tin{in(sh(7), x...)}, []float64{1, 1, 1, 1, 1, 1, 1}},
+		{"pow/0.5", with(node(backend.OpPowConst, sh(7)), 0.5, 0), []tin{in(sh(7), x...)}, []float64{nan, inf, nan, 0, 0, nan, 2}},
+		{"pow/-0.5", with(node(backend.OpPowConst, sh(7)), -0.5, 0), []tin{in(sh(7), x...)}, []float64{nan, 0, nan, inf, inf, nan, 0.5}},
+		{"pow/-3", with(node(backend.OpPowConst, sh(7)), -3, 0), []tin{in(sh(7), x...)}, []float64{nan, 0, 0, -inf, inf, -0.125, 1.0 / 64}},
+		{"pow/2", with(node(backend.OpPowConst, sh(7)), 2, 0), []tin{in(sh(7), x...)}, []float64{nan, inf, inf, 0, 0, 4, 16}},
+		{"max/nan-after-inf", axis1(node(backend.OpMax, sh(1, 1))), []tin{in(sh(1, 3), inf, nan, 1)}, []float64{nan}},
+		{"max/-inf", node(backend.OpMax, sh(1, 2)), []tin{in(sh(2, 2), -inf, 1, -inf, nan)}, []float64{-inf, nan}},
+		{"sum/inf-inf", node(backend.OpSum, sh(1, 2)), []tin{in(sh(2, 2), inf, inf, -inf, 1)}, []float64{nan, inf}},
+		{"softmax/inf-row", node(backend.OpSoftmax, sh(3, 2)), []tin{in(sh(3, 2), inf, 1, -inf, 0, -inf, -inf)}, []float64{nan, nan, 0, 1, nan, nan}},
+		{"log_softmax/-inf", node(backend.OpLogSoftmax, sh(1, 2)), []tin{in(sh(1, 2), -inf, 0)}, []float64{-inf, 0}},
+		{"matmul/inf-times-0", node(backend.OpMatMul, sh(2, 1)), []tin{in(sh(2, 2), inf, 1, 2, 3), in(sh(2, 1), 0, 1)}, []float64{nan, 3}},
+		{"get_rows/nan-index", node(backend.OpGetRows, sh(3)), []tin{in(sh(3), 10, 11, 12), in(sh(3), nan, inf, -inf)}, []float64{10, 12, 10}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g, args := single(c.n, c.ins...)
+			vals, err := Eval(g, args)
+			if err != nil {
+				t.Fatalf("Eval: %v", err)
+			}
+			if got := vals[len(vals)-1]; !near(got, c.want) {
+				t.Fatalf("got %v, want %v", got, c.want)
+			}
+		})
+	}
 }
 
 // TestEvalOps checks the reference on small cases computed by hand, at
@@ -202,6 +262,23 @@ func TestCompare(t *testing.T) {
 	}
 	if msg := compare([]float32{nan}, []float64{1}, nil, tol, 0, sh(1)); msg == "" {
 		t.Error("NaN accepted for 1")
+	}
+	if msg := compare([]float32{1}, []float64{math.NaN()}, nil, tol, 0, sh(1)); msg == "" {
+		t.Error("1 accepted for NaN")
+	}
+	if msg := compare([]float32{-inf}, []float64{math.Inf(1)}, nil, tol, 0, sh(1)); msg == "" {
+		t.Error("-Inf accepted for +Inf")
+	}
+	if msg := compare([]float32{3e38}, []float64{math.Inf(1)}, nil, tol, 0, sh(1)); msg == "" {
+		t.Error("3e38 accepted for +Inf")
+	}
+	// A float64 result past the f32 range is the f32 infinity; a subnormal
+	// one may come back flushed to zero (or as another subnormal).
+	if msg := compare([]float32{inf, 0, 1e-45}, []float64{1e39, 1e-40, 2e-45}, nil, Tol{}, 0, sh(3)); msg != "" {
+		t.Errorf("overflow and subnormals: %s", msg)
+	}
+	if msg := compare([]float32{0}, []float64{2e-38}, nil, Tol{}, 0, sh(1)); msg == "" {
+		t.Error("0 accepted for the normal 2e-38")
 	}
 	if msg := compare([]float32{1}, []float64{0}, nil, Tol{}, 0, sh(1)); msg == "" {
 		t.Error("exact tolerance accepted 1 for 0")

@@ -2,6 +2,7 @@ package backendtest
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"strings"
@@ -100,6 +101,18 @@ func (p *refProg) Run(bufs []backend.Buffer) (backend.RunInfo, error) {
 			for j := range a {
 				a[j] *= 1 + 1e-4
 			}
+		case "nan0": // NaN turned into a number, as webgpu's relu and max did
+			for j := range a {
+				if math.IsNaN(a[j]) {
+					a[j] = 0
+				}
+			}
+		case "infsign": // an infinity of the wrong sign
+			for j := range a {
+				if math.IsInf(a[j], 0) {
+					a[j] = -a[j]
+				}
+			}
 		}
 	}
 	for i, b := range bufs {
@@ -135,8 +148,9 @@ func TestBrokenHelper(t *testing.T) {
 }
 
 // TestSuiteCatchesBugs breaks the reference backend in small ways and checks
-// the suite fails on them: an index bug (swapped elements) and a relative
-// error of 1e-4 (well inside what a plain visual check would accept).
+// the suite fails on them: an index bug (swapped elements), a relative
+// error of 1e-4 (well inside what a plain visual check would accept), a NaN
+// turned into 0 and an infinity of the wrong sign.
 func TestSuiteCatchesBugs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns test processes")
@@ -145,6 +159,8 @@ func TestSuiteCatchesBugs(t *testing.T) {
 		{"swap", "matmul/transB"}, {"swap", "get_rows"}, {"swap", "sum/axis2"}, {"swap", "permute"},
 		{"swap", "graph/mlp-forward"}, {"scale", "add/broadcast"}, {"scale", "exp"},
 		{"scale", "adamw/3steps"}, {"scale", "softmax/large"}, {"scale", "graph/reuse-new-data"},
+		{"nan0", "special/relu"}, {"nan0", "special/max"}, {"nan0", "special/matmul"},
+		{"infsign", "special/exp"}, {"infsign", "special/binary"},
 	}
 	for _, c := range cases {
 		pat := "^TestBrokenHelper$"

@@ -184,7 +184,10 @@ func sigmoid(x float32) float32 {
 	return float32(e / (1 + e))
 }
 
-// powConst is x^p with fast paths for the exponents gradients use most.
+// powConst is x^p with fast paths for the exponents gradients use most. The
+// general paths are C's pow but for the rule of ir.go that a negative base
+// with a non-whole exponent is NaN, -Inf included (math.Pow(-Inf, 0.5) is
+// +Inf).
 func powConst(o, a []float32, p float32) {
 	switch p {
 	case 1:
@@ -199,7 +202,7 @@ func powConst(o, a []float32, p float32) {
 		}
 	case 0.5:
 		for i := range o {
-			o[i] = float32(math.Pow(float64(a[i]), 0.5)) // NaN for x<0 like powf; Sqrt(-0) differs
+			o[i] = float32(math.Sqrt(float64(a[i]) + 0)) // +0: -0^0.5 is +0 in C, Sqrt(-0) is -0
 		}
 	case -1:
 		for i := range o {
@@ -207,8 +210,14 @@ func powConst(o, a []float32, p float32) {
 		}
 	default:
 		pp := float64(p)
+		whole := pp == math.Trunc(pp)
 		for i := range o {
-			o[i] = float32(math.Pow(float64(a[i]), pp))
+			x := float64(a[i])
+			if x < 0 && !whole {
+				o[i] = float32(math.NaN())
+				continue
+			}
+			o[i] = float32(math.Pow(x, pp))
 		}
 	}
 }

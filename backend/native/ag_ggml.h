@@ -68,4 +68,16 @@ void ag_transpose(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 // 6x16 register tiles instead. Threads split dst's rows.
 void ag_matmul_tn(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 
+// ag_relu, ag_clamp and ag_row_max are ggml custom ops (ggml-cpu only) with
+// the NaN semantics of backend/ir.go, which ggml-cpu's own relu, clamp and
+// max pool lack (they turn NaN into 0, hi and the row's other maximum):
+//   ag_relu:    dst = src[0] > 0 or NaN ? src[0] : 0
+//   ag_clamp:   dst = min(max(src[0], lo), hi), NaN stays NaN; lo and hi are
+//               the one-element tensors src[1] and src[2]
+//   ag_row_max: dst (ne0 = 1) = the maximum of each row of src[0], NaN if
+//               the row holds one, -Inf for a row of -Inf
+void ag_relu(struct ggml_tensor *dst, int ith, int nth, void *userdata);
+void ag_clamp(struct ggml_tensor *dst, int ith, int nth, void *userdata);
+void ag_row_max(struct ggml_tensor *dst, int ith, int nth, void *userdata);
+
 #endif

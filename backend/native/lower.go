@@ -53,6 +53,8 @@ type lowering struct {
 	// and row count. Cleared at every in-place update, whose arg they may copy.
 	tmemo   map[tensor]tensor
 	idxmemo map[idxKey][2]tensor
+	// uses[j] counts the nodes and outputs that read IR node j.
+	uses []int
 }
 
 type outCopy struct{ end, node int }
@@ -71,7 +73,7 @@ func tensorsFor(n *backend.Node) int {
 		return 48
 	case backend.OpSGD:
 		return 24
-	case backend.OpPowConst, backend.OpOneHot, backend.OpScatterAddRows, backend.OpLogSoftmax, backend.OpInside:
+	case backend.OpPowConst, backend.OpOneHot, backend.OpScatterAddRows, backend.OpLogSoftmax, backend.OpInside, backend.OpMax:
 		return 24
 	default:
 		return 10
@@ -86,11 +88,20 @@ func newLowering(d *device, g *backend.Graph) (*lowering, error) {
 	budget += 2 * len(g.Outputs)
 	mem := C.size_t(budget)*C.ggml_tensor_overhead() + C.ggml_graph_overhead_custom(C.size_t(budget), false)
 	ctx := C.ggml_init(C.struct_ggml_init_params{mem_size: mem, no_alloc: true})
-	cctx := C.ggml_init(C.struct_ggml_init_params{mem_size: C.size_t(len(g.Nodes)+8) * C.ggml_tensor_overhead(), no_alloc: true})
+	// At most two constants per node (ggml-cpu's clamp bounds).
+	cctx := C.ggml_init(C.struct_ggml_init_params{mem_size: C.size_t(2*len(g.Nodes)+8) * C.ggml_tensor_overhead(), no_alloc: true})
 	if ctx == nil || cctx == nil {
 		return nil, fmt.Errorf("ggml_init of %d bytes failed", mem)
 	}
-	l := &lowering{d: d, g: g, ctx: ctx, cctx: cctx, val: make([]tensor, len(g.Nodes)), nodeEnd: make([]int, len(g.Nodes))}
+	l := &lowering{d: d, g: g, ctx: ctx, cctx: cctx, val: make([]tensor, len(g.Nodes)), nodeEnd: make([]int, len(g.Nodes)), uses: make([]int, len(g.Nodes))}
+	for i := range g.Nodes {
+		for _, j := range g.Nodes[i].In {
+			l.uses[j]++
+		}
+	}
+	for _, o := range g.Outputs {
+		l.uses[o.Node]++
+	}
 	l.gf = C.ggml_new_graph_custom(ctx, C.size_t(budget), false)
 	return l, nil
 }
@@ -366,13 +377,16 @@ func (l *lowering) lowerNode(i int, n *backend.Node) (tensor, []tensor, error) {
 
 // indices clamps f32 indices to 0..rows-1 and truncates them to whole
 // numbers through an i32 cast, as the seed's ag_buffer does before get_rows.
-// It returns both the whole-number f32 values and the i32 tensor.
+// It returns both the whole-number f32 values and the i32 tensor. ggml's own
+// relu turns NaN (and negatives) into 0 on both devices, which is what ir.go
+// asks of a NaN index (ggml-vulkan's clamp would keep the NaN, and an i32
+// cast of NaN is undefined); the clamp works in place on relu's result.
 func (l *lowering) indices(idx tensor, rows int) (f32, i32 tensor) {
 	key := idxKey{idx, rows}
 	if m, ok := l.idxmemo[key]; ok {
 		return m[0], m[1]
 	}
-	c := l.clamp(idx, 0, float32(rows-1))
+	c := C.ggml_clamp(l.ctx, C.ggml_relu(l.ctx, idx), 0, C.float(rows-1))
 	i32 = C.ggml_cast(l.ctx, c, C.GGML_TYPE_I32)
 	f32 = C.ggml_cast(l.ctx, i32, C.GGML_TYPE_F32)
 	if l.idxmemo == nil {
@@ -416,10 +430,73 @@ func (l *lowering) positive(y tensor) tensor {
 	return C.ggml_mul(l.ctx, C.ggml_step(l.ctx, y), neg)
 }
 
-// clamp is min(max(x, lo), hi) into a new tensor: ggml_clamp works in place
-// (its result is a view of its input), which would overwrite an arg.
+// clamp is min(max(x, lo), hi) into a new tensor, NaN staying NaN (ir.go).
+// ggml-cpu's clamp turns NaN into hi, so there it is ag_clamp; ggml-vulkan's
+// (x < lo ? lo : (x > hi ? hi : x)) keeps NaN but works in place (its result
+// is a view of its input), which would overwrite an arg: it gets a copy.
 func (l *lowering) clamp(x tensor, lo, hi float32) tensor {
-	return C.ggml_clamp(l.ctx, C.ggml_cont(l.ctx, x), C.float(lo), C.float(hi))
+	return l.clampOf(-1, x, lo, hi)
+}
+
+// clampOf is clamp of x, the value of IR node j (-1: an internal tensor).
+// On ggml-vulkan it clamps in place, without the copy, where nothing else
+// reads x (see private).
+func (l *lowering) clampOf(j int, x tensor, lo, hi float32) tensor {
+	if l.d.isCPU {
+		one := []int{1}
+		return l.custom(C.ggml_custom_op_t(C.ag_clamp), x.ne, x, l.constant(one, lo), l.constant(one, hi))
+	}
+	if !l.private(j, x) {
+		x = C.ggml_cont(l.ctx, x)
+	}
+	return C.ggml_clamp(l.ctx, x, C.float(lo), C.float(hi))
+}
+
+// private reports whether an in-place op may overwrite x, the value of IR
+// node j: the op is j's only reader, x is memory of its own (not a view),
+// j is not an arg or a constant (they outlive the run), and no other node
+// has x as its value (a reshape to the same shape passes its input on).
+func (l *lowering) private(j int, x tensor) bool {
+	if j < 0 || l.uses[j] != 1 || x.view_src != nil {
+		return false
+	}
+	if op := l.g.Nodes[j].Op; op == backend.OpArg || op == backend.OpFill {
+		return false
+	}
+	for i, v := range l.val {
+		if i != j && v == x {
+			return false
+		}
+	}
+	return true
+}
+
+// custom is a ggml-cpu custom op of f32 result shape ne over srcs.
+func (l *lowering) custom(fn C.ggml_custom_op_t, ne [4]C.int64_t, srcs ...tensor) tensor {
+	return C.ggml_custom_4d(l.ctx, C.GGML_TYPE_F32, ne[0], ne[1], ne[2], ne[3], &srcs[0], C.int(len(srcs)), fn, C.GGML_N_TASKS_MAX, nil)
+}
+
+// relu is max(x, 0) of IR node j's value x with NaN staying NaN (ir.go);
+// ggml's relu turns NaN into 0 on both devices. ggml-vulkan's clamp to
+// [0, +Inf] keeps NaN and gives 0 for -Inf (see clampOf).
+func (l *lowering) relu(j int, x tensor) tensor {
+	if l.d.isCPU {
+		return l.custom(C.ggml_custom_op_t(C.ag_relu), x.ne, x)
+	}
+	return l.clampOf(j, x, 0, float32(math.Inf(1)))
+}
+
+// log is the natural log. lavapipe's log of a subnormal is log(2^-127) (-88
+// for 1e-45, which is neither the log nor the -Inf of a flushed input), so
+// on ggml-vulkan it is 2*log(sqrt(x)): sqrt of a subnormal is normal (or 0
+// where the device flushes), and every special value maps as log does.
+// logHalf returns log(x)/k and k, so a caller that scales anyway (pow)
+// folds the 2 into its own factor.
+func (l *lowering) logHalf(x tensor) (tensor, float32) {
+	if l.d.isCPU {
+		return C.ggml_log(l.ctx, x), 1
+	}
+	return C.ggml_log(l.ctx, C.ggml_sqrt(l.ctx, x)), 2
 }
 
 func (l *lowering) lowerUnary(n *backend.Node) tensor {
@@ -431,11 +508,15 @@ func (l *lowering) lowerUnary(n *backend.Node) tensor {
 	case backend.OpExp:
 		return C.ggml_exp(ctx, x)
 	case backend.OpLog:
-		return C.ggml_log(ctx, x)
+		lg, k := l.logHalf(x)
+		if k == 1 {
+			return lg
+		}
+		return l.scaleBias(lg, k, 0)
 	case backend.OpSqrt:
 		return C.ggml_sqrt(ctx, x)
 	case backend.OpReLU:
-		return C.ggml_relu(ctx, x)
+		return l.relu(n.In[0], x)
 	case backend.OpSigmoid:
 		return C.ggml_sigmoid(ctx, x)
 	case backend.OpTanh:
@@ -443,7 +524,7 @@ func (l *lowering) lowerUnary(n *backend.Node) tensor {
 	case backend.OpAffine:
 		return l.scaleBias(x, n.A, n.B)
 	case backend.OpClamp:
-		return l.clamp(x, n.A, n.B)
+		return l.clampOf(n.In[0], x, n.A, n.B)
 	case backend.OpInside:
 		if !(n.A < n.B) {
 			return l.constant(n.Shape, 0) // an empty interval
@@ -471,7 +552,9 @@ func (l *lowering) lowerUnary(n *backend.Node) tensor {
 
 // lowerPow computes x^A. ggml has no pow: common exponents use exact ops,
 // the rest exp(A*log|x|), with the sign restored for odd whole A and NaN for
-// x < 0 with a fractional A (log of a negative), as C's powf gives.
+// x < 0 with a fractional A (log of a negative), as C's powf gives. The
+// forms keep C's special values (ir.go): x^0 = 1 for NaN too, and a zero or
+// infinite x gives 0 or ±Inf with the sign of x where A is odd.
 func (l *lowering) lowerPow(n *backend.Node, x tensor) tensor {
 	ctx := l.ctx
 	a := float64(n.A)
@@ -489,20 +572,35 @@ func (l *lowering) lowerPow(n *backend.Node, x tensor) tensor {
 	case -1:
 		return C.ggml_div(ctx, l.constant(n.Shape, 1), x)
 	case -0.5:
-		return C.ggml_div(ctx, l.constant(n.Shape, 1), C.ggml_sqrt(ctx, x))
+		// C's (-0)^-0.5 is +Inf, 1/sqrt(-0) is -Inf: abs turns sqrt's -0
+		// into +0 (and keeps its NaN for x < 0).
+		return C.ggml_div(ctx, l.constant(n.Shape, 1), C.ggml_abs(ctx, C.ggml_sqrt(ctx, x)))
 	case -2:
 		return C.ggml_div(ctx, l.constant(n.Shape, 1), C.ggml_sqr(ctx, x))
 	}
 	whole := a == math.Trunc(a) && math.Abs(a) < 1<<24
+	odd := whole && math.Mod(a, 2) != 0
 	base := x
 	if whole {
 		base = C.ggml_abs(ctx, x)
 	}
-	r := C.ggml_exp(ctx, l.scaleBias(C.ggml_log(ctx, base), n.A, 0))
-	if whole && math.Mod(a, 2) != 0 {
-		// sign(x) = step(x) - step(-x); ggml-vulkan has no SGN.
-		sgn := C.ggml_sub(ctx, C.ggml_step(ctx, x), C.ggml_step(ctx, C.ggml_neg(ctx, x)))
-		r = C.ggml_mul(ctx, r, sgn)
+	// An odd A multiplies |x|^(A-1) by x (or, A < 0, divides |x|^(A+1) by
+	// x): x carries its sign, -0 and infinities included, where a sign
+	// factor would meet 0*Inf at x = 0.
+	e := a
+	switch {
+	case odd && a > 0:
+		e = a - 1
+	case odd:
+		e = a + 1
+	}
+	lg, k := l.logHalf(base)
+	r := C.ggml_exp(ctx, l.scaleBias(lg, float32(e)*k, 0))
+	switch {
+	case odd && a > 0:
+		r = C.ggml_mul(ctx, r, x)
+	case odd:
+		r = C.ggml_div(ctx, r, x)
 	}
 	return r
 }
@@ -546,9 +644,27 @@ func (l *lowering) lowerReduce(n *backend.Node) tensor {
 	if n.Op == backend.OpSum {
 		r = l.sumRows(f)
 	} else {
-		r = l.rowMax(f)
+		r = l.nanRowMax(f)
 	}
 	return l.reshape(r, n.Shape)
+}
+
+// nanRowMax is the maximum along ne0 as ir.go defines it: NaN if the row
+// holds one, -Inf for a row of -Inf. ggml-cpu runs ag_row_max. On
+// ggml-vulkan the max pool of rowMax skips NaN and starts at -FLT_MAX, so:
+// the pool runs on x/2 and its result is doubled (exact for normal
+// numbers; a row of -Inf gives 2*-FLT_MAX = -Inf), times 2 + 0*sum(tanh(x/2)),
+// which is 2 unless the row holds a NaN (tanh maps ±Inf to ±1, so only a
+// NaN makes the sum NaN). Six ggml nodes: OpMax is rare (core's MaxAxis).
+func (l *lowering) nanRowMax(x tensor) tensor {
+	if l.d.isCPU {
+		ne := x.ne
+		ne[0] = 1
+		return l.custom(C.ggml_custom_op_t(C.ag_row_max), ne, x)
+	}
+	h := l.scaleBias(x, 0.5, 0)
+	flag := l.scaleBias(C.ggml_sum_rows(l.ctx, C.ggml_tanh(l.ctx, h)), 0, 2)
+	return C.ggml_mul(l.ctx, l.rowMax(h), flag)
 }
 
 // sumRows sums along ne0. ggml-vulkan reduces each row in one workgroup,

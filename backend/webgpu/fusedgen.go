@@ -202,7 +202,7 @@ func (p *program) lowerFused(fp *fusePlan, r int, locs []loc) error {
 	}
 	init, step := "0.0", "acc + %s(%s, 0.0)"
 	if isMax {
-		init, step = "negInf()", "max(acc, %s(%s, 0.0))"
+		init, step = "negInf()", "maxp(acc, %s(%s, 0.0))"
 	}
 	fns := e.w.String()
 	if inner == 1 {
@@ -247,7 +247,7 @@ func (p *program) lowerFused(fp *fusePlan, r int, locs []loc) error {
 		b2 := append([]bref{part}, binds...)
 		comb := "acc + Part[base + c]"
 		if isMax {
-			comb = "max(acc, Part[base + c])"
+			comb = "maxp(acc, Part[base + c])"
 		}
 		body2 := fmt.Sprintf(`
 	var acc = %s;
@@ -266,7 +266,7 @@ func (p *program) lowerFused(fp *fusePlan, r int, locs []loc) error {
 	// combine through workgroup memory.
 	comb := "red[lid] + red[lid + %du]"
 	if isMax {
-		comb = "max(red[lid], red[lid + %du])"
+		comb = "maxp(red[lid], red[lid + %du])"
 	}
 	var tree strings.Builder
 	for s := colLanes / 2; s >= 1; s /= 2 {

@@ -59,6 +59,48 @@ fn pf(i: u32) -> f32 { return bitcast<f32>(P[i]); }
 // WGSL compiler) rejects them ("value inf cannot be represented as 'f32'").
 fn negInf() -> f32 { var b = 0xff800000u; return bitcast<f32>(b); }
 fn qnan() -> f32 { var b = 0x7fc00000u; return bitcast<f32>(b); }
+// The special values of ir.go. WGSL lets a compiler assume that no NaN or
+// infinity occurs and leaves built-ins undefined outside their domain, so
+// x != x may fold to false, max, min, clamp and comparisons may drop a NaN,
+// and built-ins give numbers for NaN (lavapipe: relu(NaN) = 0, pow(NaN, 4) =
+// 0; Chromium's SwiftShader: exp(NaN) = +Inf, log(NaN) = 89, log(-1) a
+// number): these helpers test the bits, which no compiler can fold.
+fn isNaNBits(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
+// maxp is max that is NaN when either operand is (IEEE 754's maximum).
+fn maxp(a: f32, b: f32) -> f32 { return select(select(max(a, b), b, isNaNBits(b)), a, isNaNBits(a)); }
+fn expp(x: f32) -> f32 { return select(exp(x), x, isNaNBits(x)); }
+// logp is log with NaN kept, x < 0 (-Inf too) NaN, and zero and subnormal
+// inputs flushed to a zero (log = -Inf): lavapipe's log of a subnormal is
+// neither the log nor -Inf (-88 for 1e-45).
+fn logp(x: f32) -> f32 {
+	let b = bitcast<u32>(x);
+	if ((b & 0x7fffffffu) > 0x7f800000u) { return x; }
+	if ((b & 0x7f800000u) == 0u) { return negInf(); }
+	if (b >= 0x80000000u) { return qnan(); }
+	return log(x);
+}
+// sqrtp is sqrt with NaN kept and x < 0 (-Inf too, not -0) NaN.
+fn sqrtp(x: f32) -> f32 {
+	let b = bitcast<u32>(x);
+	return select(sqrt(x), qnan(), (b & 0x7fffffffu) > 0x7f800000u || (b > 0x80000000u));
+}
+// powAbs is |x|^a for a finite a other than 0, as C's powf at the special
+// values, which WGSL's pow leaves undefined: NaN stays NaN, 0 (and a
+// subnormal, flushed) gives 0 or +Inf by the sign of a, +Inf gives +Inf or 0.
+fn powAbs(x: f32, a: f32) -> f32 {
+	let u = bitcast<u32>(x) & 0x7fffffffu;
+	let big = select(0.0, -negInf(), a > 0.0);
+	if (u > 0x7f800000u) { return x; }
+	if (u < 0x00800000u) { return select(-negInf(), 0.0, a > 0.0); }
+	if (u == 0x7f800000u) { return big; }
+	return pow(bitcast<f32>(u), a);
+}
+// powOdd is x^a for an odd whole a: |x|^a with the sign bit of x (so -0
+// gives -Inf for a < 0, as in C).
+fn powOdd(x: f32, a: f32) -> f32 {
+	let r = powAbs(x, a);
+	return select(r, -r, (bitcast<u32>(x) & 0x80000000u) != 0u);
+}
 // idx rounds an index (halves away from zero), counts NaN as 0 and clamps it
 // into 0..n-1 so that no index can reach outside its table.
 fn idx(v: f32, n: u32) -> u32 {
@@ -82,34 +124,35 @@ func unaryExpr(n *backend.Node) string {
 	case backend.OpNeg:
 		return "-x"
 	case backend.OpExp:
-		return "exp(x)"
+		return "expp(x)"
 	case backend.OpLog:
-		return "log(x)"
+		return "logp(x)"
 	case backend.OpSqrt:
-		return "sqrt(x)"
+		return "sqrtp(x)"
 	case backend.OpReLU:
-		return "select(0.0, x, x > 0.0)"
+		return "select(0.0, x, x > 0.0 || isNaNBits(x))"
 	case backend.OpSigmoid:
-		return "1.0 / (1.0 + exp(-x))"
+		return "select(1.0 / (1.0 + exp(-x)), x, isNaNBits(x))"
 	case backend.OpTanh:
 		// tanh saturates to +-1 in f32 beyond 15; clamping keeps GPU
 		// implementations that compute it through exp from giving inf/inf.
-		return "tanh(clamp(x, -15.0, 15.0))"
+		return "select(tanh(clamp(x, -15.0, 15.0)), x, isNaNBits(x))"
 	case backend.OpAffine:
 		return "x * a + b"
 	case backend.OpPowConst:
 		return powExpr(n.A)
 	case backend.OpClamp:
-		return "min(max(x, a), b)"
+		return "select(min(max(x, a), b), x, isNaNBits(x))"
 	case backend.OpInside:
-		return "select(0.0, 1.0, x > a && x < b)"
+		return "select(0.0, 1.0, x > a && x < b && !isNaNBits(x))"
 	}
 	panic("webgpu: not a unary op: " + n.Op.String())
 }
 
 // powExpr specializes x^A for the constant A: exact forms for the common
 // exponents, C powf's sign rules for integer exponents of negative bases and
-// NaN for non-integer ones (WGSL's pow is undefined for x < 0).
+// NaN for non-integer ones, -Inf included (WGSL's pow is undefined for
+// x <= 0); powAbs handles NaN, zeros and infinities.
 func powExpr(a float32) string {
 	switch a {
 	case 0:
@@ -123,17 +166,16 @@ func powExpr(a float32) string {
 	case -1:
 		return "1.0 / x"
 	case 0.5:
-		return "sqrt(x)"
+		return "sqrtp(x)"
 	}
 	fa := float64(a)
 	if fa == math.Trunc(fa) {
-		odd := math.Mod(math.Abs(fa), 2) == 1
-		if odd {
-			return "select(pow(abs(x), a), -pow(abs(x), a), x < 0.0)"
+		if math.Mod(math.Abs(fa), 2) == 1 {
+			return "powOdd(x, a)"
 		}
-		return "pow(abs(x), a)"
+		return "powAbs(x, a)"
 	}
-	return "select(pow(x, a), qnan(), x < 0.0)"
+	return "select(powAbs(x, a), qnan(), x < 0.0)"
 }
 
 // unaryKernel: params [n, a, b].
@@ -209,7 +251,7 @@ fn reduceMax(v: f32, lid: u32) -> f32 {
 	sh[lid] = v;
 	workgroupBarrier();
 	for (var s = %du; s > 0u; s = s >> 1u) {
-		if (lid < s) { sh[lid] = max(sh[lid], sh[lid + s]); }
+		if (lid < s) { sh[lid] = maxp(sh[lid], sh[lid + s]); }
 		workgroupBarrier();
 	}
 	let r = sh[0];
@@ -237,16 +279,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 
 // softmaxKernel: softmax or log-softmax of each row, one workgroup per row.
 func softmaxKernel(log bool) *kernel {
-	out := "exp(X[base + c] - m) / s"
+	out := "expp(X[base + c] - m) / s"
 	if log {
-		out = "X[base + c] - m - log(s)"
+		out = "X[base + c] - m - logp(s)"
 	}
 	return newKernel("softmax", []bindDecl{{name: "X"}, {name: "Y", rw: true}}, rowHead+fmt.Sprintf(`
 	var mx = negInf();
-	for (var c = lid; c < C; c = c + %du) { mx = max(mx, X[base + c]); }
+	for (var c = lid; c < C; c = c + %du) { mx = maxp(mx, X[base + c]); }
 	let m = reduceMax(mx, lid);
 	var acc = 0.0;
-	for (var c = lid; c < C; c = c + %du) { acc = acc + exp(X[base + c] - m); }
+	for (var c = lid; c < C; c = c + %du) { acc = acc + expp(X[base + c] - m); }
 	let s = reduceSum(acc, lid);
 	for (var c = lid; c < C; c = c + %du) { Y[base + c] = %s; }
 }
