@@ -91,6 +91,7 @@ func graphCases() []graphCase {
 		{"memory", testMemory},
 		{"large/add-40M", testLargeAdd},
 		{"large/get_rows-33M", testLargeGetRows},
+		{"limits", testLimits},
 	}
 }
 
