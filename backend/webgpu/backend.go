@@ -49,7 +49,7 @@ func (driver) Open() (backend.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Backend{d: d, pipes: map[string]*gpipe{}, bindLimit: d.info.maxBinding}
+	b := &Backend{d: d, pipes: map[string]*gpipe{}, bindLimit: d.info.maxBinding, maxTrips: maxTrips}
 	b.total = memoryBudget(d.info)
 	return b, nil
 }
@@ -73,6 +73,10 @@ type Backend struct {
 	matmulForce *mmPlan
 	// noFuse turns fusion off (tests and benchmarks compare both ways).
 	noFuse bool
+	// maxTrips is the bound on a data-sized loop of one invocation
+	// (the constant maxTrips; tests lower it to exercise the splits on
+	// small tensors).
+	maxTrips int
 }
 
 // buffer is the Backend's backend.Buffer.
