@@ -40,6 +40,17 @@ const bigN = 65535*256 + 4099 // 16781059
 // wideRows is a row count whose rows of 8 pass bigN elements.
 const wideRows = bigN/8 + 1 // 2097633 rows x 8 = 16781064
 
+// Reduced extents past the loop limit: longAxis is more than 8 lanes can
+// cover in 65535 iterations each (524280), with no divisor in 64..1024 (a
+// sum in chunks must pad it), longRow more than 64 lanes (a matrix-vector
+// kernel's 4194240) and than 256 lanes of 16384 iterations (webgpu's
+// bound); softmaxRow more than 256 lanes cover with three loops.
+const (
+	longAxis   = 600_004
+	longRow    = 4_300_003
+	softmaxRow = 5_700_001
+)
+
 // limitCase is one graph past a device limit. in gives the initial content
 // of each arg (nil: the arg is an output, pre-filled with a sentinel);
 // want gives the expected content of the args checked after the run.
@@ -149,13 +160,13 @@ type reduceShape struct {
 }
 
 // reduceShapes are reductions past the limits: reduced axes longer than
-// 65535 lanes' worth of loops in first, middle and last position (the
-// first is the bias gradient of a layer over 4M rows), and more outputs
-// than 65535 workgroups of 32 or rows than 65535.
+// the lanes' loops cover in first, middle and last position (the first is
+// the bias gradient of a layer over 600k rows), and more outputs than
+// 65535 workgroups of 32 or rows than 65535.
 var reduceShapes = []reduceShape{
-	{"first-long", []int{bigN / 4, 4}, 0},
-	{"middle-long", []int{3, bigN / 12, 4}, 1},
-	{"last-long", []int{2, bigN / 2}, 1},
+	{"first-long", []int{longAxis, 4}, 0},
+	{"middle-long", []int{3, longAxis, 4}, 1},
+	{"last-long", []int{2, longRow}, 1},
 	{"first-many", []int{3, 2200000}, 0},
 	{"last-many", []int{70001, 5}, 1},
 }
@@ -217,7 +228,7 @@ func limitReduce() []limitCase {
 func limitSoftmax() []limitCase {
 	var cs []limitCase
 	for _, op := range []backend.Op{backend.OpSoftmax, backend.OpLogSoftmax} {
-		for _, s := range [][]int{{2, bigN / 2}, {70001, 3}} {
+		for _, s := range [][]int{{1, softmaxRow}, {70001, 3}} {
 			C := s[1]
 			one := func(c int) bool { return c == C-1 || c%4099 == 1 }
 			ones := 0
@@ -378,8 +389,8 @@ func limitMatmul() []limitCase {
 		return c
 	}
 	return []limitCase{
-		longK("longK", 1, bigN, 1, false, false),
-		longK("longK-transAB", 2, bigN/5, 3, true, true),
+		longK("longK", 1, longRow, 1, false, false),
+		longK("longK-transAB", 2, 2*longAxis, 3, true, true),
 		// More rows, and more columns, than 65535 workgroups of one each.
 		// (Tiled kernels fold their grids at any size; a grid of 65536
 		// tiles of 128 rows would take minutes on a software adapter.)
