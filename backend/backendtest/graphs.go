@@ -2,6 +2,7 @@ package backendtest
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -91,6 +92,7 @@ func graphCases() []graphCase {
 		{"memory", testMemory},
 		{"large/add-40M", testLargeAdd},
 		{"large/get_rows-33M", testLargeGetRows},
+		{"limits", testLimits},
 	}
 }
 
@@ -341,6 +343,12 @@ func testBufferErrors(t *testing.T, s *suite) {
 		"Read at -1":          func() error { return s.be.Read(b, -1, make([]float32, 1)) },
 		"Read 101 of 100":     func() error { return s.be.Read(b, 0, make([]float32, 101)) },
 		"Alloc of -1 element": func() error { _, err := s.be.Alloc(-1); return err },
+		// off+len overflows int: a check written as off+len > n passes and
+		// the copy reaches outside the buffer (a crash in a device library).
+		"Read 2 at MaxInt":  func() error { return s.be.Read(b, math.MaxInt, make([]float32, 2)) },
+		"Write 2 at MaxInt": func() error { return s.be.Write(b, math.MaxInt, make([]float32, 2)) },
+		"Read 1 at MaxInt":  func() error { return s.be.Read(b, math.MaxInt, make([]float32, 1)) },
+		"Write 0 at MaxInt": func() error { return s.be.Write(b, math.MaxInt, nil) },
 	}
 	for name, f := range calls {
 		err := errNoPanic(f)

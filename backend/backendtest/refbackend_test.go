@@ -50,7 +50,7 @@ func (r *refBackend) Alloc(n int) (backend.Buffer, error) {
 func (r *refBackend) Free(b backend.Buffer) { r.used -= b.Len() }
 func (r *refBackend) Write(b backend.Buffer, off int, src []float32) error {
 	d := b.(*refBuf).data
-	if off < 0 || off+len(src) > len(d) {
+	if off < 0 || len(src) > len(d) || off > len(d)-len(src) { // off+len may overflow
 		return fmt.Errorf("ref.Write(%d, %d values) of %d", off, len(src), len(d))
 	}
 	copy(d[off:], src)
@@ -58,7 +58,7 @@ func (r *refBackend) Write(b backend.Buffer, off int, src []float32) error {
 }
 func (r *refBackend) Read(b backend.Buffer, off int, dst []float32) error {
 	d := b.(*refBuf).data
-	if off < 0 || off+len(dst) > len(d) {
+	if off < 0 || len(dst) > len(d) || off > len(d)-len(dst) { // off+len may overflow
 		return fmt.Errorf("ref.Read(%d, %d values) of %d", off, len(dst), len(d))
 	}
 	copy(dst, d[off:])

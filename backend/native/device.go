@@ -167,7 +167,7 @@ func (d *device) Write(b backend.Buffer, off int, src []float32) error {
 	if err != nil {
 		return err
 	}
-	if off < 0 || off+len(src) > nb.n {
+	if off < 0 || len(src) > nb.n || off > nb.n-len(src) { // overflow-proof: off+len may wrap
 		return fmt.Errorf("native: %s Write(off %d, %d values): outside the buffer of %d", d.name, off, len(src), nb.n)
 	}
 	if len(src) == 0 {
@@ -190,7 +190,7 @@ func (d *device) Read(b backend.Buffer, off int, dst []float32) error {
 	if err != nil {
 		return err
 	}
-	if off < 0 || off+len(dst) > nb.n {
+	if off < 0 || len(dst) > nb.n || off > nb.n-len(dst) { // overflow-proof: off+len may wrap
 		return fmt.Errorf("native: %s Read(off %d, %d values): outside the buffer of %d", d.name, off, len(dst), nb.n)
 	}
 	if len(dst) == 0 {

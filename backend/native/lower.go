@@ -73,10 +73,10 @@ func tensorsFor(n *backend.Node) int {
 		return 48
 	case backend.OpSGD:
 		return 24
-	case backend.OpPowConst, backend.OpOneHot, backend.OpScatterAddRows, backend.OpLogSoftmax, backend.OpInside, backend.OpMax:
+	case backend.OpPowConst, backend.OpOneHot, backend.OpScatterAddRows, backend.OpLogSoftmax, backend.OpInside, backend.OpMax, backend.OpMatMul:
 		return 24
 	default:
-		return 10
+		return 16
 	}
 }
 
@@ -330,7 +330,7 @@ func (l *lowering) lowerNode(i int, n *backend.Node) (tensor, []tensor, error) {
 		// x - max - log(sum(exp(x - max))): stable where log(softmax) underflows.
 		x := l.in(n, 0)
 		d := C.ggml_sub(ctx, x, l.rowMax(x))
-		lse := C.ggml_log(ctx, C.ggml_sum_rows(ctx, C.ggml_exp(ctx, d)))
+		lse := C.ggml_log(ctx, l.sumRows(C.ggml_exp(ctx, d)))
 		return C.ggml_sub(ctx, d, lse), nil, nil
 	case n.Op == backend.OpReshape:
 		return l.reshape(l.in(n, 0), n.Shape), nil, nil
@@ -629,11 +629,41 @@ func (l *lowering) toFront(x tensor, d int) tensor {
 	return C.ggml_cont(l.ctx, C.ggml_permute(l.ctx, x, ax[0], ax[1], ax[2], ax[3]))
 }
 
+// Device loops. ggml-vulkan's pool, sum_rows and mul_mat shaders loop over
+// a window, a row or K in one invocation or a few lanes, and lavapipe ends
+// an invocation's loops after 65535 iterations in all, carrying on as if
+// they had finished (a row max over 4M values read the first 65535). Long
+// extents are therefore reduced in two stages on a GPU device; ggml-cpu
+// has no such limit and keeps one.
+const (
+	// maxPoolWindow is the longest row one max pool window covers.
+	maxPoolWindow = 1024
+	// sumChunk is the row length of a two-stage sum whose rows have no
+	// divisor in 64..1024 (they are padded with zeros to a multiple).
+	sumChunk = 1024
+	// maxMatmulK is the longest K one mul_mat takes; longer products are
+	// summed over parts of matmulKChunk (lavapipe cut its matrix-vector
+	// kernel at K = 65535*64).
+	maxMatmulK   = 1 << 20
+	matmulKChunk = 1 << 18
+)
+
 // rowMax is the maximum along ne0, through a max pool whose window is a row
 // (ggml has no max reduction). Its start value is -FLT_MAX, so a row of
-// -Inf gives -FLT_MAX.
+// -Inf gives -FLT_MAX. On a GPU device rows longer than maxPoolWindow take
+// the maximum of windows of that length first: padding the row by w-1 on
+// both sides (padded places are skipped) makes the windows cover any row
+// length, the first holding element 0 alone.
 func (l *lowering) rowMax(x tensor) tensor {
-	return C.ggml_pool_2d(l.ctx, x, C.GGML_OP_POOL_MAX, C.int(x.ne[0]), 1, C.int(x.ne[0]), 1, 0, 0)
+	L := int(x.ne[0])
+	pool := func(t tensor, w, pad int) tensor {
+		return C.ggml_pool_2d(l.ctx, t, C.GGML_OP_POOL_MAX, C.int(w), 1, C.int(w), 1, C.float(pad), 0)
+	}
+	if l.d.isCPU || L <= maxPoolWindow {
+		return pool(x, L, 0)
+	}
+	part := pool(x, maxPoolWindow, maxPoolWindow-1)
+	return pool(part, int(part.ne[0]), 0)
 }
 
 func (l *lowering) lowerReduce(n *backend.Node) tensor {
@@ -669,12 +699,18 @@ func (l *lowering) nanRowMax(x tensor) tensor {
 
 // sumRows sums along ne0. ggml-vulkan reduces each row in one workgroup,
 // so a long row (a loss over a whole batch: 262144 values at batch 256)
-// takes one SM for hundreds of microseconds; a long contiguous row is
-// summed in two stages instead (chunks of c values, then the chunk sums).
+// takes one SM for hundreds of microseconds, and on lavapipe a row longer
+// than its lanes may loop over (65535 times the subgroup, 8 there) lost
+// its tail; a long row is summed in two stages instead (chunks of c
+// values, then the chunk sums), padded with zeros to a multiple of
+// sumChunk where no c in 64..1024 divides it.
 func (l *lowering) sumRows(f tensor) tensor {
 	L := int(f.ne[0])
-	if l.d.isCPU || L < 8192 || f.ne[3] != 1 || !bool(C.ggml_is_contiguous(f)) {
+	if l.d.isCPU || L < 8192 {
 		return C.ggml_sum_rows(l.ctx, f)
+	}
+	if !bool(C.ggml_is_contiguous(f)) {
+		f = C.ggml_cont(l.ctx, f)
 	}
 	c := 0
 	for k := 1024; k >= 64; k-- {
@@ -683,11 +719,43 @@ func (l *lowering) sumRows(f tensor) tensor {
 			break
 		}
 	}
+	x := f
 	if c == 0 {
-		return C.ggml_sum_rows(l.ctx, f)
+		c = sumChunk
+		x = C.ggml_pad(l.ctx, f, C.int(ceilDiv(L, c)*c-L), 0, 0, 0)
+		L = ceilDiv(L, c) * c
 	}
-	part := C.ggml_sum_rows(l.ctx, C.ggml_reshape_4d(l.ctx, f, C.int64_t(c), C.int64_t(L/c), f.ne[1], f.ne[2]))
-	return C.ggml_sum_rows(l.ctx, C.ggml_reshape_4d(l.ctx, part, C.int64_t(L/c), f.ne[1], f.ne[2], 1))
+	rows := C.int64_t(f.ne[1] * f.ne[2] * f.ne[3])
+	part := C.ggml_sum_rows(l.ctx, C.ggml_reshape_3d(l.ctx, x, C.int64_t(c), C.int64_t(L/c), rows))
+	sum := C.ggml_sum_rows(l.ctx, C.ggml_reshape_2d(l.ctx, part, C.int64_t(L/c), rows))
+	return C.ggml_reshape_4d(l.ctx, sum, 1, f.ne[1], f.ne[2], f.ne[3])
+}
+
+// mulMat is ggml_mul_mat(x, y) (x [K, N, ...], y [K, M, ...]: y * x^T).
+// On a GPU device a flat product with K past maxMatmulK is the sum of the
+// products of parts of matmulKChunk along K (zero-padded to a multiple):
+// the parts become a batch of one mul_mat, whose results sum_rows adds.
+func (l *lowering) mulMat(x, y tensor) tensor {
+	K := int(x.ne[0])
+	flat := x.ne[2] == 1 && x.ne[3] == 1 && y.ne[2] == 1 && y.ne[3] == 1
+	if l.d.isCPU || K <= maxMatmulK || !flat {
+		return C.ggml_mul_mat(l.ctx, x, y)
+	}
+	kc := matmulKChunk
+	s := ceilDiv(K, kc)
+	parts := func(t tensor) tensor { // [K, R] -> [kc, R, s]
+		if !bool(C.ggml_is_contiguous(t)) {
+			t = C.ggml_cont(l.ctx, t)
+		}
+		if s*kc != K {
+			t = C.ggml_pad(l.ctx, t, C.int(s*kc-K), 0, 0, 0)
+		}
+		t3 := C.ggml_reshape_3d(l.ctx, t, C.int64_t(kc), C.int64_t(s), t.ne[1])
+		return C.ggml_cont(l.ctx, C.ggml_permute(l.ctx, t3, 0, 2, 1, 3))
+	}
+	p := C.ggml_mul_mat(l.ctx, parts(x), parts(y))                 // [N, M, s]
+	ps := C.ggml_cont(l.ctx, C.ggml_permute(l.ctx, p, 1, 2, 0, 3)) // [s, N, M]
+	return C.ggml_reshape_2d(l.ctx, l.sumRows(ps), x.ne[1], y.ne[1])
 }
 
 func (l *lowering) lowerPermute(n *backend.Node) tensor {
@@ -726,7 +794,7 @@ func (l *lowering) lowerMatMul(n *backend.Node) tensor {
 	}
 	M, N := int(y.ne[1]), int(x.ne[1])
 	flat := y.ne[2] == 1 && y.ne[3] == 1 && x.ne[2] == 1 && x.ne[3] == 1
-	if rows := l.d.mmSplitRows(M, N); rows > 0 && flat && bool(C.ggml_is_contiguous(y)) {
+	if rows := l.d.mmSplitRows(M, N); rows > 0 && flat && y.ne[0] <= maxMatmulK && bool(C.ggml_is_contiguous(y)) {
 		// Split y's M rows into M/rows matmuls of one batch (x broadcast):
 		// the same memory, but ggml-vulkan picks its tile size from the
 		// smaller of the two row counts, so the GPU gets enough workgroups.
@@ -735,7 +803,7 @@ func (l *lowering) lowerMatMul(n *backend.Node) tensor {
 		r := C.ggml_mul_mat(l.ctx, x, y3)
 		return C.ggml_reshape_2d(l.ctx, r, C.int64_t(N), C.int64_t(M))
 	}
-	return C.ggml_mul_mat(l.ctx, x, y)
+	return l.mulMat(x, y)
 }
 
 // rowsContiguous reports whether t is a 2-D f32 matrix whose rows are
@@ -764,7 +832,7 @@ func (l *lowering) lowerScatterAdd(n *backend.Node) tensor {
 	ix := C.ggml_repeat_4d(ctx, idxF, C.int64_t(cnt), C.int64_t(rows), 1, 1)
 	ohT := C.ggml_relu(ctx, l.scaleBias(C.ggml_abs(ctx, C.ggml_sub(ctx, ar, ix)), -1, 1))
 	srcT := C.ggml_cont(ctx, C.ggml_transpose(ctx, src2)) // ne = (cnt, width)
-	return l.reshape(C.ggml_mul_mat(ctx, srcT, ohT), n.Shape)
+	return l.reshape(l.mulMat(srcT, ohT), n.Shape)
 }
 
 // argOf returns the arg index behind node k if it is an OpArg, else -1.

@@ -49,7 +49,7 @@ func (driver) Open() (backend.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Backend{d: d, pipes: map[string]*gpipe{}, bindLimit: d.info.maxBinding}
+	b := &Backend{d: d, pipes: map[string]*gpipe{}, bindLimit: d.info.maxBinding, maxTrips: maxTrips}
 	b.total = memoryBudget(d.info)
 	return b, nil
 }
@@ -73,6 +73,10 @@ type Backend struct {
 	matmulForce *mmPlan
 	// noFuse turns fusion off (tests and benchmarks compare both ways).
 	noFuse bool
+	// maxTrips is the bound on a data-sized loop of one invocation
+	// (the constant maxTrips; tests lower it to exercise the splits on
+	// small tensors).
+	maxTrips int
 }
 
 // buffer is the Backend's backend.Buffer.
@@ -178,7 +182,7 @@ func (b *Backend) Write(buf backend.Buffer, off int, src []float32) error {
 	if err != nil {
 		return err
 	}
-	if off < 0 || off+len(src) > wb.n {
+	if !inside(off, len(src), wb.n) {
 		return fmt.Errorf("webgpu.Write: %d elements at %d outside buffer of %d", len(src), off, wb.n)
 	}
 	if len(src) == 0 {
@@ -190,6 +194,10 @@ func (b *Backend) Write(buf backend.Buffer, off int, src []float32) error {
 	return nil
 }
 
+// inside reports whether elements [off, off+k) lie in a buffer of n; written
+// so that no sum can overflow (off+k > n with off = MaxInt wraps negative).
+func inside(off, k, n int) bool { return off >= 0 && k <= n && off <= n-k }
+
 // Read copies len(dst) elements of buf from element off into dst.
 func (b *Backend) Read(buf backend.Buffer, off int, dst []float32) error {
 	b.mu.Lock()
@@ -198,7 +206,7 @@ func (b *Backend) Read(buf backend.Buffer, off int, dst []float32) error {
 	if err != nil {
 		return err
 	}
-	if off < 0 || off+len(dst) > wb.n {
+	if !inside(off, len(dst), wb.n) {
 		return fmt.Errorf("webgpu.Read: %d elements at %d outside buffer of %d", len(dst), off, wb.n)
 	}
 	if len(dst) == 0 {

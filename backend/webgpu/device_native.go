@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/cogentcore/webgpu/wgpu"
 
@@ -49,8 +50,9 @@ type dev struct {
 	qResolve, qReadout *wgpu.Buffer
 
 	pendingWrites int
-	// spin: wait for the GPU by polling without blocking (the blocking
-	// wait of the driver adds wake-up latency to every run).
+	// spin: wait for the GPU by polling without pause (sleeping between
+	// polls adds wake-up latency to every run); else sleep between polls,
+	// leaving the cores to a software adapter.
 	spin bool
 }
 
@@ -309,7 +311,7 @@ func (d *dev) mapRead(buf *wgpu.Buffer, n uint64, dst []byte) error {
 	if err := buf.MapAsync(wgpu.MapModeRead, 0, n, func(s wgpu.BufferMapAsyncStatus) { status, done = s, true }); err != nil {
 		return err
 	}
-	d.wait(nil, &done)
+	d.wait(&done)
 	return d.finishMap(buf, n, dst, status)
 }
 
@@ -321,20 +323,36 @@ func (d *dev) finishMap(buf *wgpu.Buffer, n uint64, dst []byte, status wgpu.Buff
 	return buf.Unmap()
 }
 
-// wait returns once the submission idx (nil: all) has completed and, when
-// done is given, once *done is set by a callback that polling fires.
-func (d *dev) wait(idx *wgpu.WrappedSubmissionIndex, done *bool) {
-	if d.spin {
-		for {
-			empty := d.device.Poll(false, nil)
-			if empty && (done == nil || *done) {
-				return
-			}
+// Bounds of the pause between two polls of a waiting run that does not spin.
+const (
+	minPollPause = 50 * time.Microsecond
+	maxPollPause = 2 * time.Millisecond
+)
+
+// wait returns once every submission has completed and, when done is given,
+// once *done is set by a callback that polling fires.
+//
+// It polls without blocking, because wgpu's blocking poll is not a wait:
+// wgpu-core (v0.19, in this binding) waits at most 5 s for the fence there
+// and then treats the submission as complete anyway: it frees and reuses
+// its command buffers and staging memory and maps buffers for reading while
+// the device still runs it. One run of a software adapter under load takes
+// longer than that (a 40M-element add on lavapipe with both cores busy);
+// lavapipe then executed freed command buffers and crashed the process
+// ("signal: segmentation fault", issue 10 item 15), and a read could have
+// copied a staging buffer before the copy into it had finished. A
+// non-blocking poll compares the fence's real value.
+func (d *dev) wait(done *bool) {
+	pause := minPollPause
+	for {
+		empty := d.device.Poll(false, nil)
+		if empty && (done == nil || *done) {
+			return
 		}
-	}
-	d.device.Poll(true, idx)
-	for done != nil && !*done {
-		d.device.Poll(true, nil)
+		if !d.spin {
+			time.Sleep(pause)
+			pause = min(2*pause, maxPollPause)
+		}
 	}
 }
 
@@ -485,11 +503,10 @@ func (d *dev) run(passes [][]dispatch, copies []copyOp, timed bool) ([]uint64, e
 	if err != nil {
 		return nil, err
 	}
-	idx := d.queue.Submit(cmd)
+	d.queue.Submit(cmd)
 	cmd.Release()
-	wi := &wgpu.WrappedSubmissionIndex{Queue: d.queue, SubmissionIndex: idx}
 	if !timed {
-		d.wait(wi, nil)
+		d.wait(nil)
 		return nil, nil
 	}
 	// Map the timestamps now: the mapping completes with the submission,
@@ -497,10 +514,10 @@ func (d *dev) run(passes [][]dispatch, copies []copyOp, timed bool) ([]uint64, e
 	done := false
 	var status wgpu.BufferMapAsyncStatus
 	if err := d.qReadout.MapAsync(wgpu.MapModeRead, 0, 8*uint64(nq), func(s wgpu.BufferMapAsyncStatus) { status, done = s, true }); err != nil {
-		d.wait(wi, nil)
+		d.wait(nil)
 		return nil, fmt.Errorf("timestamps: %w", err)
 	}
-	d.wait(wi, &done)
+	d.wait(&done)
 	raw := make([]uint64, nq)
 	if err := d.finishMap(d.qReadout, 8*uint64(nq), u64Bytes(raw), status); err != nil {
 		return nil, fmt.Errorf("timestamps: %w", err)

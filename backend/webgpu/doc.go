@@ -34,9 +34,12 @@
 // Run's args. Run binds the args (bind groups cached by buffer identity),
 // records every dispatch into one compute pass of one command encoder,
 // appends the copies of outputs that must land in another arg, submits once
-// and waits: natively on a GPU by polling without blocking (the driver's blocking
-// wait added about 20 us of wake-up latency per wait on an H200), on a
-// software adapter blocking (AG_WEBGPU_WAIT=spin or block overrides).
+// and waits by polling the fence without blocking: on a GPU without pause
+// (a blocking wait added about 20 us of wake-up latency per wait on an
+// H200), on a software adapter with short sleeps between polls
+// (AG_WEBGPU_WAIT=spin or block overrides). wgpu's blocking poll is never
+// used: after 5 s it treats unfinished work as done and frees its command
+// buffers (see dev.wait).
 // Data crosses the bus only in Backend.Write and Backend.Read.
 //
 // # Matmul
@@ -50,7 +53,9 @@
 // products with few tiles but a long K (a batch of 64-256 rows) 64x64 with
 // K split into parts whose partial products a second kernel sums, applying
 // the epilogue. Measured on an H200 by the device clock: 31-33 TFLOP/s at
-// 2048-4096 (PyTorch f32 without TF32: about 50).
+// 2048-4096 (PyTorch f32 without TF32: about 50). Products of at most 16
+// outputs (a dot product, a row times a few columns) run as dot products,
+// one workgroup per output and part of K.
 //
 // # Reductions
 //
@@ -58,7 +63,8 @@
 // 64 rows of at least 8192 elements (a loss over a whole batch) parts of each
 // row are reduced by many workgroups and combined by a second kernel. Along
 // another axis a workgroup owns 32 consecutive outputs and 8 lanes split the
-// reduced axis.
+// reduced axis, in parts combined by a second kernel when it is longer than
+// the lanes may loop over (see Limits).
 //
 // # Limits
 //
@@ -72,6 +78,15 @@
 // (broadcasting binaries, reductions, softmax, permute/expand/
 // slice/concat copies, scatter_add_rows, one_hot, matmul) fail to compile
 // with an error naming the binding size and the limit.
+//
+// Every dispatch folds its workgroups (and a matmul its tiles) into two
+// dimensions of at most maxComputeWorkgroupsPerDimension each. No
+// invocation loops more than maxTrips (16384) times over data: lavapipe
+// ends an invocation's loops after 65535 iterations in all and carries on
+// as if they had finished (a sum over 1M rows kept 524280 of them). Longer
+// reduced axes, softmax rows and matmul K extents run in parts that a
+// second kernel combines (a tree of sequential runs, so precision stays),
+// and scatter_add_rows over many source rows as several dispatches.
 //
 // # Device time
 //

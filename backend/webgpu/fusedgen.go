@@ -210,7 +210,7 @@ func (p *program) lowerFused(fp *fusePlan, r int, locs []loc) error {
 		if isMax {
 			reduce = "reduceMax"
 		}
-		if rlen < splitRowMin || outer >= splitRowMaxRows {
+		if (rlen < splitRowMin || outer >= splitRowMaxRows) && ceilDiv(rlen, wg) <= p.b.maxTrips {
 			body := fmt.Sprintf(`
 	var acc = %s;
 	for (var c = lid; c < C; c = c + %du) { acc = %s; }
@@ -223,9 +223,10 @@ func (p *program) lowerFused(fp *fusePlan, r int, locs []loc) error {
 			p.add(r, newKernel("fused_reduce_row", decls, fns+rowHead+body), binds, []uint32{uint32(outer), uint32(rlen)}, x, y, 1)
 			return nil
 		}
-		// Few long rows: parts of each row reduced by many workgroups into
+		// Few long rows, or rows longer than a workgroup's lanes may loop
+		// over (maxTrips): parts of each row reduced by many workgroups into
 		// the scratch buffer, then one workgroup per row reduces its parts.
-		parts := min(splitRowMaxParts, (rlen+splitRowChunk-1)/splitRowChunk)
+		parts := max(min(splitRowMaxParts, ceilDiv(rlen, splitRowChunk)), ceilDiv(rlen, wg*p.b.maxTrips))
 		chunk := (rlen + parts - 1) / parts
 		part := bref{kind: refScratch, size: uint64(outer*parts) * 4}
 		p.scratchBytes = max(p.scratchBytes, part.size)
@@ -261,9 +262,7 @@ func (p *program) lowerFused(fp *fusePlan, r int, locs []loc) error {
 		p.add(r, newKernel("reduce_combine", d2, fns+rowHead+body2), b2, []uint32{uint32(outer), uint32(parts)}, x, y, 1)
 		return nil
 	}
-	// Reduction along a middle axis: a workgroup owns 32 consecutive
-	// outputs (coalesced reads) and 8 lanes split the reduced axis, then
-	// combine through workgroup memory.
+	// Reduction along a middle axis.
 	comb := "red[lid] + red[lid + %du]"
 	if isMax {
 		comb = "maxp(red[lid], red[lid + %du])"
@@ -272,32 +271,196 @@ func (p *program) lowerFused(fp *fusePlan, r int, locs []loc) error {
 	for s := colLanes / 2; s >= 1; s /= 2 {
 		fmt.Fprintf(&tree, "\tif (lane < %du) { red[lid] = %s; }\n\tworkgroupBarrier();\n", s, fmt.Sprintf(comb, s*colWidth))
 	}
-	body := fmt.Sprintf(`var<workgroup> red: array<f32, %[1]d>;
+	term := func(fn string) func(string) string {
+		return func(idx string) string { return fmt.Sprintf(step, fn, idx) }
+	}
+	if ceilDiv(rlen, colLanes) <= p.b.maxTrips {
+		body := colReduceSrc(ne, inner, rlen, 1, init, term(src), tree.String(), "Y[o] = "+epi+";")
+		x, y := p.grid(ceilDiv(ne, colWidth), 1)
+		p.add(r, newKernel("fused_reduce_col", decls, fns+body), binds, nil, x, y, 1)
+		return nil
+	}
+	// An axis longer than colLanes lanes may loop over (maxTrips): parts of
+	// colLanes*splitTrips elements reduced into the scratch buffer as
+	// [parts, ne], then reduced along the parts the same way (with the
+	// epilogue). The order stays a tree of sequential runs.
+	parts := ceilDiv(rlen, colLanes*min(splitTrips, p.b.maxTrips))
+	part := bref{kind: refScratch, size: uint64(parts*ne) * 4}
+	p.scratchBytes = max(p.scratchBytes, part.size)
+	d1 := append(append([]bindDecl(nil), decls[:len(decls)-1]...), bindDecl{name: "Y", rw: true})
+	b1 := append(append([]bref(nil), binds[:len(binds)-1]...), part)
+	body1 := colReduceSrc(ne, inner, rlen, parts, init, term(src), tree.String(), fmt.Sprintf("Y[p * %du + o] = r;", ne))
+	x, y := p.grid(parts*ceilDiv(ne, colWidth), 1)
+	p.add(r, newKernel("reduce_col_parts", d1, fns+body1), b1, nil, x, y, 1)
+	d2 := append([]bindDecl{{name: "Part"}}, decls...)
+	b2 := append([]bref{part}, binds...)
+	fns2 := fns + "fn part(i: u32, acc: f32) -> f32 { return Part[i]; }\n"
+	body2 := colReduceSrc(ne, ne, parts, 1, init, term("part"), tree.String(), "Y[o] = "+epi+";")
+	x, y = p.grid(ceilDiv(ne, colWidth), 1)
+	p.add(r, newKernel("reduce_col_combine", d2, fns2+body2), b2, nil, x, y, 1)
+	return nil
+}
+
+// colReduceSrc is the main function of a reduction along the middle axis of
+// an [outer, rlen, inner] view into its ne = outer*inner outputs: a
+// workgroup owns colWidth consecutive outputs o (coalesced reads) of one of
+// parts equal parts p of the axis, and colLanes lanes split the part, then
+// combine through workgroup memory (tree). term gives the step of the
+// accumulation acc for the element at index idx; store writes r, the result
+// of output o of part p.
+func colReduceSrc(ne, inner, rlen, parts int, init string, term func(idx string) string, tree, store string) string {
+	chunk := ceilDiv(rlen, parts)
+	groups := ceilDiv(ne, colWidth) // per part
+	return fmt.Sprintf(`var<workgroup> red: array<f32, %[1]d>;
 @compute @workgroup_size(%[1]d)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
 	let lane = lid / %[2]du;
-	let o = (wid.y * nwg.x + wid.x) * %[2]du + lid %% %[2]du;
-	var acc = %[3]s;
-	if (o < %[4]du) {
-		let base = (o / %[5]du) * %[6]du + o %% %[5]du;
-		for (var k = lane; k < %[7]du; k = k + %[8]du) { acc = %[9]s; }
+	let g = wid.y * nwg.x + wid.x;
+	let p = g / %[3]du;
+	let o = (g %% %[3]du) * %[2]du + lid %% %[2]du;
+	let live = p < %[4]du && o < %[5]du;
+	var acc = %[6]s;
+	if (live) {
+		let base = (o / %[7]du) * %[8]du + o %% %[7]du;
+		let end = min(%[9]du, p * %[10]du + %[10]du);
+		for (var k = p * %[10]du + lane; k < end; k = k + %[11]du) { acc = %[12]s; }
 	}
 	red[lid] = acc;
 	workgroupBarrier();
-%[10]s	if (lane == 0u && o < %[4]du) { let r = red[lid]; Y[o] = %[11]s; }
+%[13]s	if (lane == 0u && live) { let r = red[lid]; %[14]s }
 }
-`, colWidth*colLanes, colWidth, init, ne, inner, rlen*inner, rlen, colLanes,
-		fmt.Sprintf(step, src, fmt.Sprintf("base + k * %du", inner)), tree.String(), epi)
-	x, y := p.grid((ne+colWidth-1)/colWidth, 1)
-	p.add(r, newKernel("fused_reduce_col", decls, fns+body), binds, nil, x, y, 1)
+`, colWidth*colLanes, colWidth, groups, parts, ne, init, inner, rlen*inner, rlen, chunk, colLanes,
+		term(fmt.Sprintf("base + k * %du", inner)), tree, store)
+}
+
+// dotMaxOutputs is the largest product (batch*M*N outputs) that runs as
+// dot products rather than tiles: a 64x64 tile would compute thousands of
+// padding products per output, and one tile with a long K leaves a GPU idle.
+const dotMaxOutputs = 16
+
+// lowerDot adds the dispatches of a matmul with few outputs computing root
+// r (r == mi: plain; else r's chain is the epilogue): each output is a dot
+// product over K, reduced by a workgroup's lanes per part of K (one part
+// up to wg*splitTrips, so no lane loops past maxTrips), then the parts of
+// each output summed with the epilogue (a second pass where K has several).
+func (p *program) lowerDot(r, mi int, locs []loc) error {
+	fp := p.fp
+	g := fp.g
+	ref := func(j int) bref {
+		l := locs[j]
+		return bref{kind: l.kind, idx: l.idx, size: uint64(backend.NumElems(g.Nodes[j].Shape)) * 4}
+	}
+	mn := &g.Nodes[mi]
+	rk := len(mn.Shape)
+	M, N := mn.Shape[rk-2], mn.Shape[rk-1]
+	a := g.Nodes[mn.In[0]].Shape
+	K := a[rk-1]
+	if mn.TransA {
+		K = a[rk-2]
+	}
+	ne := backend.NumElems(mn.Shape)
+	chunk := min(K, wg*min(splitTrips, p.b.maxTrips))
+	parts := ceilDiv(K, chunk)
+	// The element k of the dot product of output o = (b, m, n).
+	a0, sa := "b * %[1]du + m * %[3]du", "1u"
+	if mn.TransA {
+		a0, sa = "b * %[1]du + m", "%[4]du"
+	}
+	b0, sb := "b * %[2]du + n", "%[5]du"
+	if mn.TransB {
+		b0, sb = "b * %[2]du + n * %[3]du", "1u"
+	}
+	index := func(f string) string {
+		if !strings.Contains(f, "%") {
+			return f
+		}
+		return fmt.Sprintf(f, M*K, K*N, K, M, N)
+	}
+	e := newExprGen(fp, r)
+	var rd []int
+	if r != mi {
+		rd = fp.reads(r)
+	}
+	// epilogue binds what the epilogue reads (an operand too, under its
+	// own name where the kernel does not bind it as A or B) and returns
+	// the WGSL functions and the expression of the result of output o.
+	epilogue := func(named bool) ([]bindDecl, []bref, string, string) {
+		if r == mi {
+			return nil, nil, "", "r"
+		}
+		var ds []bindDecl
+		var bs []bref
+		for _, j := range rd {
+			if named && (j == mn.In[0] || j == mn.In[1]) {
+				continue
+			}
+			name := fmt.Sprintf("L%d", len(ds))
+			e.leafName[j] = name
+			ds = append(ds, bindDecl{name: name})
+			bs = append(bs, ref(j))
+		}
+		epi := e.name(r) + "(o, r)"
+		return ds, bs, e.w.String(), epi
+	}
+	body1 := fmt.Sprintf(`
+	let o = row / %[1]du; let p = row %% %[1]du;
+	let b = o / %[2]du; let m = (o / %[3]du) %% %[4]du; let n = o %% %[3]du;
+	let a0 = %[5]s; let b0 = %[6]s;
+	let lo = p * %[7]du; let hi = min(%[8]du, lo + %[7]du);
+	var acc = 0.0;
+	for (var k = lo + lid; k < hi; k = k + %[9]du) { acc = acc + A[a0 + k * %[10]s] * B[b0 + k * %[11]s]; }
+	let r = reduceSum(acc, lid);
+`, parts, M*N, N, M, index(a0), index(b0), chunk, K, wg, index(sa), index(sb))
+	decls := []bindDecl{{name: "A"}, {name: "B"}}
+	binds := []bref{ref(mn.In[0]), ref(mn.In[1])}
+	x, y := p.grid(ne*parts, 1)
+	prm := []uint32{uint32(ne * parts), uint32(K)}
+	if parts == 1 {
+		e.leafName[mn.In[0]], e.leafName[mn.In[1]] = "A", "B"
+		ds, bs, fns, epi := epilogue(true)
+		decls = append(append(decls, ds...), bindDecl{name: "Y", rw: true})
+		binds = append(append(binds, bs...), ref(r))
+		src := fns + rowHead + body1 + fmt.Sprintf("\tif (lid == 0u) { Y[o] = %s; }\n}\n", epi)
+		p.add(r, newKernel("matmul_dot", decls, src), binds, prm, x, y, 1)
+		return nil
+	}
+	part := bref{kind: refScratch, size: uint64(ne*parts) * 4}
+	p.scratchBytes = max(p.scratchBytes, part.size)
+	decls = append(decls, bindDecl{name: "Part", rw: true})
+	binds = append(binds, part)
+	p.add(r, newKernel("matmul_dot_parts", decls, rowHead+body1+"\tif (lid == 0u) { Part[row] = r; }\n}\n"), binds, prm, x, y, 1)
+	ds, bs, fns, epi := epilogue(false)
+	decls2 := append(append([]bindDecl{{name: "Part"}}, ds...), bindDecl{name: "Y", rw: true})
+	binds2 := append(append([]bref{part}, bs...), ref(r))
+	body2 := fmt.Sprintf(`
+	var acc = 0.0;
+	for (var c = lid; c < C; c = c + %du) { acc = acc + Part[base + c]; }
+	let r = reduceSum(acc, lid);
+	let o = row;
+	if (lid == 0u) { Y[o] = %s; }
+}
+`, wg, epi)
+	x, y = p.grid(ne, 1)
+	p.add(r, newKernel("matmul_dot_combine", decls2, fns+rowHead+body2), binds2, []uint32{uint32(ne), uint32(parts)}, x, y, 1)
 	return nil
+}
+
+// pairwise sums terms as a balanced tree, so the rounding error of many
+// terms grows with log2 of their number (a K split into many parts).
+func pairwise(terms []string) string {
+	if len(terms) == 1 {
+		return terms[0]
+	}
+	h := len(terms) / 2
+	return "(" + pairwise(terms[:h]) + " + " + pairwise(terms[h:]) + ")"
 }
 
 // Reduction shapes. A row reduction of fewer than splitRowMaxRows rows of
 // at least splitRowMin elements runs in two steps (one workgroup per row
 // would leave a GPU idle): parts of splitRowChunk elements, at most
-// splitRowMaxParts per row. Column reductions use colWidth x colLanes
-// invocations per workgroup.
+// splitRowMaxParts per row (more where a part would take a lane past
+// maxTrips). Column reductions use colWidth x colLanes invocations per
+// workgroup, in two steps where the lanes would loop past maxTrips.
 const (
 	splitRowMin      = 8192
 	splitRowMaxRows  = 64
@@ -415,6 +578,9 @@ func (p *program) lowerMatmul(r, mi int, locs []loc) error {
 		K = a[rk-2]
 	}
 	batch := backend.NumElems(mn.Shape[:rk-2])
+	if batch*M*N <= dotMaxOutputs && p.b.matmulForce == nil {
+		return p.lowerDot(r, mi, locs)
+	}
 	vec := M%4 == 0 && N%4 == 0 && K%4 == 0
 	pl := p.matmulPlan(M, N, K, batch)
 	if r != mi && pl.cfg == mmLarge && p.b.matmulForce == nil {
@@ -423,10 +589,16 @@ func (p *program) lowerMatmul(r, mi int, locs []loc) error {
 		pl.cfg = mmMedium
 	}
 	c := pl.cfg
-	gx, gy := (N+c.BN-1)/c.BN, (M+c.BM-1)/c.BM
-	if mx := int(p.b.d.info.maxWGPerDim); batch*pl.split > mx || gx > mx || gy > mx {
-		return fmt.Errorf("matmul grid %dx%dx%d exceeds %d workgroups per dimension", gx, gy, batch*pl.split, mx)
+	gx, gy, gz := ceilDiv(N, c.BN), ceilDiv(M, c.BM), batch*pl.split
+	if mx := uint64(max(p.b.d.info.maxWGPerDim, 1)); uint64(gx)*uint64(gy)*uint64(gz) > mx*mx {
+		return fmt.Errorf("matmul grid %dx%dx%d exceeds %d workgroups in two dimensions", gx, gy, gz, mx)
 	}
+	if pl.split > 1 && uint64(pl.split*batch*M*N)*4 > p.b.bindLimit {
+		return fmt.Errorf("matmul %dx%dx%d (batch %d): K split into %d parts (at most %d steps of %d per invocation) needs %d bytes of partial products, more than a binding holds (%d)",
+			M, K, N, batch, pl.split, p.b.maxTrips, c.BK, uint64(pl.split*batch*M*N)*4, p.b.bindLimit)
+	}
+	tiles := []uint32{uint32(gx), uint32(gy), uint32(gz)}
+	x, y := p.grid(gx*gy*gz, 1)
 	var rd []int
 	if r != mi {
 		rd = fp.reads(r)
@@ -456,7 +628,7 @@ func (p *program) lowerMatmul(r, mi int, locs []loc) error {
 			epi.fns = e.w.String()
 		}
 		p.add(r, matmulKernel2(c, mn.TransA, mn.TransB, vec, epi), binds,
-			[]uint32{uint32(M), uint32(N), uint32(K), uint32(kc), 1}, uint32(gx), uint32(gy), uint32(batch))
+			append([]uint32{uint32(M), uint32(N), uint32(K), uint32(kc), 1}, tiles...), x, y, 1)
 		return nil
 	}
 	S := pl.split
@@ -464,8 +636,8 @@ func (p *program) lowerMatmul(r, mi int, locs []loc) error {
 	part := bref{kind: refScratch, size: uint64(S*ne) * 4}
 	p.scratchBytes = max(p.scratchBytes, part.size)
 	p.add(r, matmulKernel2(c, mn.TransA, mn.TransB, vec, nil), []bref{ref(mn.In[0]), ref(mn.In[1]), part},
-		[]uint32{uint32(M), uint32(N), uint32(K), uint32(splitK(K, S, c.BK)), uint32(S)}, uint32(gx), uint32(gy), uint32(batch*S))
-	// The sum of the parts, in order, and the epilogue.
+		append([]uint32{uint32(M), uint32(N), uint32(K), uint32(splitK(K, S, c.BK)), uint32(S)}, tiles...), x, y, 1)
+	// The sum of the parts, pairwise, and the epilogue.
 	decls := []bindDecl{{name: "Part"}}
 	binds := []bref{part}
 	for _, j := range rd {
@@ -484,20 +656,17 @@ func (p *program) lowerMatmul(r, mi int, locs []loc) error {
 		epi = e.name(r) + "(i, acc)"
 	}
 	mnn := M * N
-	var sum strings.Builder
-	for k := 0; k < S; k++ {
-		if k > 0 {
-			sum.WriteString(" + ")
-		}
-		fmt.Fprintf(&sum, "Part[base + %du]", k*mnn)
+	terms := make([]string, S)
+	for k := range terms {
+		terms[k] = fmt.Sprintf("Part[base + %du]", k*mnn)
 	}
 	src := e.w.String() + linearHead + fmt.Sprintf(`	if (i >= %du) { return; }
 	let base = (i / %du) * %du + i %% %du;
 	let acc = %s;
 	Y[i] = %s;
 }
-`, ne, mnn, S*mnn, mnn, sum.String(), epi)
-	x, y := p.grid(ne, wg)
+`, ne, mnn, S*mnn, mnn, pairwise(terms), epi)
+	x, y = p.grid(ne, wg)
 	p.add(r, newKernel("matmul_split_sum", decls, src), binds, nil, x, y, 1)
 	return nil
 }

@@ -25,6 +25,25 @@ type kernel struct {
 // 256 invocations and 256 in x.
 const wg = 256
 
+// maxTrips bounds the iterations of each loop whose length follows the data,
+// per invocation. Mesa's llvmpipe (lavapipe) counts the iterations of all
+// loops of an invocation together and, after 65535
+// (LP_MAX_TGSI_LOOP_ITERATIONS), leaves every loop silently as if it had
+// finished: a column sum over 1M rows by 8 lanes kept 65535*8 of them. A
+// kernel runs at most three such loops (softmax) besides its tree
+// reductions (log2(wg) iterations each), 3*maxTrips + 2*9 < 65535; longer
+// extents are spread over more invocations or more passes. GPUs have no
+// such limit, and sizes below it run as before.
+const maxTrips = 1 << 14
+
+// splitTrips is what a lane loops over once a reduction is split into parts
+// because of maxTrips: parts short enough for a GPU to run many of them at
+// once, whose partial results a second pass combines.
+const splitTrips = 1024
+
+// ceilDiv is a/b rounded up, for positive b.
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
 type bindDecl struct {
 	name string
 	rw   bool
@@ -277,12 +296,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 	let base = row * C;
 `, wg, wg/2, wg/2, wg)
 
+// softmaxOut is the output of softmax (log-softmax) for x in a row of
+// maximum m and sum of exp(x - m) s.
+func softmaxOut(log bool) string {
+	if log {
+		return "x - m - logp(s)"
+	}
+	return "expp(x - m) / s"
+}
+
 // softmaxKernel: softmax or log-softmax of each row, one workgroup per row.
 func softmaxKernel(log bool) *kernel {
-	out := "expp(X[base + c] - m) / s"
-	if log {
-		out = "X[base + c] - m - logp(s)"
-	}
 	return newKernel("softmax", []bindDecl{{name: "X"}, {name: "Y", rw: true}}, rowHead+fmt.Sprintf(`
 	var mx = negInf();
 	for (var c = lid; c < C; c = c + %du) { mx = maxp(mx, X[base + c]); }
@@ -290,9 +314,65 @@ func softmaxKernel(log bool) *kernel {
 	var acc = 0.0;
 	for (var c = lid; c < C; c = c + %du) { acc = acc + expp(X[base + c] - m); }
 	let s = reduceSum(acc, lid);
-	for (var c = lid; c < C; c = c + %du) { Y[base + c] = %s; }
+	for (var c = lid; c < C; c = c + %du) { let x = X[base + c]; Y[base + c] = %s; }
 }
-`, wg, wg, wg, out))
+`, wg, wg, wg, softmaxOut(log)))
+}
+
+// Softmax of rows longer than a workgroup's loops may cover (maxTrips per
+// lane) runs in three passes through the scratch buffer Part, which holds
+// a (max, sum of exp(x - max)) pair per part of each row: the parts, their
+// combination per row (written over the row's first pair), and the output.
+
+// softmaxPartsKernel: workgroup g reduces part g %% np of row g / np (parts
+// of chunk elements) into Part[2g], Part[2g+1]. Params [rows*np, C, np,
+// chunk].
+func softmaxPartsKernel() *kernel {
+	return newKernel("softmax_parts", []bindDecl{{name: "X"}, {name: "Part", rw: true}}, rowHead+fmt.Sprintf(`
+	let b = (row / P[2]) * C;
+	let lo = (row %% P[2]) * P[3];
+	let hi = min(C, lo + P[3]);
+	var mx = negInf();
+	for (var c = lo + lid; c < hi; c = c + %du) { mx = maxp(mx, X[b + c]); }
+	let m = reduceMax(mx, lid);
+	var acc = 0.0;
+	for (var c = lo + lid; c < hi; c = c + %du) { acc = acc + expp(X[b + c] - m); }
+	let s = reduceSum(acc, lid);
+	// A part of -inf adds nothing (expp(-inf - -inf) would be NaN).
+	if (lid == 0u) { Part[2u * row] = m; Part[2u * row + 1u] = select(s, 0.0, m == negInf()); }
+}
+`, wg, wg))
+}
+
+// softmaxCombineKernel: one workgroup per row combines the row's np pairs
+// into its first: the maximum M and the sum of s_p * exp(m_p - M). Params
+// [rows, C, np].
+func softmaxCombineKernel() *kernel {
+	return newKernel("softmax_combine", []bindDecl{{name: "Part", rw: true}}, rowHead+fmt.Sprintf(`
+	let np = P[2];
+	let b = 2u * row * np;
+	var mx = negInf();
+	for (var c = lid; c < np; c = c + %du) { mx = maxp(mx, Part[b + 2u * c]); }
+	let m = reduceMax(mx, lid);
+	var acc = 0.0;
+	for (var c = lid; c < np; c = c + %du) { acc = acc + Part[b + 2u * c + 1u] * expp(Part[b + 2u * c] - m); }
+	let s = reduceSum(acc, lid);
+	if (lid == 0u) { Part[b] = m; Part[b + 1u] = s; }
+}
+`, wg, wg))
+}
+
+// softmaxApplyKernel: Y[i] for every element from its row's combined pair.
+// Params [rows*C, C, np].
+func softmaxApplyKernel(log bool) *kernel {
+	return newKernel("softmax_apply", []bindDecl{{name: "X"}, {name: "Part"}, {name: "Y", rw: true}}, linearHead+`
+	if (i >= P[0]) { return; }
+	let b = 2u * (i / P[1]) * P[2];
+	let m = Part[b]; let s = Part[b + 1u];
+	let x = X[i];
+	Y[i] = `+softmaxOut(log)+`;
+}
+`)
 }
 
 // getRowsKernel: Y[i] = T[idx(I[i / W]) * W + i %% W] for the table rows
@@ -310,18 +390,22 @@ func getRowsKernel() *kernel {
 }
 
 // scatterAddKernel: invocation t owns column t %% W of the output rows
-// [rb*RB, rb*RB+RB) with rb = t / W: it zeroes them and adds every source
-// row whose index falls there, in order (no float atomics in WGSL, and the
-// sum order is deterministic). Params [threads, R, W, n, RB].
+// [rb*RB, rb*RB+RB) with rb = t / W: it zeroes them when zero is set and
+// adds every source row k0 <= k < k1 whose index falls there, in order (no
+// float atomics in WGSL, and the sum order is deterministic). More source
+// rows than maxTrips run as several dispatches over ranges of k. Params
+// [threads, R, W, k1, RB, k0, zero].
 func scatterAddKernel() *kernel {
 	return newKernel("scatter_add_rows", []bindDecl{{name: "S"}, {name: "I"}, {name: "Y", rw: true}}, linearHead+`
 	if (i >= P[0]) { return; }
-	let R = P[1]; let W = P[2]; let n = P[3]; let RB = P[4];
+	let R = P[1]; let W = P[2]; let k1 = P[3]; let RB = P[4];
 	let j = i % W;
 	let lo = (i / W) * RB;
 	let hi = min(R, lo + RB);
-	for (var r = lo; r < hi; r = r + 1u) { Y[r * W + j] = 0.0; }
-	for (var k = 0u; k < n; k = k + 1u) {
+	if (P[6] != 0u) {
+		for (var r = lo; r < hi; r = r + 1u) { Y[r * W + j] = 0.0; }
+	}
+	for (var k = P[5]; k < k1; k = k + 1u) {
 		let r = idx(I[k], R);
 		if (r >= lo && r < hi) { Y[r * W + j] = Y[r * W + j] + S[k * W + j]; }
 	}

@@ -45,9 +45,7 @@ func (p *program) lower(g *backend.Graph, i int, locs []loc) error {
 		if len(n.Shape) > 0 {
 			c = n.Shape[len(n.Shape)-1]
 		}
-		rows := ne / c
-		x, y := p.grid(rows, 1)
-		p.add(i, softmaxKernel(n.Op == backend.OpLogSoftmax), []bref{in(0), out}, []uint32{uint32(rows), uint32(c)}, x, y, 1)
+		p.softmax(i, in(0), out, ne/c, c, n.Op == backend.OpLogSoftmax)
 	case n.Op == backend.OpPermute:
 		st := backend.Strides(inShape(0))
 		ps := make([]int, len(n.Perm))
@@ -68,12 +66,7 @@ func (p *program) lower(g *backend.Graph, i int, locs []loc) error {
 	case n.Op == backend.OpGetRows:
 		return p.getRows(i, in(0), in(1), out, inShape(0), ne)
 	case n.Op == backend.OpScatterAddRows:
-		r := n.Shape[0]
-		w := backend.NumElems(n.Shape[1:])
-		rb := max(1, min(r, (r*w+16383)/16384))
-		threads := w * ((r + rb - 1) / rb)
-		x, y := p.grid(threads, wg)
-		p.add(i, scatterAddKernel(), []bref{in(0), in(1), out}, []uint32{uint32(threads), uint32(r), uint32(w), uint32(inShape(1)[0]), uint32(rb)}, x, y, 1)
+		p.scatterAdd(i, in(0), in(1), out, n.Shape, inShape(1)[0])
 	case n.Op == backend.OpOneHot:
 		x, y := p.grid(ne, wg)
 		p.add(i, oneHotKernel(), []bref{in(0), out}, []uint32{uint32(ne), uint32(n.Shape[1])}, x, y, 1)
@@ -89,15 +82,58 @@ func (p *program) lower(g *backend.Graph, i int, locs []loc) error {
 	return nil
 }
 
+// softmax adds the dispatches of a softmax (log-softmax) over rows of c:
+// one workgroup per row, or for rows longer than its lanes may loop over
+// (maxTrips), parts of wg*splitTrips elements combined in the scratch
+// buffer.
+func (p *program) softmax(node int, x, y bref, rows, c int, log bool) {
+	if ceilDiv(c, wg) <= p.b.maxTrips {
+		gx, gy := p.grid(rows, 1)
+		p.add(node, softmaxKernel(log), []bref{x, y}, []uint32{uint32(rows), uint32(c)}, gx, gy, 1)
+		return
+	}
+	chunk := min(c, wg*min(splitTrips, p.b.maxTrips))
+	np := ceilDiv(c, chunk)
+	part := bref{kind: refScratch, size: uint64(2*rows*np) * 4}
+	p.scratchBytes = max(p.scratchBytes, part.size)
+	gx, gy := p.grid(rows*np, 1)
+	p.add(node, softmaxPartsKernel(), []bref{x, part}, []uint32{uint32(rows * np), uint32(c), uint32(np), uint32(chunk)}, gx, gy, 1)
+	gx, gy = p.grid(rows, 1)
+	p.add(node, softmaxCombineKernel(), []bref{part}, []uint32{uint32(rows), uint32(c), uint32(np)}, gx, gy, 1)
+	gx, gy = p.grid(rows*c, wg)
+	p.add(node, softmaxApplyKernel(log), []bref{x, part, y}, []uint32{uint32(rows * c), uint32(c), uint32(np)}, gx, gy, 1)
+}
+
+// scatterAdd adds the dispatches of scatter_add_rows of n source rows into
+// out (shape s): invocations own a column of rb output rows and scan the
+// source rows, at most maxTrips/2 of them per dispatch (rb is kept to
+// maxTrips/2 as well), so one invocation never loops past maxTrips.
+func (p *program) scatterAdd(node int, src, ids, out bref, s []int, n int) {
+	r := s[0]
+	w := backend.NumElems(s[1:])
+	half := max(p.b.maxTrips/2, 1)
+	rb := max(1, min(r, ceilDiv(r*w, 16384), half))
+	threads := w * ceilDiv(r, rb)
+	x, y := p.grid(threads, wg)
+	for k0 := 0; k0 == 0 || k0 < n; k0 += half {
+		zero := uint32(0)
+		if k0 == 0 {
+			zero = 1
+		}
+		prm := []uint32{uint32(threads), uint32(r), uint32(w), uint32(min(n, k0+half)), uint32(rb), uint32(k0), zero}
+		p.add(node, scatterAddKernel(), []bref{src, ids, out}, prm, x, y, 1)
+	}
+}
+
 // matmulPlan picks the matmul tiling and split (pickMatmul, or what a test
 // forces).
 func (p *program) matmulPlan(m, n, k, batch int) mmPlan {
+	pl := pickMatmul(p.b.d.info, m, n, k, batch, p.b.bindLimit)
 	if f := p.b.matmulForce; f != nil {
-		pl := *f
-		pl.split = max(pl.split, 1)
-		return pl
+		pl = *f
 	}
-	return pickMatmul(p.b.d.info, m, n, k, batch, p.b.bindLimit)
+	pl.split = max(pl.split, 1, minSplit(k, pl.cfg.BK, p.b.maxTrips))
+	return pl
 }
 
 // add appends one dispatch; binds[0] (the parameters) is filled in later.

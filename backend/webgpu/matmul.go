@@ -98,12 +98,17 @@ func pickMatmul(info devInfo, m, n, k, batch int, maxPart uint64) mmPlan {
 	s := 1
 	if g < splitBelow {
 		for s*2 <= splitMax && g*s*2 <= splitTarget && k/(s*2) >= splitMinK &&
-			uint64(s*2)*uint64(m*n*batch)*4 <= maxPart && batch*s*2 <= int(info.maxWGPerDim) {
+			uint64(s*2)*uint64(m*n*batch)*4 <= maxPart {
 			s *= 2
 		}
 	}
 	return mmPlan{mmSmall, s}
 }
+
+// minSplit is the least number of parts K must be split into so that an
+// invocation loops at most trips times, one K step of bk per iteration:
+// longer products run as a split-K sum, whatever the tiling chose.
+func minSplit(k, bk, trips int) int { return ceilDiv(ceilDiv(k, bk), trips) }
 
 // splitK returns the K extent of each part: a multiple of the tile's BK
 // (and so of 4), the parts covering k.
@@ -121,10 +126,13 @@ type epilogue struct {
 }
 
 // matmulKernel2 generates the register-blocked matmul for one tiling and
-// operand layout. Params [M, N, K, Kc, S]; the workgroup grid is
-// (ceil(N/BN), ceil(M/BM), batch*S). With S > 1 workgroup z = b*S + s
-// multiplies K range [s*Kc, s*Kc+Kc) of batch b and stores that partial
-// product as matrix z of Y (epi must be nil: the reduction applies it).
+// operand layout. Params [M, N, K, Kc, S, GX, GY, GZ]: the tiles form a
+// GX x GY x GZ grid (GX = ceil(N/BN), GY = ceil(M/BM), GZ = batch*S),
+// numbered x fastest and dispatched folded into the two dimensions of
+// linear workgroup ids, so none of the three is bounded by
+// maxComputeWorkgroupsPerDimension. With S > 1 tile z = b*S + s multiplies
+// K range [s*Kc, s*Kc+Kc) of batch b and stores that partial product as
+// matrix z of Y (epi must be nil: the reduction applies it).
 func matmulKernel2(c mmCfg, transA, transB, vec bool, epi *epilogue) *kernel {
 	U := 1 // elements per global load
 	if vec {
@@ -256,13 +264,18 @@ func matmulKernel2(c mmCfg, transA, transB, vec bool, epi *epilogue) *kernel {
 		w.WriteString(epi.fns)
 	}
 	pr("@compute @workgroup_size(%d)\n", th)
-	pr("fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {\n")
-	// Split along K (P[4] > 1): workgroup z = batch*S + s multiplies the
-	// K range [s*Kc, s*Kc+Kc) and writes its partial product at z.
+	pr("fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {\n")
+	// The tile (wx, wy, wz) of the linear workgroup id; the folded grid
+	// may hold more workgroups than tiles.
 	pr("\tlet M = P[0]; let N = P[1]; let K = P[2]; let Kc = P[3]; let S = P[4];\n")
-	pr("\tlet bz = wid.z / S; let kBeg = (wid.z %% S) * Kc; let kEnd = min(K, kBeg + Kc);\n")
-	pr("\tlet aOff = bz * M * K; let bOff = bz * K * N; let cOff = wid.z * M * N;\n")
-	pr("\tlet m0 = wid.y * %du; let n0 = wid.x * %du;\n", c.BM, c.BN)
+	pr("\tlet t = wid.y * nwg.x + wid.x; let gxy = P[5] * P[6];\n")
+	pr("\tif (t >= gxy * P[7]) { return; }\n")
+	pr("\tlet wz = t / gxy; let wy = (t %% gxy) / P[5]; let wx = t %% P[5];\n")
+	// Split along K (S > 1): tile z = batch*S + s multiplies the K range
+	// [s*Kc, s*Kc+Kc) and writes its partial product at z.
+	pr("\tlet bz = wz / S; let kBeg = (wz %% S) * Kc; let kEnd = min(K, kBeg + Kc);\n")
+	pr("\tlet aOff = bz * M * K; let bOff = bz * K * N; let cOff = wz * M * N;\n")
+	pr("\tlet m0 = wy * %du; let n0 = wx * %du;\n", c.BM, c.BN)
 	pr("\tlet tx = lid %% %du; let ty = lid / %du;\n", TX, TX)
 	for r := 0; r < c.TM; r++ {
 		for q := 0; q < RN; q++ {

@@ -162,7 +162,8 @@ func TestSweepMatmul(t *testing.T) {
 func TestSweepReduce(t *testing.T) {
 	be := sweepOn(t)
 	for _, c := range []struct{ rows, cols, axis int }{{1, 64 * 1024, 1}, {1, 256 * 1024, 1}, {1, 1024 * 1024, 1},
-		{64, 1024, 0}, {256, 1024, 0}, {1024, 1024, 0}, {1024, 1024, 1}} {
+		{64, 1024, 0}, {256, 1024, 0}, {1024, 1024, 0}, {1024, 1024, 1},
+		{1 << 20, 64, 0}} { // the last: a bias gradient over 1M rows
 		s := []int{c.rows, c.cols}
 		o := []int{c.rows, c.cols}
 		o[c.axis] = 1
