@@ -98,7 +98,11 @@ func (p *program) allocate() error {
 	if len(l.fills) > 0 {
 		p.cbuf = C.ggml_backend_alloc_ctx_tensors(l.cctx, p.d.be)
 		if p.cbuf == nil {
-			return fmt.Errorf("out of device memory for %d constants", len(l.fills))
+			var bytes uint64
+			for _, f := range l.fills {
+				bytes += uint64(C.ggml_nbytes(f.t))
+			}
+			return fmt.Errorf("out of device memory for %d constants of %d bytes", len(l.fills), bytes)
 		}
 		for _, f := range l.fills {
 			n := int(C.ggml_nelements(f.t))
