@@ -31,7 +31,7 @@ func (c *CPU) Compile(g *backend.Graph) (backend.Program, error) {
 	}
 	p := &program{
 		memBytes: int64(slotBytes),
-		cpu: c, numArgs: g.NumArgs, nodes: len(g.Nodes),
+		cpu:      c, numArgs: g.NumArgs, nodes: len(g.Nodes),
 		argNeed: make([]int, g.NumArgs), bufs: make([]*Buffer, g.NumArgs),
 		vals: make([][]float32, len(g.Nodes)), atEnd: pl.atEnd,
 	}
