@@ -4,63 +4,53 @@ import (
 	"fmt"
 
 	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/backend/plan"
 )
 
 // grain is the number of elements below which an op runs on one goroutine:
 // handing work to the pool costs a few microseconds.
 const grain = 1 << 15
 
-// Compile validates g, plans its memory and builds one closure per node.
+// Compile plans g (package plan: validation, views, output placement,
+// slots by liveness) and builds one closure per computed node.
 func (c *CPU) Compile(g *backend.Graph) (backend.Program, error) {
-	if err := g.Validate(); err != nil {
+	// A Go allocation that cannot be met kills the process: the plan checks
+	// its intermediates against the host's free memory before any is made.
+	free, _, err := hostMemory()
+	if err != nil {
+		free = 0 // unknown: Alloc and the runtime decide
+	}
+	pl, err := plan.Make(g, plan.Options{SliceViews: true, Limits: plan.Limits{FreeBytes: free}})
+	if err != nil {
 		return nil, fmt.Errorf("cpu.Compile: %w", err)
 	}
 	c.mu.Lock() // newGemm sizes the shared scratch
 	defer c.mu.Unlock()
-	pl := planGraph(g)
-	var slotBytes uint64
-	for _, n := range pl.slotCap {
-		slotBytes += 4 * uint64(n)
-	}
-	// A Go allocation that cannot be met kills the process: check the plan's
-	// intermediates against the host's free memory before making any.
-	if slotBytes >= 4*largeAlloc {
-		if free, _, err := hostMemory(); err == nil && slotBytes > free {
-			return nil, fmt.Errorf("cpu.Compile: the program's intermediates need %d bytes (%d values at their peak), more than the %d bytes of free host memory: %w", slotBytes, slotBytes/4, free, ErrOutOfMemory)
-		}
-	}
 	p := &program{
-		memBytes: int64(slotBytes),
+		memBytes: int64(pl.SlotBytes),
 		cpu:      c, numArgs: g.NumArgs, nodes: len(g.Nodes),
-		argNeed: make([]int, g.NumArgs), bufs: make([]*Buffer, g.NumArgs),
-		vals: make([][]float32, len(g.Nodes)), atEnd: pl.atEnd,
+		argNeed: pl.ArgNeed, bufs: make([]*Buffer, g.NumArgs),
+		vals: make([][]float32, len(g.Nodes)), atEnd: pl.AtEnd,
 	}
-	p.slots = make([][]float32, len(pl.slotCap))
-	for s, n := range pl.slotCap {
+	p.slots = make([][]float32, len(pl.Slots))
+	for s, n := range pl.Slots {
 		p.slots[s] = make([]float32, n)
 	}
 	for i, n := range g.Nodes {
-		if !pl.needed[i] {
-			continue
-		}
-		st, size := pl.store[i], backend.NumElems(n.Shape)
-		switch st.kind {
-		case storeSlot:
-			p.vals[i] = p.slots[st.idx][st.off : st.off+size]
-		case storeArg:
-			p.binds = append(p.binds, bind{node: i, arg: st.idx, off: st.off, n: size})
-			p.argNeed[st.idx] = max(p.argNeed[st.idx], st.off+size)
+		l, size := pl.Loc[i], backend.NumElems(n.Shape)
+		switch l.Kind {
+		case plan.Slot:
+			p.vals[i] = p.slots[l.Idx][l.Off : l.Off+size]
+		case plan.Arg:
+			p.binds = append(p.binds, bind{node: i, arg: l.Idx, off: l.Off, n: size})
 		}
 	}
-	for _, o := range g.Outputs {
-		p.argNeed[o.Arg] = max(p.argNeed[o.Arg], backend.NumElems(g.Nodes[o.Node].Shape))
-	}
-	for i := range g.Nodes {
-		if !pl.needed[i] {
+	for i, n := range g.Nodes {
+		if !pl.Needed[i] {
 			continue
 		}
-		s := step{node: i, copies: pl.after[i]}
-		if !pl.alias[i] || g.Nodes[i].Op.InPlace() {
+		s := step{node: i, copies: pl.After[i]}
+		if !pl.View[i] || n.Op.InPlace() {
 			s.fn = p.nodeFunc(g, i)
 		}
 		if s.fn != nil || len(s.copies) > 0 {

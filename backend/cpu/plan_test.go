@@ -163,43 +163,6 @@ func TestPlanArgsWrittenAndRead(t *testing.T) {
 	}
 }
 
-// TestPlanDecisions checks the plan's choices directly, so the graphs above
-// are known to exercise them.
-func TestPlanDecisions(t *testing.T) {
-	s := []int{4, 6}
-	b := &gb{}
-	x := b.arg(s...)                                                                                // node 0, arg 0
-	y := b.op(backend.OpNeg, s, x)                                                                  // 1
-	b.g.Outputs = append(b.g.Outputs, backend.Output{Node: y, Arg: 0})                              // arg 0 read later
-	z := b.op(backend.OpExp, s, x)                                                                  // 2
-	rs := b.op(backend.OpReshape, []int{24}, z)                                                     // 3: view
-	sl := b.node(backend.Node{Op: backend.OpSliceRows, In: []int{z}, Shape: []int{2, 6}, Start: 1}) // 4: view
-	w := b.op(backend.OpAdd, s, z, y)                                                               // 5
-	b.out(w)                                                                                        // direct
-	b.out(b.op(backend.OpNeg, []int{24}, rs))                                                       // 6
-	b.out(b.op(backend.OpNeg, []int{2, 6}, sl))                                                     // 7
-	b.op(backend.OpExp, s, w)                                                                       // 8: dead
-	pl := planGraph(&b.g)
-	if len(pl.atEnd) != 1 || pl.atEnd[0] != (outCopy{node: y, arg: 0}) {
-		t.Errorf("output of node 1 into arg 0 (read by node 2) should be copied at the end; atEnd = %v", pl.atEnd)
-	}
-	if pl.store[y].kind != storeSlot || pl.lastUse[y] != len(b.g.Nodes) {
-		t.Errorf("node 1 should live in a slot until the end: %+v, last use %d", pl.store[y], pl.lastUse[y])
-	}
-	if st := pl.store[w]; st.kind != storeArg || st.idx != 1 {
-		t.Errorf("node 5 should be computed straight into arg 1: %+v", st)
-	}
-	if !pl.alias[rs] || !pl.alias[sl] || pl.store[rs] != pl.store[z] || pl.store[sl].off != pl.store[z].off+6 {
-		t.Errorf("reshape and slice of node 2 should be views: alias %v %v, stores %+v %+v %+v", pl.alias[rs], pl.alias[sl], pl.store[z], pl.store[rs], pl.store[sl])
-	}
-	if pl.lastUse[z] != 7 {
-		t.Errorf("node 2 is read through its views until node 7, last use %d", pl.lastUse[z])
-	}
-	if pl.needed[8] {
-		t.Error("dead node 8 is planned")
-	}
-}
-
 // TestConcurrentRuns: programs of one backend may be run from several
 // goroutines; runs are serialized and each gets its own right answer.
 func TestConcurrentRuns(t *testing.T) {

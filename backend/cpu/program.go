@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/backend/plan"
 )
 
 // ErrReleased is returned by Run on a released program.
@@ -23,7 +24,7 @@ type program struct {
 	vals     [][]float32 // per node: where its value lives during a run
 	binds    []bind
 	steps    []step
-	atEnd    []outCopy
+	atEnd    []plan.Copy
 	slots    [][]float32
 	memBytes int64 // the intermediates' bytes (MemoryBytes)
 	released bool
@@ -38,7 +39,7 @@ type bind struct{ node, arg, off, n int }
 type step struct {
 	node   int
 	fn     func() // nil for values that need no computing (args, views)
-	copies []outCopy
+	copies []plan.Copy
 }
 
 var (
@@ -101,11 +102,11 @@ func (p *program) run(args []backend.Buffer, times []time.Duration) (backend.Run
 			}
 		}
 		for _, c := range s.copies {
-			copy(p.bufs[c.arg].data, p.vals[c.node])
+			copy(p.bufs[c.Arg].data, p.vals[c.Node])
 		}
 	}
 	for _, c := range p.atEnd {
-		copy(p.bufs[c.arg].data, p.vals[c.node])
+		copy(p.bufs[c.Arg].data, p.vals[c.Node])
 	}
 	// Drop references to the caller's buffers so they can be collected.
 	for _, b := range p.binds {

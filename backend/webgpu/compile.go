@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/backend/plan"
 )
 
 // Compile plans a graph: where each node's value lives (an arg, a pooled
@@ -83,6 +84,17 @@ type program struct {
 	// one buffer of the largest size serves all.
 	scratch      *gbuf
 	scratchBytes uint64
+	memBytes     int64 // intermediates, for MemoryBytes
+}
+
+// MemoryBytes reports the device memory the program holds: intermediates,
+// scratch and parameters (backend.ProgramSizer).
+func (p *program) MemoryBytes() int64 {
+	n := p.memBytes + int64(p.scratchBytes)
+	if p.params != nil {
+		n += int64(p.params.size)
+	}
+	return n
 }
 
 // outCopy copies an output's value into its arg after the compute pass.
@@ -94,9 +106,6 @@ type outCopy struct {
 
 // Compile turns a graph into a program.
 func (b *Backend) Compile(g *backend.Graph) (backend.Program, error) {
-	if err := g.Validate(); err != nil {
-		return nil, fmt.Errorf("webgpu.Compile: %w", err)
-	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
@@ -110,38 +119,78 @@ func (b *Backend) Compile(g *backend.Graph) (backend.Program, error) {
 	return p, nil
 }
 
+// plan runs the shared planner (package plan) on the fused graph: inlined
+// nodes have no storage, a fused kernel reads the leaves of its chain,
+// optimizer groups run at their last member, slices are copies (storage
+// binds at aligned offsets only) and output copies follow the compute pass.
+func (p *program) plan(g *backend.Graph, fp *fusePlan) (*plan.Plan, error) {
+	runsAt := make([]int, len(g.Nodes))
+	for i := range runsAt {
+		runsAt[i] = i
+	}
+	for last, members := range fp.group {
+		for _, j := range members {
+			runsAt[j] = last
+		}
+	}
+	free := uint64(0)
+	if p.b.total > p.b.allocated {
+		free = p.b.total - p.b.allocated
+	}
+	return plan.Make(g, plan.Options{
+		Inline: fp.inl,
+		RunsAt: runsAt,
+		Reads: func(i int) []int {
+			if fp.fused(i) {
+				return fp.reads(i)
+			}
+			return g.Nodes[i].In
+		},
+		CopiesAtEnd: true,
+		Limits: plan.Limits{
+			MaxStoreElems: int(p.b.d.info.maxBuffer / 4),
+			MaxIndexElems: math.MaxUint32, // kernels index with u32
+			FreeBytes:     free,
+		},
+	})
+}
+
 func (p *program) build(g *backend.Graph) error {
 	info := p.b.d.info
 	fp := planFusion(g, fuseLimits{maxBinds: max(int(info.maxStorageBuffers), 4), bindLimit: p.b.bindLimit}, !p.b.noFuse)
 	g = fp.g
 	p.fp = fp
-	locs, nslots, slotBytes := planMemory(g, fp)
-	for i, n := range g.Nodes {
-		if n.Op == backend.OpArg {
-			p.argNeed[n.Arg] = max(p.argNeed[n.Arg], backend.NumElems(n.Shape))
-		}
-		if l := locs[i]; l.kind == refArg {
-			p.argNeed[l.idx] = max(p.argNeed[l.idx], backend.NumElems(n.Shape))
+	pl, err := p.plan(g, fp)
+	if err != nil {
+		return err
+	}
+	locs := make([]loc, len(g.Nodes))
+	for i, l := range pl.Loc {
+		switch l.Kind {
+		case plan.None:
+			locs[i] = loc{refNone, 0}
+		case plan.Arg:
+			locs[i] = loc{refArg, l.Idx}
+		case plan.Slot:
+			locs[i] = loc{refSlot, l.Idx}
 		}
 	}
-	for _, o := range g.Outputs {
-		ne := backend.NumElems(g.Nodes[o.Node].Shape)
-		p.argNeed[o.Arg] = max(p.argNeed[o.Arg], ne)
-		if l := locs[o.Node]; l.kind != refArg || l.idx != o.Arg {
-			p.copies = append(p.copies, outCopy{src: l, dst: o.Arg, bytes: uint64(ne) * 4})
-		}
+	p.argNeed = pl.ArgNeed
+	for _, c := range pl.AtEnd {
+		p.copies = append(p.copies, outCopy{src: locs[c.Node], dst: c.Arg, bytes: 4 * uint64(backend.NumElems(g.Nodes[c.Node].Shape))})
 	}
-	for s := 0; s < nslots; s++ {
-		buf, err := p.b.newBuffer(slotBytes[s])
+	for s, ne := range pl.Slots {
+		buf, err := p.b.newBuffer(4 * uint64(max(ne, 1)))
 		if err != nil {
-			return fmt.Errorf("intermediate buffer %d of %d bytes: %w", s, slotBytes[s], err)
+			return fmt.Errorf("intermediate buffer %d of %d bytes: %w", s, 4*ne, err)
 		}
 		p.slots = append(p.slots, buf)
 	}
+	p.memBytes = int64(pl.SlotBytes)
 	for i := range g.Nodes {
 		var err error
 		switch {
-		case fp.inl[i] || fp.deferred[i]:
+		case !pl.Needed[i] || fp.inl[i] || fp.deferred[i]:
 			continue
 		case fp.group[i] != nil:
 			err = p.lowerGroup(fp, i, locs)
@@ -245,138 +294,3 @@ func (p *program) entries(s *step, args []*buffer) []bindEntry {
 	return es
 }
 
-// planMemory decides where every node's value lives. Args and in-place
-// updates live in their args; reshapes of stored values are views of them;
-// nodes fused into another kernel have no storage; an output that nobody
-// reads as an arg is written straight into its arg (also through a reshape
-// of it); every other value gets a pooled slot, reused once the last kernel
-// reading it has run (a kernel's output slot is taken before its inputs'
-// are given back, so no dispatch binds one buffer as both input and output).
-// Deferred in-place updates read their inputs where their group runs.
-func planMemory(g *backend.Graph, fp *fusePlan) (locs []loc, nslots int, slotBytes []uint64) {
-	nn := len(g.Nodes)
-	locs = make([]loc, nn)
-	readArg := make([]bool, g.NumArgs)
-	for _, n := range g.Nodes {
-		if n.Op == backend.OpArg {
-			readArg[n.Arg] = true
-		}
-	}
-	// view[i]: node i is stored in its input's storage.
-	view := func(i int) bool {
-		n := &g.Nodes[i]
-		return n.Op.InPlace() || (n.Op == backend.OpReshape && !fp.inl[n.In[0]] && !fp.fused(i))
-	}
-	// owner[i] is the node whose storage holds node i's value.
-	owner := make([]int, nn)
-	for i := range g.Nodes {
-		owner[i] = i
-		if !fp.inl[i] && view(i) {
-			owner[i] = owner[g.Nodes[i].In[0]]
-		}
-	}
-	direct := make([]int, nn)
-	for i := range direct {
-		direct[i] = -1
-	}
-	taken := make([]bool, g.NumArgs)
-	for _, o := range g.Outputs {
-		w := owner[o.Node]
-		n := g.Nodes[w]
-		if n.Op == backend.OpArg || n.Op.InPlace() || readArg[o.Arg] || taken[o.Arg] || direct[w] >= 0 {
-			continue
-		}
-		direct[w], taken[o.Arg] = o.Arg, true
-	}
-	// pos[i] is where node i's kernel runs.
-	pos := make([]int, nn)
-	for i := range pos {
-		pos[i] = i
-	}
-	for last, members := range fp.group {
-		for _, j := range members {
-			pos[j] = last
-		}
-	}
-	last := make([]int, nn)
-	for i := range last {
-		last[i] = -1
-	}
-	for i := range g.Nodes {
-		if fp.inl[i] {
-			continue
-		}
-		reads := g.Nodes[i].In
-		if fp.fused(i) {
-			reads = fp.reads(i)
-		}
-		for _, j := range reads {
-			last[owner[j]] = max(last[owner[j]], pos[i])
-		}
-	}
-	for _, o := range g.Outputs {
-		last[owner[o.Node]] = math.MaxInt
-	}
-	freeAt := make([][]int, nn)
-	for i, l := range last {
-		if l >= 0 && l < nn && owner[i] == i {
-			freeAt[l] = append(freeAt[l], i)
-		}
-	}
-	var free []int // free slots
-	slotOf := make([]int, nn)
-	for i := range slotOf {
-		slotOf[i] = -1
-	}
-	for i, n := range g.Nodes {
-		switch {
-		case fp.inl[i]:
-			locs[i] = loc{refNone, 0}
-		case n.Op == backend.OpArg:
-			locs[i] = loc{refArg, n.Arg}
-		case owner[i] != i:
-			locs[i] = locs[owner[i]]
-		case direct[i] >= 0:
-			locs[i] = loc{refArg, direct[i]}
-		default:
-			need := uint64(max(backend.NumElems(n.Shape), 1)) * 4
-			s := pickSlot(free, slotBytes, need)
-			if s < 0 {
-				s = len(slotBytes)
-				slotBytes = append(slotBytes, need)
-			} else {
-				free = slices.DeleteFunc(free, func(f int) bool { return f == s })
-				slotBytes[s] = max(slotBytes[s], need)
-			}
-			slotOf[i] = s
-			locs[i] = loc{refSlot, s}
-			if last[i] < 0 {
-				free = append(free, s) // nothing reads it
-			}
-		}
-		for _, o := range freeAt[i] {
-			if slotOf[o] >= 0 {
-				free = append(free, slotOf[o])
-			}
-		}
-	}
-	return locs, len(slotBytes), slotBytes
-}
-
-// pickSlot returns the smallest free slot holding need bytes, else the
-// largest free slot (grown by the caller), else -1.
-func pickSlot(free []int, sizes []uint64, need uint64) int {
-	best, largest := -1, -1
-	for _, s := range free {
-		if sizes[s] >= need && (best < 0 || sizes[s] < sizes[best]) {
-			best = s
-		}
-		if largest < 0 || sizes[s] > sizes[largest] {
-			largest = s
-		}
-	}
-	if best >= 0 {
-		return best
-	}
-	return largest
-}
