@@ -107,7 +107,7 @@ func TestPeakMemoryCheckedBeforeAllocating(t *testing.T) {
 	if err == nil {
 		t.Fatal("a 4 TB program ran")
 	}
-	wantIn(t, err.Error(), "4000000000004 bytes", "free")
+	wantIn(t, err.Error(), "4000000000000 bytes", "free")
 	if _, err := Sum(dev.Full(1, 10, 10)).Data(); err != nil {
 		t.Fatal(err)
 	}

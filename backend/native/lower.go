@@ -34,14 +34,15 @@ type fillConst struct {
 // lowering builds one ggml graph from an IR graph. It checks every shape it
 // hands to ggml first: a failed GGML_ASSERT would abort the whole process.
 type lowering struct {
-	d     *device
-	g     *backend.Graph
-	ctx   *C.struct_ggml_context // no_alloc: graph and intermediate tensors
-	cctx  *C.struct_ggml_context // no_alloc: constants
-	gf    *C.struct_ggml_cgraph
-	val   []tensor // the value of each IR node
-	args  []argLeaf
-	fills []fillConst
+	d      *device
+	g      *backend.Graph
+	needed []bool                 // plan.Plan.Needed: the nodes lowered
+	ctx    *C.struct_ggml_context // no_alloc: graph and intermediate tensors
+	cctx   *C.struct_ggml_context // no_alloc: constants
+	gf     *C.struct_ggml_cgraph
+	val    []tensor // the value of each IR node
+	args   []argLeaf
+	fills  []fillConst
 	// nodeEnd[i] is the graph's node count after IR node i was expanded, so a
 	// failed supports_op can name the IR node that produced the ggml node.
 	nodeEnd []int
@@ -155,6 +156,10 @@ func (l *lowering) tensorsUsed() int {
 func (l *lowering) build() error {
 	for i := range l.g.Nodes {
 		n := &l.g.Nodes[i]
+		if l.needed != nil && !l.needed[i] {
+			l.nodeEnd[i] = int(C.ggml_graph_n_nodes(l.gf))
+			continue // no output depends on it
+		}
 		before := l.tensorsUsed()
 		v, effects, err := l.lowerNode(i, n)
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/backend/plan"
 )
 
 // program is one compiled graph: a ggml graph whose intermediates were
@@ -39,15 +40,30 @@ type program struct {
 }
 
 // lower validates g and builds its ggml graph, checking every node against
-// the device; it allocates no device memory.
+// the device; it allocates no device memory. The shared planner (package
+// plan) validates the graph, finds the nodes no output needs, and checks
+// its intermediates' peak, as planned for the IR graph, against the
+// device's free memory before ggml's allocator takes any (its own plan of
+// the ggml graph is close to it: a few more nodes, the same liveness).
 func (d *device) lower(g *backend.Graph) (*lowering, error) {
-	if err := g.Validate(); err != nil {
+	pl, err := plan.Make(g, plan.Options{SliceViews: true})
+	if err != nil {
 		return nil, err
+	}
+	// The memory query costs a driver call (and ggml-vulkan logs it):
+	// only a large program asks.
+	if pl.SlotBytes > memCheckBytes {
+		var f, t C.size_t
+		var msg [512]C.char
+		if C.ag_dev_memory(C.ggml_backend_get_device(d.be), &f, &t, &msg[0], C.size_t(len(msg))) == 0 && pl.SlotBytes > uint64(f) {
+			return nil, fmt.Errorf("the program's intermediates need %d bytes at their peak, more than the %d bytes free on %s", pl.SlotBytes, uint64(f), d.name)
+		}
 	}
 	l, err := newLowering(d, g)
 	if err != nil {
 		return nil, err
 	}
+	l.needed = pl.Needed
 	if err := l.build(); err != nil {
 		l.free()
 		return nil, err
@@ -82,6 +98,10 @@ func (d *device) Compile(g *backend.Graph) (backend.Program, error) {
 	}
 	return p, nil
 }
+
+// memCheckBytes is the plan's peak above which Compile asks the device
+// for its free memory first.
+const memCheckBytes = 64 << 20
 
 func carray(n int) **C.struct_ggml_tensor {
 	return (**C.struct_ggml_tensor)(C.calloc(C.size_t(max(n, 1)), C.size_t(unsafe.Sizeof(uintptr(0)))))
