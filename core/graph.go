@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/internal/goid"
 	"github.com/ag-go/ag/profile"
 )
 
@@ -95,7 +96,7 @@ func (d *Device) recordGrad(fn string, op backend.Op, shape []int, attr backend.
 			panic(fmt.Sprintf("core.%s: input %d is on device %s, the others on %s: move it with Data and Tensor, or use one device", fn, i, in.dev.label(), d.label()))
 		}
 	}
-	t := &Tensor{dev: d, shape: shape, op: op, attr: attr}
+	t := &Tensor{dev: d, shape: shape, op: op, attr: attr, g: goid.Get()}
 	t.inputs = ins
 	d.lock()
 	defer d.mu.Unlock()
@@ -364,8 +365,11 @@ func (d *Device) lower() (*lowering, error) {
 			}
 		}
 	}
+	// Another goroutine's pending values are kept whether consumed or not:
+	// it may still use them as inputs, and it did not ask for this run.
+	me := goid.Get()
 	for _, t := range d.pending {
-		if t.keep || !consumed[t] && !t.op.InPlace() {
+		if t.keep || (!consumed[t] || t.g != me) && !t.op.InPlace() {
 			keep[t] = true
 		}
 	}

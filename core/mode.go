@@ -20,10 +20,10 @@ import (
 //     wait until it ends.
 //
 // Work recorded by several goroutines shares one pending graph, and a sync
-// from any goroutine runs all of it: a value another goroutine's sync
-// computed and did not keep is spent (ErrNotKept) as if the goroutine had
-// synced itself. Goroutines that each train their own model on one device
-// need nothing more; to share intermediate values, Keep them.
+// from any goroutine runs all of it. The values other goroutines recorded
+// are kept by such a run (they may still be inputs of ops those goroutines
+// record next), so a goroutine never finds its values spent by another's
+// sync. A failed run drops all pending work, every goroutine's.
 
 // gmode is what a goroutine inside NoGrad, Backward or an optimizer update
 // records with.

@@ -58,6 +58,7 @@ type Tensor struct {
 	attr   backend.Node // scalar/axis/perm/trans attributes of op
 	pass   profile.Pass // forward, backward or update (for the profiler)
 	seq    int          // position in the device's pending list
+	g      uintptr      // the goroutine that recorded it (goid)
 
 	requiresGrad bool
 	param        bool // persistent leaf owned by the user (Param)

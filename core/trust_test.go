@@ -328,3 +328,31 @@ func TestConcurrentTraining(t *testing.T) {
 	close(stop)
 	evalDone.Wait()
 }
+
+// Another goroutine's sync must not spend the values a goroutine is still
+// using: each Backward here reads its gradient twice, between which the
+// others sync.
+func TestConcurrentBackward(t *testing.T) {
+	dev := open(t)
+	var wg sync.WaitGroup
+	for k := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				w := dev.Param([]float32{float32(k), 1}, 2)
+				l := Sum(Mul(w, w))
+				if err := l.Backward(); err != nil {
+					t.Error(err)
+					return
+				}
+				g, err := w.Grad().Data()
+				if err != nil || !near(g, []float32{2 * float32(k), 2}, 0) {
+					t.Errorf("goroutine %d: gradient %v (%v)", k, g, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}

@@ -3,9 +3,9 @@
 // others: such modes belong to one goroutine, and Go has no goroutine-local
 // storage.
 //
-// On amd64 and arm64 Get reads the runtime's g pointer (one instruction); on
-// other architectures (wasm) it parses the goroutine id from runtime.Stack,
-// which costs microseconds, so callers ask only while such a mode is active.
+// On amd64, arm64 and wasm Get reads the runtime's g pointer (one
+// instruction), so a Device asks on every op; on other architectures it
+// parses the goroutine id from runtime.Stack, which costs a microsecond.
 package goid
 
 // Get returns an identity of the calling goroutine: distinct among live
