@@ -293,4 +293,3 @@ func (p *program) entries(s *step, args []*buffer) []bindEntry {
 	}
 	return es
 }
-
