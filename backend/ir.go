@@ -146,23 +146,96 @@ const (
 	opCount
 )
 
-var opNames = [...]string{
-	OpInvalid: "invalid", OpArg: "arg", OpFill: "fill",
-	OpAdd: "add", OpSub: "sub", OpMul: "mul", OpDiv: "div",
-	OpNeg: "neg", OpExp: "exp", OpLog: "log", OpSqrt: "sqrt", OpReLU: "relu",
-	OpSigmoid: "sigmoid", OpTanh: "tanh", OpAffine: "affine", OpPowConst: "pow",
-	OpClamp: "clamp", OpInside: "inside",
-	OpSum: "sum", OpMax: "max", OpSoftmax: "softmax", OpLogSoftmax: "log_softmax",
-	OpReshape: "reshape", OpPermute: "permute", OpExpand: "expand",
-	OpSliceRows: "slice_rows", OpConcatRows: "concat_rows", OpGetRows: "get_rows",
-	OpScatterAddRows: "scatter_add_rows", OpOneHot: "one_hot",
-	OpMatMul: "matmul", OpAdamW: "adamw", OpSGD: "sgd",
+// Class groups ops by the shape of their computation: what validation,
+// planning, fusion and the conformance suite need to know of an op.
+type Class uint8
+
+// The classes.
+const (
+	ClassNone     Class = iota // OpInvalid
+	ClassLeaf                  // arg, fill: no inputs
+	ClassUnary                 // elementwise of one input (scalars A, B)
+	ClassBinary                // elementwise of two broadcast inputs
+	ClassReduce                // along Node.Axis, keeping the rank
+	ClassRowwise               // along the last axis, same shape
+	ClassMovement              // values moved unchanged
+	ClassIndex                 // rows selected or scattered by f32 indices
+	ClassMatMul                // products of the last two dimensions
+	ClassUpdate                // in-place optimizer updates of arg operands
+)
+
+// OpInfo is what the code every backend shares knows of an op. An op is
+// declared once, here: its name, class and input count; validation, the
+// planner, the reference's checks and the conformance suite's generic
+// cases read this table.
+type OpInfo struct {
+	Name   string
+	Class  Class
+	Inputs int
+	// Exact: the result is the exact value on f32 inputs (selection, sign,
+	// data movement, a single correctly rounded operation): every backend
+	// must agree bit for bit.
+	Exact bool
+	// Domain is where the op is defined and smooth (an elementwise op's
+	// inputs); the conformance suite draws inputs from it. Zero: [-4, 4].
+	Domain [2]float32
+}
+
+var opInfo = [...]OpInfo{
+	OpInvalid: {Name: "invalid"},
+	OpArg:     {Name: "arg", Class: ClassLeaf, Exact: true},
+	OpFill:    {Name: "fill", Class: ClassLeaf, Exact: true},
+
+	OpAdd: {Name: "add", Class: ClassBinary, Inputs: 2, Exact: true},
+	OpSub: {Name: "sub", Class: ClassBinary, Inputs: 2, Exact: true},
+	OpMul: {Name: "mul", Class: ClassBinary, Inputs: 2, Exact: true},
+	OpDiv: {Name: "div", Class: ClassBinary, Inputs: 2},
+
+	OpNeg:      {Name: "neg", Class: ClassUnary, Inputs: 1, Exact: true},
+	OpExp:      {Name: "exp", Class: ClassUnary, Inputs: 1, Domain: [2]float32{-10, 10}},
+	OpLog:      {Name: "log", Class: ClassUnary, Inputs: 1, Domain: [2]float32{0.01, 10}},
+	OpSqrt:     {Name: "sqrt", Class: ClassUnary, Inputs: 1, Domain: [2]float32{0, 10}},
+	OpReLU:     {Name: "relu", Class: ClassUnary, Inputs: 1, Exact: true},
+	OpSigmoid:  {Name: "sigmoid", Class: ClassUnary, Inputs: 1, Domain: [2]float32{-8, 8}},
+	OpTanh:     {Name: "tanh", Class: ClassUnary, Inputs: 1, Domain: [2]float32{-5, 5}},
+	OpAffine:   {Name: "affine", Class: ClassUnary, Inputs: 1},
+	OpPowConst: {Name: "pow", Class: ClassUnary, Inputs: 1},
+	OpClamp:    {Name: "clamp", Class: ClassUnary, Inputs: 1, Exact: true},
+	OpInside:   {Name: "inside", Class: ClassUnary, Inputs: 1, Exact: true},
+
+	OpSum:        {Name: "sum", Class: ClassReduce, Inputs: 1},
+	OpMax:        {Name: "max", Class: ClassReduce, Inputs: 1, Exact: true},
+	OpSoftmax:    {Name: "softmax", Class: ClassRowwise, Inputs: 1},
+	OpLogSoftmax: {Name: "log_softmax", Class: ClassRowwise, Inputs: 1},
+
+	OpReshape:    {Name: "reshape", Class: ClassMovement, Inputs: 1, Exact: true},
+	OpPermute:    {Name: "permute", Class: ClassMovement, Inputs: 1, Exact: true},
+	OpExpand:     {Name: "expand", Class: ClassMovement, Inputs: 1, Exact: true},
+	OpSliceRows:  {Name: "slice_rows", Class: ClassMovement, Inputs: 1, Exact: true},
+	OpConcatRows: {Name: "concat_rows", Class: ClassMovement, Inputs: 2, Exact: true},
+
+	OpGetRows:        {Name: "get_rows", Class: ClassIndex, Inputs: 2, Exact: true},
+	OpScatterAddRows: {Name: "scatter_add_rows", Class: ClassIndex, Inputs: 2},
+	OpOneHot:         {Name: "one_hot", Class: ClassIndex, Inputs: 1, Exact: true},
+
+	OpMatMul: {Name: "matmul", Class: ClassMatMul, Inputs: 2},
+	OpAdamW:  {Name: "adamw", Class: ClassUpdate, Inputs: 5},
+	OpSGD:    {Name: "sgd", Class: ClassUpdate, Inputs: 4},
+}
+
+// Info returns the op's description. It panics on an op that is not
+// declared (a switch over ops that meets one is a half-added op).
+func (o Op) Info() OpInfo {
+	if o == OpInvalid || int(o) >= len(opInfo) || opInfo[o].Name == "" {
+		panic(fmt.Sprintf("backend: op %d is not declared in ir.go", int(o)))
+	}
+	return opInfo[o]
 }
 
 // String returns the op's IR name, as used in profiles.
 func (o Op) String() string {
-	if int(o) < len(opNames) && opNames[o] != "" {
-		return opNames[o]
+	if int(o) < len(opInfo) && opInfo[o].Name != "" {
+		return opInfo[o].Name
 	}
 	return fmt.Sprintf("op(%d)", int(o))
 }
@@ -176,14 +249,23 @@ func Ops() []Op {
 	return out
 }
 
+// Unknown panics naming the place and the op: the end of every switch over
+// ops, so that an op added to the IR but not to a backend fails loudly at
+// its first use (and in TestEveryOp) instead of computing something else.
+func Unknown(where string, o Op) {
+	panic(fmt.Sprintf("%s: no case for op %v (a half-added op: see backend/doc.go)", where, o))
+}
+
 // IsUnary reports whether o is an elementwise op of one input.
-func (o Op) IsUnary() bool { return o >= OpNeg && o <= OpInside }
+func (o Op) IsUnary() bool { return o.valid() && opInfo[o].Class == ClassUnary }
 
 // IsBinary reports whether o is an elementwise op of two broadcast inputs.
-func (o Op) IsBinary() bool { return o >= OpAdd && o <= OpDiv }
+func (o Op) IsBinary() bool { return o.valid() && opInfo[o].Class == ClassBinary }
 
 // InPlace reports whether o writes into its OpArg operands.
-func (o Op) InPlace() bool { return o == OpAdamW || o == OpSGD }
+func (o Op) InPlace() bool { return o.valid() && opInfo[o].Class == ClassUpdate }
+
+func (o Op) valid() bool { return o > OpInvalid && o < opCount }
 
 // Node is one vertex of a Graph. Inputs name earlier nodes by index.
 type Node struct {
@@ -412,17 +494,8 @@ func (g *Graph) validateNode(i int, n *Node) error {
 			return fmt.Errorf("input %d is not an earlier node", in)
 		}
 	}
-	want := map[Op]int{OpArg: 0, OpFill: 0, OpConcatRows: 2, OpGetRows: 2, OpScatterAddRows: 2,
-		OpMatMul: 2, OpAdamW: 5, OpSGD: 4}
-	nin, ok := want[n.Op]
-	switch {
-	case n.Op.IsBinary():
-		nin = 2
-	case !ok:
-		nin = 1
-	}
-	if len(n.In) != nin {
-		return fmt.Errorf("%d inputs, want %d", len(n.In), nin)
+	if nin := n.Op.Info().Inputs; len(n.In) != nin {
+		return fmt.Errorf("%d inputs, want %d", len(n.In), n.Op.Info().Inputs)
 	}
 	in := func(k int) []int { return g.Nodes[n.In[k]].Shape }
 	same := func(a, b []int) bool { return fmt.Sprint(a) == fmt.Sprint(b) }

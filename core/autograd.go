@@ -213,10 +213,12 @@ func vjp(n *Tensor, in []*Tensor, g *Tensor, k int) *Tensor {
 		if k == 0 {
 			return scatterAddRows(g, in[1], x.shape[0])
 		}
+		return nil // the indices
 	case backend.OpScatterAddRows:
 		if k == 0 {
 			return Gather(g, in[1])
 		}
+		return nil
 	case backend.OpMatMul:
 		a, b := in[0], in[1]
 		ta, tb := n.attr.TransA, n.attr.TransB
@@ -230,9 +232,11 @@ func vjp(n *Tensor, in []*Tensor, g *Tensor, k int) *Tensor {
 		default:
 			return MatMulT(g, a, true, ta)
 		}
+	case backend.OpMax, backend.OpOneHot, backend.OpFill, backend.OpInside, backend.OpArg, backend.OpAdamW, backend.OpSGD:
+		return nil // no gradient flows through a selection, a mask, a constant or an update
+	default:
+		backend.Unknown("core.vjp", n.op)
 	}
-	// OpMax, OpOneHot, OpFill, OpInside, index operands and updates carry
-	// no gradient.
 	return nil
 }
 

@@ -156,8 +156,10 @@ const maxElems = 20000
 // opCases is the table of single-op subtests.
 func opCases() []opCase {
 	var cs []opCase
-	for _, op := range []backend.Op{backend.OpAdd, backend.OpSub, backend.OpMul, backend.OpDiv} {
-		cs = append(cs, binaryCases(op)...)
+	for _, op := range backend.Ops() {
+		if op.IsBinary() {
+			cs = append(cs, binaryCases(op)...)
+		}
 	}
 	sym := func(lo, hi float64) func(r *rand.Rand, n int) []float32 {
 		return func(r *rand.Rand, n int) []float32 { return uniform(r, n, lo, hi) }
@@ -177,21 +179,37 @@ func opCases() []opCase {
 		return d
 	}
 	negInt := func(r *rand.Rand, n int) []float32 { return uniform(r, n, -3, 3) }
+	// Unary ops with scalar attributes get chosen ones; every other unary
+	// op of the IR is drawn from its domain (backend.OpInfo), so a new one
+	// needs no entry here.
+	attrCases := map[backend.Op][]opCase{
+		backend.OpSigmoid: {unaryCase("sigmoid", "sigmoid", backend.OpSigmoid, 0, 0, withExtremes(-8, 8))},
+		backend.OpTanh:    {unaryCase("tanh", "tanh", backend.OpTanh, 0, 0, withExtremes(-5, 5))},
+		backend.OpAffine:  {unaryCase("affine", "affine", backend.OpAffine, 1.5, -0.25, sym(-4, 4))},
+		backend.OpPowConst: {
+			unaryCase("pow/2", "pow", backend.OpPowConst, 2, 0, negInt),
+			unaryCase("pow/3", "pow", backend.OpPowConst, 3, 0, negInt),
+			unaryCase("pow/0.5", "pow", backend.OpPowConst, 0.5, 0, sym(0, 4)),
+			unaryCase("pow/-1.5", "pow", backend.OpPowConst, -1.5, 0, sym(0.1, 4)),
+		},
+		backend.OpClamp:  {unaryCase("clamp", "exact", backend.OpClamp, -0.5, 0.75, boundaries)},
+		backend.OpInside: {unaryCase("inside", "exact", backend.OpInside, -0.5, 0.75, boundaries)},
+	}
+	for _, op := range backend.Ops() {
+		if !op.IsUnary() {
+			continue
+		}
+		if c, ok := attrCases[op]; ok {
+			cs = append(cs, c...)
+			continue
+		}
+		d := op.Info().Domain
+		if d == [2]float32{} {
+			d = [2]float32{-4, 4}
+		}
+		cs = append(cs, unaryCase(op.String(), tolKey(op), op, 0, 0, sym(float64(d[0]), float64(d[1]))))
+	}
 	cs = append(cs,
-		unaryCase("neg", "exact", backend.OpNeg, 0, 0, sym(-4, 4)),
-		unaryCase("exp", "exp", backend.OpExp, 0, 0, sym(-10, 10)),
-		unaryCase("log", "log", backend.OpLog, 0, 0, sym(0.01, 10)),
-		unaryCase("sqrt", "sqrt", backend.OpSqrt, 0, 0, sym(0, 10)),
-		unaryCase("relu", "exact", backend.OpReLU, 0, 0, sym(-4, 4)),
-		unaryCase("sigmoid", "sigmoid", backend.OpSigmoid, 0, 0, withExtremes(-8, 8)),
-		unaryCase("tanh", "tanh", backend.OpTanh, 0, 0, withExtremes(-5, 5)),
-		unaryCase("affine", "affine", backend.OpAffine, 1.5, -0.25, sym(-4, 4)),
-		unaryCase("pow/2", "pow", backend.OpPowConst, 2, 0, negInt),
-		unaryCase("pow/3", "pow", backend.OpPowConst, 3, 0, negInt),
-		unaryCase("pow/0.5", "pow", backend.OpPowConst, 0.5, 0, sym(0, 4)),
-		unaryCase("pow/-1.5", "pow", backend.OpPowConst, -1.5, 0, sym(0.1, 4)),
-		unaryCase("clamp", "exact", backend.OpClamp, -0.5, 0.75, boundaries),
-		unaryCase("inside", "exact", backend.OpInside, -0.5, 0.75, boundaries),
 		fillCase(),
 	)
 	cs = append(cs, reduceCases()...)
@@ -201,6 +219,7 @@ func opCases() []opCase {
 	cs = append(cs, matmulCases()...)
 	cs = append(cs, optimizerCases()...)
 	cs = append(cs, specialCases()...)
+	cs = append(cs, everyOpCases()...)
 	return cs
 }
 
@@ -228,7 +247,7 @@ func binaryCases(op backend.Op) []opCase {
 		return b.inst(0)
 	}
 	return []opCase{
-		{name + "/same", name, func(r *rand.Rand) []instance {
+		{name + "/same", tolKey(op), func(r *rand.Rand) []instance {
 			var is []instance
 			for rank := 0; rank <= 4; rank++ {
 				s := randShape(r, rank, maxElems)
@@ -236,7 +255,7 @@ func binaryCases(op backend.Op) []opCase {
 			}
 			return is
 		}},
-		{name + "/broadcast", name, func(r *rand.Rand) []instance {
+		{name + "/broadcast", tolKey(op), func(r *rand.Rand) []instance {
 			var is []instance
 			for rank := 1; rank <= 4; rank++ {
 				for k := 0; k < 3; k++ {
@@ -255,7 +274,7 @@ func binaryCases(op backend.Op) []opCase {
 			}
 			return is
 		}},
-		{name + "/scalar", name, func(r *rand.Rand) []instance {
+		{name + "/scalar", tolKey(op), func(r *rand.Rand) []instance {
 			s := randShape(r, 3, maxElems)
 			return []instance{inst(r, nil, s), inst(r, s, nil), inst(r, []int{1}, s)}
 		}},

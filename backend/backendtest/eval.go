@@ -146,7 +146,7 @@ func evalNode(n *backend.Node, in [][]float64, shapes [][]int) []float64 {
 		}
 		copy(out, w)
 	default:
-		panic(fmt.Sprintf("backendtest.Eval: op %v has no reference", n.Op))
+		backend.Unknown("backendtest.Eval", n.Op)
 	}
 	return out
 }
@@ -170,9 +170,11 @@ func binary(op backend.Op, x, y float64) float64 {
 		return x - y
 	case backend.OpMul:
 		return x * y
-	default: // OpDiv
+	case backend.OpDiv:
 		return x / y
 	}
+	backend.Unknown("backendtest.binary", op)
+	return 0
 }
 
 // unary computes a unary op. It uses Go's built-in max and min, which are
@@ -199,12 +201,14 @@ func unary(op backend.Op, x, a, b float64) float64 {
 		return pow(x, a)
 	case backend.OpClamp:
 		return min(max(x, a), b)
-	default: // OpInside
+	case backend.OpInside:
 		if a < x && x < b {
 			return 1
 		}
 		return 0
 	}
+	backend.Unknown("backendtest.unary", op)
+	return 0
 }
 
 // pow is C's pow (which math.Pow follows) but for the one deviation ir.go

@@ -56,23 +56,28 @@ func salted(r *rand.Rand, n int, lo, hi float64, vals []float32, at ...int) []fl
 func specialCases() []opCase {
 	cs := []opCase{specialBinary(), specialFill()}
 	type attrs struct{ a, b float32 }
-	unaries := []struct {
+	// Unary ops with scalar attributes are fed these; every other unary
+	// op of the IR (a new one too) runs with none.
+	withAttrs := map[backend.Op][]attrs{
+		backend.OpAffine: {{1.5, -0.25}, {0, 1}, {-2, inf32}},
+		backend.OpPowConst: {{0, 0}, {1, 0}, {2, 0}, {3, 0}, {-1, 0}, {0.5, 0}, {-0.5, 0},
+			{-2, 0}, {1.5, 0}, {-1.5, 0}, {4, 0}, {5, 0}, {-3, 0}, {2.5, 0}, {7, 0}},
+		backend.OpClamp:  {{-0.5, 0.75}, {0, inf32}, {-inf32, inf32}, {2, 2}},
+		backend.OpInside: {{-0.5, 0.75}, {0, inf32}, {-inf32, inf32}, {1, 1}, {-inf32, 0}},
+	}
+	var unaries []struct {
 		op  backend.Op
 		tol string
 		ab  []attrs
-	}{
-		{backend.OpNeg, "exact", nil},
-		{backend.OpExp, "exp", nil},
-		{backend.OpLog, "log", nil},
-		{backend.OpSqrt, "sqrt", nil},
-		{backend.OpReLU, "exact", nil},
-		{backend.OpSigmoid, "sigmoid", nil},
-		{backend.OpTanh, "tanh", nil},
-		{backend.OpAffine, "affine", []attrs{{1.5, -0.25}, {0, 1}, {-2, inf32}}},
-		{backend.OpPowConst, "pow", []attrs{{0, 0}, {1, 0}, {2, 0}, {3, 0}, {-1, 0}, {0.5, 0}, {-0.5, 0},
-			{-2, 0}, {1.5, 0}, {-1.5, 0}, {4, 0}, {5, 0}, {-3, 0}, {2.5, 0}, {7, 0}}},
-		{backend.OpClamp, "exact", []attrs{{-0.5, 0.75}, {0, inf32}, {-inf32, inf32}, {2, 2}}},
-		{backend.OpInside, "exact", []attrs{{-0.5, 0.75}, {0, inf32}, {-inf32, inf32}, {1, 1}, {-inf32, 0}}},
+	}
+	for _, op := range backend.Ops() {
+		if op.IsUnary() {
+			unaries = append(unaries, struct {
+				op  backend.Op
+				tol string
+				ab  []attrs
+			}{op, tolKey(op), withAttrs[op]})
+		}
 	}
 	for _, u := range unaries {
 		ab := u.ab
@@ -110,7 +115,10 @@ func specialBinary() opCase {
 	return opCase{"special/binary", "div", func(r *rand.Rand) []instance {
 		n := len(specials)
 		var is []instance
-		for _, op := range []backend.Op{backend.OpAdd, backend.OpSub, backend.OpMul, backend.OpDiv} {
+		for _, op := range backend.Ops() {
+			if !op.IsBinary() {
+				continue
+			}
 			var b builder
 			x := b.arg(specials, n, 1)
 			y := b.arg(specials, 1, n)

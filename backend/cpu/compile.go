@@ -206,5 +206,6 @@ func (p *program) nodeFunc(g *backend.Graph, i int) func() {
 		w, gr, vel, hp := n.In[0], n.In[1], n.In[2], n.In[3]
 		return p.rangeFunc(size, grain/2, func(lo, hi int) { sgd(v[w], v[gr], v[vel], v[hp], lo, hi) })
 	}
-	panic(fmt.Sprintf("cpu: no kernel for op %v", n.Op)) // Validate admits only known ops
+	backend.Unknown("cpu.nodeFunc", n.Op)
+	return nil
 }

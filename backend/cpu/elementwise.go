@@ -29,6 +29,8 @@ func binVV(op backend.Op, o, a, b []float32) {
 		for i := range o {
 			o[i] = a[i] / b[i]
 		}
+	default:
+		backend.Unknown("cpu.binVV", op)
 	}
 }
 
@@ -52,6 +54,8 @@ func binVS(op backend.Op, o, a []float32, s float32) {
 		for i := range o {
 			o[i] = a[i] / s
 		}
+	default:
+		backend.Unknown("cpu.binVS", op)
 	}
 }
 
@@ -75,6 +79,8 @@ func binSV(op backend.Op, o []float32, s float32, b []float32) {
 		for i := range o {
 			o[i] = s / b[i]
 		}
+	default:
+		backend.Unknown("cpu.binSV", op)
 	}
 }
 
@@ -86,9 +92,11 @@ func binSS(op backend.Op, a, b float32) float32 {
 		return a - b
 	case backend.OpMul:
 		return a * b
-	default:
+	case backend.OpDiv:
 		return a / b
 	}
+	backend.Unknown("cpu.binSS", op)
+	return 0
 }
 
 // binRow computes one output row of inner elements whose inputs start at
@@ -172,6 +180,8 @@ func unary(op backend.Op, A, B float32, o, a []float32) {
 				o[i] = 0
 			}
 		}
+	default:
+		backend.Unknown("cpu.unary", op)
 	}
 }
 

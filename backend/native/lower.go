@@ -322,9 +322,10 @@ func (l *lowering) lowerNode(i int, n *backend.Node) (tensor, []tensor, error) {
 			return C.ggml_sub(ctx, a, b), nil, nil
 		case backend.OpMul:
 			return C.ggml_mul(ctx, a, b), nil, nil
-		default:
+		case backend.OpDiv:
 			return C.ggml_div(ctx, a, b), nil, nil
 		}
+		backend.Unknown("native.lowerNode", n.Op)
 	case n.Op.IsUnary():
 		return l.lowerUnary(n), nil, nil
 	case n.Op == backend.OpSum || n.Op == backend.OpMax:
@@ -377,7 +378,8 @@ func (l *lowering) lowerNode(i int, n *backend.Node) (tensor, []tensor, error) {
 	case n.Op == backend.OpSGD:
 		return l.lowerSGD(n)
 	}
-	return nil, nil, fmt.Errorf("op %s has no ggml lowering", n.Op)
+	backend.Unknown("native.lowerNode", n.Op)
+	return nil, nil, nil
 }
 
 // indices clamps f32 indices to 0..rows-1 and truncates them to whole
@@ -550,9 +552,11 @@ func (l *lowering) lowerUnary(n *backend.Node) tensor {
 		// device (ggml-cpu: x > 0, ggml-vulkan: x >= 0): positive(y) is
 		// [y > 0] under both, and 0 for NaN. y = x-A is exact in sign.
 		return C.ggml_mul(ctx, l.positive(l.scaleBias(x, 1, -n.A)), l.positive(l.scaleBias(x, -1, n.B)))
-	default: // OpPowConst
+	case backend.OpPowConst:
 		return l.lowerPow(n, x)
 	}
+	backend.Unknown("native.lowerUnary", n.Op)
+	return nil
 }
 
 // lowerPow computes x^A. ggml has no pow: common exponents use exact ops,

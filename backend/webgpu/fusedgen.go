@@ -115,7 +115,8 @@ func (e *exprGen) nodeBody(n *backend.Node) string {
 		c := n.Shape[1]
 		return fmt.Sprintf("return select(0.0, 1.0, idx(%s, %du) == i %% %du);", call(0, fmt.Sprintf("i / %du", c)), c, c)
 	}
-	panic("webgpu: not a pointwise op: " + n.Op.String())
+	backend.Unknown("webgpu.nodeBody", n.Op)
+	return ""
 }
 
 // idxMap is the WGSL index into an operand read at index i of shape out

@@ -165,7 +165,8 @@ func unaryExpr(n *backend.Node) string {
 	case backend.OpInside:
 		return "select(0.0, 1.0, x > a && x < b && !isNaNBits(x))"
 	}
-	panic("webgpu: not a unary op: " + n.Op.String())
+	backend.Unknown("webgpu.unaryExpr", n.Op)
+	return ""
 }
 
 // powExpr specializes x^A for the constant A: exact forms for the common
@@ -209,7 +210,18 @@ func unaryKernel(expr string) *kernel {
 }
 
 func binaryOp(op backend.Op) string {
-	return map[backend.Op]string{backend.OpAdd: "+", backend.OpSub: "-", backend.OpMul: "*", backend.OpDiv: "/"}[op]
+	switch op {
+	case backend.OpAdd:
+		return "+"
+	case backend.OpSub:
+		return "-"
+	case backend.OpMul:
+		return "*"
+	case backend.OpDiv:
+		return "/"
+	}
+	backend.Unknown("webgpu.binaryOp", op)
+	return ""
 }
 
 // binarySameKernel: both operands have the output's shape; params [n].

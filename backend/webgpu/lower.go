@@ -77,7 +77,7 @@ func (p *program) lower(g *backend.Graph, i int, locs []loc) error {
 	case n.Op == backend.OpSGD:
 		p.split(i, sgdKernel(), []bref{in(0), in(1), in(2), in(3)}, []bool{true, true, true, false}, ne)
 	default:
-		return fmt.Errorf("op %s not lowered", n.Op)
+		backend.Unknown("webgpu.lower", n.Op) // sum and max lower through lowerFused
 	}
 	return nil
 }
