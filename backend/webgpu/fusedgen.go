@@ -92,7 +92,7 @@ func (e *exprGen) nodeBody(n *backend.Node) string {
 	case n.Op.IsBinary():
 		ia := idxMap(n.Shape, backend.BroadcastStrides(in(0).Shape, n.Shape), in(0).Shape)
 		ib := idxMap(n.Shape, backend.BroadcastStrides(in(1).Shape, n.Shape), in(1).Shape)
-		return fmt.Sprintf("return %s %s %s;", call(0, ia), binaryOp(n.Op), call(1, ib))
+		return "return " + binaryExpr(n.Op, call(0, ia), call(1, ib)) + ";"
 	case n.Op == backend.OpReshape:
 		return "return " + call(0, "i") + ";"
 	case n.Op == backend.OpExpand:

@@ -209,18 +209,19 @@ func unaryKernel(expr string) *kernel {
 `)
 }
 
-func binaryOp(op backend.Op) string {
+// binaryExpr is the WGSL expression of a binary op over a and b.
+func binaryExpr(op backend.Op, a, b string) string {
 	switch op {
 	case backend.OpAdd:
-		return "+"
+		return a + " + " + b
 	case backend.OpSub:
-		return "-"
+		return a + " - " + b
 	case backend.OpMul:
-		return "*"
+		return a + " * " + b
 	case backend.OpDiv:
-		return "/"
+		return a + " / " + b
 	}
-	backend.Unknown("webgpu.binaryOp", op)
+	backend.Unknown("webgpu.binaryExpr", op)
 	return ""
 }
 
@@ -228,7 +229,7 @@ func binaryOp(op backend.Op) string {
 func binarySameKernel(op backend.Op) *kernel {
 	return newKernel("binary_same", []bindDecl{{name: "A"}, {name: "B"}, {name: "Y", rw: true}}, linearHead+`
 	if (i >= P[0]) { return; }
-	Y[i] = A[i] `+binaryOp(op)+` B[i];
+	Y[i] = `+binaryExpr(op, "A[i]", "B[i]")+`;
 }
 `)
 }
@@ -245,7 +246,7 @@ func binaryBcastKernel(op backend.Op) *kernel {
 	let i1 = r % P[2]; let i0 = r / P[2];
 	let ia = i0 * P[5] + i1 * P[6] + i2 * P[7] + i3 * P[8];
 	let ib = i0 * P[9] + i1 * P[10] + i2 * P[11] + i3 * P[12];
-	Y[i] = A[ia] `+binaryOp(op)+` B[ib];
+	Y[i] = `+binaryExpr(op, "A[ia]", "B[ib]")+`;
 }
 `)
 }
