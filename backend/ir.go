@@ -36,6 +36,7 @@ import (
 //	                  A is NaN, and here that includes -Inf (C gives +Inf or
 //	                  +0 for (-Inf)^A, a limit no backend computes cheaply)
 //	clamp             min(max(x, A), B) with NaN -> NaN; ±Inf clamp to the bounds
+//	abs               |x|: abs(±Inf) = +Inf, abs(NaN) = NaN
 //	inside            a mask: comparisons with NaN are false, so inside(NaN) = 0;
 //	                  ±Inf are outside finite bounds
 //	sum               IEEE sum in any order: NaN if any term is NaN or the terms
@@ -93,6 +94,7 @@ const (
 	OpPowConst // x^A for a finite A, as C's powf (see Special values)
 	OpClamp    // min(max(x, A), B) for A <= B; NaN stays NaN
 	OpInside   // 1 where A < x < B, else 0 (NaN too: the mask of ReLU' and Clamp')
+	OpAbs      // |x|
 
 	// OpSum sums along Node.Axis; the output keeps the rank with that axis 1.
 	OpSum
@@ -202,6 +204,7 @@ var opInfo = [...]OpInfo{
 	OpPowConst: {Name: "pow", Class: ClassUnary, Inputs: 1},
 	OpClamp:    {Name: "clamp", Class: ClassUnary, Inputs: 1, Exact: true},
 	OpInside:   {Name: "inside", Class: ClassUnary, Inputs: 1, Exact: true},
+	OpAbs:      {Name: "abs", Class: ClassUnary, Inputs: 1, Exact: true},
 
 	OpSum:        {Name: "sum", Class: ClassReduce, Inputs: 1},
 	OpMax:        {Name: "max", Class: ClassReduce, Inputs: 1, Exact: true},

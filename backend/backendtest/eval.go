@@ -201,6 +201,8 @@ func unary(op backend.Op, x, a, b float64) float64 {
 		return pow(x, a)
 	case backend.OpClamp:
 		return min(max(x, a), b)
+	case backend.OpAbs:
+		return math.Abs(x)
 	case backend.OpInside:
 		if a < x && x < b {
 			return 1

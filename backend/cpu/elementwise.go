@@ -171,6 +171,10 @@ func unary(op backend.Op, A, B float32, o, a []float32) {
 		for i := range o {
 			o[i] = min(max(a[i], A), B)
 		}
+	case backend.OpAbs:
+		for i := range o {
+			o[i] = float32(math.Abs(float64(a[i])))
+		}
 	case backend.OpInside:
 		for i := range o {
 			v := a[i]

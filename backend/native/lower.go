@@ -532,6 +532,8 @@ func (l *lowering) lowerUnary(n *backend.Node) tensor {
 		return l.scaleBias(x, n.A, n.B)
 	case backend.OpClamp:
 		return l.clampOf(n.In[0], x, n.A, n.B)
+	case backend.OpAbs:
+		return C.ggml_abs(ctx, x)
 	case backend.OpInside:
 		if !(n.A < n.B) {
 			return l.constant(n.Shape, 0) // an empty interval

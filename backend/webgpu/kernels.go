@@ -162,6 +162,8 @@ func unaryExpr(n *backend.Node) string {
 		return powExpr(n.A)
 	case backend.OpClamp:
 		return "select(min(max(x, a), b), x, isNaNBits(x))"
+	case backend.OpAbs:
+		return "bitcast<f32>(bitcast<u32>(x) & 0x7fffffffu)" // the sign bit cleared: NaN stays NaN
 	case backend.OpInside:
 		return "select(0.0, 1.0, x > a && x < b && !isNaNBits(x))"
 	}
