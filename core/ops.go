@@ -60,6 +60,44 @@ func Sigmoid(x *Tensor) *Tensor { return unary("Sigmoid", backend.OpSigmoid, x, 
 // Tanh returns tanh(x).
 func Tanh(x *Tensor) *Tensor { return unary("Tanh", backend.OpTanh, x, 0, 0) }
 
+// Abs returns |x| (a primitive: one kernel). Its gradient is sign(x): 0 at
+// 0 and NaN at NaN, as PyTorch's.
+func Abs(x *Tensor) *Tensor { return unary("Abs", backend.OpAbs, x, 0, 0) }
+
+// Sign returns -1, 0 or 1 by the sign of x (NaN for NaN, ±1 for ±Inf). A
+// composite: x scaled by 2^127 is at least 2^-22 in magnitude for every
+// nonzero x (subnormals included), so clamping it to ±2^-22 and scaling by
+// 2^22 gives exactly ±1, 0 at 0 and NaN at NaN. It carries no gradient (its
+// derivative is 0 wherever it is defined), as PyTorch's.
+func Sign(x *Tensor) *Tensor {
+	needTensors("Sign", x)
+	return Scale(Clamp(Scale(detach("Sign", x), 0x1p127), -0x1p-22, 0x1p-22), 0x1p22)
+}
+
+// detach is x as a value without gradient (a reshape to its own shape: a
+// view, no kernel): the ops a composite builds on it carry none.
+func detach(fn string, x *Tensor) *Tensor {
+	return x.dev.recordGrad(fn, backend.OpReshape, slices.Clone(x.shape), backend.Node{}, false, x)
+}
+
+// SiLU returns x*sigmoid(x) (swish), a composite: its gradient comes from
+// Mul's and Sigmoid's.
+func SiLU(x *Tensor) *Tensor {
+	needTensors("SiLU", x)
+	return Mul(x, Sigmoid(x))
+}
+
+// GELU returns the tanh approximation of the Gaussian error linear unit,
+// 0.5*x*(1 + tanh(sqrt(2/pi)*(x + 0.044715*x^3))), as PyTorch's
+// gelu(approximate="tanh") and GPT-2. A composite of six ops with the
+// gradient of each; on WebGPU they fuse into one kernel.
+func GELU(x *Tensor) *Tensor {
+	needTensors("GELU", x)
+	const c = 0.7978845608028654 // sqrt(2/pi)
+	inner := Scale(Add(x, Scale(Pow(x, 3), 0.044715)), c)
+	return Mul(Scale(x, 0.5), AddScalar(Tanh(inner), 1))
+}
+
 // Scale returns s*x.
 func Scale(x *Tensor, s float32) *Tensor { return Affine(x, s, 0) }
 
@@ -374,6 +412,8 @@ func vjp(n *Tensor, in []*Tensor, g *Tensor, k int) *Tensor {
 		return unbroadcast(Neg(Div(Mul(g, n), in[1])), x.shape)
 	case backend.OpNeg:
 		return Neg(g)
+	case backend.OpAbs:
+		return Mul(g, Sign(x))
 	case backend.OpExp:
 		return Mul(g, n)
 	case backend.OpLog:

@@ -5,7 +5,8 @@ import (
 	"testing"
 
 	"github.com/ag-go/ag/backend"
-	_ "github.com/ag-go/ag/backend/all" // every backend the special-value tests run on
+	_ "github.com/ag-go/ag/backend/all"
+	"github.com/ag-go/ag/internal/testenv" // every backend the special-value tests run on
 )
 
 // Special values through core, on every backend registered here (cpu,
@@ -24,7 +25,7 @@ func eachDevice(t *testing.T, f func(t *testing.T, dev *Device)) {
 	for _, d := range backend.Drivers() {
 		t.Run(d.Name, func(t *testing.T) {
 			if !d.OK {
-				t.Skipf("backend %q not available here, not checked: %s", d.Name, d.Why)
+				testenv.SkipDevice(t, d.Name, d.Why)
 			}
 			dev, err := Open(d.Name)
 			if err != nil {
