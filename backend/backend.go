@@ -4,6 +4,7 @@
 //
 // Backends register a Driver by name in init(), like database/sql drivers;
 // core.Open("auto") asks each registered driver in order of Priority.
+// See doc.go for how to add an op or a backend.
 package backend
 
 import (

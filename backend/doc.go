@@ -1,0 +1,48 @@
+package backend
+
+// # Adding an op
+//
+// First ask whether it can be a composite: a function in core/ops.go built
+// from the ops core already has, like core.GELU (tanh, pow, scale, mul) or
+// core.Sign. Its gradient then comes from its parts and every backend runs
+// it as it is; on WebGPU a pointwise composite fuses into one kernel anyway.
+// That touches one file, core/ops.go, and its test.
+//
+// Make it a primitive only where a kernel pays for itself (a long chain
+// made one pass, a numerically better formula, an op no composite reaches).
+// A primitive touches, besides core:
+//
+//	backend/ir.go                the constant, its row in opInfo (name,
+//	                             class, inputs, exactness, domain) and its
+//	                             line in the table of special values
+//	backend/backendtest/eval.go  the float64 reference: the oracle
+//	backend/cpu/<kernels>.go     elementwise.go, reduce.go, movement.go ...
+//	backend/webgpu/<kernels>.go  kernels.go (a unary or binary expression
+//	                             is enough: fusion and dispatch follow)
+//	backend/native/lower.go      its ggml lowering
+//
+// and core/ops.go for its function and its gradient (vjp). Nothing else:
+// validation reads opInfo, the planner (package plan) is generic, and the
+// conformance suite draws every-op, unary, binary and special-value cases
+// from opInfo, so the new op is checked on every backend at once. A switch
+// that lacks it panics through Unknown at its first use (TestEveryOp: the
+// every-op/<name> cases run SampleGraph of each op everywhere). OpAbs was
+// added this way; see its commit.
+//
+// # Adding a backend
+//
+// A backend is its kernels plus three small parts:
+//
+//   - memory: Alloc, Free, Write, Read, Memory over the device's buffers;
+//   - Compile: plan.Make(g, plan.Options{...}) does validation, the device
+//     limits, dead nodes, views, output placement, slots by liveness, arg
+//     sizes and the peak-memory check; the backend turns the plan into its
+//     kernels, one per needed node that is not a view;
+//   - Run: bind the args, run the kernels in order (one submission where
+//     the device allows), make the plan's output copies.
+//
+// backend/cpu is the smallest complete example (compile.go, program.go,
+// buffer.go, driver.go around its kernel files). Register the driver in an
+// init with a priority (see PriorityWebGPU), add it to backend/all, and run
+// the conformance suite: `func TestConformance(t *testing.T) {
+// backendtest.Run(t, "name") }`.
