@@ -25,9 +25,9 @@ package backend
 // validation reads opInfo, the planner (package plan) is generic, and the
 // conformance suite draws every-op, unary, binary and special-value cases
 // from opInfo, so the new op is checked on every backend at once. A switch
-// that lacks it panics through Unknown at its first use (TestEveryOp: the
-// every-op/<name> cases run SampleGraph of each op everywhere). OpAbs was
-// added this way; see its commit.
+// that lacks it panics through Unknown at its first use, and the
+// every-op/<name> conformance cases run SampleGraph of each op on every
+// backend. OpAbs was added this way; see its commit.
 //
 // # Adding a backend
 //
