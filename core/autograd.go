@@ -3,6 +3,7 @@ package core
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/ag-go/ag/backend"
 	"github.com/ag-go/ag/profile"
@@ -26,7 +27,14 @@ func (t *Tensor) Backward() error {
 	d := t.dev
 	// The walk and the ops it records are the backward's create time: the
 	// timed mode charges the time between ops to the next op.
-	defer d.enterMode(profile.PassBackward, true, profiling())()
+	m, restore := d.withMode(func(m *gmode) {
+		m.noGrad++
+		m.pass = profile.PassBackward
+		if profiling() {
+			m.timed, m.mark = true, time.Now()
+		}
+	})
+	defer restore()
 	d.lock()
 	if !t.requiresGrad {
 		d.mu.Unlock()
@@ -38,6 +46,7 @@ func (t *Tensor) Backward() error {
 		return err
 	}
 
+	m.user = "Backward" // the seed, and the sums into the leaves' gradients
 	grads := map[*Tensor]*Tensor{t: d.Full(1, t.shape...)}
 	for i := len(order) - 1; i >= 0; i-- {
 		n := order[i].t
@@ -51,6 +60,7 @@ func (t *Tensor) Backward() error {
 			prev := n.grad
 			d.mu.Unlock()
 			sum := g
+			m.user, m.scope = "Backward", ""
 			if prev != nil {
 				sum = Add(prev, g)
 			}
@@ -61,6 +71,10 @@ func (t *Tensor) Backward() error {
 			d.mu.Unlock()
 			continue
 		}
+		// The gradient's nodes belong to the op and layer they differentiate
+		// (the profile shows "MatMul" in the backward, not "mul"). m is
+		// this goroutine's own mode: no other goroutine touches it.
+		m.user, m.scope = n.user, n.scope
 		for k, in := range order[i].inputs {
 			if !order[i].needs[k] {
 				continue // no work for inputs without gradient (data, labels)

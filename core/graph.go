@@ -96,7 +96,7 @@ func (d *Device) recordGrad(fn string, op backend.Op, shape []int, attr backend.
 			panic(fmt.Sprintf("core.%s: input %d is on device %s, the others on %s: move it with Data and Tensor, or use one device", fn, i, in.dev.label(), d.label()))
 		}
 	}
-	t := &Tensor{dev: d, shape: shape, op: op, attr: attr, g: goid.Get()}
+	t := &Tensor{dev: d, shape: shape, op: op, attr: attr, g: goid.Get(), user: fn}
 	t.inputs = ins
 	d.lock()
 	defer d.mu.Unlock()
@@ -109,7 +109,10 @@ func (d *Device) recordGrad(fn string, op backend.Op, shape []int, attr backend.
 	t.requiresGrad = grad && needGrad && (m == nil || m.noGrad == 0)
 	t.pass = profile.PassForward
 	if m != nil {
-		t.pass = m.pass
+		t.pass, t.scope = m.pass, m.scope
+		if m.user != "" {
+			t.user = m.user
+		}
 	}
 	t.seq = len(d.pending)
 	d.pending = append(d.pending, t)
@@ -117,7 +120,7 @@ func (d *Device) recordGrad(fn string, op backend.Op, shape []int, attr backend.
 		if m != nil && m.timed {
 			t0 = m.mark
 		}
-		profile.Op(t.pass, op.String(), time.Since(t0))
+		profile.Op(t.pass, t.user, time.Since(t0))
 	}
 	if d.eager {
 		t.keep = true

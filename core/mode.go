@@ -35,6 +35,11 @@ type gmode struct {
 	// records belongs to making them.
 	timed bool
 	mark  time.Time
+	// user names the public op the recorded nodes belong to ("GELU" for
+	// the nodes of its composite, "MatMul" for the nodes of MatMul's
+	// gradient); "" means each node's own function. scope is the layer path
+	// ("0.Linear"). Both reach the profiler.
+	user, scope string
 }
 
 // lock takes the device lock, waiting while another goroutine records a
@@ -60,39 +65,83 @@ func (d *Device) modeOf() *gmode {
 	return d.modes[goid.Get()]
 }
 
-// enterMode turns gradient recording off for the calling goroutine and, when
-// setPass, labels its new nodes with pass, until the returned func restores
-// the previous mode. Modes nest. A timed mode charges the time between the
-// ops it records to their create time.
-func (d *Device) enterMode(pass profile.Pass, setPass, timed bool) (restore func()) {
+// withMode changes the calling goroutine's mode by set, until the returned
+// func restores it; it returns the mode, which only this goroutine reads
+// and writes while the change lasts. Modes nest.
+func (d *Device) withMode(set func(m *gmode)) (m *gmode, restore func()) {
 	g := goid.Get()
 	d.lock()
 	if d.modes == nil {
 		d.modes = map[uintptr]*gmode{}
 	}
-	m := d.modes[g]
+	m = d.modes[g]
 	if m == nil {
 		m = &gmode{pass: profile.PassForward}
 		d.modes[g] = m
 	}
 	prev := *m
-	m.noGrad++
-	if setPass {
-		m.pass = pass
-	}
-	if timed {
-		m.timed, m.mark = true, time.Now()
-	}
+	set(m)
 	d.mu.Unlock()
-	return func() {
+	return m, func() {
 		d.lock()
-		if prev.noGrad == 0 {
+		if prev == (gmode{pass: profile.PassForward}) {
 			delete(d.modes, g)
 		} else {
 			*m = prev
 		}
 		d.mu.Unlock()
 	}
+}
+
+// enterMode turns gradient recording off for the calling goroutine and, when
+// setPass, labels its new nodes with pass, until the returned func restores
+// the previous mode. A timed mode charges the time between the ops it
+// records to their create time.
+func (d *Device) enterMode(pass profile.Pass, setPass, timed bool) (restore func()) {
+	_, restore = d.withMode(func(m *gmode) {
+		m.noGrad++
+		if setPass {
+			m.pass = pass
+		}
+		if timed {
+			m.timed, m.mark = true, time.Now()
+		}
+	})
+	return restore
+}
+
+// composite names the nodes a composite op records after it (the
+// outermost composite wins: GELU's Tanh is GELU), until restore.
+func (d *Device) composite(fn string) (restore func()) {
+	_, restore = d.withMode(func(m *gmode) {
+		if m.user == "" {
+			m.user = fn
+		}
+	})
+	return restore
+}
+
+// Composite runs f with the ops this goroutine records on d reported in
+// profiles as one op named name (their IR ops one level down): a composite
+// op of your own, or a loss. Inside another composite the outer name wins.
+func (d *Device) Composite(name string, f func()) {
+	defer d.composite(name)()
+	f()
+}
+
+// Scope runs f with the ops this goroutine records on d labelled with the
+// layer name (nested scopes join with "."), so that profiles group time by
+// layer as well as by op. nn's layers call it; a model of your own can too.
+func (d *Device) Scope(name string, f func()) {
+	_, restore := d.withMode(func(m *gmode) {
+		if m.scope == "" {
+			m.scope = name
+		} else {
+			m.scope += "." + name
+		}
+	})
+	defer restore()
+	f()
 }
 
 // NoGrad runs f with gradient recording off for the ops this goroutine

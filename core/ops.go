@@ -71,6 +71,7 @@ func Abs(x *Tensor) *Tensor { return unary("Abs", backend.OpAbs, x, 0, 0) }
 // derivative is 0 wherever it is defined), as PyTorch's.
 func Sign(x *Tensor) *Tensor {
 	needTensors("Sign", x)
+	defer x.dev.composite("Sign")()
 	return Scale(Clamp(Scale(detach("Sign", x), 0x1p127), -0x1p-22, 0x1p-22), 0x1p22)
 }
 
@@ -84,6 +85,7 @@ func detach(fn string, x *Tensor) *Tensor {
 // Mul's and Sigmoid's.
 func SiLU(x *Tensor) *Tensor {
 	needTensors("SiLU", x)
+	defer x.dev.composite("SiLU")()
 	return Mul(x, Sigmoid(x))
 }
 
@@ -93,16 +95,17 @@ func SiLU(x *Tensor) *Tensor {
 // gradient of each; on WebGPU they fuse into one kernel.
 func GELU(x *Tensor) *Tensor {
 	needTensors("GELU", x)
+	defer x.dev.composite("GELU")()
 	const c = 0.7978845608028654 // sqrt(2/pi)
 	inner := Scale(Add(x, Scale(Pow(x, 3), 0.044715)), c)
 	return Mul(Scale(x, 0.5), AddScalar(Tanh(inner), 1))
 }
 
 // Scale returns s*x.
-func Scale(x *Tensor, s float32) *Tensor { return Affine(x, s, 0) }
+func Scale(x *Tensor, s float32) *Tensor { return unary("Scale", backend.OpAffine, x, s, 0) }
 
 // AddScalar returns x+c.
-func AddScalar(x *Tensor, c float32) *Tensor { return Affine(x, 1, c) }
+func AddScalar(x *Tensor, c float32) *Tensor { return unary("AddScalar", backend.OpAffine, x, 1, c) }
 
 // Affine returns a*x + b.
 func Affine(x *Tensor, a, b float32) *Tensor { return unary("Affine", backend.OpAffine, x, a, b) }
@@ -175,6 +178,7 @@ func Sum(x *Tensor) *Tensor {
 	if x.Rank() == 0 {
 		return x
 	}
+	defer x.dev.composite("Sum")()
 	flat := x
 	if x.Rank() != 1 {
 		flat = Reshape(x, x.Len())
@@ -186,6 +190,7 @@ func Sum(x *Tensor) *Tensor {
 // the axis with size 1.
 func SumAxis(x *Tensor, axis int, keepDim bool) *Tensor {
 	axis = normAxis("SumAxis", x, axis)
+	defer x.dev.composite("SumAxis")()
 	y := sumKeep("SumAxis", x, axis)
 	if keepDim {
 		return y
@@ -196,18 +201,21 @@ func SumAxis(x *Tensor, axis int, keepDim bool) *Tensor {
 // Mean averages all elements into a scalar.
 func Mean(x *Tensor) *Tensor {
 	needTensors("Mean", x)
+	defer x.dev.composite("Mean")()
 	return Scale(Sum(x), 1/float32(x.Len()))
 }
 
 // MeanAxis averages along axis; keepDim keeps the axis with size 1.
 func MeanAxis(x *Tensor, axis int, keepDim bool) *Tensor {
 	axis = normAxis("MeanAxis", x, axis)
+	defer x.dev.composite("MeanAxis")()
 	return Scale(SumAxis(x, axis, keepDim), 1/float32(x.shape[axis]))
 }
 
 // MaxAxis takes the maximum along axis (no gradient flows through it).
 func MaxAxis(x *Tensor, axis int, keepDim bool) *Tensor {
 	axis = normAxis("MaxAxis", x, axis)
+	defer x.dev.composite("MaxAxis")()
 	s := slices.Clone(x.shape)
 	s[axis] = 1
 	y := x.dev.recordGrad("MaxAxis", backend.OpMax, s, backend.Node{Axis: axis}, false, x)

@@ -59,6 +59,8 @@ type Tensor struct {
 	pass   profile.Pass // forward, backward or update (for the profiler)
 	seq    int          // position in the device's pending list
 	g      uintptr      // the goroutine that recorded it (goid)
+	user   string       // the public op that recorded it, for profiles
+	scope  string       // the layer it was recorded in (Device.Scope)
 
 	requiresGrad bool
 	param        bool // persistent leaf owned by the user (Param)

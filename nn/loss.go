@@ -9,22 +9,36 @@ import (
 
 // MSELoss is mean((pred-target)^2) over all elements.
 func MSELoss(pred, target *core.Tensor) *core.Tensor {
+	if pred == nil || target == nil {
+		panic("nn.MSELoss: nil pred or target")
+	}
 	if !slices.Equal(pred.Shape(), target.Shape()) {
 		panic(fmt.Sprintf("nn.MSELoss: pred %v and target %v differ", pred.Shape(), target.Shape()))
 	}
-	d := core.Sub(pred, target)
-	return core.Mean(core.Mul(d, d))
+	var l *core.Tensor
+	pred.Device().Composite("MSELoss", func() {
+		d := core.Sub(pred, target)
+		l = core.Mean(core.Mul(d, d))
+	})
+	return l
 }
 
 // CrossEntropy is -sum(target*log(pred))/batch for probabilities pred and
 // target distributions of shape [batch, classes]. pred is clamped to
 // [1e-7, 1] inside the log so a zero probability gives a finite loss.
 func CrossEntropy(pred, target *core.Tensor) *core.Tensor {
+	if pred == nil || target == nil {
+		panic("nn.CrossEntropy: nil pred or target")
+	}
 	if pred.Rank() != 2 || !slices.Equal(pred.Shape(), target.Shape()) {
 		panic(fmt.Sprintf("nn.CrossEntropy: pred %v and target %v must be the same [batch, classes]", pred.Shape(), target.Shape()))
 	}
-	ll := core.Mul(target, core.Log(core.Clamp(pred, 1e-7, 1)))
-	return core.Scale(core.Sum(ll), -1/float32(pred.Dim(0)))
+	var l *core.Tensor
+	pred.Device().Composite("CrossEntropy", func() {
+		ll := core.Mul(target, core.Log(core.Clamp(pred, 1e-7, 1)))
+		l = core.Scale(core.Sum(ll), -1/float32(pred.Dim(0)))
+	})
+	return l
 }
 
 // SoftmaxCrossEntropy is the mean over the batch of -log softmax(logits)[label]
@@ -42,10 +56,14 @@ func SoftmaxCrossEntropy(logits, labels *core.Tensor) *core.Tensor {
 		panic(fmt.Sprintf("nn.SoftmaxCrossEntropy: logits %v, labels %v: want [batch, classes] and [batch]", logits.Shape(), labels.Shape()))
 	}
 	classes := logits.Dim(1)
-	oh := core.OneHot(labels, classes)
-	ll := core.Mul(oh, core.LogSoftmax(logits))
-	loss := core.Scale(core.Sum(ll), -1/float32(logits.Dim(0)))
-	return core.Add(loss, labelPoison(labels, classes))
+	var loss *core.Tensor
+	logits.Device().Composite("SoftmaxCrossEntropy", func() {
+		oh := core.OneHot(labels, classes)
+		ll := core.Mul(oh, core.LogSoftmax(logits))
+		loss = core.Scale(core.Sum(ll), -1/float32(logits.Dim(0)))
+		loss = core.Add(loss, labelPoison(labels, classes))
+	})
+	return loss
 }
 
 // labelPoison is a scalar that is (minus) zero when every label lies in

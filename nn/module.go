@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strconv"
 
 	"github.com/ag-go/ag/core"
 )
@@ -52,10 +53,13 @@ func (l *Linear) Forward(x *core.Tensor) *core.Tensor {
 	if in := l.W.Dim(0); x.Rank() != 2 || x.Dim(1) != in {
 		panic(fmt.Sprintf("nn.Linear.Forward: input of shape %v, want [batch, %d]", x.Shape(), in))
 	}
-	y := core.MatMul(x, l.W)
-	if l.B != nil {
-		y = core.Add(y, l.B)
-	}
+	var y *core.Tensor
+	x.Device().Scope("Linear", func() {
+		y = core.MatMul(x, l.W)
+		if l.B != nil {
+			y = core.Add(y, l.B) // the bias add: "Add" in the Linear's row of a profile
+		}
+	})
 	return y
 }
 
@@ -81,8 +85,12 @@ type Sequential []Module
 
 // Forward runs x through every module.
 func (s Sequential) Forward(x *core.Tensor) *core.Tensor {
-	for _, m := range s {
-		x = m.Forward(x)
+	if x == nil {
+		panic("nn.Sequential.Forward: nil input")
+	}
+	for i, m := range s {
+		// Profiles group by layer: "0.Linear", "1" (a Func), ...
+		x.Device().Scope(strconv.Itoa(i), func() { x = m.Forward(x) })
 	}
 	return x
 }
