@@ -34,6 +34,9 @@ type Caps struct {
 	DeviceTimer bool
 	// Unsupported lists ops the backend cannot run; Compile fails on them.
 	Unsupported []Op
+	// Timer says how its NodeTimer times nodes, for people reading a
+	// profile ("timestamp queries per kernel"); "" when it has none.
+	Timer string
 }
 
 // Supports reports whether op is runnable.
@@ -87,13 +90,53 @@ type Backend interface {
 	Close() error
 }
 
-// NodeTimer is implemented by programs that can time each node of a run
-// (host clock per node on a CPU, timestamp queries on a GPU). The profiler
-// uses it; nodeTimes has one entry per graph node (zero where unknown, such
-// as nodes fused into others).
+// NodeTimer is implemented by programs that can time each node of a run;
+// the profiler uses it. Each backend times as precisely as its device lets
+// it and says how, per node, in NodeTimes.How (Caps.Timer describes it).
 type NodeTimer interface {
-	RunTimed(args []Buffer, nodeTimes []time.Duration) (RunInfo, error)
+	// RunTimed is Run with each node's compute time in t.Dur and how it
+	// was obtained in t.How (both of the graph's length, given by the
+	// caller). Its results are Run's.
+	RunTimed(args []Buffer, t *NodeTimes) (RunInfo, error)
 }
+
+// NodeTimes are a timed run's per-node times.
+type NodeTimes struct {
+	Dur []time.Duration
+	How []TimeKind
+}
+
+// NewNodeTimes makes NodeTimes for a graph of n nodes.
+func NewNodeTimes(n int) *NodeTimes {
+	return &NodeTimes{Dur: make([]time.Duration, n), How: make([]TimeKind, n)}
+}
+
+// Check reports whether t fits a graph of n nodes, naming fn.
+func (t *NodeTimes) Check(fn string, n int) error {
+	if t == nil || len(t.Dur) != n || len(t.How) != n {
+		return fmt.Errorf("%s: node times for a graph of %d nodes, want %d of each", fn, n, n)
+	}
+	clear(t.Dur)
+	clear(t.How)
+	return nil
+}
+
+// TimeKind says how a node's time was obtained.
+type TimeKind uint8
+
+// The kinds of node time.
+const (
+	// TimeNone: the node ran no kernel (an arg, a view, a dead node).
+	TimeNone TimeKind = iota
+	// TimeMeasured: its own kernel was timed.
+	TimeMeasured
+	// TimeSplit: its share, by NodeCost, of a timed kernel it was fused
+	// into with other nodes.
+	TimeSplit
+	// TimeEstimated: its share of a timed run by proportions measured
+	// per kernel earlier (a calibration) or by NodeCost.
+	TimeEstimated
+)
 
 // Availability is a driver's answer to "can you run here?".
 type Availability struct {

@@ -61,7 +61,9 @@ type recording struct {
 	offsets []int
 	flat    *Tensor // all outputs, one download
 	outs    [][]int // output shapes
-	nodes   []profile.NodeTime
+	nodes   []profile.NodeTime // the recorded nodes, for profiles of replays
+	nodeIdx []int              // their graph node indices (their times in RunTimed)
+	nnodes  int                // the graph's node count
 }
 
 type boundArg struct {
@@ -242,8 +244,10 @@ func (c *Capture) record(in []Input) (*recording, [][]float32, error) {
 		rec.bound = append(rec.bound, boundArg{s, lw.args[lw.g.Nodes[idx].Arg]})
 	}
 	for _, t := range d.pending { // arg nodes do no work: left out
-		rec.nodes = append(rec.nodes, profile.NodeTime{Op: t.op.String(), Pass: t.pass})
+		rec.nodes = append(rec.nodes, t.nodeTime(nil, 0))
+		rec.nodeIdx = append(rec.nodeIdx, lw.nodeOf[t])
 	}
+	rec.nnodes = len(lw.g.Nodes)
 	if _, err := e.prog.Run(lw.args); err != nil {
 		return abort(lw, fmt.Errorf("core: Capture: first run: %w", err))
 	}
@@ -303,7 +307,14 @@ func (r *recording) replay(d *Device, in []Input, start time.Time) ([][]float32,
 	}
 	d.count(true, len(packed), "capture inputs")
 	t1 := time.Now()
-	info, err := r.prog.prog.Run(r.args)
+	var info backend.RunInfo
+	var times *backend.NodeTimes
+	var err error
+	if prof {
+		info, times, err = runTimed(r.prog.prog, r.args, r.nnodes)
+	} else {
+		info, err = r.prog.prog.Run(r.args)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("core: Capture.Call: running: %w", err)
 	}
@@ -314,8 +325,14 @@ func (r *recording) replay(d *Device, in []Input, start time.Time) ([][]float32,
 	res, err := r.download(d)
 	if prof {
 		// ctx: checking that the recording still holds, before the upload
+		nodes := slices.Clone(r.nodes)
+		if times != nil {
+			for k, i := range r.nodeIdx {
+				nodes[k].Dur, nodes[k].How = times.Dur[i], timing(times.How[i])
+			}
+		}
 		rec := profile.Run{Site: "captured", Start: start, Ctx: t0.Sub(start), Upload: t1.Sub(t0), Compute: t2.Sub(t1),
-			Download: time.Since(t2), Nodes: r.nodes, DownloadPass: profile.PassForward}
+			Download: time.Since(t2), Nodes: nodes, DownloadPass: profile.PassForward}
 		d.useDeviceTime(&rec, info)
 		profile.RecordRun(&rec)
 	}

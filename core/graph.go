@@ -198,10 +198,9 @@ func (d *Device) run(want []*Tensor, site string) (*profile.Run, error) {
 	prog := e.prog
 	t2 := time.Now()
 	var info backend.RunInfo
-	var nodeTimes []time.Duration
-	if nt, ok := prog.(backend.NodeTimer); ok && prof {
-		nodeTimes = make([]time.Duration, len(lw.g.Nodes))
-		info, err = nt.RunTimed(lw.args, nodeTimes)
+	var times *backend.NodeTimes
+	if prof {
+		info, times, err = runTimed(prog, lw.args, len(lw.g.Nodes))
 	} else {
 		info, err = prog.Run(lw.args)
 	}
@@ -215,11 +214,7 @@ func (d *Device) run(want []*Tensor, site string) (*profile.Run, error) {
 		// arg nodes read bound memory and do no work: they are left out
 		nodes = make([]profile.NodeTime, 0, len(d.pending))
 		for _, t := range d.pending {
-			n := profile.NodeTime{Op: t.op.String(), Pass: t.pass}
-			if nodeTimes != nil {
-				n.Dur = nodeTimes[lw.nodeOf[t]]
-			}
-			nodes = append(nodes, n)
+			nodes = append(nodes, t.nodeTime(times, lw.nodeOf[t]))
 		}
 	}
 	d.realize(lw)
@@ -502,4 +497,40 @@ func checkLabels(t *Tensor) error {
 		}
 	}
 	return nil
+}
+
+// runTimed runs prog with per-node times when it can time nodes (times is
+// nil when it cannot: the profiler then splits the run's compute evenly).
+func runTimed(prog backend.Program, args []backend.Buffer, nodes int) (backend.RunInfo, *backend.NodeTimes, error) {
+	nt, ok := prog.(backend.NodeTimer)
+	if !ok {
+		info, err := prog.Run(args)
+		return info, nil, err
+	}
+	times := backend.NewNodeTimes(nodes)
+	info, err := nt.RunTimed(args, times)
+	return info, times, err
+}
+
+// nodeTime is t's entry in a run's profile: its IR op, the op and layer its
+// user wrote, its pass, and graph node i's time from times (nil: untimed).
+func (t *Tensor) nodeTime(times *backend.NodeTimes, i int) profile.NodeTime {
+	n := profile.NodeTime{Op: t.op.String(), User: t.user, Scope: t.scope, Pass: t.pass, How: profile.Even}
+	if times != nil {
+		n.Dur, n.How = times.Dur[i], timing(times.How[i])
+	}
+	return n
+}
+
+// timing maps a backend's kind of node time to the profiler's.
+func timing(k backend.TimeKind) profile.Timing {
+	switch k {
+	case backend.TimeNone, backend.TimeMeasured:
+		return profile.Measured // a node that ran no kernel took exactly no time
+	case backend.TimeSplit:
+		return profile.Split
+	case backend.TimeEstimated:
+		return profile.Estimated
+	}
+	panic(fmt.Sprintf("core: unknown node time kind %d", k))
 }

@@ -20,8 +20,8 @@ func TestAttribute(t *testing.T) {
 			// share is scaled by 2. Five nodes: F 2, B 2, U 1 for ctx/flush.
 			name: "mixed with node times",
 			run: Run{Ctx: msd(5), Flush: msd(10), Upload: msd(3), Download: msd(1), DownloadPass: B,
-				Compute: msd(20), Nodes: []NodeTime{{"matmul", F, msd(2)}, {"add", F, msd(1)},
-					{"matmul", B, msd(4)}, {"sum", B, msd(1)}, {"adamw", U, msd(2)}}},
+				Compute: msd(20), Nodes: []NodeTime{{Op: "matmul", Pass: F, Dur: msd(2)}, {Op: "add", Pass: F, Dur: msd(1)},
+					{Op: "matmul", Pass: B, Dur: msd(4)}, {Op: "sum", Pass: B, Dur: msd(1)}, {Op: "adamw", Pass: U, Dur: msd(2)}}},
 			want: map[Pass]stages{
 				F: {StageCtx: 2, StageFlush: 4, StageUpload: 3, StageCompute: 6},
 				B: {StageCtx: 2, StageFlush: 4, StageDownload: 1, StageCompute: 10},
@@ -32,7 +32,7 @@ func TestAttribute(t *testing.T) {
 		{
 			name: "no node times: even split of compute",
 			run: Run{Compute: msd(6), Graph: msd(3), Download: msd(1.5),
-				Nodes: []NodeTime{{"a", F, 0}, {"b", F, 0}, {"c", B, 0}}},
+				Nodes: []NodeTime{{Op: "a", Pass: F, Dur: 0}, {Op: "b", Pass: F, Dur: 0}, {Op: "c", Pass: B, Dur: 0}}},
 			want: map[Pass]stages{
 				F: {StageCompute: 4, StageGraph: 2, StageDownload: 1.5},
 				B: {StageCompute: 2, StageGraph: 1},
@@ -41,7 +41,7 @@ func TestAttribute(t *testing.T) {
 		},
 		{
 			name: "zero compute: node times are the compute",
-			run:  Run{Nodes: []NodeTime{{"a", F, msd(1.5)}, {"b", B, msd(2.5)}}},
+			run:  Run{Nodes: []NodeTime{{Op: "a", Pass: F, Dur: msd(1.5)}, {Op: "b", Pass: B, Dur: msd(2.5)}}},
 			want: map[Pass]stages{
 				F: {StageCompute: 1.5},
 				B: {StageCompute: 2.5},
@@ -50,7 +50,7 @@ func TestAttribute(t *testing.T) {
 		},
 		{
 			name: "some node times unknown: fused nodes get none",
-			run:  Run{Compute: msd(8), Nodes: []NodeTime{{"a", F, msd(3)}, {"b", F, 0}, {"c", B, msd(1)}}},
+			run:  Run{Compute: msd(8), Nodes: []NodeTime{{Op: "a", Pass: F, Dur: msd(3)}, {Op: "b", Pass: F, Dur: 0}, {Op: "c", Pass: B, Dur: msd(1)}}},
 			want: map[Pass]stages{
 				F: {StageCompute: 6},
 				B: {StageCompute: 2},
@@ -62,7 +62,7 @@ func TestAttribute(t *testing.T) {
 			// zero value (forward), absent here, so download by count too.
 			name: "update-only run",
 			run: Run{Upload: msd(4), Download: msd(2), Compute: msd(1),
-				Nodes: []NodeTime{{"adamw", U, 0}, {"adamw", U, 0}, {"sub", B, 0}, {"mul", B, 0}}},
+				Nodes: []NodeTime{{Op: "adamw", Pass: U, Dur: 0}, {Op: "adamw", Pass: U, Dur: 0}, {Op: "sub", Pass: B, Dur: 0}, {Op: "mul", Pass: B, Dur: 0}}},
 			want: map[Pass]stages{
 				B: {StageUpload: 2, StageDownload: 1, StageCompute: 0.5},
 				U: {StageUpload: 2, StageDownload: 1, StageCompute: 0.5},
@@ -81,7 +81,7 @@ func TestAttribute(t *testing.T) {
 			// The node of an unknown pass counts in N but its share goes
 			// nowhere: F gets 1 of 2 in ctx and its own node time.
 			name: "invalid pass",
-			run:  Run{Ctx: msd(2), Compute: msd(4), Nodes: []NodeTime{{"a", F, msd(1)}, {"x", Pass(7), msd(1)}}},
+			run:  Run{Ctx: msd(2), Compute: msd(4), Nodes: []NodeTime{{Op: "a", Pass: F, Dur: msd(1)}, {Op: "x", Pass: Pass(7), Dur: msd(1)}}},
 			want: map[Pass]stages{
 				F: {StageCtx: 1, StageCompute: 2},
 			},
@@ -117,7 +117,7 @@ func TestRecordRunSplit(t *testing.T) {
 	Op(PassForward, "matmul", msd(0.5))
 	Op(PassBackward, "matmul", msd(7)) // backward is off: dropped
 	RecordRun(&Run{Site: "sync", Ctx: msd(3), Compute: msd(6), Upload: msd(1),
-		Nodes: []NodeTime{{"matmul", PassForward, msd(1)}, {"matmul", PassBackward, msd(3)}, {"adamw", PassUpdate, msd(2)}}})
+		Nodes: []NodeTime{{Op: "matmul", Pass: PassForward, Dur: msd(1)}, {Op: "matmul", Pass: PassBackward, Dur: msd(3)}, {Op: "adamw", Pass: PassUpdate, Dur: msd(2)}}})
 
 	f, b, u := Data(PassForward), Data(PassBackward), Data(PassUpdate)
 	if f.TotalMS != 0.5+1+1+1 { // create, ctx share, upload, compute

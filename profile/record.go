@@ -1,6 +1,18 @@
 package profile
 
-import "time"
+import (
+	"strconv"
+	"time"
+)
+
+// userName is the per-op key of a node: the op its user wrote, else its IR
+// op (runs recorded without names).
+func userName(n NodeTime) string {
+	if n.User != "" {
+		return n.User
+	}
+	return n.Op
+}
 
 // Run is one program run at a sync point, as core measured it. One Run may
 // hold nodes of several passes (a fused training step); RecordRun splits its
@@ -25,9 +37,42 @@ type Run struct {
 
 // NodeTime is one node of a run.
 type NodeTime struct {
-	Op   string        // op name, the key of the per-op totals
-	Pass Pass          // which pass emitted the node
-	Dur  time.Duration // its compute time; 0 when unknown (fused, or no timer)
+	Op    string        // IR op name (matmul, mul, ...): the breakdown one level down
+	User  string        // the op a user wrote (MatMul, GELU, AdamWUpdate): the key of the per-op totals
+	Scope string        // the layer (core.Device.Scope): the key of the per-layer totals
+	Pass  Pass          // which pass emitted the node
+	Dur   time.Duration // its compute time; 0 for a node that runs no kernel
+	How   Timing        // how Dur was obtained
+}
+
+// Timing says how a node's compute time was obtained.
+type Timing uint8
+
+// The ways of timing a node, from best to worst.
+const (
+	// Measured: the node's own kernel was timed (timestamp queries around
+	// it, or the host clock around it on a CPU).
+	Measured Timing = iota
+	// Split: the node was fused with others into one kernel that was timed;
+	// the kernel's time is split among them by cost (FLOPs and bytes, see
+	// backend.NodeCost).
+	Split
+	// Estimated: the run was timed as a whole (or in parts) and the node's
+	// share comes from a model: calibrated per-kernel shares or costs.
+	Estimated
+	// Even: no timer at all; the run's compute is split evenly per node.
+	Even
+	numTimings
+)
+
+var timingNames = [numTimings]string{"measured", "split", "estimated", "even"}
+
+// String returns "measured", "split", "estimated" or "even".
+func (t Timing) String() string {
+	if t < numTimings {
+		return timingNames[t]
+	}
+	return "timing(" + strconv.Itoa(int(t)) + ")"
 }
 
 // Op records one op of pass p: counted in the pass's operations and in its
@@ -97,9 +142,12 @@ func RecordRun(r *Run) {
 		if n.Pass >= numPasses || !on[n.Pass].Load() {
 			continue
 		}
-		t := st.pass[n.Pass].op(n.Op)
-		t.nodes++
-		t.compute += sh.node[i]
+		if !sh.timed {
+			n.How = Even
+		}
+		d := &st.pass[n.Pass]
+		d.op(userName(n)).addNode(n, sh.node[i])
+		d.layer(n.Scope).addNode(n, sh.node[i])
 	}
 	st.traceRun(r, &sh)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 )
 
 // Report is one pass's profile: what the seed's text report prints, as data
@@ -24,8 +25,13 @@ type Report struct {
 	PerOpMS float64 `json:"per_op_ms"`
 	// Stages are the stages with time recorded, largest first.
 	Stages []StageTime `json:"stages"`
-	// ByOp are the per-op totals (create + compute), largest first.
+	// ByOp are the per-op totals (create + compute) by the op a user wrote
+	// (MatMul, ReLU, GELU, AdamWUpdate; a gradient's nodes under the op
+	// they differentiate), largest first, each with its IR ops.
 	ByOp []OpTime `json:"by_op"`
+	// ByLayer are the compute totals by layer (core.Device.Scope; "" for
+	// ops outside any), largest first.
+	ByLayer []OpTime `json:"by_layer"`
 	// TransferMS is upload + download: what a resident pass would remove.
 	TransferMS float64 `json:"transfer_ms"`
 	// TransferPct is TransferMS as a percent of TotalMS.
@@ -42,7 +48,7 @@ type StageTime struct {
 	Pct   float64 `json:"pct"` // of the pass total
 }
 
-// OpTime is one op name's total in a Report.
+// OpTime is one op's (or layer's) total in a Report.
 type OpTime struct {
 	Op        string  `json:"op"`
 	Count     int     `json:"count"` // Op calls
@@ -51,6 +57,46 @@ type OpTime struct {
 	ComputeMS float64 `json:"compute_ms"`
 	MS        float64 `json:"ms"`  // CreateMS + ComputeMS
 	Pct       float64 `json:"pct"` // of the pass total
+	// Timing says how ComputeMS was obtained: "measured" (its kernels were
+	// timed), "split" (shares of timed fused kernels, by cost),
+	// "estimated" (shares of a timed run from a model), "even" (no timer:
+	// the run split evenly per node), or "mixed"; MeasuredPct is the part
+	// of ComputeMS that was measured.
+	Timing      string  `json:"timing"`
+	MeasuredPct float64 `json:"measured_pct"`
+	// IR is the breakdown by IR op, largest first.
+	IR []IRTime `json:"ir,omitempty"`
+}
+
+// IRTime is one IR op's part of an OpTime.
+type IRTime struct {
+	Op        string  `json:"op"`
+	Nodes     int     `json:"nodes"`
+	ComputeMS float64 `json:"compute_ms"`
+}
+
+// row makes the OpTime of a total; total is the pass's, for Pct.
+func (t *opTotal) row(name string, total float64) OpTime {
+	v := t.create + t.compute
+	o := OpTime{Op: name, Count: t.count, Nodes: t.nodes, CreateMS: ms(t.create), ComputeMS: ms(t.compute),
+		MS: ms(v), Pct: pct(v, total), MeasuredPct: pct(t.timed[Measured], t.compute), Timing: "measured"}
+	kinds := 0
+	for k, v := range t.timed {
+		if v > 0 {
+			kinds++
+			o.Timing = Timing(k).String()
+		}
+	}
+	if kinds > 1 {
+		o.Timing = "mixed"
+	}
+	for name, it := range t.ir {
+		o.IR = append(o.IR, IRTime{Op: name, Nodes: it.nodes, ComputeMS: ms(it.compute)})
+	}
+	slices.SortFunc(o.IR, func(a, b IRTime) int {
+		return cmp.Or(cmp.Compare(b.ComputeMS, a.ComputeMS), cmp.Compare(a.Op, b.Op))
+	})
+	return o
 }
 
 func ms(ns float64) float64 { return ns / 1e6 }
@@ -68,7 +114,7 @@ func (r *Report) Empty() bool { return r.Ops == 0 && r.Runs == 0 && r.TotalMS ==
 // build makes the Report of one pass's data; mu must be held.
 func (d *passData) build(p Pass) *Report {
 	r := &Report{Pass: p.String(), Ops: d.ops, Runs: d.runs, DeviceTimedRuns: d.timedRuns,
-		Stages: []StageTime{}, ByOp: []OpTime{}}
+		Stages: []StageTime{}, ByOp: []OpTime{}, ByLayer: []OpTime{}}
 	var total float64
 	for _, v := range d.stage {
 		total += v
@@ -85,13 +131,18 @@ func (d *passData) build(p Pass) *Report {
 	// Stable: ties keep execution order, as R's order() keeps ties.
 	slices.SortStableFunc(r.Stages, func(a, b StageTime) int { return cmp.Compare(b.MS, a.MS) })
 	for name, t := range d.byOp {
-		v := t.create + t.compute
-		r.ByOp = append(r.ByOp, OpTime{Op: name, Count: t.count, Nodes: t.nodes,
-			CreateMS: ms(t.create), ComputeMS: ms(t.compute), MS: ms(v), Pct: pct(v, total)})
+		r.ByOp = append(r.ByOp, t.row(name, total))
 	}
-	slices.SortFunc(r.ByOp, func(a, b OpTime) int {
-		return cmp.Or(cmp.Compare(b.MS, a.MS), cmp.Compare(a.Op, b.Op))
-	})
+	for name, t := range d.byLayer {
+		o := t.row(name, total)
+		o.MS, o.Pct = o.ComputeMS, pct(t.compute, total)
+		r.ByLayer = append(r.ByLayer, o)
+	}
+	for _, rows := range [][]OpTime{r.ByOp, r.ByLayer} {
+		slices.SortFunc(rows, func(a, b OpTime) int {
+			return cmp.Or(cmp.Compare(b.MS, a.MS), cmp.Compare(a.Op, b.Op))
+		})
+	}
 	moved := d.stage[StageUpload] + d.stage[StageDownload]
 	r.TransferMS = ms(moved)
 	r.TransferPct = pct(moved, total)
@@ -102,7 +153,7 @@ func (d *passData) build(p Pass) *Report {
 // Data returns the profile of pass p (never nil; see Report.Empty).
 func Data(p Pass) *Report {
 	if p >= numPasses {
-		return &Report{Pass: p.String(), Stages: []StageTime{}, ByOp: []OpTime{}}
+		return &Report{Pass: p.String(), Stages: []StageTime{}, ByOp: []OpTime{}, ByLayer: []OpTime{}}
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -158,7 +209,7 @@ func (r *Report) WriteText(w io.Writer) {
 // stages no op owns (ctx, flush, upload, graph, download), so the rows add
 // up to the pass total.
 func (r *Report) WriteOps(w io.Writer, n int) {
-	fmt.Fprintf(w, "%s per op (create + compute)\n", r.Pass)
+	fmt.Fprintf(w, "%s per op (create + compute; ~ marks compute not measured per kernel)\n", r.Pass)
 	fmt.Fprintf(w, "  %-18s %7s %10s %7s\n", "op", "count", "ms", "%")
 	var opsMS float64
 	for _, o := range r.ByOp {
@@ -170,7 +221,15 @@ func (r *Report) WriteOps(w io.Writer, n int) {
 	}
 	var shown float64
 	for _, o := range rows {
-		fmt.Fprintf(w, "  %-18s %7d %10.2f %6.1f%%\n", o.Op, o.Count, o.MS, o.Pct)
+		mark := " "
+		if o.Timing != "measured" && o.ComputeMS > 0 {
+			mark = "~"
+		}
+		line := fmt.Sprintf("  %-18s %7d %9.2f%s %6.1f%%", o.Op, o.Count, o.MS, mark, o.Pct)
+		if ir := irText(o.IR); ir != "" {
+			line += "  " + ir
+		}
+		fmt.Fprintln(w, line)
 		shown += o.MS
 	}
 	if rest := len(r.ByOp) - len(rows); rest > 0 {
@@ -193,4 +252,20 @@ func ReportOps(w io.Writer, p Pass, n int) *Report {
 	}
 	r.WriteOps(w, n)
 	return r
+}
+
+// irText lists an op's IR breakdown compactly: "matmul 3.1, add 0.2".
+func irText(ir []IRTime) string {
+	if len(ir) <= 1 {
+		return ""
+	}
+	parts := make([]string, 0, 3)
+	for i, x := range ir {
+		if i == 3 {
+			parts = append(parts, "...")
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s %.2f", x.Op, x.ComputeMS))
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
 }

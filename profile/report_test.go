@@ -48,8 +48,8 @@ func TestReportGolden(t *testing.T) {
 				Op(PassBackward, "sum", msd(0.5))
 				RecordRun(&Run{Site: "sync", Ctx: msd(1), Flush: msd(1), Graph: msd(1), Upload: msd(3),
 					Download: msd(2), DownloadPass: PassBackward, Compute: msd(9), DeviceTimed: true,
-					Nodes: []NodeTime{{"matmul", PassForward, msd(2)}, {"relu", PassForward, msd(1)},
-						{"matmul", PassBackward, msd(4)}, {"sum", PassBackward, msd(2)}}})
+					Nodes: []NodeTime{{Op: "matmul", Pass: PassForward, Dur: msd(2)}, {Op: "relu", Pass: PassForward, Dur: msd(1)},
+						{Op: "matmul", Pass: PassBackward, Dur: msd(4)}, {Op: "sum", Pass: PassBackward, Dur: msd(2)}}})
 			},
 			want: "backward: 2 operations, 10.50 ms total, 5.250 ms per op\n" +
 				"  compute       6.00 ms   57.1%\n" +
@@ -156,20 +156,21 @@ func TestWriteOpsGolden(t *testing.T) {
 	// stages 9.5-5 = 4.5 (47.4%).
 	var b strings.Builder
 	Data(PassForward).WriteOps(&b, 0)
-	want := "forward per op (create + compute)\n" +
+	// No node times: compute split evenly per node, marked "~".
+	want := "forward per op (create + compute; ~ marks compute not measured per kernel)\n" +
 		"  op                   count         ms       %\n" +
-		"  matmul                   1       2.50   26.3%\n" +
-		"  add                      1       2.00   21.1%\n" +
-		"  relu                     2       0.50    5.3%\n" +
+		"  matmul                   1      2.50~   26.3%\n" +
+		"  add                      1      2.00~   21.1%\n" +
+		"  relu                     2      0.50     5.3%\n" +
 		"  (other stages)                   4.50   47.4%\n"
 	if b.String() != want {
 		t.Errorf("WriteOps printed\n%s\nwant\n%s", b.String(), want)
 	}
 	b.Reset()
 	ReportOps(&b, PassForward, 1)
-	want = "forward per op (create + compute)\n" +
+	want = "forward per op (create + compute; ~ marks compute not measured per kernel)\n" +
 		"  op                   count         ms       %\n" +
-		"  matmul                   1       2.50   26.3%\n" +
+		"  matmul                   1      2.50~   26.3%\n" +
 		"  (2 more ops)                     2.50   26.3%\n" +
 		"  (other stages)                   4.50   47.4%\n"
 	if b.String() != want {

@@ -16,7 +16,7 @@ func TestSnapshotJSONRoundTrip(t *testing.T) {
 	eagerForward()
 	Op(PassBackward, "matmul", msd(0.5))
 	RecordRun(&Run{Site: "sync", Compute: msd(2), Download: msd(1), DownloadPass: PassBackward,
-		Nodes: []NodeTime{{"matmul", PassBackward, msd(1)}}})
+		Nodes: []NodeTime{{Op: "matmul", Pass: PassBackward, Dur: msd(1)}}})
 	Xfer(Up, "inputs", 4096)
 	Xfer(Down, "loss", 4)
 	Launch("eager", 1)

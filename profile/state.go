@@ -30,15 +30,43 @@ type passData struct {
 	ops       int // Op calls
 	runs      int // runs that gave this pass a share
 	timedRuns int // of those, runs whose compute was device-timed
-	byOp      map[string]*opTotal
+	byOp      map[string]*opTotal // by user op
+	byLayer   map[string]*opTotal // by layer scope
 }
 
-// opTotal is one op name's share of a pass.
+// opTotal is one user op's (or layer's) share of a pass.
 type opTotal struct {
 	count   int     // Op calls
 	nodes   int     // program nodes run
 	create  float64 // ns
 	compute float64 // ns
+	// timed holds compute by how it was timed; ir the compute by IR op.
+	timed [numTimings]float64
+	ir    map[string]*irTotal
+}
+
+// irTotal is one IR op's part of a user op.
+type irTotal struct {
+	nodes   int
+	compute float64
+}
+
+func (t *opTotal) addNode(n NodeTime, compute float64) {
+	t.nodes++
+	t.compute += compute
+	if n.How < numTimings {
+		t.timed[n.How] += compute
+	}
+	if t.ir == nil {
+		t.ir = map[string]*irTotal{}
+	}
+	it := t.ir[n.Op]
+	if it == nil {
+		it = &irTotal{}
+		t.ir[n.Op] = it
+	}
+	it.nodes++
+	it.compute += compute
 }
 
 func (d *passData) reset() { *d = passData{} }
@@ -55,14 +83,18 @@ func (d *passData) empty() bool {
 	return true
 }
 
-func (d *passData) op(name string) *opTotal {
-	if d.byOp == nil {
-		d.byOp = map[string]*opTotal{}
+func (d *passData) op(name string) *opTotal { return total(&d.byOp, name) }
+
+func (d *passData) layer(name string) *opTotal { return total(&d.byLayer, name) }
+
+func total(m *map[string]*opTotal, name string) *opTotal {
+	if *m == nil {
+		*m = map[string]*opTotal{}
 	}
-	t := d.byOp[name]
+	t := (*m)[name]
 	if t == nil {
 		t = &opTotal{}
-		d.byOp[name] = t
+		(*m)[name] = t
 	}
 	return t
 }

@@ -110,7 +110,7 @@ func TestConcurrent(t *testing.T) {
 				Op(PassForward, "matmul", time.Microsecond)
 				Op(PassBackward, "matmul", time.Microsecond)
 				RecordRun(&Run{Site: site, Compute: 2 * time.Microsecond, Upload: time.Microsecond,
-					Nodes: []NodeTime{{"matmul", PassForward, time.Microsecond}, {"matmul", PassBackward, time.Microsecond}}})
+					Nodes: []NodeTime{{Op: "matmul", Pass: PassForward, Dur: time.Microsecond}, {Op: "matmul", Pass: PassBackward, Dur: time.Microsecond}}})
 				Xfer(Up, site, 8)
 				Launch(site, 1)
 				Step(10 * time.Microsecond)

@@ -46,7 +46,7 @@ func TestTrace(t *testing.T) {
 	start := time.Now()
 	RecordRun(&Run{Site: "sync", Start: start, Ctx: msd(0.1), Upload: msd(0.5), Compute: msd(3), Download: msd(0.4),
 		DeviceTimed: true, DownloadPass: PassForward,
-		Nodes: []NodeTime{{"matmul", PassForward, msd(1)}, {"matmul", PassBackward, msd(2)}}})
+		Nodes: []NodeTime{{Op: "matmul", Pass: PassForward, Dur: msd(1)}, {Op: "matmul", Pass: PassBackward, Dur: msd(2)}}})
 	Step(msd(5))
 
 	tr := readTrace(t)

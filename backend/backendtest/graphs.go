@@ -86,6 +86,7 @@ func graphCases() []graphCase {
 		checked("graph/train-step", trainStep),
 		{"graph/rebind-buffers", testRebind},
 		{"graph/node-timer", testNodeTimer},
+		{"graph/profile-shares", testProfileShares},
 		{"graph/invalid", testInvalid},
 		{"buffers/write-read", testBuffers},
 		{"buffers/out-of-range", testBufferErrors},
@@ -199,20 +200,32 @@ func testNodeTimer(t *testing.T, s *suite) {
 	if !ok {
 		testenv.Skipf(t, "%s programs do not implement backend.NodeTimer: per-node device times untested", s.caps.Name)
 	}
+	if s.caps.Timer == "" {
+		t.Errorf("%s programs time nodes but Caps.Timer does not say how", s.caps.Name)
+	}
 	bufs := s.upload(t, b.args)
-	times := make([]time.Duration, len(b.g.Nodes))
+	if _, err := nt.RunTimed(bufs, backend.NewNodeTimes(1)); err == nil {
+		t.Error("RunTimed with node times of the wrong length succeeded")
+	}
+	times := backend.NewNodeTimes(len(b.g.Nodes))
 	if _, err := nt.RunTimed(bufs, times); err != nil {
 		t.Fatalf("RunTimed: %v", err)
 	}
 	var total time.Duration
-	for i, d := range times {
-		if d < 0 {
-			t.Errorf("node %d (%v): time %v < 0", i, b.g.Nodes[i].Op, d)
+	for i, d := range times.Dur {
+		n := &b.g.Nodes[i]
+		switch {
+		case d < 0:
+			t.Errorf("node %d (%v): time %v < 0", i, n.Op, d)
+		case n.Op == backend.OpArg && (times.How[i] != backend.TimeNone || d != 0):
+			t.Errorf("arg node %d: time %v (%d), want none", i, d, times.How[i])
+		case n.Op == backend.OpMatMul && times.How[i] == backend.TimeNone:
+			t.Errorf("matmul node %d ran but has no time", i)
 		}
 		total += d
 	}
 	if total <= 0 {
-		t.Errorf("RunTimed: all node times zero: %v", times)
+		t.Errorf("RunTimed: all node times zero: %v", times.Dur)
 	}
 	ref := to64(b.args)
 	if _, err := Eval(&b.g, ref); err != nil {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ag-go/ag/backend"
 )
@@ -124,13 +123,14 @@ func TestRunErrors(t *testing.T) {
 			t.Errorf("Run: error %v, want %q", err, tc.want)
 		}
 	}
-	if _, err := prog.(backend.NodeTimer).RunTimed([]backend.Buffer{ok4, ok4}, make([]time.Duration, 1)); err == nil {
+	if _, err := prog.(backend.NodeTimer).RunTimed([]backend.Buffer{ok4, ok4}, backend.NewNodeTimes(1)); err == nil {
 		t.Error("RunTimed with a short times slice succeeded")
 	}
-	times := make([]time.Duration, 2)
+	times := backend.NewNodeTimes(2)
 	info, err := prog.(backend.NodeTimer).RunTimed([]backend.Buffer{ok4, ok4}, times)
-	if err != nil || info.Launches != 1 || info.DeviceTime <= 0 || times[1] <= 0 || times[0] != 0 {
-		t.Errorf("RunTimed: %+v %v, times %v", info, err, times)
+	if err != nil || info.Launches != 1 || info.DeviceTime <= 0 || times.Dur[1] <= 0 || times.Dur[0] != 0 ||
+		times.How[1] != backend.TimeMeasured || times.How[0] != backend.TimeNone {
+		t.Errorf("RunTimed: %+v %v, times %+v", info, err, times)
 	}
 	prog.Release()
 	if _, err := prog.Run([]backend.Buffer{ok4, ok4}); !errors.Is(err, ErrReleased) {

@@ -29,6 +29,7 @@ func (c *CPU) Caps() backend.Caps {
 		Device: fmt.Sprintf("pure Go (%s/%s, %d goroutines, %s matmul)",
 			runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0), kernelName()),
 		DeviceTimer: false,
+		Timer:       "host clock around each kernel (measured)",
 	}
 }
 

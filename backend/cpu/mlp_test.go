@@ -4,7 +4,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
-	"time"
 
 	"github.com/ag-go/ag/backend"
 )
@@ -141,7 +140,7 @@ func TestRunAllocations(t *testing.T) {
 	if n := testing.AllocsPerRun(10, func() { _, _ = prog.Run(bufs) }); n > 0 {
 		t.Errorf("Run allocates %v times per run, want 0", n)
 	}
-	times := make([]time.Duration, len(b.g.Nodes))
+	times := backend.NewNodeTimes(len(b.g.Nodes))
 	if n := testing.AllocsPerRun(10, func() { _, _ = prog.(backend.NodeTimer).RunTimed(bufs, times) }); n > 0 {
 		t.Errorf("RunTimed allocates %v times per run, want 0", n)
 	}

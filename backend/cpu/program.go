@@ -54,17 +54,16 @@ func (p *program) Run(args []backend.Buffer) (backend.RunInfo, error) {
 	return p.run(args, nil)
 }
 
-// RunTimed is Run with the host time of each node in nodeTimes (zero for
-// nodes that are views or were not needed).
-func (p *program) RunTimed(args []backend.Buffer, nodeTimes []time.Duration) (backend.RunInfo, error) {
-	if len(nodeTimes) != p.nodes {
-		return backend.RunInfo{}, fmt.Errorf("cpu.RunTimed: %d node times for %d nodes", len(nodeTimes), p.nodes)
+// RunTimed is Run with the host time of each node's kernel, measured
+// (TimeNone for nodes that are views or were not needed).
+func (p *program) RunTimed(args []backend.Buffer, t *backend.NodeTimes) (backend.RunInfo, error) {
+	if err := t.Check("cpu.RunTimed", p.nodes); err != nil {
+		return backend.RunInfo{}, err
 	}
-	clear(nodeTimes)
-	return p.run(args, nodeTimes)
+	return p.run(args, t)
 }
 
-func (p *program) run(args []backend.Buffer, times []time.Duration) (backend.RunInfo, error) {
+func (p *program) run(args []backend.Buffer, times *backend.NodeTimes) (backend.RunInfo, error) {
 	p.cpu.mu.Lock()
 	defer p.cpu.mu.Unlock()
 	start := time.Now()
@@ -96,7 +95,8 @@ func (p *program) run(args []backend.Buffer, times []time.Duration) (backend.Run
 			if times != nil {
 				t0 := time.Now()
 				s.fn()
-				times[s.node] = time.Since(t0)
+				times.Dur[s.node] = time.Since(t0)
+				times.How[s.node] = backend.TimeMeasured
 			} else {
 				s.fn()
 			}

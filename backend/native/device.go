@@ -47,7 +47,8 @@ func newDevice(name, desc string, be C.ggml_backend_t, isCPU bool) (*device, err
 		// CPU reports SIZE_MAX: no limit (0). A GPU reports its largest allocation.
 		maxElems = int(m / 4)
 	}
-	d.caps = backend.Caps{Name: name, Device: desc, MaxBufferElems: maxElems}
+	d.caps = backend.Caps{Name: name, Device: desc, MaxBufferElems: maxElems,
+		Timer: fmt.Sprintf("host clock around the whole graph, split by per-kernel shares measured every %d profiled runs (estimated)", calibrateEvery)}
 	d.getRowsBack = d.probeGetRowsBack()
 	d.caps.Unsupported = d.probeUnsupported()
 	return d, nil

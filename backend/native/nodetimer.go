@@ -10,6 +10,7 @@ import "C"
 import (
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -79,16 +80,86 @@ func noOp(t tensor) bool {
 	return false
 }
 
-// RunTimed computes the graph one ggml node at a time, each a graph compute
-// of its own timed by the host clock (which on Vulkan includes the submit
-// and the wait), and adds each node's time to the IR node that produced it.
-// The sum exceeds a Run's time by the per-compute overhead.
-func (p *program) RunTimed(args []backend.Buffer, nodeTimes []time.Duration) (backend.RunInfo, error) {
+// calibrateEvery is how often (in RunTimed calls of a program) RunTimed
+// measures each kernel again.
+const calibrateEvery = 64
+
+// RunTimed runs the graph as Run does - one graph compute, the real launch
+// count, so a profiled step costs what an unprofiled one does - and splits
+// its measured time among the IR nodes by costs measured per kernel
+// (TimeEstimated). The costs come from a calibration run: the first
+// RunTimed of a program, and every calibrateEvery-th after it, computes the
+// graph one ggml node at a time, each timed by the host clock, and reports
+// those times (TimeMeasured). A kernel timed alone carries the fixed cost
+// of a graph compute (a submit and wait on Vulkan), which the cheapest
+// kernel's time stands for and which is taken off each; a kernel inside a
+// graph has a smaller cost of its own (a barrier, a launch), which every
+// later run estimates from its measured total: what the kernels' work does
+// not explain, spread evenly over the kernels.
+func (p *program) RunTimed(args []backend.Buffer, t *backend.NodeTimes) (backend.RunInfo, error) {
 	p.d.mu.Lock()
 	defer p.d.mu.Unlock()
-	if len(nodeTimes) != len(p.l.g.Nodes) {
-		return backend.RunInfo{}, fmt.Errorf("native: %s RunTimed: %d node times, want %d", p.d.name, len(nodeTimes), len(p.l.g.Nodes))
+	if err := t.Check("native."+p.d.name+".RunTimed", len(p.l.g.Nodes)); err != nil {
+		return backend.RunInfo{}, err
 	}
+	runs := p.timedRuns
+	p.timedRuns++
+	if runs%calibrateEvery == 1 {
+		return p.calibrate(args, t)
+	}
+	info, err := p.run(args)
+	if err != nil {
+		return info, err
+	}
+	if p.work == nil {
+		// The first run of a program pays for first use (pipelines, page
+		// faults), so calibration waits for the second; until then the
+		// nodes' shares come from their costs.
+		p.work = make([]float64, len(p.l.g.Nodes))
+		p.kernels = make([]int, len(p.l.g.Nodes))
+		for _, s := range p.segsOrNil() {
+			p.work[s.owner] += backend.NodeCost(p.l.g, s.owner)
+			p.kernels[s.owner]++
+		}
+		defer func() { p.work = nil }()
+	}
+	var work float64
+	kernels := 0
+	for i, w := range p.work {
+		work += w
+		kernels += p.kernels[i]
+	}
+	whole := float64(info.DeviceTime)
+	// A kernel's own cost inside the graph, from the quickest run since the
+	// calibration: a run slowed by something else (another process, a
+	// page fault) must not make every small kernel look slow.
+	if p.minWhole == 0 || whole < p.minWhole {
+		p.minWhole = whole
+	}
+	each := max(p.minWhole-work, 0) / float64(max(kernels, 1))
+	total := work + each*float64(kernels)
+	if total <= 0 {
+		return info, nil
+	}
+	for i, w := range p.work {
+		if p.kernels[i] > 0 {
+			t.Dur[i] = time.Duration(whole * (w + each*float64(p.kernels[i])) / total)
+			t.How[i] = backend.TimeEstimated
+		}
+	}
+	return info, nil
+}
+
+// segsOrNil returns the program's segments (nil if they cannot be made).
+func (p *program) segsOrNil() []segment {
+	segs, _ := p.segments()
+	return segs
+}
+
+// calibrate computes the graph node by node, reports each IR node's time
+// as measured, and keeps each one's work (its kernels' times less the fixed
+// cost of a compute) for the runs after it.
+func (p *program) calibrate(args []backend.Buffer, t *backend.NodeTimes) (backend.RunInfo, error) {
 	segs, err := p.segments()
 	if err != nil {
 		return backend.RunInfo{}, fmt.Errorf("native: %s RunTimed: %w", p.d.name, err)
@@ -98,9 +169,18 @@ func (p *program) RunTimed(args []backend.Buffer, nodeTimes []time.Duration) (ba
 	if err != nil {
 		return info, err
 	}
-	clear(nodeTimes)
+	fixed := time.Duration(0)
+	if len(times) > 0 {
+		fixed = slices.Min(times)
+	}
+	p.work = make([]float64, len(p.l.g.Nodes))
+	p.kernels = make([]int, len(p.l.g.Nodes))
+	p.minWhole = 0
 	for i, s := range segs {
-		nodeTimes[s.owner] += times[i]
+		t.Dur[s.owner] += times[i]
+		t.How[s.owner] = backend.TimeMeasured
+		p.work[s.owner] += float64(times[i] - fixed)
+		p.kernels[s.owner]++
 	}
 	return info, nil
 }

@@ -37,6 +37,13 @@ type program struct {
 	sctx *C.struct_ggml_context
 	segs []segment
 	prof opProfile
+	// work and kernels are each IR node's kernels' time (less the fixed
+	// cost of a compute) and count, from RunTimed's last calibration;
+	// timedRuns counts RunTimed calls.
+	work      []float64
+	kernels   []int
+	minWhole  float64 // the quickest run since the calibration, ns
+	timedRuns int
 }
 
 // lower validates g and builds its ggml graph, checking every node against
@@ -214,6 +221,11 @@ func (p *program) Run(args []backend.Buffer) (backend.RunInfo, error) {
 	if profiling {
 		return p.runProfiled(args)
 	}
+	return p.run(args)
+}
+
+// run is Run with the device lock held.
+func (p *program) run(args []backend.Buffer) (backend.RunInfo, error) {
 	t0 := time.Now()
 	overwritten, err := p.bind(args)
 	if err != nil {

@@ -113,7 +113,16 @@ func (b *Backend) Caps() backend.Caps {
 		Device:         b.d.info.String(),
 		MaxBufferElems: int(b.d.info.maxBuffer / 4),
 		DeviceTimer:    b.d.info.timestamps,
+		Timer:          b.timerText(),
 	}
+}
+
+// timerText says how RunTimed times nodes on this device.
+func (b *Backend) timerText() string {
+	if b.d.info.timestamps {
+		return "timestamp queries around each kernel (measured; a fused kernel split among its ops by cost)"
+	}
+	return "host clock around each kernel, each submitted and waited for alone (measured, with the submit; a fused kernel split by cost)"
 }
 
 func (b *Backend) newBuffer(bytes uint64) (*gbuf, error) {

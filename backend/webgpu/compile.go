@@ -85,6 +85,11 @@ type program struct {
 	scratch      *gbuf
 	scratchBytes uint64
 	memBytes     int64 // intermediates, for MemoryBytes
+	// members[n] are the nodes the kernel of node n computes, when more
+	// than n itself (fused chains, optimizer groups); shares[n] their
+	// parts of its time (RunTimed).
+	members map[int][]int
+	shares  map[int][]float64
 }
 
 // MemoryBytes reports the device memory the program holds: intermediates,
@@ -187,6 +192,20 @@ func (p *program) build(g *backend.Graph) error {
 		p.slots = append(p.slots, buf)
 	}
 	p.memBytes = int64(pl.SlotBytes)
+	p.members, p.shares = map[int][]int{}, map[int][]float64{}
+	for i := range g.Nodes {
+		var ms []int
+		switch {
+		case !pl.Needed[i] || fp.inl[i] || fp.deferred[i]:
+		case fp.group[i] != nil:
+			ms = fp.group[i]
+		default:
+			ms = fp.members(i)
+		}
+		if len(ms) > 1 {
+			p.members[i], p.shares[i] = ms, backend.CostShares(g, ms)
+		}
+	}
 	for i := range g.Nodes {
 		var err error
 		switch {

@@ -271,6 +271,25 @@ func (fp *fusePlan) fused(r int) bool {
 	return false
 }
 
+// members returns the nodes root r's kernel computes: r and every node
+// inlined into it (its core included), each once.
+func (fp *fusePlan) members(r int) []int {
+	out := []int{r}
+	seen := map[int]bool{r: true}
+	var walk func(i int)
+	walk = func(i int) {
+		for _, j := range fp.g.Nodes[i].In {
+			if fp.inl[j] && !seen[j] {
+				seen[j] = true
+				out = append(out, j)
+				walk(j)
+			}
+		}
+	}
+	walk(r)
+	return out
+}
+
 // reads returns the stored nodes root r's kernel reads, each once, in the
 // order first met (for a matmul core its two operands first).
 func (fp *fusePlan) reads(r int) []int {

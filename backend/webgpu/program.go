@@ -19,18 +19,20 @@ func (p *program) Run(args []backend.Buffer) (backend.RunInfo, error) {
 	return p.run(args, nil)
 }
 
-// RunTimed runs like Run but with one compute pass per node and a timestamp
-// between passes, so nodeTimes gets each node's device time. Without
-// timestamp queries each node is submitted and waited for on its own and
-// timed by the host clock (which then includes the submission cost).
-func (p *program) RunTimed(args []backend.Buffer, nodeTimes []time.Duration) (backend.RunInfo, error) {
-	if len(nodeTimes) != p.nodes {
-		return backend.RunInfo{}, fmt.Errorf("webgpu.RunTimed: %d node times for %d nodes", len(nodeTimes), p.nodes)
+// RunTimed runs like Run but with one compute pass per kernel and a
+// timestamp between passes, so each kernel's device time is measured. A
+// kernel that computes several nodes (fusion, optimizer groups) has its time
+// split among them by backend.CostShares (TimeSplit). Without timestamp
+// queries each kernel is submitted and waited for on its own and timed by
+// the host clock (which then includes the submission cost).
+func (p *program) RunTimed(args []backend.Buffer, t *backend.NodeTimes) (backend.RunInfo, error) {
+	if err := t.Check("webgpu.RunTimed", p.nodes); err != nil {
+		return backend.RunInfo{}, err
 	}
-	return p.run(args, nodeTimes)
+	return p.run(args, t)
 }
 
-func (p *program) run(args []backend.Buffer, nodeTimes []time.Duration) (backend.RunInfo, error) {
+func (p *program) run(args []backend.Buffer, nodeTimes *backend.NodeTimes) (backend.RunInfo, error) {
 	b := p.b
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -111,8 +113,7 @@ func tickSpan(ticks []uint64, i, j int, host time.Duration) (time.Duration, bool
 	return d, true
 }
 
-func (p *program) runPerNode(ds []dispatch, copies []copyOp, nodeTimes []time.Duration) (backend.RunInfo, error) {
-	clear(nodeTimes)
+func (p *program) runPerNode(ds []dispatch, copies []copyOp, nodeTimes *backend.NodeTimes) (backend.RunInfo, error) {
 	var passes [][]dispatch
 	var owners []int
 	for _, d := range ds {
@@ -123,18 +124,23 @@ func (p *program) runPerNode(ds []dispatch, copies []copyOp, nodeTimes []time.Du
 		passes[len(passes)-1] = append(passes[len(passes)-1], d)
 	}
 	d := p.b.d
-	// A timestamp query set holds at most 4096 queries.
-	if d.info.timestamps && len(passes)+1 <= 4096 {
+	// A timestamp query set holds at most 4096 queries. An empty pass goes
+	// first: its interval is what a pass costs with no kernel in it (a
+	// barrier and two timestamps), which is taken off every kernel's
+	// interval, so that splitting a run into passes does not inflate the
+	// small kernels (on lavapipe an empty pass costs about 60 us).
+	if d.info.timestamps && len(passes)+2 <= 4096 {
 		start := time.Now()
-		ticks, err := d.run(passes, copies, true)
+		ticks, err := d.run(append([][]dispatch{nil}, passes...), copies, true)
 		host := time.Since(start)
 		if err != nil {
 			return backend.RunInfo{}, fmt.Errorf("webgpu.RunTimed: %w", err)
 		}
-		if total, ok := tickSpan(ticks, 0, len(ticks)-1, host); ok {
+		if total, ok := tickSpan(ticks, 1, len(ticks)-1, host); ok {
+			empty, _ := tickSpan(ticks, 0, 1, host)
 			for k, n := range owners {
-				dt, _ := tickSpan(ticks, k, k+1, host)
-				nodeTimes[n] += dt
+				dt, _ := tickSpan(ticks, k+1, k+2, host)
+				p.attribute(n, max(dt-empty, 0), nodeTimes)
 			}
 			return backend.RunInfo{DeviceTime: total, Launches: 1}, nil
 		}
@@ -151,7 +157,7 @@ func (p *program) runPerNode(ds []dispatch, copies []copyOp, nodeTimes []time.Du
 			return backend.RunInfo{}, fmt.Errorf("webgpu.RunTimed: node %d: %w", owners[k], err)
 		}
 		dt := time.Since(start)
-		nodeTimes[owners[k]] += dt
+		p.attribute(owners[k], dt, nodeTimes)
 		total += dt
 	}
 	if len(passes) == 0 && len(copies) > 0 {
@@ -162,6 +168,27 @@ func (p *program) runPerNode(ds []dispatch, copies []copyOp, nodeTimes []time.Du
 		total += time.Since(start)
 	}
 	return backend.RunInfo{DeviceTime: total, Launches: max(len(passes), 1)}, nil
+}
+
+// attribute gives a kernel's time dt to the nodes it computes: the node
+// whose kernel it is, or by cost to every node fused into it.
+func (p *program) attribute(n int, dt time.Duration, t *backend.NodeTimes) {
+	ms := p.members[n]
+	if len(ms) == 0 {
+		ms = []int{n}
+	}
+	how := backend.TimeMeasured
+	if len(ms) > 1 {
+		how = backend.TimeSplit
+	}
+	for k, j := range ms {
+		share := 1.0
+		if len(ms) > 1 {
+			share = p.shares[n][k]
+		}
+		t.Dur[j] += time.Duration(float64(dt) * share)
+		t.How[j] = how
+	}
 }
 
 func (p *program) slotOrArg(l loc, bufs []*buffer) *gbuf {

@@ -400,14 +400,14 @@ func sweepStep(t *testing.T, be *Backend, batch int) {
 		d, w := devTimes(t, p, args, 20)
 		t.Logf("batch %d captured program %-15s %d dispatches: device %v wall %v", batch, v.name, len(p.(*program).steps), d, w)
 		if v.name == "auto fused" {
-			times := make([]time.Duration, len(g.Nodes))
+			times := backend.NewNodeTimes(len(g.Nodes))
 			sum := make([]time.Duration, len(g.Nodes))
 			for range 5 {
 				if _, err := p.(backend.NodeTimer).RunTimed(args, times); err != nil {
 					t.Fatal(err)
 				}
-				for i := range times {
-					sum[i] += times[i]
+				for i := range times.Dur {
+					sum[i] += times.Dur[i]
 				}
 			}
 			var bl strings.Builder

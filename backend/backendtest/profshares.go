@@ -1,0 +1,124 @@
+package backendtest
+
+import (
+	"math"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/internal/testenv"
+)
+
+// Profile shares: a program whose costs are known by construction - one
+// large matmul and many small adds - timed through the backend's NodeTimer
+// must give the matmul the share of the run that timing its kernel alone
+// gives it, within shareTol. This is what makes the profiler's per-op
+// table true: whatever the backend's timer (kernel timestamps, a host
+// clock per kernel, calibrated shares), the largest op is the largest op.
+
+// shareTol is the largest difference allowed between the matmul's share of
+// a timed run and its share by kernels timed alone (0.1 = 10 points).
+const shareTol = 0.1
+
+// profileGraph is relu(x @ w) [n, n] and a chain of adds of small vectors
+// [m], each add an output of its own (so no backend fuses the chain into
+// one kernel). WebGPU fuses the ReLU into the product's kernel: the
+// product must still get that kernel's time, not the ReLU.
+func profileGraph(n, m, adds int) *builder {
+	b := &builder{}
+	x := b.arg(make([]float32, n*n), n, n)
+	w := b.arg(make([]float32, n*n), n, n)
+	b.out(b.op(backend.OpReLU, []int{n, n}, b.op(backend.OpMatMul, []int{n, n}, x, w)))
+	prev := b.arg(make([]float32, m), m)
+	for k := 0; k < adds; k++ {
+		c := b.arg(make([]float32, m), m)
+		prev = b.op(backend.OpAdd, []int{m}, prev, c)
+		b.out(prev)
+	}
+	return b
+}
+
+func testProfileShares(t *testing.T, s *suite) {
+	const n, m, adds, reps = 512, 64, 24, 7
+	b := profileGraph(n, m, adds)
+	prog, err := s.compile(&b.g)
+	if err != nil {
+		t.Fatalf("Compile: %v", err)
+	}
+	defer prog.Release()
+	nt, ok := prog.(backend.NodeTimer)
+	if !ok {
+		testenv.Skipf(t, "%s programs do not implement backend.NodeTimer: per-op shares untested", s.caps.Name)
+	}
+	bufs := s.upload(t, b.args)
+	var shares []float64
+	times := backend.NewNodeTimes(len(b.g.Nodes))
+	for r := 0; r < reps+1; r++ {
+		if _, err := nt.RunTimed(bufs, times); err != nil {
+			t.Fatalf("RunTimed: %v", err)
+		}
+		if r == 0 {
+			continue // first use: page faults, pipeline creation
+		}
+		var total time.Duration
+		for _, d := range times.Dur {
+			total += d
+		}
+		// nodes 2 and 3: the product and its ReLU, timed alone below
+		shares = append(shares, float64(times.Dur[2]+times.Dur[3])/float64(total))
+		if !(times.Dur[2] > times.Dur[3]) {
+			t.Errorf("run %d: the product has %v, its ReLU %v: a fused kernel's time went to one of its nodes (%v)", r, times.Dur[2], times.Dur[3], times.How[2:4])
+		}
+	}
+	got := median(shares)
+
+	// The reference: the untimed run of the whole program against a run of
+	// the matmul alone, each less a run of one tiny kernel (the fixed cost
+	// of a run is nobody's): the matmul's true part of a real run, with
+	// whatever the adds cost there (on lavapipe, a launch each).
+	alone := func(g *backend.Graph, args [][]float32) time.Duration {
+		p, err := s.compile(g)
+		if err != nil {
+			t.Fatalf("Compile: %v", err)
+		}
+		defer p.Release()
+		bs := s.upload(t, args)
+		var ds []float64
+		for r := 0; r < reps+1; r++ {
+			start := time.Now()
+			info, err := p.Run(bs)
+			host := time.Since(start)
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if !s.caps.DeviceTimer {
+				info.DeviceTime = host
+			}
+			if r > 0 {
+				ds = append(ds, float64(info.DeviceTime))
+			}
+		}
+		return time.Duration(median(ds))
+	}
+	var e builder
+	e.out(e.node(backend.Node{Op: backend.OpFill, Shape: []int{1}, A: 1}))
+	empty := alone(&e.g, e.args)
+	var mb builder
+	mx, mw := mb.arg(make([]float32, n*n), n, n), mb.arg(make([]float32, n*n), n, n)
+	mb.out(mb.op(backend.OpReLU, []int{n, n}, mb.op(backend.OpMatMul, []int{n, n}, mx, mw)))
+	mm := max(alone(&mb.g, mb.args)-empty, 0)
+	whole := max(alone(&b.g, b.args)-empty, 1)
+	want := min(float64(mm)/float64(whole), 1)
+	t.Logf("%s (%s): matmul share %.3f of the timed run, %.3f by untimed runs (matmul alone %v, whole program %v, one tiny kernel %v)",
+		s.caps.Name, s.caps.Timer, got, want, mm, whole, empty)
+	if math.Abs(got-want) > shareTol {
+		t.Errorf("the matmul's share of a profiled run is %.3f, untimed runs give it %.3f: more than %.2f apart", got, want, shareTol)
+	}
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}

@@ -1,0 +1,72 @@
+package backend
+
+// NodeCost is a node's relative cost for splitting the time of a kernel or
+// run among nodes that were not timed one by one: the roofline of a device
+// doing 10 flops per byte moved, max(flops, 10 x bytes), where bytes are
+// the node's inputs and output and flops its arithmetic (2MNK for a
+// product, a few per element for transcendental functions). A rule stated
+// once, so that every "split" and "estimated" time in a profile means the
+// same thing. Nodes that run no kernel (args, views) cost 0.
+func NodeCost(g *Graph, i int) float64 {
+	n := &g.Nodes[i]
+	out := float64(NumElems(n.Shape))
+	bytes := 4 * out
+	for _, j := range n.In {
+		bytes += 4 * float64(NumElems(g.Nodes[j].Shape))
+	}
+	var flops float64
+	switch n.Op.Info().Class {
+	case ClassLeaf:
+		if n.Op == OpArg {
+			return 0
+		}
+		bytes = 4 * out
+	case ClassMovement:
+		if n.Op == OpReshape {
+			return 0
+		}
+	case ClassUnary:
+		flops = out
+		switch n.Op {
+		case OpExp, OpLog, OpSqrt, OpSigmoid, OpTanh, OpPowConst:
+			flops = 8 * out
+		}
+	case ClassBinary, ClassIndex:
+		flops = out
+	case ClassReduce:
+		flops = float64(NumElems(g.Nodes[n.In[0]].Shape))
+	case ClassRowwise:
+		flops = 12 * out
+	case ClassMatMul:
+		a := g.Nodes[n.In[0]].Shape
+		k := a[len(a)-1]
+		if n.TransA {
+			k = a[len(a)-2]
+		}
+		flops = 2 * out * float64(k)
+	case ClassUpdate:
+		flops = 12 * out
+	default:
+		Unknown("backend.NodeCost", n.Op)
+	}
+	return max(flops, 10*bytes)
+}
+
+// CostShares returns the fractions of a time that the nodes in members
+// get by NodeCost (equal shares when none costs anything).
+func CostShares(g *Graph, members []int) []float64 {
+	var total float64
+	sh := make([]float64, len(members))
+	for k, j := range members {
+		sh[k] = NodeCost(g, j)
+		total += sh[k]
+	}
+	for k := range sh {
+		if total == 0 {
+			sh[k] = 1 / float64(len(sh))
+		} else {
+			sh[k] /= total
+		}
+	}
+	return sh
+}
