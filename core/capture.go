@@ -59,8 +59,8 @@ type recording struct {
 	bound   []boundArg // persistent values the program reads, as recorded
 	packed  *Tensor    // all inputs, one upload
 	offsets []int
-	flat    *Tensor // all outputs, one download
-	outs    [][]int // output shapes
+	flat    *Tensor            // all outputs, one download
+	outs    [][]int            // output shapes
 	nodes   []profile.NodeTime // the recorded nodes, for profiles of replays
 	nodeIdx []int              // their graph node indices (their times in RunTimed)
 	nnodes  int                // the graph's node count
