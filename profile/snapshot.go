@@ -20,9 +20,11 @@ const SchemaVersion = 1
 type Profile struct {
 	// Schema is SchemaVersion.
 	Schema int `json:"schema"`
-	// Device names the device profiled; the caller sets it (this package
-	// knows no devices).
+	// Device names the device profiled, and Timer says how it times each
+	// op (backend.Caps.Timer); the caller sets both (this package knows no
+	// devices).
 	Device string `json:"device"`
+	Timer  string `json:"timer"`
 	// TakenAt is when the snapshot was taken (UTC).
 	TakenAt time.Time `json:"taken_at"`
 	// Forward, Backward and Update are the pass profiles (never null; see

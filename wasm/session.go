@@ -316,6 +316,7 @@ func (s *session) profile(mode string, steps int) (*WebProfile, error) {
 	}
 	snap := profile.Snapshot()
 	snap.Device = s.dev.String()
+	snap.Timer = s.dev.Info().Timer
 	var tr bytes.Buffer
 	if err := profile.WriteTrace(&tr); err != nil {
 		return nil, fmt.Errorf("profile %s: %w", mode, err)

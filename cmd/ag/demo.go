@@ -97,7 +97,7 @@ func demo(args []string) error {
 	fmt.Printf("device work: %d runs, %d compiles, %d uploads (%.1f MB), %d downloads (%.3f MB)\n",
 		st.Runs, st.Compiles, st.Uploads, float64(st.UpBytes)/1e6, st.Downloads, float64(st.DownBytes)/1e6)
 	if *prof {
-		return printProfile(dev.String(), *trace, *profJSON)
+		return printProfile(dev.String(), dev.Info().Timer, *trace, *profJSON)
 	}
 	return nil
 }
@@ -136,7 +136,7 @@ func startProfile() {
 
 // printProfile prints the reports of the profiled steps and writes the
 // trace and JSON files asked for.
-func printProfile(device, trace, jsonPath string) error {
+func printProfile(device, timer, trace, jsonPath string) error {
 	fmt.Println()
 	for _, p := range []profile.Pass{profile.PassForward, profile.PassBackward, profile.PassUpdate} {
 		r := profile.ReportPass(os.Stdout, p)
@@ -149,7 +149,8 @@ func printProfile(device, trace, jsonPath string) error {
 	fmt.Println()
 	profile.LaunchReport(os.Stdout)
 	snap := profile.Snapshot()
-	snap.Device = device
+	snap.Device, snap.Timer = device, timer
+	fmt.Printf("per-op times: %s\n", timer)
 	fmt.Printf("\nprofiled %d steps: %.1f ms of %.1f ms wall attributed to named stages (%.1f%%)\n",
 		snap.Steps, snap.AttributedMS, snap.StepTotalMS, snap.CoveragePct)
 	if trace != "" {
