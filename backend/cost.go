@@ -1,5 +1,7 @@
 package backend
 
+import "slices"
+
 // NodeCost is a node's relative cost for splitting the time of a kernel or
 // run among nodes that were not timed one by one: the roofline of a device
 // doing 10 flops per byte moved, max(flops, 10 x bytes), where bytes are
@@ -7,12 +9,22 @@ package backend
 // product, a few per element for transcendental functions). A rule stated
 // once, so that every "split" and "estimated" time in a profile means the
 // same thing. Nodes that run no kernel (args, views) cost 0.
-func NodeCost(g *Graph, i int) float64 {
+func NodeCost(g *Graph, i int) float64 { return nodeCost(g, i, nil) }
+
+// nodeCost is NodeCost of node i inside a kernel that computes the nodes
+// of inKernel: a value passed between two of them stays in registers, so
+// it is neither read nor written by either (nil: a kernel of its own).
+func nodeCost(g *Graph, i int, inKernel map[int]bool) float64 {
 	n := &g.Nodes[i]
 	out := float64(NumElems(n.Shape))
 	bytes := 4 * out
+	if inKernel != nil && readsIn(g, i, inKernel) {
+		bytes = 0 // its consumer in the kernel takes it from registers
+	}
 	for _, j := range n.In {
-		bytes += 4 * float64(NumElems(g.Nodes[j].Shape))
+		if !inKernel[j] {
+			bytes += 4 * float64(NumElems(g.Nodes[j].Shape))
+		}
 	}
 	var flops float64
 	switch n.Op.Info().Class {
@@ -52,13 +64,30 @@ func NodeCost(g *Graph, i int) float64 {
 	return max(flops, 10*bytes)
 }
 
-// CostShares returns the fractions of a time that the nodes in members
-// get by NodeCost (equal shares when none costs anything).
+// readsIn reports whether a node of the kernel reads node i.
+func readsIn(g *Graph, i int, inKernel map[int]bool) bool {
+	for j := range inKernel {
+		if j != i && slices.Contains(g.Nodes[j].In, i) {
+			return true
+		}
+	}
+	return false
+}
+
+// CostShares returns the fractions of a kernel's time that the nodes it
+// computes (members) get by NodeCost, counting only the bytes that kernel
+// moves: a member read by another member hands its value over in
+// registers (a product's ReLU epilogue reads and writes nothing but the
+// product's result, once). Equal shares when none costs anything.
 func CostShares(g *Graph, members []int) []float64 {
+	in := make(map[int]bool, len(members))
+	for _, j := range members {
+		in[j] = true
+	}
 	var total float64
 	sh := make([]float64, len(members))
 	for k, j := range members {
-		sh[k] = NodeCost(g, j)
+		sh[k] = nodeCost(g, j, in)
 		total += sh[k]
 	}
 	for k := range sh {
