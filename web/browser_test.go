@@ -175,6 +175,7 @@ func nativeProfile(dir string) (string, error) {
 	profile.Count(false)
 	snap := profile.Snapshot()
 	snap.Device = dev.String()
+	snap.Timer = dev.Info().Timer
 	b, err := json.MarshalIndent(snap, "", " ")
 	if err != nil {
 		return "", err
@@ -441,7 +442,7 @@ func TestTrainAndProfile(t *testing.T) {
 	tb.do(t, chromedp.Click(chromedp.CSS(`#op-table th[data-key="op"] button`)))
 	sorted := eval[[]string](t, tb, `[...document.querySelectorAll("#op-table tbody tr:not(.other) th")].map(e => e.textContent)`)
 	for i := 1; i < len(sorted); i++ {
-		if sorted[i-1] > sorted[i] {
+		if strings.ToLower(sorted[i-1]) > strings.ToLower(sorted[i]) { // the page sorts by localeCompare
 			t.Errorf("after sorting by op: %v not ascending", sorted)
 			break
 		}
@@ -450,6 +451,8 @@ func TestTrainAndProfile(t *testing.T) {
 	if sortAttr != "ascending" {
 		t.Errorf(`aria-sort of the op column = %q, want "ascending"`, sortAttr)
 	}
+	checkOpNames(t, tb, d.WebGPU.OK)
+	checkCompare(t, tb)
 	counters := eval[string](t, tb, `document.querySelector("#counters").textContent`)
 	if !strings.Contains(counters, "launches/step") || !strings.Contains(counters, "Transfers by site") {
 		t.Errorf("counters panel: %q", counters)
@@ -470,6 +473,14 @@ func TestTrainAndProfile(t *testing.T) {
 	tb.do(t, chromedp.Click(chromedp.CSS(`.mode[data-mode="captured"] button.link`)))
 
 	tb.screenshot(t, "page-1280.png")
+	for _, w := range []int64{1280, 1400, 1600} {
+		tb.do(t, chromedp.EmulateViewport(w, 900))
+		time.Sleep(200 * time.Millisecond)
+		if clipped := eval[[]string](t, tb, `[...document.querySelectorAll(".counters .table-wrap, .ops .table-wrap, .compare .table-wrap")]
+			.filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.querySelector("caption").textContent)`); len(clipped) > 0 {
+			t.Errorf("at %d px these tables are wider than their card (a column is cut off): %q", w, clipped)
+		}
+	}
 	tb.do(t, chromedp.EmulateViewport(375, 812, chromedp.EmulateScale(2)))
 	time.Sleep(300 * time.Millisecond) // the charts redraw after a resize
 	overflow := eval[int](t, tb, `document.documentElement.scrollWidth - window.innerWidth`)
@@ -531,6 +542,12 @@ func TestOpenNativeProfile(t *testing.T) {
 		dev: document.querySelector(".mode .dev").textContent,
 		rows: String(document.querySelectorAll("#op-table tbody tr:not(.other)").length),
 		trace: String(document.querySelector("#btn-dl-trace").disabled)})`)
+	if h := eval[string](t, tb, `document.querySelector("#device-name").textContent`); h != want.Device+" (file native-cpu.json)" {
+		t.Errorf("header device %q, want the file's %q", h, want.Device)
+	}
+	if note := eval[string](t, tb, `document.querySelector("#timing-note").textContent`); !strings.Contains(note, "Timer: "+want.Timer) || want.Timer == "" {
+		t.Errorf("timing note %q: want the file's timer %q", note, want.Timer)
+	}
 	if got["badge"] != "native file" || got["dev"] != want.Device {
 		t.Errorf("card: badge %q device %q, want native file and %q", got["badge"], got["dev"], want.Device)
 	}
@@ -666,4 +683,114 @@ func TestOpenBadProfiles(t *testing.T) {
 	}
 	checkBars(t, tb, []string{"file", "file"})
 	tb.noErrors(t)
+}
+
+// opRow is a top-level row of the per-op table as the page shows it.
+type opRow struct {
+	Op, Timing, Compute, Total, TimingText string
+	Expand                                 bool
+}
+
+// checkOpNames checks the per-op table of the selected profile: ops carry
+// the names a user wrote (MatMul, ReLU, MSELoss), not IR ops; every time
+// not measured per kernel is marked ≈ and its kind named in the timing
+// note with the device's timer; a row opens to its IR ops.
+func checkOpNames(t *testing.T, tb *tab, webgpu bool) {
+	t.Helper()
+	tb.do(t, chromedp.SetValue(chromedp.CSS("#f-pass"), "backward"))
+	eval[bool](t, tb, `(document.querySelector("#f-pass").dispatchEvent(new Event("change")), true)`)
+	rows := eval[[]opRow](t, tb, `[...document.querySelectorAll("#op-table tbody tr[data-op]")].map(r => ({
+		Op: r.dataset.op, Timing: r.dataset.timing, Compute: r.children[4].textContent, Total: r.children[5].textContent,
+		TimingText: r.children[7].textContent, Expand: !!r.querySelector("button.expand")}))`)
+	note := eval[string](t, tb, `document.querySelector("#timing-note").textContent`)
+	names := map[string]bool{}
+	estimated := 0
+	for _, r := range rows {
+		names[r.Op] = true
+		if r.Op == "" || strings.ToLower(r.Op[:1]) == r.Op[:1] {
+			t.Errorf("op table row %q: an IR op name, want the op a user wrote", r.Op)
+		}
+		exact := r.Timing == "measured" || strings.HasPrefix(r.Compute, "0.000")
+		if marked := strings.HasPrefix(r.Compute, "≈") && strings.HasPrefix(r.Total, "≈"); marked == exact {
+			t.Errorf("op %s timed %q shows compute %q, total %q: want ≈ exactly on times not measured", r.Op, r.Timing, r.Compute, r.Total)
+		}
+		if !exact {
+			estimated++
+			if !strings.Contains(note, r.Timing+" = ") {
+				t.Errorf("op %s is %s but the timing note does not say what that means: %q", r.Op, r.Timing, note)
+			}
+		}
+	}
+	for _, want := range []string{"MatMul", "ReLU", "MSELoss"} {
+		if !names[want] {
+			t.Errorf("backward op table %v: no %s row", rows, want)
+		}
+	}
+	if !strings.HasPrefix(note, "Timer: ") || len(note) < 20 {
+		t.Errorf("timing note %q: want the device's timer", note)
+	}
+	if webgpu && estimated == 0 {
+		// WebGPU fuses the ReLU gradient's ops, and the bias gradient into
+		// its reduction: some of the backward is split by cost.
+		t.Errorf("backward on WebGPU: no row marked ≈ (rows %+v)", rows)
+	}
+	var open string
+	for _, r := range rows {
+		if r.Expand {
+			open = r.Op
+			break
+		}
+	}
+	if open == "" {
+		t.Fatalf("no op row opens to its IR ops: %+v", rows)
+	}
+	tb.do(t, chromedp.Click(chromedp.CSS(`#op-table tr[data-op="`+open+`"] button.expand`)))
+	ir := eval[[]string](t, tb, `[...document.querySelectorAll('#op-table tr.ir[data-ir-of="`+open+`"] th')].map(e => e.textContent)`)
+	if len(ir) == 0 {
+		t.Errorf("opening %s showed no IR rows", open)
+	}
+	for _, op := range ir {
+		if strings.ToLower(op) != op {
+			t.Errorf("IR row %q of %s: want an IR op name", op, open)
+		}
+	}
+	t.Logf("backward ops: %d rows, %d marked ≈; %s runs %v", len(rows), estimated, open, ir)
+	tb.do(t, chromedp.SetValue(chromedp.CSS("#f-pass"), "forward"))
+	eval[bool](t, tb, `(document.querySelector("#f-pass").dispatchEvent(new Event("change")), true)`)
+}
+
+// checkCompare checks the side-by-side view: lazy against captured by
+// default, three tables, and a difference highlighted exactly when it is
+// 10% or more of the larger time and at least 5 µs.
+func checkCompare(t *testing.T, tb *tab) {
+	t.Helper()
+	got := eval[struct {
+		A, B   string
+		Tables int
+		Rows   int
+		Wrong  []string
+		Marked int
+	}](t, tb, `(() => {
+		const wrong = [];
+		let marked = 0, rows = 0;
+		for (const tr of document.querySelectorAll("#compare tbody tr")) {
+			rows++;
+			const td = tr.querySelector("td.delta");
+			const a = parseFloat(tr.children[1].textContent.replace("≈", "")), b = parseFloat(tr.children[2].textContent.replace("≈", ""));
+			const d = +td.dataset.delta;
+			const cls = td.classList.contains("up") ? "up" : td.classList.contains("down") ? "down" : "";
+			if (cls) marked++;
+			if ((cls === "up" && !(d > 0)) || (cls === "down" && !(d < 0))) wrong.push(tr.dataset.name + " " + cls + " " + d);
+		}
+		return {A: document.querySelector("#f-cmp-a").value, B: document.querySelector("#f-cmp-b").value,
+			Tables: document.querySelectorAll("#compare table").length, Rows: rows, Wrong: wrong, Marked: marked};
+	})()`)
+	if got.A != "browser-lazy" || got.B != "browser-captured" || got.Tables != 3 || got.Rows < 8 || len(got.Wrong) > 0 {
+		t.Errorf("compare view: %+v: want lazy against captured in 3 tables, highlights in the direction of the difference", got)
+	}
+	if got.Marked == 0 {
+		// A lazy step compiles its program from a cold cache: slower than
+		// a captured replay by far more than 10%.
+		t.Errorf("compare view highlights nothing between lazy and captured: %+v", got)
+	}
 }

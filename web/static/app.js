@@ -30,6 +30,8 @@
     profiles: [], // {id, label, kind: "browser"|"file", data}
     selected: null,
     sort: { key: "ms", dir: -1 },
+    expanded: new Set(), // op rows opened to their IR ops
+    cmp: { a: null, b: null, chosen: false }, // the two profiles compared; chosen: by the user
     scale: "share",
   };
 
@@ -129,6 +131,7 @@
     EMPTY.modes = $("#modes").innerHTML;
     EMPTY.ops = $("#op-table tbody").innerHTML;
     EMPTY.counters = $("#counters").innerHTML;
+    EMPTY.compare = $("#compare").innerHTML;
     try {
       setStages(await (await fetch("stages.json")).json());
     } catch (e) {
@@ -185,14 +188,17 @@
     $("#btn-stop").addEventListener("click", () => { if (window.ag) ag.stop(); setStatus("Stopping after this step…"); });
     $("#f-file").addEventListener("change", openFile);
     $("#f-prof").addEventListener("change", (e) => { state.selected = e.target.value; renderDetail(); });
-    $("#f-pass").addEventListener("change", renderOps);
+    $("#f-pass").addEventListener("change", () => { state.expanded.clear(); renderOps(); renderCompare(); });
+    $("#f-group").addEventListener("change", () => { state.expanded.clear(); renderOps(); renderCompare(); });
+    $("#f-cmp-a").addEventListener("change", (e) => { state.cmp.a = e.target.value; state.cmp.chosen = true; renderCompare(); });
+    $("#f-cmp-b").addEventListener("change", (e) => { state.cmp.b = e.target.value; state.cmp.chosen = true; renderCompare(); });
     for (const r of document.querySelectorAll('input[name="scale"]')) {
       r.addEventListener("change", (e) => { state.scale = e.target.value; renderModes(); });
     }
     for (const th of document.querySelectorAll("#op-table th")) {
       th.querySelector("button").addEventListener("click", () => {
         const k = th.dataset.key;
-        state.sort = { key: k, dir: state.sort.key === k ? -state.sort.dir : (k === "op" ? 1 : -1) };
+        state.sort = { key: k, dir: state.sort.key === k ? -state.sort.dir : (k === "op" || k === "timing" ? 1 : -1) };
         renderOps();
       });
     }
@@ -312,13 +318,16 @@
   // fields are ignored. Checked before anything is rendered, because one
   // wrong type inside the render would leave a half-drawn page.
   const NUM = "number", STR = "string", BOOL = "boolean";
+  const OPROW = { op: STR, count: NUM, nodes: NUM, create_ms: NUM, compute_ms: NUM, ms: NUM, pct: NUM,
+    "timing?": STR, "measured_pct?": NUM, "ir?": [{ op: STR, nodes: NUM, compute_ms: NUM }] };
   const REPORT = {
     pass: STR, ops: NUM, runs: NUM, total_ms: NUM, transfer_pct: NUM, ceiling: NUM,
     stages: [{ stage: STR, ms: NUM, pct: NUM }],
-    "by_op?": [{ op: STR, count: NUM, nodes: NUM, create_ms: NUM, compute_ms: NUM, ms: NUM, pct: NUM }],
+    "by_op?": [OPROW],
+    "by_layer?": [OPROW],
   };
   const PROFILE = {
-    schema: NUM, "device?": STR, "mode?": STR, "mode_note?": STR,
+    schema: NUM, "device?": STR, "timer?": STR, "mode?": STR, "mode_note?": STR,
     steps: NUM, step_total_ms: NUM, "coverage_pct?": NUM, "compiles?": NUM,
     forward: REPORT, backward: REPORT, update: REPORT,
     "transfers?": { "counted?": BOOL, "sites?": [{ dir: STR, site: STR, count: NUM, bytes: NUM }],
@@ -431,6 +440,7 @@
     sel.disabled = !state.profiles.length;
     renderModes();
     renderDetail();
+    renderCompareChoices();
   }
   function current() { return state.profiles.find((p) => p.id === state.selected); }
 
@@ -611,9 +621,51 @@
     $("#btn-dl-json").disabled = !p;
     $("#btn-dl-trace").disabled = !p || p.kind !== "browser";
     $("#btn-dl-trace").title = p && p.kind !== "browser" ? "traces come with browser profiles; native runs write theirs with ag demo -trace" : "";
+    if (p && p.data.device) {
+      // The header names the device of what is shown: an opened file's own.
+      $("#device-name").textContent = p.data.device + (p.kind === "file" ? ` (file ${p.file})` : "");
+    }
     renderOps();
     renderCounters();
     for (const c of document.querySelectorAll(".mode")) c.classList.toggle("selected", c.dataset.id === state.selected);
+  }
+
+  // TIMINGS says how a row's compute time was obtained (profile.Timing);
+  // every kind but "measured" is marked ≈ wherever its time is shown.
+  const TIMINGS = {
+    measured: "its kernels timed one by one",
+    split: "a fused kernel's measured time, shared among the ops it runs by their cost (max(FLOPs, 10 × bytes))",
+    estimated: "the measured time of a whole graph, shared by per-kernel times measured in calibration runs",
+    even: "no per-kernel timer: the run's time split evenly among its nodes",
+    mixed: "partly measured, partly split or estimated",
+  };
+  const measured = (o) => !o.timing || o.timing === "measured" || !(o.compute_ms > 0);
+  function timingText(o) {
+    if (!o.timing) return "not recorded";
+    if (!(o.compute_ms > 0)) return "–";
+    if (o.timing === "mixed") return `≈ mixed (${(o.measured_pct || 0).toFixed(0)}% measured)`;
+    return o.timing === "measured" ? "measured" : "≈ " + o.timing;
+  }
+  // approx renders a number, marked ≈ when it was not measured.
+  function approx(text, exact) {
+    return exact ? document.createTextNode(text) : el("span", {}, el("span", { class: "est", title: "estimated, not measured per kernel", text: "≈" }), text);
+  }
+
+  function renderTimingNote(p, rows) {
+    const box = $("#timing-note");
+    if (!p) { box.textContent = "Ops are named as you wrote them (MatMul, ReLU, Linear's bias add); open a row for the IR ops it ran."; return; }
+    const kinds = [...new Set(rows.filter((o) => o.compute_ms > 0 && o.timing).map((o) => o.timing))];
+    const parts = [el("b", { text: "Timer: " }), p.data.timer || "not recorded in this profile (written before ag recorded its timer)", ". "];
+    const est = kinds.filter((k) => k !== "measured");
+    if (est.length) {
+      parts.push("≈ marks a time not measured per kernel: ");
+      est.forEach((k, i) => parts.push(el("b", { text: k }), ` = ${TIMINGS[k] || k}${i < est.length - 1 ? "; " : ". "}`));
+    } else if (kinds.length) {
+      parts.push("Every time below was measured. ");
+    }
+    parts.push("Ops carry the names you wrote; ▸ opens a row to the IR ops it ran.");
+    box.replaceChildren(...parts);
+    box.dataset.timings = kinds.join(",");
   }
 
   function renderOps() {
@@ -623,35 +675,141 @@
       if (th.dataset.key === state.sort.key) th.setAttribute("aria-sort", state.sort.dir > 0 ? "ascending" : "descending");
       else th.removeAttribute("aria-sort");
     }
-    if (!p) { tbody.innerHTML = EMPTY.ops; return; }
+    const group = $("#f-group").value;
+    if (!p) { tbody.innerHTML = EMPTY.ops; renderTimingNote(null, []); return; }
     const r = p.data[$("#f-pass").value];
-    const rows = [...((r && r.by_op) || [])];
+    const rows = [...((r && r[group]) || [])];
+    renderTimingNote(p, rows);
     const k = state.sort.key, dir = state.sort.dir;
-    rows.sort((a, b) => (k === "op" ? a.op.localeCompare(b.op) : (a[k] - b[k])) * dir || a.op.localeCompare(b.op));
+    const str = (o) => (k === "timing" ? timingText(o) : o.op);
+    rows.sort((a, b) => (k === "op" || k === "timing" ? str(a).localeCompare(str(b)) : (a[k] - b[k])) * dir || a.op.localeCompare(b.op));
     if (!rows.length) {
-      tbody.replaceChildren(el("tr", {}, el("td", { colspan: 7, class: "empty", text: "No ops recorded in this pass." })));
+      const what = group === "by_layer" ? (r && r.by_op && r.by_op.length ? "No layer scopes in this pass (ops outside nn modules, or a file written before ag recorded layers)." : "No layers recorded in this pass.") : "No ops recorded in this pass.";
+      tbody.replaceChildren(el("tr", {}, el("td", { colspan: 8, class: "empty", text: what })));
       return;
     }
     // The stages that belong to no op, so the rows add up to the pass total.
     const other = r.total_ms - rows.reduce((a, o) => a + o.ms, 0);
     const otherPct = r.total_ms > 0 ? 100 * other / r.total_ms : 0;
     const maxPct = Math.max(...rows.map((o) => o.pct), otherPct, 1);
-    const out = rows.map((o) => el("tr", {},
-      el("th", { scope: "row", class: "txt", text: o.op }),
-      el("td", { text: String(o.count) }),
-      el("td", { text: String(o.nodes) }),
-      el("td", { text: o.create_ms.toFixed(3) }),
-      el("td", { text: o.compute_ms.toFixed(3) }),
-      el("td", { text: o.ms.toFixed(3) }),
-      el("td", { class: "pct" }, el("span", { class: "pct-bar", style: `width:${(100 * o.pct / maxPct).toFixed(1)}%` }), el("span", { text: o.pct.toFixed(1) }))));
+    const bar = (pctv, cls) => el("span", { class: "pct-bar" + (cls ? " " + cls : ""), style: `width:${(100 * pctv / maxPct).toFixed(1)}%` });
+    const out = [];
+    for (const o of rows) {
+      const exact = measured(o);
+      const ir = o.ir || [];
+      const opens = ir.length > 1 || (ir.length === 1 && ir[0].op !== o.op.toLowerCase());
+      const open = opens && state.expanded.has(o.op);
+      let name = o.op;
+      if (opens) {
+        name = el("button", { type: "button", class: "expand", "aria-expanded": String(open), title: `the IR ops ${o.op} ran`, text: o.op });
+        name.addEventListener("click", () => {
+          if (state.expanded.has(o.op)) state.expanded.delete(o.op); else state.expanded.add(o.op);
+          renderOps();
+        });
+      }
+      out.push(el("tr", { "data-op": o.op, "data-timing": o.timing || "" },
+        el("th", { scope: "row", class: "txt" }, name),
+        el("td", { text: String(o.count) }),
+        el("td", { text: String(o.nodes) }),
+        el("td", { text: o.create_ms.toFixed(3) }),
+        el("td", { class: "compute" }, approx(o.compute_ms.toFixed(3), exact)),
+        el("td", {}, approx(o.ms.toFixed(3), exact)),
+        el("td", { class: "pct" }, bar(o.pct), approx(o.pct.toFixed(1), exact)),
+        el("td", { class: "txt timing", title: TIMINGS[o.timing] || "", text: timingText(o) })));
+      if (!open) continue;
+      for (const i of ir) {
+        const ipct = r.total_ms > 0 ? 100 * i.compute_ms / r.total_ms : 0;
+        out.push(el("tr", { class: "ir", "data-ir-of": o.op },
+          el("th", { scope: "row", class: "txt", text: i.op }),
+          el("td"), el("td", { text: String(i.nodes) }), el("td"),
+          el("td", {}, approx(i.compute_ms.toFixed(3), exact)), el("td"),
+          el("td", { class: "pct" }, bar(ipct, "ir"), approx(ipct.toFixed(1), exact)),
+          el("td", { class: "txt timing", text: "IR op" })));
+      }
+    }
     if (other > 1e-6) {
       out.push(el("tr", { class: "other" },
-        el("th", { scope: "row", class: "txt", text: "(other stages)" }),
+        el("th", { scope: "row", class: "txt", text: group === "by_layer" ? "(outside layers, other stages)" : "(other stages)" }),
         el("td"), el("td"), el("td"), el("td"),
         el("td", { text: other.toFixed(3) }),
-        el("td", { class: "pct" }, el("span", { class: "pct-bar other", style: `width:${(100 * otherPct / maxPct).toFixed(1)}%` }), el("span", { text: otherPct.toFixed(1) }))));
+        el("td", { class: "pct" }, bar(otherPct, "other"), el("span", { text: otherPct.toFixed(1) })),
+        el("td")));
     }
     tbody.replaceChildren(...out);
+  }
+
+  // ---------- compare ----------
+  function renderCompareChoices() {
+    const ids = state.profiles.map((q) => q.id);
+    const has = (id) => ids.includes(id);
+    // Until the user picks, lazy against captured (the question the page
+    // is most often asked), else the first two profiles.
+    if (!state.cmp.chosen || !has(state.cmp.a)) state.cmp.a = has("browser-lazy") ? "browser-lazy" : (ids[0] ?? null);
+    if (!state.cmp.chosen || !has(state.cmp.b) || state.cmp.b === state.cmp.a) {
+      const pref = state.cmp.a === "browser-lazy" && has("browser-captured") ? "browser-captured" : ids.find((id) => id !== state.cmp.a);
+      state.cmp.b = pref ?? null;
+    }
+    for (const [sel, v] of [[$("#f-cmp-a"), state.cmp.a], [$("#f-cmp-b"), state.cmp.b]]) {
+      const opts = state.profiles.map((q) => el("option", { value: q.id, text: (q.kind === "file" ? "file: " : "") + q.label }));
+      sel.replaceChildren(...(opts.length ? opts : [el("option", { text: "none yet" })]));
+      if (v) sel.value = v;
+      sel.disabled = state.profiles.length < 2;
+    }
+    renderCompare();
+  }
+
+  // diffCell is B − A per step, marked up (slower) or down (faster) when it
+  // is 10% or more of the larger and at least 5 µs.
+  function diffCells(a, b) {
+    const d = b - a, big = Math.max(Math.abs(a), Math.abs(b));
+    const cls = Math.abs(d) >= 0.1 * big && Math.abs(d) >= 0.005 ? (d > 0 ? "up" : "down") : "";
+    const ratio = a > 0 ? (b / a).toFixed(2) + "×" : "–";
+    return [el("td", { class: "delta " + cls, "data-delta": d.toFixed(6), text: (d > 0 ? "+" : d < 0 ? "−" : "") + fmtMS(Math.abs(d)) }),
+      el("td", { class: cls, text: ratio })];
+  }
+
+  function cmpTable(caption, nameA, nameB, rows) {
+    const t = el("table", { class: "cmp" });
+    t.append(el("caption", { text: caption }));
+    t.append(el("thead", {}, el("tr", {},
+      el("th", { scope: "col", class: "txt", text: "" }),
+      el("th", { scope: "col", text: "A " + nameA }), el("th", { scope: "col", text: "B " + nameB }),
+      el("th", { scope: "col", text: "Δ B − A" }), el("th", { scope: "col", text: "B / A" }))));
+    const tb = el("tbody");
+    for (const [name, a, b, exactA, exactB] of rows) {
+      tb.append(el("tr", { "data-name": name },
+        el("th", { scope: "row", class: "txt", text: name }),
+        el("td", {}, approx(fmtMS(a), exactA !== false)), el("td", {}, approx(fmtMS(b), exactB !== false)), ...diffCells(a, b)));
+    }
+    t.append(tb);
+    return el("div", { class: "table-wrap" }, t);
+  }
+
+  function renderCompare() {
+    const box = $("#compare");
+    const A = state.profiles.find((q) => q.id === state.cmp.a), B = state.profiles.find((q) => q.id === state.cmp.b);
+    if (!A || !B || A === B) { box.innerHTML = EMPTY.compare; return; }
+    const sa = Math.max(1, A.data.steps || 0), sb = Math.max(1, B.data.steps || 0);
+    const pass = $("#f-pass").value, group = $("#f-group").value;
+    const per = (r, steps) => (r ? r.total_ms / steps : 0);
+    const passes = PASSES.map((ps) => [ps, per(A.data[ps], sa), per(B.data[ps], sb)]);
+    passes.push(["step (wall)", A.data.step_total_ms / sa, B.data.step_total_ms / sb]);
+    const ra = A.data[pass] || {}, rb = B.data[pass] || {};
+    const stageMap = (r, steps) => Object.fromEntries((r.stages || []).map((x) => [x.stage, x.ms / steps]));
+    const ma = stageMap(ra, sa), mb = stageMap(rb, sb);
+    const stages = STAGES.filter((st) => st in ma || st in mb).map((st) => [st, ma[st] || 0, mb[st] || 0]);
+    const opMap = (r, steps) => Object.fromEntries((r[group] || []).map((o) => [o.op, { ms: o.ms / steps, exact: measured(o) }]));
+    const oa = opMap(ra, sa), ob = opMap(rb, sb);
+    const names = [...new Set([...Object.keys(oa), ...Object.keys(ob)])];
+    const ops = names.map((n) => [n, oa[n]?.ms || 0, ob[n]?.ms || 0, oa[n]?.exact, ob[n]?.exact])
+      .sort((x, y) => Math.max(y[1], y[2]) - Math.max(x[1], x[2]) || x[0].localeCompare(y[0])).slice(0, 40);
+    const devs = A.data.device === B.data.device ? `both on ${A.data.device || "an unknown device"}` : `A on ${A.data.device || "?"}, B on ${B.data.device || "?"}`;
+    box.replaceChildren(
+      el("p", { class: "of", text: `A ${A.label} · B ${B.label} · ${devs} · ms per step` }),
+      el("div", { class: "cmp-grid" },
+        cmpTable("Passes", A.label, B.label, passes),
+        cmpTable(`Stages of the ${pass}`, A.label, B.label, stages),
+        cmpTable(`${group === "by_layer" ? "Layers" : "Ops"} of the ${pass}`, A.label, B.label, ops)));
   }
 
   function renderCounters() {
