@@ -25,6 +25,9 @@ type Profile struct {
 	// devices).
 	Device string `json:"device"`
 	Timer  string `json:"timer"`
+	// Mode is how the profiled steps ran (lazy, captured, eager), when the
+	// caller says; the page labels and compares profiles by it.
+	Mode string `json:"mode,omitempty"`
 	// TakenAt is when the snapshot was taken (UTC).
 	TakenAt time.Time `json:"taken_at"`
 	// Forward, Backward and Update are the pass profiles (never null; see

@@ -81,8 +81,7 @@ var modeNotes = map[string]string{
 // WebProfile is ag.profile's answer: the native profile JSON (profile.Profile,
 // the schema `ag demo -profile-json` writes) plus what the page labels it with.
 type WebProfile struct {
-	*profile.Profile
-	Mode     string      `json:"mode"`
+	*profile.Profile // its Mode set
 	ModeNote string      `json:"mode_note"`
 	Source   string      `json:"source"` // "browser"
 	Model    BuildConfig `json:"model"`
@@ -317,12 +316,13 @@ func (s *session) profile(mode string, steps int) (*WebProfile, error) {
 	snap := profile.Snapshot()
 	snap.Device = s.dev.String()
 	snap.Timer = s.dev.Info().Timer
+	snap.Mode = mode
 	var tr bytes.Buffer
 	if err := profile.WriteTrace(&tr); err != nil {
 		return nil, fmt.Errorf("profile %s: %w", mode, err)
 	}
 	s.traces[mode], s.last = tr.Bytes(), mode
-	return &WebProfile{Profile: snap, Mode: mode, ModeNote: note, Source: "browser", Model: s.cfg,
+	return &WebProfile{Profile: snap, ModeNote: note, Source: "browser", Model: s.cfg,
 		Compiles: s.dev.Stats().Compiles - compiles, WallMS: msOf(time.Since(t0))}, nil
 }
 

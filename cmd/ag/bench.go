@@ -35,6 +35,10 @@ type benchResult struct {
 	GFLOPs  float64 `json:"gflops"`
 	Reps    int     `json:"reps"`
 	Loss    float64 `json:"final_loss,omitempty"`
+	// With -profiled: the median step with per-op profiling on, and its
+	// ratio to the median step without, both from steps taken in turns.
+	ProfMs    float64 `json:"profiled_median_ms,omitempty"`
+	ProfRatio float64 `json:"profiled_ratio,omitempty"`
 }
 
 type benchReport struct {
@@ -55,6 +59,7 @@ func bench(args []string) error {
 	reps := fs.Int("reps", 10, "timed repetitions per measurement")
 	modes := fs.String("modes", "lazy,captured", "MLP step execution modes: eager, lazy, captured")
 	out := fs.String("json", "", "write the results as JSON to this file")
+	profiled := fs.Bool("profiled", false, "also time each MLP step with per-op profiling on, in turns with steps without, and print the ratio (the profiler's cost)")
 	fs.Parse(args)
 
 	names := splitList(*devs)
@@ -82,7 +87,7 @@ func bench(args []string) error {
 		}
 		for _, b := range ints(*batches) {
 			for _, mode := range splitList(*modes) {
-				r, err := benchStep(dev, workload.Mode(mode), *width, *depth, b, *reps)
+				r, err := benchStep(dev, workload.Mode(mode), *width, *depth, b, *reps, *profiled)
 				if err != nil {
 					return fmt.Errorf("%s MLP step batch %d %s: %w", name, b, mode, err)
 				}
@@ -123,6 +128,9 @@ func printResult(r benchResult, shape string) {
 		xfer = fmt.Sprintf("%.0f/%.0f", r.Up, r.Down)
 	}
 	fmt.Printf("%-12s %-18s %-14s %10.3f %10.3f %10.1f %8s %8.1f\n", r.Device, kind, shape, r.MedianM, r.MinMs, r.GFLOPs, xfer, r.Launch)
+	if r.ProfMs > 0 {
+		fmt.Printf("%-12s %-18s %-14s %10.3f  (profiled: %.3fx the steps without, taken in turns)\n", r.Device, "  profiled", shape, r.ProfMs, r.ProfRatio)
+	}
 }
 
 func benchMatMul(dev *core.Device, n, reps int) (benchResult, error) {
@@ -149,7 +157,7 @@ func benchMatMul(dev *core.Device, n, reps int) (benchResult, error) {
 		GFLOPs: 2 * float64(n) * float64(n) * float64(n) / med / 1e6, Reps: reps}, nil
 }
 
-func benchStep(dev *core.Device, mode workload.Mode, width, depth, batch, reps int) (benchResult, error) {
+func benchStep(dev *core.Device, mode workload.Mode, width, depth, batch, reps int, profiled bool) (benchResult, error) {
 	m, err := workload.New(dev, workload.Config{Width: width, Depth: depth, Batch: batch, Seed: 1})
 	if err != nil {
 		return benchResult{}, err
@@ -173,10 +181,52 @@ func benchStep(dev *core.Device, mode workload.Mode, width, depth, batch, reps i
 	}
 	med, mn := stats(times)
 	n := float64(reps)
-	return benchResult{Device: dev.Name(), Kind: "mlp_step", Mode: string(mode), Width: width, Depth: depth, Batch: batch,
+	r := benchResult{Device: dev.Name(), Kind: "mlp_step", Mode: string(mode), Width: width, Depth: depth, Batch: batch,
 		MedianM: med, MinMs: mn, GFLOPs: m.FLOPs() / med / 1e6, Reps: reps, Loss: float64(loss),
 		Up: float64(st1.Uploads-st0.Uploads) / n, Down: float64(st1.Downloads-st0.Downloads) / n,
-		Launch: float64(launches) / n}, nil
+		Launch: float64(launches) / n}
+	if profiled {
+		plain, prof, err := profiledSteps(m, mode, reps)
+		if err != nil {
+			return r, err
+		}
+		r.ProfMs, r.ProfRatio = prof, prof/plain
+	}
+	return r, nil
+}
+
+// profiledSteps times steps with per-op profiling off and on in turns, so
+// that drift of the machine falls on both alike, and returns the medians.
+// Each profiled step records its per-op times as ag demo -profile does;
+// two profiled steps first let the backend make its timed programs.
+func profiledSteps(m *workload.MLP, mode workload.Mode, reps int) (plain, prof float64, err error) {
+	set := func(on bool) {
+		profile.Forward(on)
+		profile.Backward(on)
+		profile.Switch(profile.PassUpdate, on)
+	}
+	defer set(false)
+	profile.Reset()
+	set(true)
+	if _, _, err := m.Timed(mode, 2); err != nil {
+		return 0, 0, err
+	}
+	var off, on []time.Duration
+	for i := 0; i < 2*reps; i++ {
+		set(i%2 == 1)
+		ts, _, err := m.Timed(mode, 1)
+		if err != nil {
+			return 0, 0, err
+		}
+		if i%2 == 1 {
+			on = append(on, ts[0])
+		} else {
+			off = append(off, ts[0])
+		}
+	}
+	plain, _ = stats(off)
+	prof, _ = stats(on)
+	return plain, prof, nil
 }
 
 func stats(ts []time.Duration) (median, min float64) {

@@ -28,7 +28,13 @@ func demo(args []string) error {
 	prof := fs.Bool("profile", false, "profile the steps after the first two and print the forward/backward reports, per-op tables, transfers and launches")
 	trace := fs.String("trace", "", "with -profile: write a Chrome trace-event JSON file (open in Perfetto or chrome://tracing)")
 	profJSON := fs.String("profile-json", "", "with -profile: write the whole profile as JSON (the web page opens it)")
+	mode := fs.String("mode", "lazy", "step execution: lazy (one program per step), captured (one recorded program replayed), eager (a program per op)")
 	fs.Parse(args)
+	switch workload.Mode(*mode) {
+	case workload.Lazy, workload.Captured, workload.Eager:
+	default:
+		return fmt.Errorf("-mode %q: want lazy, captured or eager", *mode)
+	}
 	if (*trace != "" || *profJSON != "") && !*prof {
 		*prof = true
 	}
@@ -47,8 +53,8 @@ func demo(args []string) error {
 			fmt.Println(note)
 		}
 	}
-	fmt.Printf("model: %d Linear layers of %dx%d, ReLU, Adam lr %g, MSE; batch %d; %d steps\n",
-		*depth, *width, *width, *lr, *batch, *steps)
+	fmt.Printf("model: %d Linear layers of %dx%d, ReLU, Adam lr %g, MSE; batch %d; %d steps, %s\n",
+		*depth, *width, *width, *lr, *batch, *steps, *mode)
 
 	t0 := time.Now()
 	m, err := workload.New(dev, workload.Config{Width: *width, Depth: *depth, Batch: *batch, LR: float32(*lr), Seed: 1})
@@ -66,7 +72,7 @@ func demo(args []string) error {
 			startProfile()
 		}
 		s0 := time.Now()
-		loss, err := m.Step()
+		loss, err := m.StepMode(workload.Mode(*mode))
 		if err != nil {
 			return fmt.Errorf("step %d: %w", i, err)
 		}
@@ -97,7 +103,7 @@ func demo(args []string) error {
 	fmt.Printf("device work: %d runs, %d compiles, %d uploads (%.1f MB), %d downloads (%.3f MB)\n",
 		st.Runs, st.Compiles, st.Uploads, float64(st.UpBytes)/1e6, st.Downloads, float64(st.DownBytes)/1e6)
 	if *prof {
-		return printProfile(dev.String(), dev.Info().Timer, *trace, *profJSON)
+		return printProfile(dev.String(), dev.Info().Timer, *mode, *trace, *profJSON)
 	}
 	return nil
 }
@@ -136,7 +142,7 @@ func startProfile() {
 
 // printProfile prints the reports of the profiled steps and writes the
 // trace and JSON files asked for.
-func printProfile(device, timer, trace, jsonPath string) error {
+func printProfile(device, timer, mode, trace, jsonPath string) error {
 	fmt.Println()
 	for _, p := range []profile.Pass{profile.PassForward, profile.PassBackward, profile.PassUpdate} {
 		r := profile.ReportPass(os.Stdout, p)
@@ -149,7 +155,7 @@ func printProfile(device, timer, trace, jsonPath string) error {
 	fmt.Println()
 	profile.LaunchReport(os.Stdout)
 	snap := profile.Snapshot()
-	snap.Device, snap.Timer = device, timer
+	snap.Device, snap.Timer, snap.Mode = device, timer, mode
 	fmt.Printf("per-op times: %s\n", timer)
 	fmt.Printf("\nprofiled %d steps: %.1f ms of %.1f ms wall attributed to named stages (%.1f%%)\n",
 		snap.Steps, snap.AttributedMS, snap.StepTotalMS, snap.CoveragePct)
