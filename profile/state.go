@@ -27,9 +27,9 @@ func (s *state) resetXfer() { s.xfer = map[xferKey]*xferCount{} }
 // up to 104 days.
 type passData struct {
 	stage     [numStages]float64
-	ops       int // Op calls
-	runs      int // runs that gave this pass a share
-	timedRuns int // of those, runs whose compute was device-timed
+	ops       int                 // Op calls
+	runs      int                 // runs that gave this pass a share
+	timedRuns int                 // of those, runs whose compute was device-timed
 	byOp      map[string]*opTotal // by user op
 	byLayer   map[string]*opTotal // by layer scope
 }

@@ -81,12 +81,12 @@ var modeNotes = map[string]string{
 // WebProfile is ag.profile's answer: the native profile JSON (profile.Profile,
 // the schema `ag demo -profile-json` writes) plus what the page labels it with.
 type WebProfile struct {
-	*profile.Profile // its Mode set
-	ModeNote string      `json:"mode_note"`
-	Source   string      `json:"source"` // "browser"
-	Model    BuildConfig `json:"model"`
-	Compiles int         `json:"compiles"` // programs compiled during the profiled steps
-	WallMS   float64     `json:"wall_ms"`  // wall time of the call, warm-up included
+	*profile.Profile             // its Mode set
+	ModeNote         string      `json:"mode_note"`
+	Source           string      `json:"source"` // "browser"
+	Model            BuildConfig `json:"model"`
+	Compiles         int         `json:"compiles"` // programs compiled during the profiled steps
+	WallMS           float64     `json:"wall_ms"`  // wall time of the call, warm-up included
 }
 
 // session holds the page's one model. Its methods run on the worker
