@@ -118,11 +118,14 @@ func (b *Backend) Caps() backend.Caps {
 }
 
 // timerText says how RunTimed times nodes on this device.
+// calibrationText says how profiled runs between calibrations are timed.
+var calibrationText = fmt.Sprintf("other profiled runs timed whole and shared as the last calibration measured (estimated), calibrating as often as a %g%% overhead allows", 100*timingBudget)
+
 func (b *Backend) timerText() string {
 	if b.d.info.timestamps {
-		return "timestamp queries around each kernel (measured; a fused kernel split among its ops by cost)"
+		return "timestamp queries around each kernel in calibration runs (measured; a fused kernel split among its ops by cost); " + calibrationText
 	}
-	return "host clock around each kernel, each submitted and waited for alone (measured, with the submit; a fused kernel split by cost)"
+	return "host clock around each kernel, each submitted and waited for alone, in calibration runs (measured, with the submit; a fused kernel split by cost); " + calibrationText
 }
 
 func (b *Backend) newBuffer(bytes uint64) (*gbuf, error) {

@@ -90,6 +90,7 @@ type program struct {
 	// parts of its time (RunTimed).
 	members map[int][]int
 	shares  map[int][]float64
+	cal     calibration // RunTimed's per-kernel times
 }
 
 // MemoryBytes reports the device memory the program holds: intermediates,
