@@ -75,3 +75,41 @@ func TestProfileCoversStep(t *testing.T) {
 		t.Errorf("named stages cover at best %.1f%% of the step wall time, want >= 95%%", best)
 	}
 }
+
+// The stages of a run tile its wall time: none negative, and together no
+// more than the time the syncs took. Allocating a run's large outputs once
+// counted twice in flush and was taken twice off graph, which went
+// negative (ggml-vulkan, 8x4096 lazy: graph -23% of the forward).
+func TestProfileStagesTile(t *testing.T) {
+	dev := open(t)
+	const n = 1 << 22 // 16 MB outputs: their allocation is not negligible
+	x := dev.Tensor(make([]float32, n), n)
+	defer profile.Forward(false)
+	profile.Reset()
+	profile.Forward(true)
+	var wall time.Duration
+	var keep []*Tensor // kept alive, so that no buffer comes back to the pool
+	for i := range 6 {
+		t0 := time.Now()
+		y := AddScalar(x, float32(i))
+		if err := dev.Sync(y); err != nil {
+			t.Fatal(err)
+		}
+		wall += time.Since(t0)
+		keep = append(keep, y)
+	}
+	r := profile.Data(profile.PassForward)
+	var sum float64
+	for _, s := range r.Stages {
+		if s.MS < 0 {
+			t.Errorf("stage %s is %.3f ms: negative", s.Stage, s.MS)
+		}
+		sum += s.MS
+	}
+	if w := float64(wall) / 1e6; sum > w*1.001 {
+		t.Errorf("stages add up to %.3f ms, more than the %.3f ms the syncs took: a stage is counted twice (%+v)", sum, w, r.Stages)
+	}
+	for _, y := range keep {
+		y.Release()
+	}
+}
