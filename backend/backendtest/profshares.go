@@ -39,8 +39,48 @@ func profileGraph(n, m, adds int) *builder {
 	return b
 }
 
+// minProductTime is the least time the product must take alone: on a fast
+// device a 512^3 product takes 15 us, no more than a launch, and its share
+// would measure launch costs, not the profiler.
+const minProductTime = time.Millisecond
+
+// productSize returns the side of the square product of profile-shares:
+// 512, doubled (up to 4096) until the product alone takes minProductTime.
+func productSize(t *testing.T, s *suite) int {
+	n := 512
+	for ; n < 4096; n *= 2 {
+		var b builder
+		x, w := b.arg(make([]float32, n*n), n, n), b.arg(make([]float32, n*n), n, n)
+		b.out(b.op(backend.OpMatMul, []int{n, n}, x, w))
+		p, err := s.compile(&b.g)
+		if err != nil {
+			t.Fatalf("Compile: %v", err)
+		}
+		bufs := s.upload(t, b.args)
+		best := time.Duration(math.MaxInt64)
+		for range 3 {
+			start := time.Now()
+			info, err := p.Run(bufs)
+			host := time.Since(start)
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if !s.caps.DeviceTimer {
+				info.DeviceTime = host
+			}
+			best = min(best, info.DeviceTime)
+		}
+		p.Release()
+		if best >= minProductTime {
+			break
+		}
+	}
+	return n
+}
+
 func testProfileShares(t *testing.T, s *suite) {
-	const n, m, adds, reps = 512, 64, 24, 7
+	const m, adds, reps = 64, 24, 7
+	n := productSize(t, s)
 	b := profileGraph(n, m, adds)
 	prog, err := s.compile(&b.g)
 	if err != nil {
@@ -118,8 +158,8 @@ func testProfileShares(t *testing.T, s *suite) {
 	mm := max(refs[1].best-empty, 0)
 	whole := max(refs[2].best-empty, 1)
 	want := min(float64(mm)/float64(whole), 1)
-	t.Logf("%s (%s): matmul share %.3f of the timed run, %.3f by untimed runs (matmul alone %v, whole program %v, one tiny kernel %v)",
-		s.caps.Name, s.caps.Timer, got, want, mm, whole, empty)
+	t.Logf("%s (%s): %d^3 product: matmul share %.3f of the timed run, %.3f by untimed runs (matmul alone %v, whole program %v, one tiny kernel %v)",
+		s.caps.Name, s.caps.Timer, n, got, want, mm, whole, empty)
 	if math.Abs(got-want) > shareTol {
 		t.Errorf("the matmul's share of a profiled run is %.3f, untimed runs give it %.3f: more than %.2f apart", got, want, shareTol)
 	}

@@ -48,7 +48,7 @@ func newDevice(name, desc string, be C.ggml_backend_t, isCPU bool) (*device, err
 		maxElems = int(m / 4)
 	}
 	d.caps = backend.Caps{Name: name, Device: desc, MaxBufferElems: maxElems,
-		Timer: fmt.Sprintf("host clock around the whole graph, split by per-kernel shares measured every %d profiled runs (estimated)", calibrateEvery)}
+		Timer: fmt.Sprintf("host clock around the whole graph, split by per-kernel shares measured in %d runs every %d profiled runs (estimated)", calibrateRuns, calibrateEvery)}
 	d.getRowsBack = d.probeGetRowsBack()
 	d.caps.Unsupported = d.probeUnsupported()
 	return d, nil

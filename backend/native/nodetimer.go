@@ -81,8 +81,14 @@ func noOp(t tensor) bool {
 }
 
 // calibrateEvery is how often (in RunTimed calls of a program) RunTimed
-// measures each kernel again.
-const calibrateEvery = 64
+// measures each kernel again, in calibrateRuns consecutive runs whose
+// fastest time of each kernel counts: one run alone can catch a kernel
+// cold or descheduled (on a 16-core ggml-cpu a lone product once took
+// twice its time and 92% of the run where it has 45%).
+const (
+	calibrateEvery = 128
+	calibrateRuns  = 3
+)
 
 // RunTimed runs the graph as Run does - one graph compute, the real launch
 // count, so a profiled step costs what an unprofiled one does - and splits
@@ -104,8 +110,8 @@ func (p *program) RunTimed(args []backend.Buffer, t *backend.NodeTimes) (backend
 	}
 	runs := p.timedRuns
 	p.timedRuns++
-	if runs%calibrateEvery == 1 {
-		return p.calibrate(args, t)
+	if k := runs % calibrateEvery; k >= 1 && k <= calibrateRuns {
+		return p.calibrate(args, t, k == 1)
 	}
 	info, err := p.run(args)
 	if err != nil {
@@ -157,9 +163,10 @@ func (p *program) segsOrNil() []segment {
 }
 
 // calibrate computes the graph node by node, reports each IR node's time
-// as measured, and keeps each one's work (its kernels' times less the fixed
-// cost of a compute) for the runs after it.
-func (p *program) calibrate(args []backend.Buffer, t *backend.NodeTimes) (backend.RunInfo, error) {
+// as measured, and keeps each one's work (its kernels' fastest times over
+// the calibration's runs, first starting them, less the fixed cost of a
+// compute) for the runs after it.
+func (p *program) calibrate(args []backend.Buffer, t *backend.NodeTimes, first bool) (backend.RunInfo, error) {
 	segs, err := p.segments()
 	if err != nil {
 		return backend.RunInfo{}, fmt.Errorf("native: %s RunTimed: %w", p.d.name, err)
@@ -169,9 +176,15 @@ func (p *program) calibrate(args []backend.Buffer, t *backend.NodeTimes) (backen
 	if err != nil {
 		return info, err
 	}
+	if first || len(p.segBest) != len(times) {
+		p.segBest = slices.Clone(times)
+	}
+	for i, d := range times {
+		p.segBest[i] = min(p.segBest[i], d)
+	}
 	fixed := time.Duration(0)
 	if len(times) > 0 {
-		fixed = slices.Min(times)
+		fixed = slices.Min(p.segBest)
 	}
 	p.work = make([]float64, len(p.l.g.Nodes))
 	p.kernels = make([]int, len(p.l.g.Nodes))
@@ -179,7 +192,7 @@ func (p *program) calibrate(args []backend.Buffer, t *backend.NodeTimes) (backen
 	for i, s := range segs {
 		t.Dur[s.owner] += times[i]
 		t.How[s.owner] = backend.TimeMeasured
-		p.work[s.owner] += float64(times[i] - fixed)
+		p.work[s.owner] += float64(p.segBest[i] - fixed)
 		p.kernels[s.owner]++
 	}
 	return info, nil
