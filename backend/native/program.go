@@ -42,7 +42,7 @@ type program struct {
 	// timedRuns counts RunTimed calls.
 	work      []float64
 	kernels   []int
-	minWhole  float64 // the quickest run since the calibration, ns
+	minWhole  float64         // the quickest run since the calibration, ns
 	segBest   []time.Duration // each segment's fastest time in the calibration's runs
 	timedRuns int
 }
