@@ -46,6 +46,9 @@ func NodeCost(g *Graph, i int) float64 {
 		flops = 2 * out * float64(k)
 	case ClassUpdate:
 		flops = 12 * out
+	case ClassRandom:
+		bytes = 4 * out
+		flops = 20 * out // a Philox block (10 rounds of 2 products) per 4 values
 	default:
 		Unknown("backend.NodeCost", n.Op)
 	}

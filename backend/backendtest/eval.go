@@ -145,8 +145,24 @@ func evalNode(n *backend.Node, in [][]float64, shapes [][]int) []float64 {
 			w[i] -= lr * vel[i]
 		}
 		copy(out, w)
+	case n.Op == backend.OpRandUniform:
+		// Integer arithmetic: the f32 values are exact, so float64 adds nothing.
+		key, ctr := backend.ParseRandState(f32s(in[0]))
+		v := make([]float32, len(out))
+		backend.RandUniformFill(v, key, ctr, n.Start, 0)
+		for i, x := range v {
+			out[i] = float64(x)
+		}
 	default:
 		backend.Unknown("backendtest.Eval", n.Op)
+	}
+	return out
+}
+
+func f32s(x []float64) []float32 {
+	out := make([]float32, len(x))
+	for i, v := range x {
+		out[i] = float32(v)
 	}
 	return out
 }

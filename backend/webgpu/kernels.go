@@ -466,3 +466,43 @@ func sgdKernel() *kernel {
 }
 `)
 }
+
+// randUniformKernel computes rand_uniform (backend/philox.go) with u32
+// arithmetic only: WGSL has no 32x32->64 product, so Philox's high words
+// come from 16-bit halves. One invocation per value computes its whole
+// block (4 values) and keeps one word: the cost is the arithmetic, a few
+// hundred integer operations, against one store. Params [n, element offset
+// of this range, Start low, Start high]; S is the state (RandStateLen
+// whole numbers, 16 bits each).
+func randUniformKernel() *kernel {
+	return newKernel("rand_uniform", []bindDecl{{name: "S"}, {name: "Y", rw: true}}, `
+fn mulhi(a: u32, b: u32) -> u32 {
+	let a0 = a & 0xffffu; let a1 = a >> 16u;
+	let b0 = b & 0xffffu; let b1 = b >> 16u;
+	let p01 = a0 * b1; let p10 = a1 * b0;
+	let mid = ((a0 * b0) >> 16u) + (p01 & 0xffffu) + (p10 & 0xffffu);
+	return a1 * b1 + (p01 >> 16u) + (p10 >> 16u) + (mid >> 16u);
+}
+fn piece(k: u32) -> u32 { return u32(S[k]) & 0xffffu; }
+fn add64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+	let lo = a.x + b.x;
+	return vec2<u32>(lo, a.y + b.y + select(0u, 1u, lo < a.x));
+}
+`+linearHead+`
+	if (i >= P[0]) { return; }
+	let e = P[1] + i;
+	var k0 = piece(0u) | (piece(1u) << 16u);
+	var k1 = piece(2u) | (piece(3u) << 16u);
+	let base = vec2<u32>(piece(4u) | (piece(5u) << 16u), piece(6u) | (piece(7u) << 16u));
+	let blk = add64(add64(base, vec2<u32>(P[2], P[3])), vec2<u32>(e / 4u, 0u));
+	var c = vec4<u32>(blk.x, blk.y, 0u, 0u);
+	for (var r = 0u; r < 10u; r = r + 1u) {
+		if (r > 0u) { k0 = k0 + 0x9E3779B9u; k1 = k1 + 0xBB67AE85u; }
+		let hi0 = mulhi(0xD2511F53u, c.x); let lo0 = 0xD2511F53u * c.x;
+		let hi1 = mulhi(0xCD9E8D57u, c.z); let lo1 = 0xCD9E8D57u * c.z;
+		c = vec4<u32>(hi1 ^ c.y ^ k0, lo1, hi0 ^ c.w ^ k1, lo0);
+	}
+	Y[i] = f32(c[e % 4u] >> 8u) * 5.9604644775390625e-8;
+}
+`)
+}
