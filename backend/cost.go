@@ -28,7 +28,7 @@ func NodeCost(g *Graph, i int) float64 {
 	case ClassUnary:
 		flops = out
 		switch n.Op {
-		case OpExp, OpLog, OpSqrt, OpSigmoid, OpTanh, OpPowConst:
+		case OpExp, OpLog, OpSqrt, OpSigmoid, OpTanh, OpPowConst, OpSin, OpCos:
 			flops = 8 * out
 		}
 	case ClassBinary, ClassIndex:

@@ -37,6 +37,10 @@ import (
 //	                  +0 for (-Inf)^A, a limit no backend computes cheaply)
 //	clamp             min(max(x, A), B) with NaN -> NaN; ±Inf clamp to the bounds
 //	abs               |x|: abs(±Inf) = +Inf, abs(NaN) = NaN
+//	sin cos           sin(±Inf) = cos(±Inf) = NaN, NaN -> NaN; sin(±0) = ±0,
+//	                  cos(±0) = 1; for finite |x| > 2^16 any value in
+//	                  [-1, 1] (GPUs reduce the argument in f32: the exact
+//	                  value needs a reduction by 2*pi to 100+ bits)
 //	inside            a mask: comparisons with NaN are false, so inside(NaN) = 0;
 //	                  ±Inf are outside finite bounds
 //	sum               IEEE sum in any order: NaN if any term is NaN or the terms
@@ -97,6 +101,8 @@ const (
 	OpClamp    // min(max(x, A), B) for A <= B; NaN stays NaN
 	OpInside   // 1 where A < x < B, else 0 (NaN too: the mask of ReLU' and Clamp')
 	OpAbs      // |x|
+	OpSin      // sin(x), x in radians
+	OpCos      // cos(x), x in radians
 
 	// OpSum sums along Node.Axis; the output keeps the rank with that axis 1.
 	OpSum
@@ -217,6 +223,8 @@ var opInfo = [...]OpInfo{
 	OpClamp:    {Name: "clamp", Class: ClassUnary, Inputs: 1, Exact: true},
 	OpInside:   {Name: "inside", Class: ClassUnary, Inputs: 1, Exact: true},
 	OpAbs:      {Name: "abs", Class: ClassUnary, Inputs: 1, Exact: true},
+	OpSin:      {Name: "sin", Class: ClassUnary, Inputs: 1, Domain: [2]float32{-10, 10}},
+	OpCos:      {Name: "cos", Class: ClassUnary, Inputs: 1, Domain: [2]float32{-10, 10}},
 
 	OpSum:        {Name: "sum", Class: ClassReduce, Inputs: 1},
 	OpMax:        {Name: "max", Class: ClassReduce, Inputs: 1, Exact: true},

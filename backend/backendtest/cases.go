@@ -43,6 +43,10 @@ var tolerances = map[string]Tol{
 	"sigmoid": {Abs: 1e-6, Rel: 1e-5},
 	"tanh":    {Abs: 1e-6, Rel: 1e-5},
 	"pow":     {Abs: 1e-6, Rel: 1e-5},
+	// sin, cos: absolute, as a GPU's are (a few ulp of the reduced argument
+	// near the zeros, where a relative bound means nothing).
+	"sin": {Abs: 2e-6},
+	"cos": {Abs: 2e-6},
 	// Sums: 2e-6*sqrt(n) of the |terms| is above the worst case of a naive
 	// f32 loop (n*6e-8) up to n = 1000, and 100x below one wrong term.
 	"sum":              {Abs: 1e-6, Rel: 2e-6, Terms: true},

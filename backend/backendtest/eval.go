@@ -219,6 +219,10 @@ func unary(op backend.Op, x, a, b float64) float64 {
 		return min(max(x, a), b)
 	case backend.OpAbs:
 		return math.Abs(x)
+	case backend.OpSin:
+		return math.Sin(x)
+	case backend.OpCos:
+		return math.Cos(x)
 	case backend.OpInside:
 		if a < x && x < b {
 			return 1

@@ -564,6 +564,10 @@ func (l *lowering) lowerUnary(n *backend.Node) tensor {
 		return l.clampOf(n.In[0], x, n.A, n.B)
 	case backend.OpAbs:
 		return C.ggml_abs(ctx, x)
+	case backend.OpSin:
+		return C.ggml_sin(ctx, x)
+	case backend.OpCos:
+		return C.ggml_cos(ctx, x)
 	case backend.OpInside:
 		if !(n.A < n.B) {
 			return l.constant(n.Shape, 0) // an empty interval

@@ -103,6 +103,22 @@ fn sqrtp(x: f32) -> f32 {
 	let b = bitcast<u32>(x);
 	return select(sqrt(x), qnan(), (b & 0x7fffffffu) > 0x7f800000u || (b > 0x80000000u));
 }
+// sinp and cosp reduce x to about [-pi, pi] first (WGSL promises its sin
+// and cos only there, to 2^-11 absolute) with 2*pi in two parts (k*6.28125
+// is exact for |k| < 2^16; the rest adds k*1e-10), and give NaN for ±Inf
+// and NaN.
+fn redp(x: f32) -> f32 {
+	let k = round(x * 0.15915494309189535);
+	return (x - k * 6.28125) - k * 0.0019353071795864769;
+}
+fn sinp(x: f32) -> f32 {
+	if ((bitcast<u32>(x) & 0x7fffffffu) >= 0x7f800000u) { return qnan(); }
+	return sin(redp(x));
+}
+fn cosp(x: f32) -> f32 {
+	if ((bitcast<u32>(x) & 0x7fffffffu) >= 0x7f800000u) { return qnan(); }
+	return cos(redp(x));
+}
 // powAbs is |x|^a for a finite a other than 0, as C's powf at the special
 // values, which WGSL's pow leaves undefined: NaN stays NaN, 0 (and a
 // subnormal, flushed) gives 0 or +Inf by the sign of a, +Inf gives +Inf or 0.
@@ -166,6 +182,10 @@ func unaryExpr(n *backend.Node) string {
 		return "bitcast<f32>(bitcast<u32>(x) & 0x7fffffffu)" // the sign bit cleared: NaN stays NaN
 	case backend.OpInside:
 		return "select(0.0, 1.0, x > a && x < b && !isNaNBits(x))"
+	case backend.OpSin:
+		return "sinp(x)"
+	case backend.OpCos:
+		return "cosp(x)"
 	}
 	backend.Unknown("webgpu.unaryExpr", n.Op)
 	return ""
