@@ -489,10 +489,9 @@ func sgdKernel() *kernel {
 
 // randUniformKernel computes rand_uniform (backend/philox.go) with u32
 // arithmetic only: WGSL has no 32x32->64 product, so Philox's high words
-// come from 16-bit halves. One invocation per value computes its whole
-// block (4 values) and keeps one word: the cost is the arithmetic, a few
-// hundred integer operations, against one store. Params [n, element offset
-// of this range, Start low, Start high]; S is the state (RandStateLen
+// come from 16-bit halves. One invocation per block of 4 values (a few
+// hundred integer operations). Params [n, element offset of this range (a
+// multiple of 4), Start low, Start high]; S is the state (RandStateLen
 // whole numbers, 16 bits each).
 func randUniformKernel() *kernel {
 	return newKernel("rand_uniform", []bindDecl{{name: "S"}, {name: "Y", rw: true}}, `
@@ -509,8 +508,9 @@ fn add64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
 	return vec2<u32>(lo, a.y + b.y + select(0u, 1u, lo < a.x));
 }
 `+linearHead+`
-	if (i >= P[0]) { return; }
-	let e = P[1] + i;
+	let q0 = 4u * i;
+	if (q0 >= P[0]) { return; }
+	let e = P[1] + q0;
 	var k0 = piece(0u) | (piece(1u) << 16u);
 	var k1 = piece(2u) | (piece(3u) << 16u);
 	let base = vec2<u32>(piece(4u) | (piece(5u) << 16u), piece(6u) | (piece(7u) << 16u));
@@ -522,7 +522,9 @@ fn add64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
 		let hi1 = mulhi(0xCD9E8D57u, c.z); let lo1 = 0xCD9E8D57u * c.z;
 		c = vec4<u32>(hi1 ^ c.y ^ k0, lo1, hi0 ^ c.w ^ k1, lo0);
 	}
-	Y[i] = f32(c[e % 4u] >> 8u) * 5.9604644775390625e-8;
+	for (var q = 0u; q < 4u; q = q + 1u) {
+		if (q0 + q < P[0]) { Y[q0 + q] = f32(c[q] >> 8u) * 5.9604644775390625e-8; }
+	}
 }
 `)
 }
