@@ -40,7 +40,7 @@ func nodeCost(g *Graph, i int, inKernel map[int]bool) float64 {
 	case ClassUnary:
 		flops = out
 		switch n.Op {
-		case OpExp, OpLog, OpSqrt, OpSigmoid, OpTanh, OpPowConst:
+		case OpExp, OpLog, OpSqrt, OpSigmoid, OpTanh, OpPowConst, OpSin, OpCos:
 			flops = 8 * out
 		}
 	case ClassBinary, ClassIndex:
@@ -58,6 +58,9 @@ func nodeCost(g *Graph, i int, inKernel map[int]bool) float64 {
 		flops = 2 * out * float64(k)
 	case ClassUpdate:
 		flops = 12 * out
+	case ClassRandom:
+		bytes = 4 * out
+		flops = 20 * out // a Philox block (10 rounds of 2 products) per 4 values
 	default:
 		Unknown("backend.NodeCost", n.Op)
 	}

@@ -37,6 +37,10 @@ import (
 //	                  +0 for (-Inf)^A, a limit no backend computes cheaply)
 //	clamp             min(max(x, A), B) with NaN -> NaN; ±Inf clamp to the bounds
 //	abs               |x|: abs(±Inf) = +Inf, abs(NaN) = NaN
+//	sin cos           sin(±Inf) = cos(±Inf) = NaN, NaN -> NaN; sin(±0) = ±0,
+//	                  cos(±0) = 1; for finite |x| > 2^16 any value in
+//	                  [-1, 1] (GPUs reduce the argument in f32: the exact
+//	                  value needs a reduction by 2*pi to 100+ bits)
 //	inside            a mask: comparisons with NaN are false, so inside(NaN) = 0;
 //	                  ±Inf are outside finite bounds
 //	sum               IEEE sum in any order: NaN if any term is NaN or the terms
@@ -57,6 +61,8 @@ import (
 //	one_hot           row; values move unchanged (NaN payloads need not be kept)
 //	data movement     reshape, permute, expand, slices, concat, fill: values
 //	                  move unchanged
+//	rand_uniform      no float input: finite values in [0, 1), bit for bit
+//	                  those of RandUniformFill (philox.go)
 //
 // Two latitudes the checks allow, because GPUs take them: the sign of a zero
 // result is unspecified (an input -0 still acts as IEEE says, so 1/-0 = -Inf
@@ -95,6 +101,8 @@ const (
 	OpClamp    // min(max(x, A), B) for A <= B; NaN stays NaN
 	OpInside   // 1 where A < x < B, else 0 (NaN too: the mask of ReLU' and Clamp')
 	OpAbs      // |x|
+	OpSin      // sin(x), x in radians
+	OpCos      // cos(x), x in radians
 
 	// OpSum sums along Node.Axis; the output keeps the rank with that axis 1.
 	OpSum
@@ -145,6 +153,15 @@ const (
 	// Its value is the updated w.
 	OpSGD
 
+	// OpRandUniform fills Node.Shape with uniform random numbers in [0, 1)
+	// from Philox4x32-10 (see philox.go): In[0] is the generator's state
+	// (RandStateLen values: the key and a base counter, see RandState) and
+	// Node.Start (>= 0) the node's counter offset from that base, in blocks
+	// of 4 values. The same state, Start and shape give the same bits on
+	// every backend. Reading the state from a tensor, rather than holding it
+	// in attributes, lets a compiled program draw new numbers on every run.
+	OpRandUniform
+
 	opCount
 )
 
@@ -164,6 +181,7 @@ const (
 	ClassIndex                 // rows selected or scattered by f32 indices
 	ClassMatMul                // products of the last two dimensions
 	ClassUpdate                // in-place optimizer updates of arg operands
+	ClassRandom                // random fills read from a state input
 )
 
 // OpInfo is what the code every backend shares knows of an op. An op is
@@ -205,6 +223,8 @@ var opInfo = [...]OpInfo{
 	OpClamp:    {Name: "clamp", Class: ClassUnary, Inputs: 1, Exact: true},
 	OpInside:   {Name: "inside", Class: ClassUnary, Inputs: 1, Exact: true},
 	OpAbs:      {Name: "abs", Class: ClassUnary, Inputs: 1, Exact: true},
+	OpSin:      {Name: "sin", Class: ClassUnary, Inputs: 1, Domain: [2]float32{-10, 10}},
+	OpCos:      {Name: "cos", Class: ClassUnary, Inputs: 1, Domain: [2]float32{-10, 10}},
 
 	OpSum:        {Name: "sum", Class: ClassReduce, Inputs: 1},
 	OpMax:        {Name: "max", Class: ClassReduce, Inputs: 1, Exact: true},
@@ -224,6 +244,8 @@ var opInfo = [...]OpInfo{
 	OpMatMul: {Name: "matmul", Class: ClassMatMul, Inputs: 2},
 	OpAdamW:  {Name: "adamw", Class: ClassUpdate, Inputs: 5},
 	OpSGD:    {Name: "sgd", Class: ClassUpdate, Inputs: 4},
+
+	OpRandUniform: {Name: "rand_uniform", Class: ClassRandom, Inputs: 1, Exact: true},
 }
 
 // Info returns the op's description. It panics on an op that is not
@@ -279,7 +301,7 @@ type Node struct {
 	Arg    int     // OpArg: index into Run's args
 	A, B   float32 // scalar attributes (OpFill, OpAffine, OpPowConst, OpClamp, OpInside)
 	Axis   int     // OpSum, OpMax
-	Start  int     // OpSliceRows
+	Start  int     // OpSliceRows; OpRandUniform: counter offset in blocks of 4
 	Perm   []int   // OpPermute
 	TransA bool    // OpMatMul
 	TransB bool    // OpMatMul
@@ -357,7 +379,7 @@ func (g *Graph) String() string {
 			fmt.Fprintf(&b, " a=%g b=%g", n.A, n.B)
 		case OpSum, OpMax:
 			fmt.Fprintf(&b, " axis=%d", n.Axis)
-		case OpSliceRows:
+		case OpSliceRows, OpRandUniform:
 			fmt.Fprintf(&b, " start=%d", n.Start)
 		case OpPermute:
 			fmt.Fprintf(&b, " perm=%v", n.Perm)
@@ -591,6 +613,10 @@ func (g *Graph) validateNode(i int, n *Node) error {
 		r := len(n.Shape)
 		if k != k2 || n.Shape[r-2] != m || n.Shape[r-1] != nn || !same(a[:r-2], n.Shape[:r-2]) {
 			return fmt.Errorf("operands %v (trans %t) and %v (trans %t)", a, n.TransA, b, n.TransB)
+		}
+	case n.Op == OpRandUniform:
+		if NumElems(in(0)) != RandStateLen || n.Start < 0 {
+			return fmt.Errorf("state %v (want %d values) and counter offset %d (want >= 0)", in(0), RandStateLen, n.Start)
 		}
 	case n.Op.InPlace():
 		w := in(0)

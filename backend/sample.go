@@ -58,6 +58,8 @@ func SampleGraph(op Op) *Graph {
 		hp := map[Op]int{OpAdamW: 7, OpSGD: 3}[op]
 		g.Nodes[len(ins)-1] = arg(len(ins)-1, hp)
 		g.Nodes = append(g.Nodes, Node{Op: op, In: ins, Shape: []int{2, 3}})
+	case ClassRandom:
+		g.Nodes = []Node{arg(0, RandStateLen), {Op: op, In: []int{0}, Shape: []int{2, 3}, Start: 3}}
 	default:
 		Unknown("backend.SampleGraph", op)
 	}

@@ -40,6 +40,11 @@ func In(data []float32, shape ...int) Input { return Input{data, shape} }
 // it. The capture records again when the input shapes change, when the device
 // reopened its backend (Device.Generation), or when a persistent tensor it
 // reads was released or moved.
+//
+// Random draws inside the function (RandUniform, Uniform, Normal, Dropout)
+// draw new numbers at every replay: each replay takes the next numbers of
+// the device's stream, as calling the function again lazily would (see
+// Device.Seed).
 type Capture struct {
 	dev  *Device
 	fn   func(in []*Tensor) []*Tensor
@@ -64,6 +69,9 @@ type recording struct {
 	nodes   []profile.NodeTime // the recorded nodes, for profiles of replays
 	nodeIdx []int              // their graph node indices (their times in RunTimed)
 	nnodes  int                // the graph's node count
+	// rngBlocks is what the recorded draws take of the random stream: each
+	// replay takes as much more (see random.go).
+	rngBlocks uint64
 }
 
 type boundArg struct {
@@ -248,6 +256,7 @@ func (c *Capture) record(in []Input) (*recording, [][]float32, error) {
 		rec.nodeIdx = append(rec.nodeIdx, lw.nodeOf[t])
 	}
 	rec.nnodes = len(lw.g.Nodes)
+	rec.rngBlocks = lw.rngBlocks
 	if _, err := e.prog.Run(lw.args); err != nil {
 		return abort(lw, fmt.Errorf("core: Capture: first run: %w", err))
 	}
@@ -306,6 +315,14 @@ func (r *recording) replay(d *Device, in []Input, start time.Time) ([][]float32,
 		return nil, fmt.Errorf("core: Capture.Call: uploading inputs: %w", err)
 	}
 	d.count(true, len(packed), "capture inputs")
+	if r.rngBlocks > 0 {
+		// The recorded draws read the stream's position from the state
+		// tensor: this replay's numbers are the next ones.
+		if err := d.writeRNG(); err != nil {
+			return nil, fmt.Errorf("core: Capture.Call: %w", err)
+		}
+		d.rng.base += r.rngBlocks
+	}
 	t1 := time.Now()
 	var info backend.RunInfo
 	var times *backend.NodeTimes

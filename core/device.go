@@ -47,6 +47,8 @@ type Device struct {
 	stats Stats
 
 	guard string // set while a Capture records: sync points are errors
+
+	rng rng // the random generator (random.go)
 }
 
 // gradUndo is a leaf's gradient before a pending Backward replaced it.
@@ -83,6 +85,7 @@ func Open(name string) (*Device, error) {
 		caps: be.Caps(),
 		gen:  1,
 		live: map[*storage]struct{}{},
+		rng:  rng{key: DefaultSeed},
 	}
 	d.recDone.L = &d.mu
 	d.name = d.caps.Name

@@ -73,6 +73,15 @@ var gradCases = []gradCase{
 	{name: "mlp", shapes: [][]int{{4, 3}, {3, 5}, {5}, {5, 2}}, f: func(p []*Tensor) *Tensor {
 		return MatMul(Tanh(Add(MatMul(p[0], p[1]), p[2])), p[3])
 	}},
+	{name: "sin", shapes: [][]int{{3, 4}}, f: func(p []*Tensor) *Tensor { return Sin(Scale(p[0], 3)) }},
+	{name: "cos", shapes: [][]int{{3, 4}}, f: func(p []*Tensor) *Tensor { return Cos(Scale(p[0], 3)) }},
+	// Seeded, so the analytic and the numeric pass draw the same mask.
+	{name: "dropout", shapes: [][]int{{5, 7}}, f: func(p []*Tensor) *Tensor {
+		if err := p[0].dev.Seed(7); err != nil {
+			panic(err)
+		}
+		return Dropout(Tanh(p[0]), 0.4)
+	}},
 	{name: "shared-input", shapes: [][]int{{3, 3}}, f: func(p []*Tensor) *Tensor { return Mul(Exp(p[0]), Sigmoid(p[0])) }},
 }
 

@@ -322,6 +322,8 @@ type lowering struct {
 	nodeOf map[*Tensor]int
 	kept   []*Tensor                  // values that outlive the run, in output order
 	out    map[*Tensor]backend.Buffer // kept values and their new buffers
+	// rngBlocks is the Philox blocks the run's random draws take.
+	rngBlocks uint64
 }
 
 func (lw *lowering) lowerTime() time.Duration { return lw.end.Sub(lw.start) }
@@ -371,12 +373,27 @@ func (d *Device) lower() (*lowering, error) {
 			keep[t] = true
 		}
 	}
+	// Random draws take their place in the device's stream here, in
+	// recording order: the state tensor gets the stream's position for this
+	// run, and each draw its offset from it (see random.go).
+	for _, t := range d.pending {
+		if t.op == backend.OpRandUniform {
+			if err := d.writeRNG(); err != nil {
+				return lw, err
+			}
+			break
+		}
+	}
 	lw.g.Nodes = make([]backend.Node, 0, len(d.pending)+8)
 	for _, t := range d.pending {
 		if err := checkLabels(t); err != nil {
 			return lw, err
 		}
 		n := t.attr
+		if t.op == backend.OpRandUniform {
+			n.Start = int(lw.rngBlocks)
+			lw.rngBlocks += randBlocks(t.shape)
+		}
 		n.Op = t.op
 		n.Shape = t.shape
 		n.In = make([]int, len(t.inputs))
@@ -396,6 +413,7 @@ func (d *Device) lower() (*lowering, error) {
 		}
 	}
 	lw.g.NumArgs = len(lw.args)
+	d.rng.base += lw.rngBlocks // drawn, whatever becomes of the run
 	return lw, nil
 }
 

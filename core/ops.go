@@ -64,6 +64,12 @@ func Tanh(x *Tensor) *Tensor { return unary("Tanh", backend.OpTanh, x, 0, 0) }
 // 0 and NaN at NaN, as PyTorch's.
 func Abs(x *Tensor) *Tensor { return unary("Abs", backend.OpAbs, x, 0, 0) }
 
+// Sin returns sin(x) (radians; a primitive). Its gradient is cos(x).
+func Sin(x *Tensor) *Tensor { return unary("Sin", backend.OpSin, x, 0, 0) }
+
+// Cos returns cos(x) (radians; a primitive). Its gradient is -sin(x).
+func Cos(x *Tensor) *Tensor { return unary("Cos", backend.OpCos, x, 0, 0) }
+
 // Sign returns -1, 0 or 1 by the sign of x (NaN for NaN, ±1 for ±Inf). A
 // composite: x scaled by 2^127 is at least 2^-22 in magnitude for every
 // nonzero x (subnormals included), so clamping it to ±2^-22 and scaling by
@@ -422,6 +428,10 @@ func vjp(n *Tensor, in []*Tensor, g *Tensor, k int) *Tensor {
 		return Neg(g)
 	case backend.OpAbs:
 		return Mul(g, Sign(x))
+	case backend.OpSin:
+		return Mul(g, Cos(x))
+	case backend.OpCos:
+		return Mul(g, Neg(Sin(x)))
 	case backend.OpExp:
 		return Mul(g, n)
 	case backend.OpLog:
@@ -501,8 +511,8 @@ func vjp(n *Tensor, in []*Tensor, g *Tensor, k int) *Tensor {
 		default:
 			return MatMulT(g, a, true, ta)
 		}
-	case backend.OpMax, backend.OpOneHot, backend.OpFill, backend.OpInside, backend.OpArg, backend.OpAdamW, backend.OpSGD:
-		return nil // no gradient flows through a selection, a mask, a constant or an update
+	case backend.OpMax, backend.OpOneHot, backend.OpFill, backend.OpInside, backend.OpArg, backend.OpAdamW, backend.OpSGD, backend.OpRandUniform:
+		return nil // no gradient flows through a selection, a mask, a constant, an update or a random draw
 	default:
 		backend.Unknown("core.vjp", n.op)
 	}

@@ -43,6 +43,10 @@ var tolerances = map[string]Tol{
 	"sigmoid": {Abs: 1e-6, Rel: 1e-5},
 	"tanh":    {Abs: 1e-6, Rel: 1e-5},
 	"pow":     {Abs: 1e-6, Rel: 1e-5},
+	// sin, cos: absolute, as a GPU's are (a few ulp of the reduced argument
+	// near the zeros, where a relative bound means nothing).
+	"sin": {Abs: 2e-6},
+	"cos": {Abs: 2e-6},
 	// Sums: 2e-6*sqrt(n) of the |terms| is above the worst case of a naive
 	// f32 loop (n*6e-8) up to n = 1000, and 100x below one wrong term.
 	"sum":              {Abs: 1e-6, Rel: 2e-6, Terms: true},
@@ -218,6 +222,7 @@ func opCases() []opCase {
 	cs = append(cs, rowCases()...)
 	cs = append(cs, matmulCases()...)
 	cs = append(cs, optimizerCases()...)
+	cs = append(cs, randomCases()...)
 	cs = append(cs, specialCases()...)
 	cs = append(cs, everyOpCases()...)
 	return cs
@@ -616,6 +621,50 @@ func optimizerCases() []opCase {
 				is = append(is, in)
 			}
 			return is
+		}},
+	}
+}
+
+// randomCases check rand_uniform bit for bit against Eval (the Philox
+// reference of backend/philox.go): shapes of every rank, counters that
+// carry across 32 bits and wrap at 64, offsets past 2^32 blocks, and a
+// dropout-like mask graph over it.
+func randomCases() []opCase {
+	states := []func(r *rand.Rand) []float32{
+		func(r *rand.Rand) []float32 { return backend.RandState(r.Uint64(), r.Uint64()) },
+		func(r *rand.Rand) []float32 { return backend.RandState(r.Uint64(), 1<<32-3) },
+		func(r *rand.Rand) []float32 { return backend.RandState(0, 1<<64-2) },
+	}
+	starts := []int{0, 1, 7, 1<<32 + 5}
+	return []opCase{
+		{"rand_uniform", "exact", func(r *rand.Rand) []instance {
+			var is []instance
+			for rank := 0; rank <= 4; rank++ {
+				s := randShape(r, rank, maxElems)
+				var b builder
+				st := b.arg(states[rank%len(states)](r), backend.RandStateLen)
+				b.out(b.node(backend.Node{Op: backend.OpRandUniform, In: []int{st}, Shape: s, Start: starts[rank%len(starts)]}))
+				is = append(is, b.inst(0))
+			}
+			return is
+		}},
+		{"rand_uniform/mask", "exact", func(r *rand.Rand) []instance {
+			// two draws from one state at different offsets, each made a
+			// keep mask (u < 0.7) times x: dropout's graph
+			s := []int{33, 17}
+			var b builder
+			st := b.arg(backend.RandState(r.Uint64(), r.Uint64()), backend.RandStateLen)
+			x := b.arg(uniform(r, backend.NumElems(s), -4, 4), s...)
+			for k, start := range []int{0, 146} {
+				u := b.node(backend.Node{Op: backend.OpRandUniform, In: []int{st}, Shape: s, Start: start})
+				m := b.node(backend.Node{Op: backend.OpInside, In: []int{u}, Shape: s, A: -1, B: 0.7})
+				y := b.op(backend.OpMul, s, m, x)
+				if k == 1 {
+					b.out(u)
+				}
+				b.out(y)
+			}
+			return []instance{b.inst(0)}
 		}},
 	}
 }

@@ -145,8 +145,24 @@ func evalNode(n *backend.Node, in [][]float64, shapes [][]int) []float64 {
 			w[i] -= lr * vel[i]
 		}
 		copy(out, w)
+	case n.Op == backend.OpRandUniform:
+		// Integer arithmetic: the f32 values are exact, so float64 adds nothing.
+		key, ctr := backend.ParseRandState(f32s(in[0]))
+		v := make([]float32, len(out))
+		backend.RandUniformFill(v, key, ctr, n.Start, 0)
+		for i, x := range v {
+			out[i] = float64(x)
+		}
 	default:
 		backend.Unknown("backendtest.Eval", n.Op)
+	}
+	return out
+}
+
+func f32s(x []float64) []float32 {
+	out := make([]float32, len(x))
+	for i, v := range x {
+		out[i] = float32(v)
 	}
 	return out
 }
@@ -203,6 +219,10 @@ func unary(op backend.Op, x, a, b float64) float64 {
 		return min(max(x, a), b)
 	case backend.OpAbs:
 		return math.Abs(x)
+	case backend.OpSin:
+		return math.Sin(x)
+	case backend.OpCos:
+		return math.Cos(x)
 	case backend.OpInside:
 		if a < x && x < b {
 			return 1

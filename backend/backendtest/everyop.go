@@ -53,6 +53,9 @@ func sampleInstance(r *rand.Rand, op backend.Op) instance {
 	case backend.OpOneHot:
 		role[g.Nodes[last.In[0]].Arg] = "index"
 	}
+	if info.Class == backend.ClassRandom {
+		role[g.Nodes[last.In[0]].Arg] = "state"
+	}
 	if info.Class == backend.ClassUpdate {
 		role[g.Nodes[last.In[len(last.In)-1]].Arg] = "hyper"
 	}
@@ -68,6 +71,8 @@ func sampleInstance(r *rand.Rand, op backend.Op) instance {
 				d[i] = float32(r.IntN(2))
 			}
 			args[n.Arg] = d
+		case "state":
+			args[n.Arg] = backend.RandState(r.Uint64(), r.Uint64())
 		case "hyper":
 			if op == backend.OpAdamW {
 				args[n.Arg] = adamHP(2, 0.01)

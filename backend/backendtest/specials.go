@@ -29,6 +29,14 @@ var specials = []float32{
 	1, -1, 0.5, -2.5, 3, 1e30, -1e30, 100, -100,
 }
 
+// periodic are the specials for sin and cos: ±1e30 become ±2^16 + 0.5,
+// the largest arguments whose value ir.go specifies.
+var periodic = []float32{
+	nan32, inf32, -inf32, 0, float32(math.Copysign(0, -1)),
+	math.SmallestNonzeroFloat32, -3e-39, 0x1p-126, -0x1p-126,
+	1, -1, 0.5, -2.5, 3, 0x1p16 + 0.5, -0x1p16 - 0.5, 100, -100,
+}
+
 // tame are the specials without large finite values: for formulas whose
 // f32 intermediates would overflow where Eval's float64 ones do not
 // (AdamW's g*g), which is rounding, not semantics.
@@ -93,9 +101,13 @@ func specialCases() []opCase {
 				var is []instance
 				// The specials alone, then salted into a tensor long enough
 				// for vector paths (vec4 bindings, SIMD loops with tails).
-				for _, n := range []int{len(specials), 1031} {
+				vals := specials
+				if u.op == backend.OpSin || u.op == backend.OpCos {
+					vals = periodic // see the table of backend.Op
+				}
+				for _, n := range []int{len(vals), 1031} {
 					var b builder
-					x := b.arg(salted(r, n, -4, 4, specials, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17), n)
+					x := b.arg(salted(r, n, -4, 4, vals, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17), n)
 					b.out(b.node(backend.Node{Op: u.op, In: []int{x}, Shape: []int{n}, A: p.a, B: p.b}))
 					is = append(is, b.inst(0))
 				}

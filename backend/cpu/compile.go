@@ -205,6 +205,17 @@ func (p *program) nodeFunc(g *backend.Graph, i int) func() {
 	case op == backend.OpSGD:
 		w, gr, vel, hp := n.In[0], n.In[1], n.In[2], n.In[3]
 		return p.rangeFunc(size, grain/2, func(lo, hi int) { sgd(v[w], v[gr], v[vel], v[hp], lo, hi) })
+	case op == backend.OpRandUniform:
+		start := n.Start
+		// The state is read at run time (a compiled program draws new
+		// numbers when it changes); tasks split at whole blocks of 4.
+		return func() {
+			key, ctr := backend.ParseRandState(v[x0])
+			p.rangeFunc((size+3)/4, grain/16, func(lo, hi int) {
+				e0, e1 := 4*lo, min(4*hi, size)
+				backend.RandUniformFill(v[i][e0:e1], key, ctr, start, e0)
+			})()
+		}
 	}
 	backend.Unknown("cpu.nodeFunc", n.Op)
 	return nil

@@ -175,6 +175,14 @@ func unary(op backend.Op, A, B float32, o, a []float32) {
 		for i := range o {
 			o[i] = float32(math.Abs(float64(a[i])))
 		}
+	case backend.OpSin:
+		for i := range o {
+			o[i] = float32(math.Sin(float64(a[i])))
+		}
+	case backend.OpCos:
+		for i := range o {
+			o[i] = float32(math.Cos(float64(a[i])))
+		}
 	case backend.OpInside:
 		for i := range o {
 			v := a[i]

@@ -283,3 +283,53 @@ void ag_row_max(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
 		*(float *)row_ptr(dst, r) = m;
 	}
 }
+
+// Philox4x32-10 (backend/philox.go is the reference; see there).
+static void philox(uint32_t c[4], uint32_t k0, uint32_t k1) {
+	for (int r = 0; r < 10; r++) {
+		if (r > 0) {
+			k0 += 0x9E3779B9u;
+			k1 += 0xBB67AE85u;
+		}
+		const uint64_t p0 = (uint64_t)0xD2511F53u * c[0], p1 = (uint64_t)0xCD9E8D57u * c[2];
+		const uint32_t n0 = (uint32_t)(p1 >> 32) ^ c[1] ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c[3] ^ k1;
+		c[0] = n0;
+		c[1] = (uint32_t)p1;
+		c[2] = n2;
+		c[3] = (uint32_t)p0;
+	}
+}
+
+static uint64_t state_piece(float f) { return f >= 0 && f < 65536.0f ? (uint64_t)f : 0; }
+
+void ag_rand_uniform_fill(float *dst, int64_t e0, int64_t e1, const float *state, uint64_t start) {
+	uint64_t key = 0, ctr = 0;
+	for (int i = 0; i < 4; i++) {
+		key |= state_piece(state[i]) << (16 * i);
+		ctr |= state_piece(state[4 + i]) << (16 * i);
+	}
+	const uint64_t base = ctr + start;
+	for (int64_t e = e0; e < e1;) {
+		const uint64_t blk = base + (uint64_t)(e / 4);
+		uint32_t c[4] = {(uint32_t)blk, (uint32_t)(blk >> 32), 0, 0};
+		philox(c, (uint32_t)key, (uint32_t)(key >> 32));
+		for (int q = (int)(e % 4); q < 4 && e < e1; q++, e++) {
+			dst[e - e0] = (float)(c[q] >> 8) * 0x1p-24f;
+		}
+	}
+}
+
+void ag_rand_uniform(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
+	int64_t e0, e1;
+	range_of(ggml_nelements(dst), ith, nth, &e0, &e1);
+	if (e0 < e1) {
+		ag_rand_uniform_fill((float *)dst->data + e0, e0, e1, (const float *)dst->src[0]->data, (uint64_t)(uintptr_t)userdata);
+	}
+}
+
+struct ggml_tensor *ag_rand_uniform_op(struct ggml_context *ctx, struct ggml_tensor *state, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3, uint64_t start) {
+	struct ggml_tensor *src[1] = {state};
+	struct ggml_tensor *t = ggml_custom_4d(ctx, GGML_TYPE_F32, ne0, ne1, ne2, ne3, src, 1, ag_rand_uniform, GGML_N_TASKS_MAX, (void *)(uintptr_t)start);
+	ggml_set_name(t, "RAND_UNIFORM(custom)"); // its label in profiles (nodetimer.go)
+	return t;
+}

@@ -80,4 +80,14 @@ void ag_relu(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 void ag_clamp(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 void ag_row_max(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 
+// ag_rand_uniform is rand_uniform of backend/ir.go as a ggml custom op
+// (ggml-cpu only): dst (contiguous) gets Philox4x32-10 uniforms for the
+// state src[0] (8 f32 16-bit pieces) and the counter offset in userdata.
+// ag_rand_uniform_op records it; ag_rand_uniform_fill computes elements
+// e0..e1-1 into dst[0..e1-e0) (ggml-vulkan fills on the host with it).
+_Static_assert(sizeof(uintptr_t) >= sizeof(uint64_t), "the counter offset travels in a pointer");
+void ag_rand_uniform(struct ggml_tensor *dst, int ith, int nth, void *userdata);
+struct ggml_tensor *ag_rand_uniform_op(struct ggml_context *ctx, struct ggml_tensor *state, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3, uint64_t start);
+void ag_rand_uniform_fill(float *dst, int64_t e0, int64_t e1, const float *state, uint64_t start);
+
 #endif

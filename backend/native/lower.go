@@ -43,6 +43,7 @@ type lowering struct {
 	val    []tensor // the value of each IR node
 	args   []argLeaf
 	fills  []fillConst
+	rands  []randLeaf
 	// nodeEnd[i] is the graph's node count after IR node i was expanded, so a
 	// failed supports_op can name the IR node that produced the ggml node.
 	nodeEnd []int
@@ -59,6 +60,16 @@ type lowering struct {
 }
 
 type outCopy struct{ end, node int }
+
+// randLeaf is a rand_uniform value that ggml-vulkan cannot compute (it runs
+// no custom ops): a tensor of the constant buffer that every Run fills on
+// the host from the state arg (a 32-byte read, then the values' upload),
+// with the same Philox code as ggml-cpu's custom op.
+type randLeaf struct {
+	t     tensor
+	arg   int // the state's arg
+	start uint64
+}
 
 type idxKey struct {
 	t    tensor
@@ -377,9 +388,28 @@ func (l *lowering) lowerNode(i int, n *backend.Node) (tensor, []tensor, error) {
 		return l.lowerAdamW(i, n)
 	case n.Op == backend.OpSGD:
 		return l.lowerSGD(n)
+	case n.Op == backend.OpRandUniform:
+		return l.lowerRand(n)
 	}
 	backend.Unknown("native.lowerNode", n.Op)
 	return nil, nil, nil
+}
+
+// lowerRand lowers rand_uniform: ag_rand_uniform on ggml-cpu; on
+// ggml-vulkan a leaf Run fills on the host (see randLeaf), which needs the
+// state to be an arg (core's always is).
+func (l *lowering) lowerRand(n *backend.Node) (tensor, []tensor, error) {
+	w := ne(n.Shape)
+	if l.d.isCPU {
+		return C.ag_rand_uniform_op(l.ctx, l.in(n, 0), w[0], w[1], w[2], w[3], C.uint64_t(n.Start)), nil, nil
+	}
+	st := &l.g.Nodes[n.In[0]]
+	if st.Op != backend.OpArg {
+		return nil, nil, fmt.Errorf("rand_uniform on %s reads its state from an arg (it fills on the host), not from node %d (%s)", l.d.name, n.In[0], st.Op)
+	}
+	t := l.newTensor(l.cctx, n.Shape)
+	l.rands = append(l.rands, randLeaf{t: t, arg: st.Arg, start: uint64(n.Start)})
+	return t, nil, nil
 }
 
 // indices clamps f32 indices to 0..rows-1 and truncates them to whole
@@ -534,6 +564,10 @@ func (l *lowering) lowerUnary(n *backend.Node) tensor {
 		return l.clampOf(n.In[0], x, n.A, n.B)
 	case backend.OpAbs:
 		return C.ggml_abs(ctx, x)
+	case backend.OpSin:
+		return C.ggml_sin(ctx, x)
+	case backend.OpCos:
+		return C.ggml_cos(ctx, x)
 	case backend.OpInside:
 		if !(n.A < n.B) {
 			return l.constant(n.Shape, 0) // an empty interval

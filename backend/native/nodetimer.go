@@ -300,7 +300,9 @@ func opLabel(t tensor) string {
 		}
 		if t.op == C.GGML_OP_CUSTOM {
 			name = "TRANSPOSE(custom)"
-			if t.src[1] != nil {
+			if own := C.GoString(&t.name[0]); strings.HasSuffix(own, "(custom)") {
+				name = own // named where it is made (ag_rand_uniform_op)
+			} else if t.src[1] != nil {
 				name = fmt.Sprintf("MATMUL_TN(custom)[%dx%dx%d]", t.ne[1], t.ne[0], t.src[0].ne[1])
 			}
 		}

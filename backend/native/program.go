@@ -123,7 +123,7 @@ func cslice(p **C.struct_ggml_tensor, n int) []tensor {
 // that Run must re-point.
 func (p *program) allocate() error {
 	l := p.l
-	if len(l.fills) > 0 {
+	if len(l.fills) > 0 || len(l.rands) > 0 {
 		p.cbuf = C.ggml_backend_alloc_ctx_tensors(l.cctx, p.d.be)
 		if p.cbuf == nil {
 			var bytes uint64
@@ -211,6 +211,9 @@ func (p *program) bind(args []backend.Buffer) ([]*buffer, error) {
 		}
 	}
 	C.ag_bind(p.leaves, p.srcs, C.int(len(p.l.args)), p.views, C.int(p.nviews))
+	if err := p.fillRands(args); err != nil {
+		return nil, err
+	}
 	return overwritten, nil
 }
 
@@ -276,4 +279,27 @@ func (p *program) release() {
 			C.free(unsafe.Pointer(a))
 		}
 	}
+}
+
+// fillRands computes the host-filled rand_uniform values (see randLeaf)
+// from their state args, before the graph runs.
+func (p *program) fillRands(args []backend.Buffer) error {
+	for _, r := range p.l.rands {
+		b, err := p.d.own("Run", args[r.arg])
+		if err != nil {
+			return fmt.Errorf("%w (the state of a rand_uniform, arg %d)", err, r.arg)
+		}
+		var st [backend.RandStateLen]float32
+		if b.n < len(st) {
+			return fmt.Errorf("native: %s Run: rand_uniform state arg %d holds %d values, want %d", p.d.name, r.arg, b.n, len(st))
+		}
+		if !b.dirty { // a dirty buffer reads as zeros
+			C.ggml_backend_tensor_get(b.t, unsafe.Pointer(&st[0]), 0, C.size_t(4*len(st)))
+		}
+		n := int(C.ggml_nelements(r.t))
+		vals := make([]float32, n)
+		C.ag_rand_uniform_fill((*C.float)(unsafe.Pointer(&vals[0])), 0, C.int64_t(n), (*C.float)(unsafe.Pointer(&st[0])), C.uint64_t(r.start))
+		C.ggml_backend_tensor_set(r.t, unsafe.Pointer(&vals[0]), 0, C.size_t(4*n))
+	}
+	return nil
 }

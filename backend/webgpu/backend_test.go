@@ -82,6 +82,16 @@ func TestSplitLargeBindings(t *testing.T) {
 		hp := []float32{0.01, 0.9, 0.999, 1e-8, 0.01, 1 / (1 - 0.9), 1 / (1 - 0.999)}
 		checkGraph(t, be, g, [][]float32{fill(n, -1, 1), fill(n, -1, 1), fill(n, -0.1, 0.1), fill(n, 0, 0.1), hp}, 1e-5)
 	})
+	t.Run("rand_uniform", func(t *testing.T) {
+		// 2107 values in ranges of whole blocks; the counters stay global,
+		// and a counter offset past 2^32 blocks carries into the high word.
+		s := []int{7, 301}
+		g := &backend.Graph{NumArgs: 2, Nodes: []backend.Node{
+			{Op: backend.OpArg, Arg: 0, Shape: []int{backend.RandStateLen}},
+			{Op: backend.OpRandUniform, In: []int{0}, Shape: s, Start: 1<<32 + 3},
+		}, Outputs: []backend.Output{{Node: 1, Arg: 1}}}
+		checkGraph(t, be, g, [][]float32{backend.RandState(42, 1<<32-100), make([]float32, 2107)}, 0)
+	})
 	t.Run("unsplittable", func(t *testing.T) {
 		g := &backend.Graph{NumArgs: 2, Nodes: []backend.Node{
 			{Op: backend.OpArg, Arg: 0, Shape: []int{30, 30}},

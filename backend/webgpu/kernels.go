@@ -103,6 +103,22 @@ fn sqrtp(x: f32) -> f32 {
 	let b = bitcast<u32>(x);
 	return select(sqrt(x), qnan(), (b & 0x7fffffffu) > 0x7f800000u || (b > 0x80000000u));
 }
+// sinp and cosp reduce x to about [-pi, pi] first (WGSL promises its sin
+// and cos only there, to 2^-11 absolute) with 2*pi in two parts (k*6.28125
+// is exact for |k| < 2^16; the rest adds k*1e-10), and give NaN for ±Inf
+// and NaN.
+fn redp(x: f32) -> f32 {
+	let k = round(x * 0.15915494309189535);
+	return (x - k * 6.28125) - k * 0.0019353071795864769;
+}
+fn sinp(x: f32) -> f32 {
+	if ((bitcast<u32>(x) & 0x7fffffffu) >= 0x7f800000u) { return qnan(); }
+	return sin(redp(x));
+}
+fn cosp(x: f32) -> f32 {
+	if ((bitcast<u32>(x) & 0x7fffffffu) >= 0x7f800000u) { return qnan(); }
+	return cos(redp(x));
+}
 // powAbs is |x|^a for a finite a other than 0, as C's powf at the special
 // values, which WGSL's pow leaves undefined: NaN stays NaN, 0 (and a
 // subnormal, flushed) gives 0 or +Inf by the sign of a, +Inf gives +Inf or 0.
@@ -166,6 +182,10 @@ func unaryExpr(n *backend.Node) string {
 		return "bitcast<f32>(bitcast<u32>(x) & 0x7fffffffu)" // the sign bit cleared: NaN stays NaN
 	case backend.OpInside:
 		return "select(0.0, 1.0, x > a && x < b && !isNaNBits(x))"
+	case backend.OpSin:
+		return "sinp(x)"
+	case backend.OpCos:
+		return "cosp(x)"
 	}
 	backend.Unknown("webgpu.unaryExpr", n.Op)
 	return ""
@@ -463,6 +483,48 @@ func sgdKernel() *kernel {
 	let vel = mom * V[i] + g;
 	V[i] = vel;
 	W[i] = w - lr * vel;
+}
+`)
+}
+
+// randUniformKernel computes rand_uniform (backend/philox.go) with u32
+// arithmetic only: WGSL has no 32x32->64 product, so Philox's high words
+// come from 16-bit halves. One invocation per block of 4 values (a few
+// hundred integer operations). Params [n, element offset of this range (a
+// multiple of 4), Start low, Start high]; S is the state (RandStateLen
+// whole numbers, 16 bits each).
+func randUniformKernel() *kernel {
+	return newKernel("rand_uniform", []bindDecl{{name: "S"}, {name: "Y", rw: true}}, `
+fn mulhi(a: u32, b: u32) -> u32 {
+	let a0 = a & 0xffffu; let a1 = a >> 16u;
+	let b0 = b & 0xffffu; let b1 = b >> 16u;
+	let p01 = a0 * b1; let p10 = a1 * b0;
+	let mid = ((a0 * b0) >> 16u) + (p01 & 0xffffu) + (p10 & 0xffffu);
+	return a1 * b1 + (p01 >> 16u) + (p10 >> 16u) + (mid >> 16u);
+}
+fn piece(k: u32) -> u32 { return u32(S[k]) & 0xffffu; }
+fn add64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+	let lo = a.x + b.x;
+	return vec2<u32>(lo, a.y + b.y + select(0u, 1u, lo < a.x));
+}
+`+linearHead+`
+	let q0 = 4u * i;
+	if (q0 >= P[0]) { return; }
+	let e = P[1] + q0;
+	var k0 = piece(0u) | (piece(1u) << 16u);
+	var k1 = piece(2u) | (piece(3u) << 16u);
+	let base = vec2<u32>(piece(4u) | (piece(5u) << 16u), piece(6u) | (piece(7u) << 16u));
+	let blk = add64(add64(base, vec2<u32>(P[2], P[3])), vec2<u32>(e / 4u, 0u));
+	var c = vec4<u32>(blk.x, blk.y, 0u, 0u);
+	for (var r = 0u; r < 10u; r = r + 1u) {
+		if (r > 0u) { k0 = k0 + 0x9E3779B9u; k1 = k1 + 0xBB67AE85u; }
+		let hi0 = mulhi(0xD2511F53u, c.x); let lo0 = 0xD2511F53u * c.x;
+		let hi1 = mulhi(0xCD9E8D57u, c.z); let lo1 = 0xCD9E8D57u * c.z;
+		c = vec4<u32>(hi1 ^ c.y ^ k0, lo1, hi0 ^ c.w ^ k1, lo0);
+	}
+	for (var q = 0u; q < 4u; q = q + 1u) {
+		if (q0 + q < P[0]) { Y[q0 + q] = f32(c[q] >> 8u) * 5.9604644775390625e-8; }
+	}
 }
 `)
 }

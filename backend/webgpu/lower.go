@@ -76,6 +76,8 @@ func (p *program) lower(g *backend.Graph, i int, locs []loc) error {
 		p.split(i, adamWKernel(), []bref{in(0), in(1), in(2), in(3), in(4)}, []bool{true, true, true, true, false}, ne)
 	case n.Op == backend.OpSGD:
 		p.split(i, sgdKernel(), []bref{in(0), in(1), in(2), in(3)}, []bool{true, true, true, false}, ne)
+	case n.Op == backend.OpRandUniform:
+		p.randUniform(i, in(0), out, ne, uint64(n.Start))
 	default:
 		backend.Unknown("webgpu.lower", n.Op) // sum and max lower through lowerFused
 	}
@@ -177,6 +179,26 @@ func (p *program) split(node int, k *kernel, binds []bref, chunked []bool, ne in
 		}
 		x, y := p.grid(l, wg)
 		p.add(node, k, bs, append([]uint32{uint32(l)}, extra...), x, y, 1)
+	}
+}
+
+// randUniform adds the dispatches of a rand_uniform of ne values, one
+// invocation per Philox block: like split, over bound ranges of the output
+// when it exceeds the binding limit, each range starting at a whole block
+// and told its element offset, so the counters stay global.
+func (p *program) randUniform(node int, state, out bref, ne int, start uint64) {
+	c := ne
+	if uint64(ne)*4 > p.b.bindLimit {
+		// ranges start at whole blocks: a multiple of 4 and of the alignment
+		al := max(int(p.b.d.info.storageAlign)/4, 4)
+		c = p.chunkElems() / al * al
+	}
+	for off := 0; off < ne; off += c {
+		l := min(c, ne-off)
+		o := out
+		o.off, o.size = uint64(off)*4, uint64(l)*4
+		x, y := p.grid(ceilDiv(l, 4), wg)
+		p.add(node, randUniformKernel(), []bref{state, o}, []uint32{uint32(l), uint32(off), uint32(start), uint32(start >> 32)}, x, y, 1)
 	}
 }
 
