@@ -10,16 +10,16 @@ import (
 // from its parts and runs on every backend as it is (see backend/doc.go,
 // "Adding an op"). Each labels its nodes with its own name in profiles.
 
-// LeakyReLU returns x for x > 0 and slope*x otherwise, as relu(x) -
-// slope*relu(-x): exact for both signs, gradient 1 for x > 0 and slope for
-// x < 0 (0 at x = 0, as ReLU's).
+// LeakyReLU returns x for x > 0 and slope*x otherwise, as slope*x +
+// (1-slope)*relu(x): exact for x <= 0, within an ulp for x > 0, and its
+// gradient is 1 for x > 0 and slope for x <= 0 (slope at 0, as PyTorch's).
 func LeakyReLU(x *Tensor, slope float32) *Tensor {
 	needTensors("LeakyReLU", x)
 	if math.IsNaN(float64(slope)) || math.IsInf(float64(slope), 0) {
 		panic(fmt.Sprintf("core.LeakyReLU: slope %g is not finite", slope))
 	}
 	defer x.dev.composite("LeakyReLU")()
-	return Sub(ReLU(x), Scale(ReLU(Neg(x)), slope))
+	return Add(Scale(x, slope), Scale(ReLU(x), 1-slope))
 }
 
 // ELU returns x for x > 0 and alpha*(e^x - 1) otherwise, as relu(x) +
@@ -92,7 +92,7 @@ func erfcAbs(x *Tensor) *Tensor {
 // Erf returns the error function by Abramowitz and Stegun 7.1.26, a
 // rational polynomial times e^(-x^2) with absolute error at most 1.5e-7
 // (about 2.5e-7 after f32 rounding; the test states it). Its gradient is
-// the derivative of that approximation, within 2e-6 of 2/sqrt(pi)e^(-x^2)
+// the derivative of that approximation, within 1e-5 of 2/sqrt(pi)e^(-x^2)
 // away from 0; at exactly 0 it is 0, because the formula goes through
 // |x| (GELUErf does not suffer from it: x multiplies it there).
 func Erf(x *Tensor) *Tensor {

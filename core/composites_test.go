@@ -244,3 +244,50 @@ func contains(s, sub string) bool {
 	}
 	return false
 }
+
+// The composites' gradients against the true derivatives, at the points
+// where a composite could go wrong: 0 (Softplus's 0.5, GELUErf's 0.5), the
+// Softplus threshold's neighbourhood, and the stated precision of the
+// derivative of Erf's approximation.
+func TestCompositeDerivatives(t *testing.T) {
+	dev := open(t)
+	xs := []float64{-3, -0.7, -1e-3, 0, 1e-3, 0.4, 1.3, 19.9, 20.1, 30}
+	sig := func(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
+	phi := func(x float64) float64 { return math.Exp(-x*x/2) / math.Sqrt(2*math.Pi) }
+	cases := []struct {
+		name string
+		f    func(*Tensor) *Tensor
+		want func(float64) float64
+		tol  float64
+	}{
+		{"Softplus", Softplus, sig, 1e-6},
+		{"Erf", Erf, func(x float64) float64 {
+			if x == 0 {
+				return 0 // documented: the formula goes through |x|
+			}
+			return 2 / math.SqrtPi * math.Exp(-x*x)
+		}, 1e-5},
+		{"GELUErf", GELUErf, func(x float64) float64 { return 0.5*math.Erfc(-x/math.Sqrt2) + x*phi(x) }, 2e-6},
+		{"LeakyReLU", func(x *Tensor) *Tensor { return LeakyReLU(x, 0.2) }, func(x float64) float64 {
+			if x > 0 {
+				return 1
+			}
+			return 0.2
+		}, 1e-7},
+	}
+	for _, c := range cases {
+		x := dev.Param(f32s(xs), len(xs))
+		if err := Sum(c.f(x)).Backward(); err != nil {
+			t.Fatal(err)
+		}
+		g, err := x.Grad().Data()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range xs {
+			if w := c.want(v); math.Abs(float64(g[i])-w) > c.tol {
+				t.Errorf("%s'(%g) = %g, want %g (tolerance %g)", c.name, v, g[i], w, c.tol)
+			}
+		}
+	}
+}
