@@ -6,7 +6,6 @@ package nn
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"strconv"
 
@@ -30,15 +29,16 @@ type Linear struct {
 // NewLinear makes a Linear layer on dev with glorot-uniform weights drawn from
 // rng (W ~ U(-a, a), a = sqrt(6/(in+out))) and a zero bias when bias is set.
 func NewLinear(dev *core.Device, in, out int, bias bool, rng *rand.Rand) *Linear {
+	return NewLinearInit(dev, in, out, bias, GlorotUniform(1), rng)
+}
+
+// NewLinearInit is NewLinear with the weights from init (see Initializer),
+// e.g. KaimingNormal(ReLUGain) before a ReLU; the bias starts at zero.
+func NewLinearInit(dev *core.Device, in, out int, bias bool, init Initializer, rng *rand.Rand) *Linear {
 	if in < 1 || out < 1 {
 		panic(fmt.Sprintf("nn.NewLinear: in %d, out %d: both must be >= 1", in, out))
 	}
-	a := math.Sqrt(6 / float64(in+out))
-	w := make([]float32, in*out)
-	for i := range w {
-		w[i] = float32((2*rng.Float64() - 1) * a)
-	}
-	l := &Linear{W: dev.Param(w, in, out)}
+	l := &Linear{W: NewParam(dev, init, rng, in, out)}
 	if bias {
 		l.B = dev.Param(make([]float32, out), out)
 	}
