@@ -76,6 +76,9 @@ func DefaultStep(o Optimizer) error {
 // name them (Checkpointer): a NaN or negative learning rate would silently
 // turn every weight NaN.
 func checkOptimizer(fn string, o Optimizer) error {
+	if s, ok := o.(*Scheduled); ok {
+		return checkOptimizer(fn, s.Optimizer)
+	}
 	if c, ok := o.(Checkpointer); ok {
 		if err := checkHyper(c, c.Hyperparameters()); err != nil {
 			return fmt.Errorf("nn.%s: %w", fn, err)
