@@ -114,6 +114,9 @@ func checkpointer(fn string, opt Optimizer) (Checkpointer, error) {
 	if opt == nil {
 		return nil, nil
 	}
+	if s, ok := opt.(*Scheduled); ok {
+		return checkpointer(fn, s.Optimizer) // a schedule is a function of the step count: nothing to save
+	}
 	c, ok := opt.(Checkpointer)
 	if !ok {
 		return nil, fmt.Errorf("nn.%s: optimizer %T does not implement nn.Checkpointer, so its state cannot be saved or loaded", fn, opt)
@@ -133,8 +136,10 @@ func hyperRange(name string, v float64) error {
 	switch name {
 	case "lr", "momentum", "weight_decay":
 		ok, want = f >= 0, ">= 0"
-	case "beta1", "beta2":
+	case "beta1", "beta2", "alpha":
 		ok, want = f >= 0 && f < 1, "in [0, 1)"
+	case "nesterov", "amsgrad": // flags, present only when on
+		ok, want = f == 1, "1 (on)"
 	case "eps":
 		ok, want = f > 0, "> 0 as a float32"
 	default:
