@@ -11,6 +11,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/ag-go/ag/core"
 )
@@ -126,10 +127,14 @@ func checkpointer(fn string, opt Optimizer) (Checkpointer, error) {
 
 // hyperRange checks one hyperparameter as the optimizer will use it (a
 // float32): finite and in the range PyTorch's optimizers accept.
-func hyperRange(name string, v float64) error {
+func hyperRange(key string, v float64) error {
+	name := key
+	if i := strings.IndexByte(key, '.'); i > 0 && strings.Trim(name[:i], "0123456789") == "" {
+		name = name[i+1:] // a parameter group's ("0.lr"; see Groups)
+	}
 	f := float64(float32(v))
 	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return fmt.Errorf("hyperparameter %q is %g, not a finite float32", name, v)
+		return fmt.Errorf("hyperparameter %q is %g, not a finite float32", key, v)
 	}
 	var ok bool
 	var want string
@@ -143,10 +148,10 @@ func hyperRange(name string, v float64) error {
 	case "eps":
 		ok, want = f > 0, "> 0 as a float32"
 	default:
-		return fmt.Errorf("hyperparameter %q has no known range", name) // a new hyperparameter needs a case here
+		return fmt.Errorf("hyperparameter %q has no known range", key) // a new hyperparameter needs a case here
 	}
 	if !ok {
-		return fmt.Errorf("hyperparameter %q is %g, want %s", name, v, want)
+		return fmt.Errorf("hyperparameter %q is %g, want %s", key, v, want)
 	}
 	return nil
 }
