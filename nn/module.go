@@ -1,7 +1,27 @@
-// Package nn holds layers, losses and optimizers built on core: Linear and
-// Sequential, MSE and cross-entropy losses, SGD with momentum and Adam/AdamW
-// as fused update ops that run on the device, and saving/loading of model
-// and optimizer state.
+// Package nn holds layers, losses and optimizers built on core, and saving
+// and loading of model and optimizer state.
+//
+//   - Layers (Module): Linear, Sequential, Func, LayerNorm, RMSNorm,
+//     Embedding, Flatten; initializers (Initializer: GlorotUniform,
+//     GlorotNormal, KaimingUniform, KaimingNormal, Normal, Uniform,
+//     Constant, Values), drawn on the host from a seeded NewRNG.
+//   - Losses: MSELoss, CrossEntropy, SoftmaxCrossEntropy, CrossEntropyLoss
+//     and NLLLoss (label smoothing, an ignored label), BCEWithLogits, BCE,
+//     Huber, SmoothL1.
+//   - Optimizers (Optimizer): SGD (momentum, Nesterov), Adam/AdamW
+//     (AMSGrad), RMSprop, as fused update ops on the device; Groups for
+//     parameter groups; WithSchedule for learning-rate schedules (StepLR,
+//     ExponentialLR, CosineAnnealing, CosineAnnealingWarmRestarts,
+//     LinearWarmup, WarmupCosine, Sequence, Chain); ClipGradNorm for
+//     clipping in any step, CaptureStep for captured steps.
+//
+// # Gradient accumulation
+//
+// Backward adds into the gradients it finds, so accumulating over k
+// micro-batches is: ZeroGrad once, then for each micro-batch Backward of
+// its loss divided by k, then one Step. For a mean loss over equal
+// micro-batches that is the step of the whole batch (TestGradientAccumulation
+// checks it), at the memory of one micro-batch.
 package nn
 
 import (
