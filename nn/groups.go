@@ -15,7 +15,8 @@ import (
 //
 //	opt := nn.NewGroups(nn.NewAdamW(weights, 1e-3, 0.1), nn.NewAdamW(biases, 1e-3, 0))
 //
-// Its Hyper is the groups' values one after the other, so it travels as one
+// Its Hyper is the groups' values one after the other (each group's at a
+// multiple of 64 floats), so it travels as one
 // program input (a changed rate never recompiles, CaptureStep works), and a
 // schedule (WithSchedule) scales every group's rate. The groups share
 // Groups' step count. State files work when every group is a Checkpointer
@@ -68,11 +69,29 @@ func (o *Groups) ZeroGrad() {
 	}
 }
 
-// Hyper is the groups' Hyper values for step, concatenated.
-func (o *Groups) Hyper(step int) []float32 {
-	var h []float32
+// groupAlign is where each group's values start in Hyper: a multiple of 64
+// floats, 256 bytes, the largest storage-buffer offset alignment Vulkan
+// allows, so that a group's slice of hp is a view any device can bind
+// (ggml-vulkan's fused AdamW op asserts an aligned one).
+const groupAlign = 64
+
+// layout returns where each group's values start and how many there are.
+func (o *Groups) layout() (offs, lens []int, total int) {
 	for _, g := range o.groups {
-		h = append(h, g.Hyper(step)...)
+		n := len(g.Hyper(1))
+		offs, lens = append(offs, total), append(lens, n)
+		total += (n + groupAlign - 1) / groupAlign * groupAlign
+	}
+	return offs, lens, total
+}
+
+// Hyper is the groups' Hyper values for step, each group's starting at a
+// multiple of 64 (zeros between them).
+func (o *Groups) Hyper(step int) []float32 {
+	offs, _, total := o.layout()
+	h := make([]float32, total)
+	for i, g := range o.groups {
+		copy(h[offs[i]:], g.Hyper(step))
 	}
 	return h
 }
@@ -80,32 +99,26 @@ func (o *Groups) Hyper(step int) []float32 {
 // LRIndices are the positions of every group's learning rate in Hyper's
 // values.
 func (o *Groups) LRIndices() []int {
+	offs, _, _ := o.layout()
 	var idx []int
-	off := 0
-	for _, g := range o.groups {
+	for k, g := range o.groups {
 		for _, i := range lrIndices(g) {
-			idx = append(idx, off+i)
+			idx = append(idx, offs[k]+i)
 		}
-		off += len(g.Hyper(1))
 	}
 	return idx
 }
 
 // Update gives each group its slice of hp.
 func (o *Groups) Update(hp, scale *core.Tensor) error {
-	off := 0
+	offs, lens, total := o.layout()
+	if hp.Len() != total {
+		return fmt.Errorf("nn.Groups.Update: %d hyperparameters, the groups' layout has %d", hp.Len(), total)
+	}
 	for i, g := range o.groups {
-		n := len(g.Hyper(1))
-		if off+n > hp.Len() {
-			return fmt.Errorf("nn.Groups.Update: %d hyperparameters, group %d needs %d..%d", hp.Len(), i, off, off+n-1)
-		}
-		if err := g.Update(core.SliceRows(hp, off, n), scale); err != nil {
+		if err := g.Update(core.SliceRows(hp, offs[i], lens[i]), scale); err != nil {
 			return fmt.Errorf("nn.Groups.Update: group %d: %w", i, err)
 		}
-		off += n
-	}
-	if off != hp.Len() {
-		return fmt.Errorf("nn.Groups.Update: %d hyperparameters, the groups use %d", hp.Len(), off)
 	}
 	return nil
 }

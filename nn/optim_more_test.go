@@ -61,14 +61,18 @@ func TestOptimizerFormulas(t *testing.T) {
 			}
 		}
 	}
-	amsRef := func(lr, b1, b2, eps, wd float64) hostOpt {
-		m, v, vmax := make([]float64, n), make([]float64, n), make([]float64, n)
+	adamRef := func(lr, b1, b2, eps, wd float64, amsgrad bool) hostOpt {
+		m, v, vmax := make([]float64, n), make([]float64, n), make([]float64, n) // vmax is v without AMSGrad
 		return func(w, g []float64, t int) {
 			bc1, bc2 := 1/(1-math.Pow(b1, float64(t))), 1/(1-math.Pow(b2, float64(t)))
 			for i := range w {
 				m[i] = b1*m[i] + (1-b1)*g[i]
 				v[i] = b2*v[i] + (1-b2)*g[i]*g[i]
-				vmax[i] = math.Max(vmax[i], v[i])
+				if amsgrad {
+					vmax[i] = math.Max(vmax[i], v[i])
+				} else {
+					vmax[i] = v[i]
+				}
 				w[i] = w[i]*(1-lr*wd) - lr*m[i]*bc1/(math.Sqrt(vmax[i]*bc2)+eps)
 			}
 		}
@@ -102,7 +106,9 @@ func TestOptimizerFormulas(t *testing.T) {
 			o := NewAdamW(p, 0.05, 0.1)
 			o.AMSGrad = true
 			return o
-		}, func() hostOpt { return amsRef(0.05, 0.9, 0.999, 1e-8, 0.1) }},
+		}, func() hostOpt { return adamRef(0.05, 0.9, 0.999, 1e-8, 0.1, true) }},
+		{"adamw", func(p []*core.Tensor) Optimizer { return NewAdamW(p, 0.05, 0.1) },
+			func() hostOpt { return adamRef(0.05, 0.9, 0.999, 1e-8, 0.1, false) }},
 		{"rmsprop", func(p []*core.Tensor) Optimizer {
 			o := NewRMSprop(p, 0.01)
 			o.WeightDecay = 0.02
