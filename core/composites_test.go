@@ -99,7 +99,10 @@ func TestCompositeValues(t *testing.T) {
 }
 
 func TestReductionComposites(t *testing.T) {
-	dev := open(t)
+	eachDevice(t, testReductionComposites)
+}
+
+func testReductionComposites(t *testing.T, dev *Device) {
 	r := rand.New(rand.NewPCG(3, 4))
 	const a, b, c = 2, 5, 3
 	x := make([]float64, a*b*c)
@@ -181,7 +184,10 @@ func equalInts(a, b []int) bool {
 }
 
 func TestConcatStack(t *testing.T) {
-	dev := open(t)
+	eachDevice(t, testConcatStack)
+}
+
+func testConcatStack(t *testing.T, dev *Device) {
 	p := dev.Tensor([]float32{1, 2, 3, 4, 5, 6}, 2, 3)
 	q := dev.Tensor([]float32{7, 8}, 2, 1)
 	cases := []struct {
