@@ -26,6 +26,13 @@ func NewParam(dev *core.Device, init Initializer, rng *rand.Rand, shape ...int) 
 	if dev == nil || init == nil {
 		panic("nn.NewParam: nil device or initializer")
 	}
+	if rng == nil {
+		defer func() {
+			if r := recover(); r != nil {
+				panic(fmt.Sprintf("nn.NewParam: nil rng for an initializer that draws, shape %v (%v)", shape, r))
+			}
+		}()
+	}
 	v := init(shape, rng)
 	n := 1
 	for _, s := range shape {
