@@ -190,7 +190,11 @@ func (c *Capture) record(in []Input) (*recording, [][]float32, error) {
 	for _, x := range in {
 		rec.shapes = append(rec.shapes, slices.Clone(x.Shape))
 		rec.offsets = append(rec.offsets, total)
-		total += len(x.Data)
+		// Each input starts at a multiple of 256 bytes, as the seed's
+		// segments do: the largest storage-buffer offset alignment Vulkan
+		// allows, so an op that binds an input view (ggml-vulkan's fused
+		// AdamW reading the hyperparameters) never gets a misaligned one.
+		total += (len(x.Data) + packAlign - 1) / packAlign * packAlign
 	}
 	packed := make([]float32, max(total, 1))
 	for i, x := range in {
@@ -301,6 +305,9 @@ func (c *Capture) callFn(rec *recording) (flat *Tensor, err error) {
 	}
 	return flat.Keep(), nil
 }
+
+// packAlign is the alignment of each packed input, in floats (256 bytes).
+const packAlign = 64
 
 // replay uploads the packed inputs, runs the program and downloads the
 // outputs. Called with d.mu held and nothing pending.

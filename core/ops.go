@@ -161,12 +161,12 @@ func needRank(fn string, x *Tensor, min int) {
 
 func normAxis(fn string, x *Tensor, axis int) int {
 	needTensors(fn, x)
-	r := x.Rank()
+	r, given := x.Rank(), axis
 	if axis < 0 {
 		axis += r
 	}
 	if axis < 0 || axis >= r {
-		panic(fmt.Sprintf("core.%s: axis %d out of range for shape %v", fn, axis, x.shape))
+		panic(fmt.Sprintf("core.%s: axis %d out of range for shape %v", fn, given, x.shape))
 	}
 	return axis
 }

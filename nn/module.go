@@ -1,12 +1,31 @@
-// Package nn holds layers, losses and optimizers built on core: Linear and
-// Sequential, MSE and cross-entropy losses, SGD with momentum and Adam/AdamW
-// as fused update ops that run on the device, and saving/loading of model
-// and optimizer state.
+// Package nn holds layers, losses and optimizers built on core, and saving
+// and loading of model and optimizer state.
+//
+//   - Layers (Module): Linear, Sequential, Func, LayerNorm, RMSNorm,
+//     Embedding, Flatten; initializers (Initializer: GlorotUniform,
+//     GlorotNormal, KaimingUniform, KaimingNormal, Normal, Uniform,
+//     Constant, Values), drawn on the host from a seeded NewRNG.
+//   - Losses: MSELoss, CrossEntropy, SoftmaxCrossEntropy, CrossEntropyLoss
+//     and NLLLoss (label smoothing, an ignored label), BCEWithLogits, BCE,
+//     Huber, SmoothL1.
+//   - Optimizers (Optimizer): SGD (momentum, Nesterov), Adam/AdamW
+//     (AMSGrad), RMSprop, as fused update ops on the device; Groups for
+//     parameter groups; WithSchedule for learning-rate schedules (StepLR,
+//     ExponentialLR, CosineAnnealing, CosineAnnealingWarmRestarts,
+//     LinearWarmup, WarmupCosine, Sequence, Chain); ClipGradNorm for
+//     clipping in any step, CaptureStep for captured steps.
+//
+// # Gradient accumulation
+//
+// Backward adds into the gradients it finds, so accumulating over k
+// micro-batches is: ZeroGrad once, then for each micro-batch Backward of
+// its loss divided by k, then one Step. For a mean loss over equal
+// micro-batches that is the step of the whole batch (TestGradientAccumulation
+// checks it), at the memory of one micro-batch.
 package nn
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"strconv"
 
@@ -30,15 +49,16 @@ type Linear struct {
 // NewLinear makes a Linear layer on dev with glorot-uniform weights drawn from
 // rng (W ~ U(-a, a), a = sqrt(6/(in+out))) and a zero bias when bias is set.
 func NewLinear(dev *core.Device, in, out int, bias bool, rng *rand.Rand) *Linear {
+	return NewLinearInit(dev, in, out, bias, GlorotUniform(1), rng)
+}
+
+// NewLinearInit is NewLinear with the weights from init (see Initializer),
+// e.g. KaimingNormal(ReLUGain) before a ReLU; the bias starts at zero.
+func NewLinearInit(dev *core.Device, in, out int, bias bool, init Initializer, rng *rand.Rand) *Linear {
 	if in < 1 || out < 1 {
 		panic(fmt.Sprintf("nn.NewLinear: in %d, out %d: both must be >= 1", in, out))
 	}
-	a := math.Sqrt(6 / float64(in+out))
-	w := make([]float32, in*out)
-	for i := range w {
-		w[i] = float32((2*rng.Float64() - 1) * a)
-	}
-	l := &Linear{W: dev.Param(w, in, out)}
+	l := &Linear{W: NewParam(dev, init, rng, in, out)}
 	if bias {
 		l.B = dev.Param(make([]float32, out), out)
 	}

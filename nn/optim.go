@@ -76,6 +76,9 @@ func DefaultStep(o Optimizer) error {
 // name them (Checkpointer): a NaN or negative learning rate would silently
 // turn every weight NaN.
 func checkOptimizer(fn string, o Optimizer) error {
+	if s, ok := o.(*Scheduled); ok {
+		return checkOptimizer(fn, s.Optimizer)
+	}
 	if c, ok := o.(Checkpointer); ok {
 		if err := checkHyper(c, c.Hyperparameters()); err != nil {
 			return fmt.Errorf("nn.%s: %w", fn, err)
@@ -85,13 +88,22 @@ func checkOptimizer(fn string, o Optimizer) error {
 }
 
 // SGD is stochastic gradient descent with momentum and (L2) weight decay:
-// vel = Momentum*vel + g + WeightDecay*w; w -= LR*vel.
+// vel = Momentum*vel + g + WeightDecay*w; w -= LR*vel, PyTorch's formula.
+// With Nesterov set, the step looks ahead along the new velocity: w -=
+// LR*(g + WeightDecay*w + Momentum*vel), PyTorch's nesterov=True.
+//
+// Plain SGD is one fused device op per parameter. Nesterov is two of them
+// (the velocity, then the weights) plus a few pointwise ops, and a scratch
+// tensor of the parameter's size that the state file does not hold; a
+// fused Nesterov kernel is not written (it would be a new backend op).
 type SGD struct {
 	LR, Momentum, WeightDecay float32
+	Nesterov                  bool
 
-	params []*core.Tensor
-	vel    []*core.Tensor
-	t      int
+	params  []*core.Tensor
+	vel     []*core.Tensor
+	scratch []*core.Tensor // Nesterov: the fused op's velocity slot, unused
+	t       int
 }
 
 // NewSGD makes an SGD optimizer over params.
@@ -107,8 +119,23 @@ func (o *SGD) Step() error {
 	return DefaultStep(o)
 }
 
-// Hyper returns [lr, momentum, weight decay].
-func (o *SGD) Hyper(int) []float32 { return []float32{o.LR, o.Momentum, o.WeightDecay} }
+// Hyper returns [lr, momentum, weight decay]; with Nesterov, followed by
+// the hyperparameters of its two fused ops: [1, 0, 1-momentum] (the
+// velocity's) and [lr, 0, 0] (the weights').
+func (o *SGD) Hyper(int) []float32 {
+	if o.Nesterov {
+		return []float32{o.LR, o.Momentum, o.WeightDecay, 1, 0, 1 - o.Momentum, o.LR, 0, 0}
+	}
+	return []float32{o.LR, o.Momentum, o.WeightDecay}
+}
+
+// LRIndices are the positions of the learning rate in Hyper's values.
+func (o *SGD) LRIndices() []int {
+	if o.Nesterov {
+		return []int{0, 6}
+	}
+	return []int{0}
+}
 
 // Update records the fused SGD update of every parameter with a gradient.
 func (o *SGD) Update(hp, scale *core.Tensor) error {
@@ -116,10 +143,43 @@ func (o *SGD) Update(hp, scale *core.Tensor) error {
 	if err != nil {
 		return err
 	}
+	if o.Nesterov {
+		return o.nesterov(hp, scale, vel)
+	}
 	for i, p := range o.params {
 		if g := p.Grad(); g != nil {
 			core.SGDUpdate(p, scaled(g, scale), vel[i], hp)
 		}
+	}
+	return nil
+}
+
+// nesterov records, per parameter, with d = g + wd*w: vel = mu*vel + d as
+// the fused SGD op on vel itself (vel -= 1*(-d + (1-mu)*vel)), then w -=
+// lr*(d + mu*vel) as the fused op with momentum 0. Both write a scratch
+// velocity nobody reads (0*scratch: it stays finite while the gradients
+// are).
+func (o *SGD) nesterov(hp, scale *core.Tensor, vel []*core.Tensor) error {
+	if hp.Len() != 9 {
+		return fmt.Errorf("nn.SGD.Update: Nesterov needs 9 hyperparameters, got %d", hp.Len())
+	}
+	if o.scratch == nil {
+		s, err := zerosLike("SGD", o.params)
+		if err != nil {
+			return err
+		}
+		o.scratch = s
+	}
+	mu, wd := core.SliceRows(hp, 1, 1), core.SliceRows(hp, 2, 1)
+	hpVel, hpW := core.SliceRows(hp, 3, 3), core.SliceRows(hp, 6, 3)
+	for i, p := range o.params {
+		g := p.Grad()
+		if g == nil {
+			continue
+		}
+		d := core.Add(scaled(g, scale), core.Mul(wd, p))
+		core.SGDUpdate(vel[i], core.Neg(d), o.scratch[i], hpVel)
+		core.SGDUpdate(p, core.Add(d, core.Mul(mu, vel[i])), o.scratch[i], hpW)
 	}
 	return nil
 }
@@ -151,9 +211,14 @@ func (o *SGD) Params() []*core.Tensor { return o.params }
 // Kind is "sgd".
 func (o *SGD) Kind() string { return "sgd" }
 
-// Hyperparameters returns lr, momentum and weight_decay.
+// Hyperparameters returns lr, momentum and weight_decay, and nesterov (1)
+// when it is on: a state file of a Nesterov SGD loads only into one.
 func (o *SGD) Hyperparameters() map[string]float64 {
-	return map[string]float64{"lr": float64(o.LR), "momentum": float64(o.Momentum), "weight_decay": float64(o.WeightDecay)}
+	h := map[string]float64{"lr": float64(o.LR), "momentum": float64(o.Momentum), "weight_decay": float64(o.WeightDecay)}
+	if o.Nesterov {
+		h["nesterov"] = 1
+	}
+	return h
 }
 
 // SetHyperparameters sets lr, momentum and weight_decay.
@@ -169,12 +234,21 @@ func (o *SGD) SetStepCount(t int) { o.t = t }
 
 // Adam is Adam with decoupled weight decay (AdamW when WeightDecay > 0),
 // run as one fused device op per parameter (ggml's opt_step_adamw formula).
+//
+// With AMSGrad set, the denominator uses the running maximum of the second
+// moment (Reddi et al. 2018; PyTorch's amsgrad=True): vmax = max(vmax, v),
+// w -= lr*m̂/(sqrt(vmax*bc2) + eps). That variant is a composite: four
+// fused SGD ops used as in-place assignments (m, v, vmax, then w) and a few
+// pointwise ops, with one scratch tensor per parameter besides the three
+// moments; a fused AMSGrad kernel is not written (a new backend op).
 type Adam struct {
 	LR, Beta1, Beta2, Eps, WeightDecay float32
+	AMSGrad                            bool
 
-	params []*core.Tensor
-	m, v   []*core.Tensor
-	t      int
+	params        []*core.Tensor
+	m, v          []*core.Tensor
+	vmax, scratch []*core.Tensor // AMSGrad
+	t             int
 }
 
 // NewAdam makes an Adam optimizer with betas 0.9, 0.999 and eps 1e-8.
@@ -212,6 +286,9 @@ func (o *Adam) Update(hp, scale *core.Tensor) error {
 	if _, err := o.State(); err != nil {
 		return err
 	}
+	if o.AMSGrad {
+		return o.amsgrad(hp, scale)
+	}
 	for i, p := range o.params {
 		if g := p.Grad(); g != nil {
 			core.AdamWUpdate(p, scaled(g, scale), o.m[i], o.v[i], hp)
@@ -220,7 +297,42 @@ func (o *Adam) Update(hp, scale *core.Tensor) error {
 	return nil
 }
 
-// State returns the first moments, then the second moments.
+// amsgrad records the AMSGrad update: with G the scaled gradient, the fused
+// SGD op with momentum 0 and hp [1, 0, k] assigns x - (d + k*x) to x, so
+// d = -(1-b1)*G and k = 1-b1 give m = b1*m + (1-b1)*G, likewise v, and
+// d = -relu(v - vmax), k = 0 give vmax = max(vmax, v); the weights take
+// hp [lr, 0, wd]: w = w - lr*(step + wd*w), AdamW's decoupled decay.
+func (o *Adam) amsgrad(hp, scale *core.Tensor) error {
+	if hp.Len() != 7 {
+		return fmt.Errorf("nn.Adam.Update: %d hyperparameters, want 7", hp.Len())
+	}
+	dev := hp.Device()
+	at := func(i int) *core.Tensor { return core.SliceRows(hp, i, 1) }
+	one, zero := dev.Full(1, 1), dev.Full(0, 1)
+	b1c, b2c := core.Affine(at(1), -1, 1), core.Affine(at(2), -1, 1) // 1-b1, 1-b2
+	hpM := core.Concat(0, one, zero, b1c)
+	hpV := core.Concat(0, one, zero, b2c)
+	hpMax := core.Concat(0, one, zero, zero)
+	hpW := core.Concat(0, at(0), zero, at(4))
+	eps, bc1, bc2 := at(3), at(5), at(6)
+	for i, p := range o.params {
+		g := p.Grad()
+		if g == nil {
+			continue
+		}
+		g = scaled(g, scale)
+		m, v, vmax, s := o.m[i], o.v[i], o.vmax[i], o.scratch[i]
+		core.SGDUpdate(m, core.Neg(core.Mul(b1c, g)), s, hpM)
+		core.SGDUpdate(v, core.Neg(core.Mul(b2c, core.Mul(g, g))), s, hpV)
+		core.SGDUpdate(vmax, core.Neg(core.ReLU(core.Sub(v, vmax))), s, hpMax)
+		step := core.Div(core.Mul(m, bc1), core.Add(core.Sqrt(core.Mul(vmax, bc2)), eps))
+		core.SGDUpdate(p, step, s, hpW)
+	}
+	return nil
+}
+
+// State returns the first moments, then the second moments (then, with
+// AMSGrad, their running maxima).
 func (o *Adam) State() ([]*core.Tensor, error) {
 	if len(o.params) == 0 {
 		return nil, fmt.Errorf("nn.Adam: no parameters")
@@ -236,11 +348,31 @@ func (o *Adam) State() ([]*core.Tensor, error) {
 		}
 		o.m, o.v = m, v
 	}
-	return append(append([]*core.Tensor(nil), o.m...), o.v...), nil
+	st := append(append([]*core.Tensor(nil), o.m...), o.v...)
+	if !o.AMSGrad {
+		return st, nil
+	}
+	if o.vmax == nil {
+		vmax, err := zerosLike("Adam", o.params)
+		if err != nil {
+			return nil, err
+		}
+		scratch, err := zerosLike("Adam", o.params)
+		if err != nil {
+			return nil, err
+		}
+		o.vmax, o.scratch = vmax, scratch
+	}
+	return append(st, o.vmax...), nil
 }
 
-// StateSlots is ["m", "v"].
-func (o *Adam) StateSlots() []string { return []string{"m", "v"} }
+// StateSlots is ["m", "v"], and "vmax" with AMSGrad.
+func (o *Adam) StateSlots() []string {
+	if o.AMSGrad {
+		return []string{"m", "v", "vmax"}
+	}
+	return []string{"m", "v"}
+}
 
 // ZeroGrad drops the gradients.
 func (o *Adam) ZeroGrad() { ZeroGradOf(o.params) }
@@ -251,10 +383,15 @@ func (o *Adam) Params() []*core.Tensor { return o.params }
 // Kind is "adam".
 func (o *Adam) Kind() string { return "adam" }
 
-// Hyperparameters returns lr, beta1, beta2, eps and weight_decay.
+// Hyperparameters returns lr, beta1, beta2, eps and weight_decay, and
+// amsgrad (1) when it is on.
 func (o *Adam) Hyperparameters() map[string]float64 {
-	return map[string]float64{"lr": float64(o.LR), "beta1": float64(o.Beta1), "beta2": float64(o.Beta2),
+	h := map[string]float64{"lr": float64(o.LR), "beta1": float64(o.Beta1), "beta2": float64(o.Beta2),
 		"eps": float64(o.Eps), "weight_decay": float64(o.WeightDecay)}
+	if o.AMSGrad {
+		h["amsgrad"] = 1
+	}
+	return h
 }
 
 // SetHyperparameters sets lr, beta1, beta2, eps and weight_decay.

@@ -11,6 +11,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/ag-go/ag/core"
 )
@@ -114,6 +115,9 @@ func checkpointer(fn string, opt Optimizer) (Checkpointer, error) {
 	if opt == nil {
 		return nil, nil
 	}
+	if s, ok := opt.(*Scheduled); ok {
+		return checkpointer(fn, s.Optimizer) // a schedule is a function of the step count: nothing to save
+	}
 	c, ok := opt.(Checkpointer)
 	if !ok {
 		return nil, fmt.Errorf("nn.%s: optimizer %T does not implement nn.Checkpointer, so its state cannot be saved or loaded", fn, opt)
@@ -123,25 +127,31 @@ func checkpointer(fn string, opt Optimizer) (Checkpointer, error) {
 
 // hyperRange checks one hyperparameter as the optimizer will use it (a
 // float32): finite and in the range PyTorch's optimizers accept.
-func hyperRange(name string, v float64) error {
+func hyperRange(key string, v float64) error {
+	name := key
+	if i := strings.IndexByte(key, '.'); i > 0 && strings.Trim(name[:i], "0123456789") == "" {
+		name = name[i+1:] // a parameter group's ("0.lr"; see Groups)
+	}
 	f := float64(float32(v))
 	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return fmt.Errorf("hyperparameter %q is %g, not a finite float32", name, v)
+		return fmt.Errorf("hyperparameter %q is %g, not a finite float32", key, v)
 	}
 	var ok bool
 	var want string
 	switch name {
 	case "lr", "momentum", "weight_decay":
 		ok, want = f >= 0, ">= 0"
-	case "beta1", "beta2":
+	case "beta1", "beta2", "alpha":
 		ok, want = f >= 0 && f < 1, "in [0, 1)"
+	case "nesterov", "amsgrad": // flags, present only when on
+		ok, want = f == 1, "1 (on)"
 	case "eps":
 		ok, want = f > 0, "> 0 as a float32"
 	default:
-		return fmt.Errorf("hyperparameter %q has no known range", name) // a new hyperparameter needs a case here
+		return fmt.Errorf("hyperparameter %q has no known range", key) // a new hyperparameter needs a case here
 	}
 	if !ok {
-		return fmt.Errorf("hyperparameter %q is %g, want %s", name, v, want)
+		return fmt.Errorf("hyperparameter %q is %g, want %s", key, v, want)
 	}
 	return nil
 }

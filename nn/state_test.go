@@ -34,6 +34,16 @@ func newStateFixture(t testing.TB, dev *core.Device, kind string, seed uint64) s
 		opt = NewAdamW(model.Params(), 0.01, 0.001)
 	case "sgd":
 		opt = NewSGD(model.Params(), 0.05, 0.9)
+	case "nesterov":
+		o := NewSGD(model.Params(), 0.05, 0.9)
+		o.Nesterov = true
+		opt = o
+	case "amsgrad":
+		o := NewAdamW(model.Params(), 0.01, 0.001)
+		o.AMSGrad = true
+		opt = o
+	case "rmsprop":
+		opt = NewRMSprop(model.Params(), 0.01)
 	case "none":
 		return stateFixture{model, nil}
 	default:
@@ -240,7 +250,7 @@ func TestLoadStateHeaderBound(t *testing.T) {
 // and the hyperparameters.
 func TestStateRoundTripKinds(t *testing.T) {
 	dev := openDev(t)
-	for _, kind := range []string{"adam", "sgd", "none"} {
+	for _, kind := range []string{"adam", "sgd", "none", "nesterov", "amsgrad", "rmsprop"} {
 		t.Run(kind, func(t *testing.T) {
 			src, dst := newStateFixture(t, dev, kind, 5), newStateFixture(t, dev, kind, 9)
 			if dst.opt != nil {
@@ -265,6 +275,8 @@ func setHyperOf(o Optimizer, lr float32) {
 	case *Adam:
 		o.LR = lr
 	case *SGD:
+		o.LR = lr
+	case *RMSprop:
 		o.LR = lr
 	default:
 		panic(fmt.Sprintf("setHyperOf: %T", o))

@@ -1,0 +1,191 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/ag-go/ag/core"
+)
+
+// Initializer makes the initial values of a parameter of shape, drawing
+// from rng: the same rng state gives the same values, on every backend,
+// because they are made on the host (a device RNG is a separate matter).
+// A function of your own is an Initializer too.
+type Initializer func(shape []int, rng *rand.Rand) []float32
+
+// NewRNG returns the host generator the initializers draw from, seeded
+// deterministically: NewRNG(seed) always gives the same sequence.
+func NewRNG(seed uint64) *rand.Rand {
+	return rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
+}
+
+// NewParam makes a parameter of shape on dev with values from init; rng may
+// be nil for initializers that draw nothing (Constant, Values).
+func NewParam(dev *core.Device, init Initializer, rng *rand.Rand, shape ...int) *core.Tensor {
+	if dev == nil || init == nil {
+		panic("nn.NewParam: nil device or initializer")
+	}
+	if rng == nil {
+		defer func() {
+			if r := recover(); r != nil {
+				panic(fmt.Sprintf("nn.NewParam: nil rng for an initializer that draws, shape %v (%v)", shape, r))
+			}
+		}()
+	}
+	v := init(shape, rng)
+	n := 1
+	for _, s := range shape {
+		n *= s
+	}
+	if len(v) != n {
+		panic(fmt.Sprintf("nn.NewParam: the initializer gave %d values for shape %v (%d elements)", len(v), shape, n))
+	}
+	return dev.Param(v, shape...)
+}
+
+// Fans returns the fan-in and fan-out of a parameter of shape in ag's
+// layout, where a Linear's W is [in, out]: for 2-D shapes shape[0] and
+// shape[1]; for higher ranks both are multiplied by the product of
+// shape[2:] (the receptive field); a 1-D shape has fan-in = fan-out = its
+// size.
+func Fans(shape []int) (fanIn, fanOut int) {
+	switch len(shape) {
+	case 0:
+		return 1, 1
+	case 1:
+		return shape[0], shape[0]
+	}
+	rf := 1
+	for _, s := range shape[2:] {
+		rf *= s
+	}
+	return shape[0] * rf, shape[1] * rf
+}
+
+func checkGain(fn string, g float64) {
+	if !(g > 0) || math.IsInf(g, 0) {
+		panic(fmt.Sprintf("nn.%s: gain %g, want a finite value > 0", fn, g))
+	}
+}
+
+// uniform is U(-a, a), drawn as NewLinear always has.
+func uniform(shape []int, rng *rand.Rand, a float64) []float32 {
+	n := count(shape)
+	w := make([]float32, n)
+	for i := range w {
+		w[i] = float32((2*rng.Float64() - 1) * a)
+	}
+	return w
+}
+
+func normal(shape []int, rng *rand.Rand, mean, std float64) []float32 {
+	n := count(shape)
+	w := make([]float32, n)
+	for i := range w {
+		w[i] = float32(mean + std*rng.NormFloat64())
+	}
+	return w
+}
+
+func count(shape []int) int {
+	n := 1
+	for _, s := range shape {
+		if s < 1 {
+			panic(fmt.Sprintf("nn: initializer for shape %v: dimensions must be >= 1", shape))
+		}
+		n *= s
+	}
+	return n
+}
+
+// GlorotUniform (Xavier uniform) draws U(-a, a) with a =
+// gain*sqrt(6/(fanIn+fanOut)), as PyTorch's xavier_uniform_. NewLinear
+// uses GlorotUniform(1).
+func GlorotUniform(gain float64) Initializer {
+	checkGain("GlorotUniform", gain)
+	return func(shape []int, rng *rand.Rand) []float32 {
+		fi, fo := Fans(shape)
+		return uniform(shape, rng, gain*math.Sqrt(6/float64(fi+fo)))
+	}
+}
+
+// GlorotNormal (Xavier normal) draws N(0, std^2) with std =
+// gain*sqrt(2/(fanIn+fanOut)), as PyTorch's xavier_normal_.
+func GlorotNormal(gain float64) Initializer {
+	checkGain("GlorotNormal", gain)
+	return func(shape []int, rng *rand.Rand) []float32 {
+		fi, fo := Fans(shape)
+		return normal(shape, rng, 0, gain*math.Sqrt(2/float64(fi+fo)))
+	}
+}
+
+// Gain values for Kaiming initialization, as PyTorch's calculate_gain:
+// ReLUGain is sqrt(2); LeakyReLUGain(slope) is sqrt(2/(1+slope^2)); linear
+// and sigmoid layers use 1, tanh 5/3.
+const ReLUGain = math.Sqrt2
+
+// LeakyReLUGain is the Kaiming gain for a leaky ReLU of that slope.
+func LeakyReLUGain(slope float64) float64 { return math.Sqrt(2 / (1 + slope*slope)) }
+
+// KaimingUniform (He uniform) draws U(-a, a) with a = gain*sqrt(3/fanIn),
+// as PyTorch's kaiming_uniform_ in its fan_in mode (pass ReLUGain for
+// ReLU layers).
+func KaimingUniform(gain float64) Initializer {
+	checkGain("KaimingUniform", gain)
+	return func(shape []int, rng *rand.Rand) []float32 {
+		fi, _ := Fans(shape)
+		return uniform(shape, rng, gain*math.Sqrt(3/float64(fi)))
+	}
+}
+
+// KaimingNormal (He normal) draws N(0, std^2) with std = gain/sqrt(fanIn),
+// as PyTorch's kaiming_normal_ in its fan_in mode.
+func KaimingNormal(gain float64) Initializer {
+	checkGain("KaimingNormal", gain)
+	return func(shape []int, rng *rand.Rand) []float32 {
+		fi, _ := Fans(shape)
+		return normal(shape, rng, 0, gain/math.Sqrt(float64(fi)))
+	}
+}
+
+// Normal draws N(mean, std^2).
+func Normal(mean, std float64) Initializer {
+	if !(std >= 0) || math.IsInf(std, 0) || math.IsNaN(mean) || math.IsInf(mean, 0) {
+		panic(fmt.Sprintf("nn.Normal: mean %g, std %g: want finite values, std >= 0", mean, std))
+	}
+	return func(shape []int, rng *rand.Rand) []float32 { return normal(shape, rng, mean, std) }
+}
+
+// Uniform draws U(lo, hi).
+func Uniform(lo, hi float64) Initializer {
+	if !(lo <= hi) || math.IsInf(lo, 0) || math.IsInf(hi, 0) {
+		panic(fmt.Sprintf("nn.Uniform: lo %g, hi %g: want finite lo <= hi", lo, hi))
+	}
+	return func(shape []int, rng *rand.Rand) []float32 {
+		n := count(shape)
+		w := make([]float32, n)
+		for i := range w {
+			w[i] = float32(lo + (hi-lo)*rng.Float64())
+		}
+		return w
+	}
+}
+
+// Constant fills with v (zeros for biases, ones for gains).
+func Constant(v float32) Initializer {
+	return func(shape []int, _ *rand.Rand) []float32 {
+		n := count(shape)
+		w := make([]float32, n)
+		for i := range w {
+			w[i] = v
+		}
+		return w
+	}
+}
+
+// Values gives the values data (user-given, row-major), copied; a shape
+// of another size panics in NewParam.
+func Values(data []float32) Initializer {
+	return func([]int, *rand.Rand) []float32 { return append([]float32(nil), data...) }
+}
