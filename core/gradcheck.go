@@ -6,7 +6,7 @@ import (
 	"math"
 	"strings"
 
-	"github.com/ag-go/ag/backend/backendtest"
+	"github.com/ag-go/ag/backend/reference"
 )
 
 // GradcheckOptions tunes Gradcheck; the zero value is the defaults.
@@ -30,7 +30,7 @@ var errGradcheck = errors.New("core: a value built for Gradcheck's finite differ
 // what Backward gives for the one-element output of f with respect to each
 // of params (leaves made by Device.Param) against central finite
 // differences computed in float64 by the reference interpreter of the
-// conformance suite (backendtest.Eval) on the same graph, so f32 rounding
+// conformance suite (reference.Eval) on the same graph, so f32 rounding
 // does not enter the reference. It returns nil when every element agrees
 // within the tolerance, else an error listing the first mismatches.
 //
@@ -140,7 +140,7 @@ func Gradcheck(f func() *Tensor, params []*Tensor, opt *GradcheckOptions) error 
 		for i := range args {
 			work[i] = append(work[i][:0], args[i]...)
 		}
-		vals, err := backendtest.Eval(&lw.g, work)
+		vals, err := reference.Eval(&lw.g, work)
 		if err != nil {
 			return 0, err
 		}

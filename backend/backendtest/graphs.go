@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/backend/reference"
 	"github.com/ag-go/ag/internal/testenv"
 )
 
@@ -493,6 +494,6 @@ func testLargeGetRows(t *testing.T, s *suite) {
 		{Op: backend.OpGetRows, In: []int{0, 1}, Shape: []int{n, width}}}, Outputs: []backend.Output{{Node: 2, Arg: 2}}}
 	s.runGraph(t, g, []backend.Buffer{tab, ib, out})
 	s.checkChunks(t, out, func(i int) float32 {
-		return val(clampIndex(float64(idx[i/width]), rows), i%width)
+		return val(reference.ClampIndex(float64(idx[i/width]), rows), i%width)
 	})
 }

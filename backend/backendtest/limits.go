@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/backend/reference"
 )
 
 // The "limits" group: every op kind on sizes past the limits a device puts
@@ -302,7 +303,7 @@ func limitMovement() []limitCase {
 }
 
 // clampRow is the row an index selects in a table of rows (whole numbers).
-func clampRow(v float32, rows int) int { return clampIndex(float64(v), rows) }
+func clampRow(v float32, rows int) int { return reference.ClampIndex(float64(v), rows) }
 
 func limitRows() []limitCase {
 	var cs []limitCase

@@ -1,10 +1,8 @@
-// Package backendtest is the conformance suite every backend runs: each op of
-// the IR against a float64 reference interpreter (Eval) on random shapes, with
-// tolerances per op stated in one table (tolerances), plus whole graphs,
-// program reuse, memory calls and large tensors. A backend's test calls
-//
-//	func TestConformance(t *testing.T) { backendtest.Run(t, "cpu") }
-package backendtest
+// Package reference is the float64 interpreter of the IR that every
+// backend is checked against (the conformance suite, package backendtest)
+// and that core.Gradcheck differentiates by finite differences. It has no
+// test dependencies, so programs that import core do not link testing.
+package reference
 
 import (
 	"fmt"
@@ -27,10 +25,10 @@ import (
 // clamped into range; NaN counts as 0.
 func Eval(g *backend.Graph, args [][]float64) ([][]float64, error) {
 	if err := g.Validate(); err != nil {
-		return nil, fmt.Errorf("backendtest.Eval: %w", err)
+		return nil, fmt.Errorf("reference.Eval: %w", err)
 	}
 	if len(args) != g.NumArgs {
-		return nil, fmt.Errorf("backendtest.Eval: %d args, graph wants %d", len(args), g.NumArgs)
+		return nil, fmt.Errorf("reference.Eval: %d args, graph wants %d", len(args), g.NumArgs)
 	}
 	vals := make([][]float64, len(g.Nodes))
 	for i := range g.Nodes {
@@ -38,7 +36,7 @@ func Eval(g *backend.Graph, args [][]float64) ([][]float64, error) {
 		if n.Op == backend.OpArg {
 			ne := backend.NumElems(n.Shape)
 			if len(args[n.Arg]) < ne {
-				return nil, fmt.Errorf("backendtest.Eval: node %d reads arg %d as %v (%d elements) but it holds %d", i, n.Arg, n.Shape, ne, len(args[n.Arg]))
+				return nil, fmt.Errorf("reference.Eval: node %d reads arg %d as %v (%d elements) but it holds %d", i, n.Arg, n.Shape, ne, len(args[n.Arg]))
 			}
 			vals[i] = args[n.Arg][:ne:ne]
 			continue
@@ -53,7 +51,7 @@ func Eval(g *backend.Graph, args [][]float64) ([][]float64, error) {
 	for _, o := range g.Outputs {
 		v := vals[o.Node]
 		if len(args[o.Arg]) < len(v) {
-			return nil, fmt.Errorf("backendtest.Eval: output of node %d has %d elements, arg %d holds %d", o.Node, len(v), o.Arg, len(args[o.Arg]))
+			return nil, fmt.Errorf("reference.Eval: output of node %d has %d elements, arg %d holds %d", o.Node, len(v), o.Arg, len(args[o.Arg]))
 		}
 		copy(args[o.Arg], v)
 	}
@@ -110,13 +108,13 @@ func evalNode(n *backend.Node, in [][]float64, shapes [][]int) []float64 {
 	case n.Op == backend.OpGetRows:
 		rows, rs := shapes[0][0], backend.NumElems(shapes[0][1:])
 		for i, x := range in[1] {
-			r := clampIndex(x, rows)
+			r := ClampIndex(x, rows)
 			copy(out[i*rs:(i+1)*rs], in[0][r*rs:(r+1)*rs])
 		}
 	case n.Op == backend.OpScatterAddRows:
 		rows, rs := n.Shape[0], backend.NumElems(n.Shape[1:])
 		for i, x := range in[1] {
-			r := clampIndex(x, rows)
+			r := ClampIndex(x, rows)
 			for c := 0; c < rs; c++ {
 				out[r*rs+c] += in[0][i*rs+c]
 			}
@@ -124,7 +122,7 @@ func evalNode(n *backend.Node, in [][]float64, shapes [][]int) []float64 {
 	case n.Op == backend.OpOneHot:
 		classes := n.Shape[1]
 		for i, x := range in[0] {
-			out[i*classes+clampIndex(x, classes)] = 1
+			out[i*classes+ClampIndex(x, classes)] = 1
 		}
 	case n.Op == backend.OpMatMul:
 		matmul(n, in[0], in[1], shapes[0], out)
@@ -319,8 +317,9 @@ func matmul(n *backend.Node, a, b []float64, sa []int, out []float64) {
 	}
 }
 
-// clampIndex turns an f32 index into a row number in 0..n-1.
-func clampIndex(x float64, n int) int {
+// ClampIndex turns an f32 index into a row number in 0..n-1, as the IR
+// reads indices: NaN and negatives are 0, past the end is the last row.
+func ClampIndex(x float64, n int) int {
 	switch {
 	case math.IsNaN(x) || x < 0:
 		return 0
