@@ -70,6 +70,10 @@ type Program interface {
 	Release()
 }
 
+// ErrMemoryUnknown is wrapped by Memory's error on a device whose memory
+// cannot be queried (WebGPU on a hardware GPU).
+var ErrMemoryUnknown = errors.New("device memory unknown")
+
 // Backend is one opened device.
 type Backend interface {
 	Caps() Caps
@@ -82,7 +86,9 @@ type Backend interface {
 	// Read copies len(dst) elements of b starting at off into dst.
 	Read(b Buffer, off int, dst []float32) error
 	// Memory reports free and total device memory in bytes (estimates where
-	// the API has no query; the backend documents which).
+	// the API has no query; the backend documents which), or an error
+	// wrapping ErrMemoryUnknown where it cannot say: callers then check
+	// nothing against it and let allocations report what fails.
 	Memory() (free, total uint64, err error)
 	// Compile turns a graph into a reusable program.
 	Compile(g *Graph) (Program, error)

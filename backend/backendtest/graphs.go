@@ -1,6 +1,7 @@
 package backendtest
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -377,6 +378,10 @@ func testBufferErrors(t *testing.T, s *suite) {
 
 func testMemory(t *testing.T, s *suite) {
 	free, total, err := s.be.Memory()
+	if errors.Is(err, backend.ErrMemoryUnknown) {
+		t.Logf("memory: %v (checks against it are skipped)", err)
+		return
+	}
 	if err != nil {
 		t.Fatalf("Memory: %v", err)
 	}

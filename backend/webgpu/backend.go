@@ -92,8 +92,11 @@ type buffer struct {
 func (b *buffer) Len() int { return b.n }
 
 // memoryBudget is the total Memory reports. WebGPU has no memory query, so it
-// is an estimate: AG_WEBGPU_MEMORY_MB when set, else 16 GiB (capped at 4x
-// maxBufferSize) on a real GPU and 2 GiB on a software adapter or a browser.
+// is a stated budget: AG_WEBGPU_MEMORY_MB when set, else 2 GiB on a
+// software adapter, and 0 (unknown) on a hardware GPU: any guess there
+// either refuses models the GPU holds (a 4x maxBufferSize guess refused an
+// 8x4096 model on an H200 with 139 GiB) or promises memory it lacks, so
+// allocations report what fails instead.
 func memoryBudget(info devInfo) uint64 {
 	if s := os.Getenv("AG_WEBGPU_MEMORY_MB"); s != "" {
 		if mb, err := strconv.ParseUint(s, 10, 64); err == nil && mb > 0 {
@@ -101,7 +104,7 @@ func memoryBudget(info devInfo) uint64 {
 		}
 	}
 	if info.gpu {
-		return min(16<<30, 4*info.maxBuffer)
+		return 0
 	}
 	return 2 << 30
 }
@@ -232,10 +235,15 @@ func (b *Backend) Read(buf backend.Buffer, off int, dst []float32) error {
 
 // Memory reports an estimate (WebGPU cannot query device memory): total is
 // the budget of memoryBudget, free is total minus the bytes this backend has
-// allocated (buffers, program intermediates and parameters).
+// allocated (buffers, program intermediates and parameters). Without a
+// budget (a hardware GPU, AG_WEBGPU_MEMORY_MB unset) it returns an error
+// wrapping backend.ErrMemoryUnknown.
 func (b *Backend) Memory() (free, total uint64, err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.total == 0 {
+		return 0, 0, fmt.Errorf("webgpu: %w (WebGPU has no memory query; AG_WEBGPU_MEMORY_MB states a budget)", backend.ErrMemoryUnknown)
+	}
 	if b.allocated >= b.total {
 		return 0, b.total, nil
 	}
