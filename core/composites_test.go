@@ -66,9 +66,13 @@ func TestCompositeValues(t *testing.T) {
 	}{
 		{"LeakyReLU", func(x *Tensor) *Tensor { return LeakyReLU(x, 0.1) }, leaky, 0, nil},
 		{"ELU", func(x *Tensor) *Tensor { return ELU(x, 1.5) }, elu, 1e-7, nil},
-		{"Softplus", Softplus, softplus, 1.2e-7, nil},
-		{"Log1p", Log1p, math.Log1p, 6e-8, func(x float64) bool { return x < -1 }},
-		{"Erf", Erf, math.Erf, 2.5e-7, nil},
+		// Through a log of 1+y: y's rounding (2^-24) plus the log's own
+		// error near 1, which WGSL allows up to 2^-21 absolute (NVIDIA
+		// gave 8e-8 at 1.001, lavapipe 1e-9).
+		{"Softplus", Softplus, softplus, 0x1p-24 + 0x1p-21, nil},
+		{"Log1p", Log1p, math.Log1p, 0x1p-24 + 0x1p-21, func(x float64) bool { return x < -1 }},
+		// A&S's 1.5e-7, f32 rounding, and the GPU's exp (2.9e-7 on NVIDIA).
+		{"Erf", Erf, math.Erf, 4e-7, nil},
 		// GELUErf is 0.5*x*(1+erf): its error is |x| times erf's.
 		{"GELUErf", GELUErf, gelu, 0, func(x float64) bool { return math.IsInf(x, 0) }},
 	}

@@ -2,6 +2,7 @@
 
 #include <math.h>
 #include <string.h>
+#include <time.h>
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -332,4 +333,25 @@ struct ggml_tensor *ag_rand_uniform_op(struct ggml_context *ctx, struct ggml_ten
 	struct ggml_tensor *t = ggml_custom_4d(ctx, GGML_TYPE_F32, ne0, ne1, ne2, ne3, src, 1, ag_rand_uniform, GGML_N_TASKS_MAX, (void *)(uintptr_t)start);
 	ggml_set_name(t, "RAND_UNIFORM(custom)"); // its label in profiles (nodetimer.go)
 	return t;
+}
+
+static int64_t ag_now_ns(void) {
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+void ag_node_clock_start(ag_node_clock *c) {
+	c->n = 0;
+	if (c->cap > 0) {
+		c->ts[c->n++] = ag_now_ns();
+	}
+}
+
+bool ag_node_clock_cb(void *data) {
+	ag_node_clock *c = data;
+	if (c->n < c->cap) {
+		c->ts[c->n++] = ag_now_ns();
+	}
+	return false;
 }

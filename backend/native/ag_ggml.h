@@ -6,6 +6,7 @@
 #ifndef AG_GGML_H
 #define AG_GGML_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -86,6 +87,17 @@ void ag_row_max(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 // ag_rand_uniform_op records it; ag_rand_uniform_fill computes elements
 // e0..e1-1 into dst[0..e1-e0) (ggml-vulkan fills on the host with it).
 _Static_assert(sizeof(uintptr_t) >= sizeof(uint64_t), "the counter offset travels in a pointer");
+// ag_node_clock holds the monotonic time (ns) at the start of a ggml-cpu
+// graph compute (ts[0]) and at the end of each non-empty node after it, as
+// thread 0 finishes its part: ag_node_clock_cb is the CPU backend's abort
+// callback, which ggml-cpu calls once per non-empty node, and never aborts.
+typedef struct {
+	int64_t *ts;
+	int n, cap;
+} ag_node_clock;
+void ag_node_clock_start(ag_node_clock *c);
+bool ag_node_clock_cb(void *data);
+
 void ag_rand_uniform(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 struct ggml_tensor *ag_rand_uniform_op(struct ggml_context *ctx, struct ggml_tensor *state, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3, uint64_t start);
 void ag_rand_uniform_fill(float *dst, int64_t e0, int64_t e1, const float *state, uint64_t start);

@@ -49,6 +49,9 @@ func newDevice(name, desc string, be C.ggml_backend_t, isCPU bool) (*device, err
 	}
 	d.caps = backend.Caps{Name: name, Device: desc, MaxBufferElems: maxElems,
 		Timer: fmt.Sprintf("host clock around the whole graph, split by per-kernel shares measured in %d runs every %d profiled runs (estimated)", calibrateRuns, calibrateEvery)}
+	if isCPU {
+		d.caps.Timer = "the clock as thread 0 ends each node of the real graph compute (measured; the wait for the other threads goes to the next node)"
+	}
 	d.getRowsBack = d.probeGetRowsBack()
 	d.caps.Unsupported = d.probeUnsupported()
 	return d, nil

@@ -468,44 +468,21 @@ func (l *lowering) positive(y tensor) tensor {
 }
 
 // clamp is min(max(x, lo), hi) into a new tensor, NaN staying NaN (ir.go).
-// ggml-cpu's clamp turns NaN into hi, so there it is ag_clamp; ggml-vulkan's
-// (x < lo ? lo : (x > hi ? hi : x)) keeps NaN but works in place (its result
-// is a view of its input), which would overwrite an arg: it gets a copy.
+// ggml-cpu's clamp turns NaN into hi, so there it is ag_clamp. On
+// ggml-vulkan, NVIDIA's shader compiler turns clamp's compare chain into
+// min/max, which drop NaN (relu(NaN) gave +Inf and clamp(NaN) its bound on
+// an H200; lavapipe keeps it), so the NaN comes back through a flag,
+// 0*tanh(x) - 0 for every number, the infinities too, and NaN for NaN -
+// added to the clamp. ggml's clamp works in place, so it gets a copy of x:
+// ggml-vulkan may reorder the graph, and the flag must read x unclamped.
 func (l *lowering) clamp(x tensor, lo, hi float32) tensor {
-	return l.clampOf(-1, x, lo, hi)
-}
-
-// clampOf is clamp of x, the value of IR node j (-1: an internal tensor).
-// On ggml-vulkan it clamps in place, without the copy, where nothing else
-// reads x (see private).
-func (l *lowering) clampOf(j int, x tensor, lo, hi float32) tensor {
 	if l.d.isCPU {
 		one := []int{1}
 		return l.custom(C.ggml_custom_op_t(C.ag_clamp), x.ne, x, l.constant(one, lo), l.constant(one, hi))
 	}
-	if !l.private(j, x) {
-		x = C.ggml_cont(l.ctx, x)
-	}
-	return C.ggml_clamp(l.ctx, x, C.float(lo), C.float(hi))
-}
-
-// private reports whether an in-place op may overwrite x, the value of IR
-// node j: the op is j's only reader, x is memory of its own (not a view),
-// j is not an arg or a constant (they outlive the run), and no other node
-// has x as its value (a reshape to the same shape passes its input on).
-func (l *lowering) private(j int, x tensor) bool {
-	if j < 0 || l.uses[j] != 1 || x.view_src != nil {
-		return false
-	}
-	if op := l.g.Nodes[j].Op; op == backend.OpArg || op == backend.OpFill {
-		return false
-	}
-	for i, v := range l.val {
-		if i != j && v == x {
-			return false
-		}
-	}
-	return true
+	flag := l.scaleBias(C.ggml_tanh(l.ctx, x), 0, 0)
+	y := C.ggml_clamp(l.ctx, C.ggml_cont(l.ctx, x), C.float(lo), C.float(hi))
+	return C.ggml_add(l.ctx, y, flag)
 }
 
 // custom is a ggml-cpu custom op of f32 result shape ne over srcs.
@@ -513,14 +490,14 @@ func (l *lowering) custom(fn C.ggml_custom_op_t, ne [4]C.int64_t, srcs ...tensor
 	return C.ggml_custom_4d(l.ctx, C.GGML_TYPE_F32, ne[0], ne[1], ne[2], ne[3], &srcs[0], C.int(len(srcs)), fn, C.GGML_N_TASKS_MAX, nil)
 }
 
-// relu is max(x, 0) of IR node j's value x with NaN staying NaN (ir.go);
-// ggml's relu turns NaN into 0 on both devices. ggml-vulkan's clamp to
-// [0, +Inf] keeps NaN and gives 0 for -Inf (see clampOf).
-func (l *lowering) relu(j int, x tensor) tensor {
+// relu is max(x, 0) with NaN staying NaN (ir.go); ggml's relu turns NaN
+// into 0 on both devices. ggml-vulkan's clamp to [0, +Inf] keeps NaN and
+// gives 0 for -Inf (see clamp).
+func (l *lowering) relu(x tensor) tensor {
 	if l.d.isCPU {
 		return l.custom(C.ggml_custom_op_t(C.ag_relu), x.ne, x)
 	}
-	return l.clampOf(j, x, 0, float32(math.Inf(1)))
+	return l.clamp(x, 0, float32(math.Inf(1)))
 }
 
 // log is the natural log. lavapipe's log of a subnormal is log(2^-127) (-88
@@ -553,7 +530,7 @@ func (l *lowering) lowerUnary(n *backend.Node) tensor {
 	case backend.OpSqrt:
 		return C.ggml_sqrt(ctx, x)
 	case backend.OpReLU:
-		return l.relu(n.In[0], x)
+		return l.relu(x)
 	case backend.OpSigmoid:
 		return C.ggml_sigmoid(ctx, x)
 	case backend.OpTanh:
@@ -561,7 +538,7 @@ func (l *lowering) lowerUnary(n *backend.Node) tensor {
 	case backend.OpAffine:
 		return l.scaleBias(x, n.A, n.B)
 	case backend.OpClamp:
-		return l.clampOf(n.In[0], x, n.A, n.B)
+		return l.clamp(x, n.A, n.B)
 	case backend.OpAbs:
 		return C.ggml_abs(ctx, x)
 	case backend.OpSin:

@@ -3,6 +3,7 @@
 package native
 
 /*
+#include <stdlib.h>
 #include "ag_ggml.h"
 */
 import "C"
@@ -14,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/ag-go/ag/backend"
 )
@@ -108,6 +110,9 @@ func (p *program) RunTimed(args []backend.Buffer, t *backend.NodeTimes) (backend
 	if err := t.Check("native."+p.d.name+".RunTimed", len(p.l.g.Nodes)); err != nil {
 		return backend.RunInfo{}, err
 	}
+	if p.d.isCPU {
+		return p.runClocked(args, t)
+	}
 	runs := p.timedRuns
 	p.timedRuns++
 	if k := runs % calibrateEvery; k >= 1 && k <= calibrateRuns {
@@ -163,13 +168,16 @@ func (p *program) segsOrNil() []segment {
 }
 
 // calibrate computes the graph node by node, reports each IR node's time
-// as measured, and keeps each one's work (its kernels' fastest times over
-// the calibration's runs, first starting them, less the fixed cost of a
-// compute) for the runs after it.
+// as measured, and keeps each one's work (see segWork; from its kernels'
+// fastest times over the calibration's runs, first starting them) for the
+// runs after it.
 func (p *program) calibrate(args []backend.Buffer, t *backend.NodeTimes, first bool) (backend.RunInfo, error) {
 	segs, err := p.segments()
 	if err != nil {
 		return backend.RunInfo{}, fmt.Errorf("native: %s RunTimed: %w", p.d.name, err)
+	}
+	if len(segs) == 0 {
+		return p.run(args)
 	}
 	times := make([]time.Duration, len(segs))
 	info, err := p.runSegments(args, segs, times)
@@ -182,20 +190,66 @@ func (p *program) calibrate(args []backend.Buffer, t *backend.NodeTimes, first b
 	for i, d := range times {
 		p.segBest[i] = min(p.segBest[i], d)
 	}
-	fixed := time.Duration(0)
-	if len(times) > 0 {
-		fixed = slices.Min(p.segBest)
-	}
 	p.work = make([]float64, len(p.l.g.Nodes))
 	p.kernels = make([]int, len(p.l.g.Nodes))
 	p.minWhole = 0
+	now, nowTimed := p.segWork(segs, times)
+	best, _ := p.segWork(segs, p.segBest)
 	for i, s := range segs {
-		t.Dur[s.owner] += times[i]
-		t.How[s.owner] = backend.TimeMeasured
-		p.work[s.owner] += float64(p.segBest[i] - fixed)
+		t.Dur[s.owner] += time.Duration(now[i]) + 1 // 1 ns: a kernel that ran has a time
+		if nowTimed[i] && t.How[s.owner] != backend.TimeEstimated {
+			t.How[s.owner] = backend.TimeMeasured
+		} else {
+			t.How[s.owner] = backend.TimeEstimated
+		}
+		p.work[s.owner] += best[i]
 		p.kernels[s.owner]++
 	}
 	return info, nil
+}
+
+// segWork is each segment's work (ns) from its time computed alone: the
+// time less the fixed cost of a lone graph compute, which the cheapest
+// kernel stands for (a thread-pool wake on ggml-cpu, a submit and wait on
+// Vulkan; inside the real graph a kernel does not pay it). A kernel whose
+// time exceeds that fixed cost by less than the fixed cost itself, or on
+// ggml-cpu by less than cpuJitter, is too small to time this way (on
+// ggml-cpu the wake alone varies by tens of microseconds, and 24 tiny adds
+// came out as a third of a 2 ms product): its work is its backend.NodeCost
+// at the rate the timed kernels ran, and timed reports false for it.
+// cpuJitter is how much the cost of a lone ggml-cpu graph compute varies
+// from one compute to the next (a thread-pool wake): kernels that take less
+// beyond it are not timed alone (see segWork).
+const cpuJitter = 50 * time.Microsecond
+
+func (p *program) segWork(segs []segment, times []time.Duration) (work []float64, timed []bool) {
+	fixed := slices.Min(times)
+	perOwner := map[int]int{}
+	for _, s := range segs {
+		perOwner[s.owner]++
+	}
+	cost := func(s segment) float64 {
+		return backend.NodeCost(p.l.g, s.owner) / float64(perOwner[s.owner])
+	}
+	var bigWork, bigCost float64
+	timed = make([]bool, len(segs))
+	for i, s := range segs {
+		if over := times[i] - fixed; fixed > 0 && over >= fixed && (!p.d.isCPU || over >= cpuJitter) {
+			timed[i] = true
+			bigWork += float64(times[i] - fixed)
+			bigCost += cost(s)
+		}
+	}
+	work = make([]float64, len(segs))
+	for i, s := range segs {
+		switch {
+		case timed[i] || bigCost == 0:
+			work[i] = float64(times[i] - fixed)
+		default:
+			work[i] = cost(s) * bigWork / bigCost
+		}
+	}
+	return work, timed
 }
 
 // runSegments binds args and computes segs in order, timing each.
@@ -309,4 +363,52 @@ func opLabel(t tensor) string {
 		return fmt.Sprintf("%s[%d]", name, C.ggml_nelements(t))
 	}
 	return name
+}
+
+// runClocked is RunTimed on ggml-cpu: the real graph compute, with the
+// backend's abort callback reading the clock as thread 0 ends each
+// non-empty node (ag_node_clock), so every kernel is measured inside the
+// run that counts - its barrier with the other threads included, one
+// launch, no calibration. A node's time runs from the previous node's end
+// on thread 0 to its own, so a wait at the barrier for the other threads
+// goes to the node after it.
+func (p *program) runClocked(args []backend.Buffer, t *backend.NodeTimes) (backend.RunInfo, error) {
+	segs, err := p.segments()
+	if err != nil {
+		return backend.RunInfo{}, fmt.Errorf("native: %s RunTimed: %w", p.d.name, err)
+	}
+	n := len(segs) + 1
+	mem := C.calloc(C.size_t(n), 8)
+	clk := (*C.ag_node_clock)(C.calloc(1, C.size_t(unsafe.Sizeof(C.ag_node_clock{}))))
+	if mem == nil || clk == nil {
+		C.free(mem)
+		C.free(unsafe.Pointer(clk))
+		return backend.RunInfo{}, fmt.Errorf("native: %s RunTimed: allocating %d clock readings failed", p.d.name, n)
+	}
+	defer C.free(mem)
+	defer C.free(unsafe.Pointer(clk))
+	clk.ts, clk.cap = (*C.int64_t)(mem), C.int(n)
+	overwritten, err := p.bind(args)
+	if err != nil {
+		return backend.RunInfo{}, err
+	}
+	C.ag_node_clock_start(clk)
+	C.ggml_backend_cpu_set_abort_callback(p.d.be, C.ggml_abort_callback(C.ag_node_clock_cb), unsafe.Pointer(clk))
+	st := C.ggml_backend_graph_compute(p.d.be, p.l.gf)
+	C.ggml_backend_cpu_set_abort_callback(p.d.be, nil, nil)
+	if st != C.GGML_STATUS_SUCCESS {
+		return backend.RunInfo{}, fmt.Errorf("native: %s RunTimed: ggml_backend_graph_compute failed with status %d", p.d.name, int(st))
+	}
+	for _, b := range overwritten {
+		b.dirty = false
+	}
+	ts := unsafe.Slice((*int64)(mem), n)
+	if int(clk.n) != n {
+		return backend.RunInfo{}, fmt.Errorf("native: %s RunTimed: %d node clock readings for %d kernels (the graph's nodes and its kernels disagree)", p.d.name, int(clk.n)-1, len(segs))
+	}
+	for k, s := range segs {
+		t.Dur[s.owner] += time.Duration(ts[k+1] - ts[k])
+		t.How[s.owner] = backend.TimeMeasured
+	}
+	return backend.RunInfo{DeviceTime: time.Duration(ts[n-1] - ts[0]), Launches: 1}, nil
 }
