@@ -500,6 +500,21 @@ func (l *lowering) relu(x tensor) tensor {
 	return l.clamp(x, 0, float32(math.Inf(1)))
 }
 
+// angle reduces x to about [-pi, pi] for sin and cos on ggml-vulkan,
+// whose GLSL sin and cos are approximate far from 0 (NVIDIA's sin(1000)
+// was 5e-3 off on an H200): x - k*2*pi with k = round(x/(2*pi)) and 2*pi in
+// two parts, k*6.28125 exact for |k| < 2^16 (as the WebGPU kernels do).
+// ±Inf and NaN become NaN, as sin's and cos's are. ggml-cpu calls libm,
+// which reduces exactly: x as it is.
+func (l *lowering) angle(x tensor) tensor {
+	if l.d.isCPU {
+		return x
+	}
+	k := C.ggml_round(l.ctx, l.scaleBias(x, 0.15915494309189535, 0))
+	r := C.ggml_sub(l.ctx, x, l.scaleBias(k, 6.28125, 0))
+	return C.ggml_sub(l.ctx, r, l.scaleBias(k, 0.0019353071795864769, 0))
+}
+
 // log is the natural log. lavapipe's log of a subnormal is log(2^-127) (-88
 // for 1e-45, which is neither the log nor the -Inf of a flushed input), so
 // on ggml-vulkan it is 2*log(sqrt(x)): sqrt of a subnormal is normal (or 0
@@ -542,9 +557,9 @@ func (l *lowering) lowerUnary(n *backend.Node) tensor {
 	case backend.OpAbs:
 		return C.ggml_abs(ctx, x)
 	case backend.OpSin:
-		return C.ggml_sin(ctx, x)
+		return C.ggml_sin(ctx, l.angle(x))
 	case backend.OpCos:
-		return C.ggml_cos(ctx, x)
+		return C.ggml_cos(ctx, l.angle(x))
 	case backend.OpInside:
 		if !(n.A < n.B) {
 			return l.constant(n.Shape, 0) // an empty interval
@@ -703,20 +718,26 @@ func (l *lowering) lowerReduce(n *backend.Node) tensor {
 
 // nanRowMax is the maximum along ne0 as ir.go defines it: NaN if the row
 // holds one, -Inf for a row of -Inf. ggml-cpu runs ag_row_max. On
-// ggml-vulkan the max pool of rowMax skips NaN and starts at -FLT_MAX, so:
-// the pool runs on x/2 and its result is doubled (exact for normal
-// numbers; a row of -Inf gives 2*-FLT_MAX = -Inf), times 2 + 0*sum(tanh(x/2)),
-// which is 2 unless the row holds a NaN (tanh maps ±Inf to ±1, so only a
-// NaN makes the sum NaN). Six ggml nodes: OpMax is rare (core's MaxAxis).
+// ggml-vulkan the max pool of rowMax skips NaN and -Inf (it starts at
+// -FLT_MAX), so its result r is taken times 2 where it is -FLT_MAX (a row
+// of -Inf: 2*-FLT_MAX = -Inf; a row whose true maximum is -FLT_MAX reads
+// -Inf too, the one value this gets wrong), and times 1 + 0*sum(tanh(x)),
+// which is 1 unless the row holds a NaN (tanh maps ±Inf to ±1, so only a
+// NaN makes the sum NaN). (Halving x for the pool and doubling its result
+// did the first without a comparison, but flushed maxima near the smallest
+// normal to 0 on devices without subnormals: NVIDIA's.) Eight ggml nodes:
+// OpMax is rare (core's MaxAxis).
 func (l *lowering) nanRowMax(x tensor) tensor {
 	if l.d.isCPU {
 		ne := x.ne
 		ne[0] = 1
 		return l.custom(C.ggml_custom_op_t(C.ag_row_max), ne, x)
 	}
-	h := l.scaleBias(x, 0.5, 0)
-	flag := l.scaleBias(C.ggml_sum_rows(l.ctx, C.ggml_tanh(l.ctx, h)), 0, 2)
-	return C.ggml_mul(l.ctx, l.rowMax(h), flag)
+	r := l.rowMax(x)
+	// ggml-vulkan's step is x >= 0: 1 exactly where -r - FLT_MAX is 0
+	low := l.scaleBias(C.ggml_step(l.ctx, l.scaleBias(r, -1, -math.MaxFloat32)), 1, 1)
+	nan := l.scaleBias(C.ggml_sum_rows(l.ctx, C.ggml_tanh(l.ctx, x)), 0, 1)
+	return C.ggml_mul(l.ctx, C.ggml_mul(l.ctx, r, low), nan)
 }
 
 // sumRows sums along ne0. ggml-vulkan reduces each row in one workgroup,
