@@ -118,6 +118,10 @@ func (b *Backend) Compile(g *backend.Graph) (backend.Program, error) {
 		return nil, errors.New("webgpu.Compile: backend closed")
 	}
 	p := &program{b: b, nodes: len(g.Nodes), numArgs: g.NumArgs, argNeed: make([]int, g.NumArgs)}
+	if b.liveProgs == nil {
+		b.liveProgs = map[*program]struct{}{}
+	}
+	b.liveProgs[p] = struct{}{}
 	if err := p.build(g); err != nil {
 		p.release()
 		return nil, fmt.Errorf("webgpu.Compile: %w", err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cogentcore/webgpu/wgpu"
@@ -127,19 +128,47 @@ func instanceBackends() (wgpu.InstanceBackend, string, error) {
 	}
 }
 
+// instances holds one wgpu instance per API set for the life of the
+// process: an instance per opened device, released at Close, did not give
+// its Vulkan instance back on NVIDIA's driver, whose 30th device opened
+// after 29 closed found no adapter. An instance holds no device memory.
+var instances struct {
+	sync.Mutex
+	byAPIs map[wgpu.InstanceBackend]*wgpu.Instance
+}
+
+// instance returns the process's wgpu instance for backends.
+func instance(backends wgpu.InstanceBackend) (*wgpu.Instance, error) {
+	instances.Lock()
+	defer instances.Unlock()
+	if inst := instances.byAPIs[backends]; inst != nil {
+		return inst, nil
+	}
+	vkenv.Prepare()
+	inst, err := createInstance(backends)
+	if err != nil {
+		return nil, err
+	}
+	if instances.byAPIs == nil {
+		instances.byAPIs = map[wgpu.InstanceBackend]*wgpu.Instance{}
+	}
+	instances.byAPIs[backends] = inst
+	return inst, nil
+}
+
+// requestAdapter finds the adapter of the process's instance (which the
+// caller must not release).
 func requestAdapter() (*wgpu.Instance, *wgpu.Adapter, error) {
 	backends, apis, err := instanceBackends()
 	if err != nil {
 		return nil, nil, err
 	}
-	vkenv.Prepare()
-	inst, err := createInstance(backends)
+	inst, err := instance(backends)
 	if err != nil {
 		return nil, nil, err
 	}
 	ad, err := inst.RequestAdapter(&wgpu.RequestAdapterOptions{PowerPreference: wgpu.PowerPreferenceHighPerformance})
 	if err != nil || ad == nil {
-		inst.Release()
 		hint := ""
 		if o := vkenv.Overrides(); o != "" {
 			hint = ", with " + o
@@ -154,7 +183,7 @@ func requestAdapter() (*wgpu.Instance, *wgpu.Adapter, error) {
 
 // probeDev finds the adapter Open would use and releases it again.
 func probeDev() (devInfo, error) {
-	inst, ad, err := requestAdapter()
+	_, ad, err := requestAdapter()
 	if err != nil {
 		return devInfo{}, err
 	}
@@ -162,7 +191,6 @@ func probeDev() (devInfo, error) {
 	fillLimits(&info, ad.GetLimits().Limits)
 	info.timestamps = ad.HasFeature(wgpu.FeatureNameTimestampQuery)
 	ad.Release()
-	inst.Release()
 	return info, nil
 }
 
@@ -197,7 +225,6 @@ func openDev() (*dev, error) {
 	}
 	if err != nil {
 		ad.Release()
-		inst.Release()
 		return nil, fmt.Errorf("webgpu: RequestDevice (maxBufferSize %d, maxStorageBufferBindingSize %d): %w", lim.MaxBufferSize, lim.MaxStorageBufferBindingSize, err)
 	}
 	d := &dev{inst: inst, adapter: ad, device: device, queue: device.GetQueue()}
@@ -534,6 +561,5 @@ func (d *dev) close() {
 	}
 	d.queue.Release()
 	d.device.Release()
-	d.adapter.Release()
-	d.inst.Release()
+	d.adapter.Release() // the instance is the process's (see instances)
 }

@@ -303,6 +303,7 @@ func (p *program) release() {
 		return
 	}
 	p.released = true
+	delete(p.b.liveProgs, p)
 	for _, s := range p.allSteps() {
 		if s.fixed != nil {
 			p.b.d.releaseBindGroup(s.fixed)
