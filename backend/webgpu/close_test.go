@@ -11,7 +11,7 @@ import (
 // NVIDIA the 30th device opened after 29 closed found no adapter), and a
 // buffer of a closed backend is an error, not a use of freed memory.
 func TestCloseFreesEverything(t *testing.T) {
-	openTest(t) // skips, loudly, without an adapter
+	openTest(t)                    // skips, loudly, without an adapter
 	opened, err := driver{}.Open() // a backend of its own: this test closes it
 	if err != nil {
 		t.Fatal(err)

@@ -103,30 +103,36 @@ func (p *program) run(args []backend.Buffer, nodeTimes *backend.NodeTimes) (back
 			}
 			return info, err
 		}
-		start := time.Now()
-		ticks, err := b.d.run([][]dispatch{ds}, copies, b.d.info.timestamps)
-		host := time.Since(start)
+		info, host, err := p.runWhole(ds, copies)
 		if err != nil {
 			return backend.RunInfo{}, fmt.Errorf("webgpu.RunTimed: %w", err)
-		}
-		info := backend.RunInfo{DeviceTime: host, Launches: 1}
-		if dt, ok := tickSpan(ticks, 0, len(ticks)-1, host); ok {
-			info.DeviceTime = dt
 		}
 		p.cal.spread(info.DeviceTime, host, nodeTimes)
 		return info, nil
 	}
-	start := time.Now()
-	ticks, err := b.d.run([][]dispatch{ds}, copies, b.d.info.timestamps)
-	host := time.Since(start)
+	info, _, err := p.runWhole(ds, copies)
 	if err != nil {
 		return backend.RunInfo{}, fmt.Errorf("webgpu.Run: %w", err)
+	}
+	return info, nil
+}
+
+// runWhole runs every dispatch in one pass and one submission, timed by
+// timestamps around it where the device has them, else by the host clock
+// (which it also returns).
+func (p *program) runWhole(ds []dispatch, copies []copyOp) (backend.RunInfo, time.Duration, error) {
+	d := p.b.d
+	start := time.Now()
+	ticks, err := d.run([][]dispatch{ds}, copies, d.info.timestamps)
+	host := time.Since(start)
+	if err != nil {
+		return backend.RunInfo{}, host, err
 	}
 	info := backend.RunInfo{DeviceTime: host, Launches: 1}
 	if dt, ok := tickSpan(ticks, 0, len(ticks)-1, host); ok {
 		info.DeviceTime = dt
 	}
-	return info, nil
+	return info, host, nil
 }
 
 // tickSpan converts the timestamps i..j (ns) into a duration, refusing
