@@ -122,7 +122,7 @@ func testProfileShares(t *testing.T, s *suite) {
 	// the CPU with this test; ggml-cpu's 24 tiny adds cost 4% of some runs
 	// and 20% of others, as its threads spin or sleep between nodes), and
 	// each gives its median.
-	var shares []float64
+	var shares, prod, relu []float64
 	times := backend.NewNodeTimes(len(b.g.Nodes))
 	for r := 0; r < reps+1; r++ {
 		if _, err := nt.RunTimed(bufs, times); err != nil {
@@ -151,11 +151,17 @@ func testProfileShares(t *testing.T, s *suite) {
 		}
 		// nodes 2 and 3: the product and its ReLU
 		shares = append(shares, float64(times.Dur[2]+times.Dur[3])/float64(total))
-		if !(times.Dur[2] > times.Dur[3]) {
-			t.Errorf("run %d: the product has %v, its ReLU %v: a fused kernel's time went to one of its nodes (%v)", r, times.Dur[2], times.Dur[3], times.How[2:4])
-		}
+		prod = append(prod, float64(times.Dur[2]))
+		relu = append(relu, float64(times.Dur[3]))
 	}
 	got := median(shares)
+	// The product's own time above its ReLU's, in the typical run (one run
+	// may give a ReLU the product's wait: ggml-cpu charges the wait for
+	// the other threads at a node's end to the node after it).
+	if !(median(prod) > median(relu)) {
+		t.Errorf("the product has %v, its ReLU %v (medians): a fused kernel's time went to one of its nodes (%v)",
+			time.Duration(median(prod)), time.Duration(median(relu)), times.How[2:4])
+	}
 	empty := time.Duration(median(refs[0].ds))
 	mm := max(time.Duration(median(refs[1].ds))-empty, 0)
 	whole := max(time.Duration(median(refs[2].ds))-empty, 1)

@@ -103,21 +103,34 @@ fn sqrtp(x: f32) -> f32 {
 	let b = bitcast<u32>(x);
 	return select(sqrt(x), qnan(), (b & 0x7fffffffu) > 0x7f800000u || (b > 0x80000000u));
 }
-// sinp and cosp reduce x to about [-pi, pi] first (WGSL promises its sin
-// and cos only there, to 2^-11 absolute) with 2*pi in two parts (k*6.28125
-// is exact for |k| < 2^16; the rest adds k*1e-10), and give NaN for ±Inf
-// and NaN.
+// sinp and cosp reduce x to about [-pi, pi] first with 2*pi in two parts
+// (k*6.28125 is exact for |k| < 2^16; the rest adds k*1e-10), then to a
+// quarter turn y, |y| <= pi/4, and evaluate Cephes' sinf/cosf polynomials
+// (about 1e-7): WGSL promises its own sin and cos only to 2^-11 absolute,
+// and SwiftShader's were 1.9e-4 off. ±Inf and NaN give NaN.
 fn redp(x: f32) -> f32 {
 	let k = round(x * 0.15915494309189535);
 	return (x - k * 6.28125) - k * 0.0019353071795864769;
 }
+fn quarterp(r: f32, shift: i32) -> f32 {
+	let j = round(r * 0.6366197723675814);
+	let y = (r - j * 1.5703125) - j * 0.00048382679489661923;
+	let z = y * y;
+	let s = y + y * z * (-1.6666654611e-1 + z * (8.3321608736e-3 + z * -1.9515295891e-4));
+	let c = 1.0 - 0.5 * z + z * z * (4.166664568298827e-2 + z * (-1.388731625493765e-3 + z * 2.443315711809948e-5));
+	let q = (i32(j) + shift) & 3;
+	if (q == 0) { return s; }
+	if (q == 1) { return c; }
+	if (q == 2) { return -s; }
+	return -c;
+}
 fn sinp(x: f32) -> f32 {
 	if ((bitcast<u32>(x) & 0x7fffffffu) >= 0x7f800000u) { return qnan(); }
-	return sin(redp(x));
+	return quarterp(redp(x), 0);
 }
 fn cosp(x: f32) -> f32 {
 	if ((bitcast<u32>(x) & 0x7fffffffu) >= 0x7f800000u) { return qnan(); }
-	return cos(redp(x));
+	return quarterp(redp(x), 1);
 }
 // powAbs is |x|^a for a finite a other than 0, as C's powf at the special
 // values, which WGSL's pow leaves undefined: NaN stays NaN, 0 (and a
