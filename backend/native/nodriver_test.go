@@ -11,6 +11,7 @@ import (
 
 	"github.com/ag-go/ag/backend"
 	"github.com/ag-go/ag/internal/testenv"
+	"github.com/ag-go/ag/internal/vkenv"
 )
 
 // childEnv selects the child role of TestNoDriverIsAnError: the test binary
@@ -79,7 +80,7 @@ func TestNoDriverIsAnError(t *testing.T) {
 				}
 			}
 			cmd := exec.Command(os.Args[0], "-test.run=^TestNoDriverChild$", "-test.v")
-			cmd.Env = append(os.Environ(), c.env...)
+			cmd.Env = append(vkenv.WithoutOverrides(os.Environ()), c.env...)
 			cmd.Env = append(cmd.Env, childEnv+"=1", childEnv+"_WANT="+c.want, childEnv+"_THREW="+c.threw)
 			out, err := cmd.CombinedOutput()
 			if err != nil || !strings.Contains(string(out), "--- PASS: TestNoDriverChild") {

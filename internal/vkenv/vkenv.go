@@ -6,6 +6,7 @@ package vkenv
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -53,4 +54,19 @@ func Overrides() string {
 		}
 	}
 	return strings.Join(set, " ")
+}
+
+// WithoutOverrides returns env (as os.Environ gives it) less the loader
+// variables, for a child process whose test sets its own: a parent's
+// VK_DRIVER_FILES (set on GPU machines whose loader misses the driver)
+// would otherwise win over the child's VK_ICD_FILENAMES.
+func WithoutOverrides(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(loaderEnv, k) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
