@@ -80,7 +80,7 @@ func TestNoDriverIsAnError(t *testing.T) {
 				}
 			}
 			cmd := exec.Command(os.Args[0], "-test.run=^TestNoDriverChild$", "-test.v")
-			cmd.Env = append(vkenv.WithoutOverrides(os.Environ()), c.env...)
+			cmd.Env = vkenv.ChildEnv(os.Environ(), c.env)
 			cmd.Env = append(cmd.Env, childEnv+"=1", childEnv+"_WANT="+c.want, childEnv+"_THREW="+c.threw)
 			out, err := cmd.CombinedOutput()
 			if err != nil || !strings.Contains(string(out), "--- PASS: TestNoDriverChild") {

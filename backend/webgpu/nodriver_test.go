@@ -72,7 +72,7 @@ func TestNoAdapterIsAnError(t *testing.T) {
 				testenv.SkipDevice(t, "webgpu", a.Why)
 			}
 			cmd := exec.Command(os.Args[0], "-test.run=^TestNoAdapterChild$", "-test.v")
-			cmd.Env = append(vkenv.WithoutOverrides(os.Environ()), c.env...)
+			cmd.Env = vkenv.ChildEnv(os.Environ(), c.env)
 			cmd.Env = append(cmd.Env, backendsEnv+"=", childEnv+"="+c.want)
 			if strings.HasPrefix(c.env[0], backendsEnv) {
 				cmd.Env = append(cmd.Env, c.env...) // after the reset above

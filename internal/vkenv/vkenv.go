@@ -56,17 +56,22 @@ func Overrides() string {
 	return strings.Join(set, " ")
 }
 
-// WithoutOverrides returns env (as os.Environ gives it) less the loader
-// variables, for a child process whose test sets its own: a parent's
-// VK_DRIVER_FILES (set on GPU machines whose loader misses the driver)
-// would otherwise win over the child's VK_ICD_FILENAMES.
-func WithoutOverrides(env []string) []string {
+// ChildEnv is parent (as os.Environ gives it) with set appended, for a
+// child process of a test; where set names a loader variable, the parent's
+// loader variables go first: a parent's VK_DRIVER_FILES (set on GPU
+// machines whose loader misses the driver) would otherwise win over the
+// child's VK_ICD_FILENAMES. Where set names none, the child finds the
+// driver as the parent does.
+func ChildEnv(parent, set []string) []string {
+	names := func(kv string) string { k, _, _ := strings.Cut(kv, "="); return k }
+	if !slices.ContainsFunc(set, func(kv string) bool { return slices.Contains(loaderEnv, names(kv)) }) {
+		return append(slices.Clip(parent), set...)
+	}
 	var out []string
-	for _, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
-		if !slices.Contains(loaderEnv, k) {
+	for _, kv := range parent {
+		if !slices.Contains(loaderEnv, names(kv)) {
 			out = append(out, kv)
 		}
 	}
-	return out
+	return append(out, set...)
 }

@@ -3,6 +3,7 @@ package vkenv
 import (
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -67,5 +68,17 @@ func TestOverrides(t *testing.T) {
 	t.Setenv("VK_ICD_FILENAMES", "/nonexistent.json")
 	if got := Overrides(); !strings.Contains(got, "VK_ICD_FILENAMES=/nonexistent.json") {
 		t.Errorf("Overrides() = %q, want it to name VK_ICD_FILENAMES", got)
+	}
+}
+
+func TestChildEnv(t *testing.T) {
+	parent := []string{"HOME=/root", "VK_DRIVER_FILES=/nvidia.json"}
+	got := ChildEnv(parent, []string{"VK_ICD_FILENAMES=/none.json"})
+	if !slices.Equal(got, []string{"HOME=/root", "VK_ICD_FILENAMES=/none.json"}) {
+		t.Errorf("a child that sets a loader variable: %q", got)
+	}
+	got = ChildEnv(parent, []string{"__EGL_VENDOR_LIBRARY_FILENAMES=/none.json"})
+	if !slices.Equal(got, append(slices.Clone(parent), "__EGL_VENDOR_LIBRARY_FILENAMES=/none.json")) {
+		t.Errorf("a child that sets none keeps the parent's driver: %q", got)
 	}
 }
