@@ -3,7 +3,6 @@ package nn
 import (
 	"math"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/ag-go/ag/core"
@@ -156,10 +155,7 @@ func TestFlatten(t *testing.T) {
 func TestLayerPanics(t *testing.T) {
 	dev := openDev(t)
 	ln := NewLayerNorm(dev, 4, 1e-5, true)
-	cases := []struct {
-		name, want string
-		f          func()
-	}{
+	cases := []panicCase{
 		{"ln-dim", "nn.LayerNorm.Forward: input of shape [2 3], want a last dimension of 4", func() { ln.Forward(dev.Tensor(make([]float32, 6), 2, 3)) }},
 		{"ln-eps", "nn.NewLayerNorm: eps 0", func() { NewLayerNorm(dev, 4, 0, true) }},
 		{"rms-eps", "nn.NewRMSNorm: eps NaN", func() { NewRMSNorm(dev, 4, float32(math.NaN())) }},
@@ -168,17 +164,7 @@ func TestLayerPanics(t *testing.T) {
 		{"gain", "nn.KaimingNormal: gain -1", func() { KaimingNormal(-1) }},
 		{"nil-rng", "nn.NewParam: nil rng for an initializer that draws, shape [4 3]", func() { NewEmbedding(dev, 4, 3, nil, nil) }},
 	}
-	for _, c := range cases {
-		func() {
-			defer func() {
-				r := recover()
-				if s, _ := r.(string); !strings.Contains(s, c.want) {
-					t.Errorf("%s: panic %v, want one containing %q", c.name, r, c.want)
-				}
-			}()
-			c.f()
-		}()
-	}
+	checkPanics(t, cases)
 }
 
 func TestInitializers(t *testing.T) {

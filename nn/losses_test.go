@@ -198,10 +198,7 @@ func TestClassLosses(t *testing.T) {
 func TestLossPanics(t *testing.T) {
 	dev := openDev(t)
 	x := dev.Tensor(make([]float32, 6), 2, 3)
-	cases := []struct {
-		name, want string
-		f          func()
-	}{
+	cases := []panicCase{
 		{"shape", "nn.BCEWithLogits: logits [2 3] and target [3 2] differ", func() { BCEWithLogits(x, core.Transpose(x)) }},
 		{"delta", "nn.Huber: delta 0", func() { Huber(x, x, 0) }},
 		{"beta", "nn.SmoothL1: beta -1", func() { SmoothL1(x, x, -1) }},
@@ -210,17 +207,7 @@ func TestLossPanics(t *testing.T) {
 		}},
 		{"labels", "nn.NLLLoss: input [2 3], labels [3]", func() { NLLLoss(x, dev.Tensor([]float32{0, 1, 2}, 3), ClassOptions{}) }},
 	}
-	for _, c := range cases {
-		func() {
-			defer func() {
-				r := recover()
-				if s, _ := r.(string); !strings.Contains(s, c.want) {
-					t.Errorf("%s: panic %v, want one containing %q", c.name, r, c.want)
-				}
-			}()
-			c.f()
-		}()
-	}
+	checkPanics(t, cases)
 }
 
 func f32s(v []float64) []float32 {

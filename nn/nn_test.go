@@ -22,6 +22,28 @@ func openDev(t testing.TB) *core.Device {
 	return dev
 }
 
+// panicCase is a call that must panic with a message containing want.
+type panicCase struct {
+	name, want string
+	f          func()
+}
+
+// checkPanics runs each case and reports the ones that do not panic so.
+func checkPanics(t *testing.T, cases []panicCase) {
+	t.Helper()
+	for _, c := range cases {
+		func() {
+			defer func() {
+				r := recover()
+				if s, _ := r.(string); !strings.Contains(s, c.want) {
+					t.Errorf("%s: panic %v, want one containing %q", c.name, r, c.want)
+				}
+			}()
+			c.f()
+		}()
+	}
+}
+
 // regression data: y = sin(x·a) for random x.
 func regression(r *rand.Rand, n, in int) (x, y []float32) {
 	a := make([]float64, in)
