@@ -21,6 +21,8 @@ import (
 //
 //	add sub mul div   IEEE: NaN in -> NaN; Inf-Inf, 0*Inf, Inf/Inf, 0/0 are NaN;
 //	                  x/±0 is ±Inf by the signs
+//	maximum           NaN if either operand is; else the larger, a on ties
+//	                  (so of -0 and +0 the first)
 //	neg               -x (NaN stays NaN)
 //	exp               exp(-Inf) = 0, exp(+Inf) = +Inf; overflow is +Inf
 //	log               log(±0) = -Inf, log(+Inf) = +Inf, log(x<0) = NaN, log(-Inf) = NaN
@@ -87,6 +89,7 @@ const (
 	OpSub
 	OpMul
 	OpDiv
+	OpMaximum // max(a, b): NaN if either is, a on ties
 
 	// Unary elementwise ops.
 	OpNeg
@@ -210,6 +213,8 @@ var opInfo = [...]OpInfo{
 	OpSub: {Name: "sub", Class: ClassBinary, Inputs: 2, Exact: true},
 	OpMul: {Name: "mul", Class: ClassBinary, Inputs: 2, Exact: true},
 	OpDiv: {Name: "div", Class: ClassBinary, Inputs: 2},
+
+	OpMaximum: {Name: "maximum", Class: ClassBinary, Inputs: 2, Exact: true},
 
 	OpNeg:      {Name: "neg", Class: ClassUnary, Inputs: 1, Exact: true},
 	OpExp:      {Name: "exp", Class: ClassUnary, Inputs: 1, Domain: [2]float32{-10, 10}},

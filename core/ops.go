@@ -39,6 +39,20 @@ func Mul(a, b *Tensor) *Tensor { return binary("Mul", backend.OpMul, a, b) }
 // Div returns a/b elementwise with numpy broadcasting.
 func Div(a, b *Tensor) *Tensor { return binary("Div", backend.OpDiv, a, b) }
 
+// Maximum returns the elementwise larger of a and b with numpy
+// broadcasting: NaN where either is, a where they are equal. Its gradient
+// goes to the larger input, half to each on ties, as PyTorch's; where a-b
+// is NaN (a NaN, or equal infinities) the gradient is NaN.
+func Maximum(a, b *Tensor) *Tensor { return binary("Maximum", backend.OpMaximum, a, b) }
+
+// Minimum returns the elementwise smaller of a and b, -Maximum(-a, -b): NaN
+// where either is, a where they are equal, its gradient as Maximum's.
+func Minimum(a, b *Tensor) *Tensor {
+	needTensors("Minimum", a, b)
+	defer a.dev.composite("Minimum")()
+	return Neg(Maximum(Neg(a), Neg(b)))
+}
+
 // Neg returns -x.
 func Neg(x *Tensor) *Tensor { return unary("Neg", backend.OpNeg, x, 0, 0) }
 
@@ -424,6 +438,14 @@ func vjp(n *Tensor, in []*Tensor, g *Tensor, k int) *Tensor {
 			return unbroadcast(Div(g, in[1]), x.shape)
 		}
 		return unbroadcast(Neg(Div(Mul(g, n), in[1])), x.shape)
+	case backend.OpMaximum:
+		// d/da = (1 + sign(a-b))/2: 1 where a is larger, 0 where b is, 1/2
+		// on ties; d/db the other half.
+		s := Sign(Sub(in[0], in[1]))
+		if k == 1 {
+			s = Neg(s)
+		}
+		return unbroadcast(Mul(g, Affine(s, 0.5, 0.5)), x.shape)
 	case backend.OpNeg:
 		return Neg(g)
 	case backend.OpAbs:

@@ -29,6 +29,10 @@ func binVV(op backend.Op, o, a, b []float32) {
 		for i := range o {
 			o[i] = a[i] / b[i]
 		}
+	case backend.OpMaximum:
+		for i := range o {
+			o[i] = maximum(a[i], b[i])
+		}
 	default:
 		backend.Unknown("cpu.binVV", op)
 	}
@@ -53,6 +57,10 @@ func binVS(op backend.Op, o, a []float32, s float32) {
 	case backend.OpDiv:
 		for i := range o {
 			o[i] = a[i] / s
+		}
+	case backend.OpMaximum:
+		for i := range o {
+			o[i] = maximum(a[i], s)
 		}
 	default:
 		backend.Unknown("cpu.binVS", op)
@@ -79,9 +87,24 @@ func binSV(op backend.Op, o []float32, s float32, b []float32) {
 		for i := range o {
 			o[i] = s / b[i]
 		}
+	case backend.OpMaximum:
+		for i := range o {
+			o[i] = maximum(s, b[i])
+		}
 	default:
 		backend.Unknown("cpu.binSV", op)
 	}
+}
+
+// maximum is ir.go's: NaN if either is, a on ties.
+func maximum(a, b float32) float32 {
+	switch {
+	case a != a || b != b:
+		return float32(math.NaN())
+	case b > a:
+		return b
+	}
+	return a
 }
 
 func binSS(op backend.Op, a, b float32) float32 {
@@ -94,6 +117,8 @@ func binSS(op backend.Op, a, b float32) float32 {
 		return a * b
 	case backend.OpDiv:
 		return a / b
+	case backend.OpMaximum:
+		return maximum(a, b)
 	}
 	backend.Unknown("cpu.binSS", op)
 	return 0

@@ -85,7 +85,7 @@ func tensorsFor(n *backend.Node) int {
 		return 48
 	case backend.OpSGD:
 		return 24
-	case backend.OpPowConst, backend.OpOneHot, backend.OpScatterAddRows, backend.OpLogSoftmax, backend.OpInside, backend.OpMax, backend.OpMatMul, backend.OpSum:
+	case backend.OpPowConst, backend.OpOneHot, backend.OpScatterAddRows, backend.OpLogSoftmax, backend.OpInside, backend.OpMax, backend.OpMaximum, backend.OpMatMul, backend.OpSum:
 		return 24
 	default:
 		return 16
@@ -335,6 +335,8 @@ func (l *lowering) lowerNode(i int, n *backend.Node) (tensor, []tensor, error) {
 			return C.ggml_mul(ctx, a, b), nil, nil
 		case backend.OpDiv:
 			return C.ggml_div(ctx, a, b), nil, nil
+		case backend.OpMaximum:
+			return l.maximum(a, l.broadcastTo(b, n.Shape)), nil, nil
 		}
 		backend.Unknown("native.lowerNode", n.Op)
 	case n.Op.IsUnary():
@@ -738,6 +740,17 @@ func (l *lowering) nanRowMax(x tensor) tensor {
 	low := l.scaleBias(C.ggml_step(l.ctx, l.scaleBias(r, -1, -math.MaxFloat32)), 1, 1)
 	nan := l.scaleBias(C.ggml_sum_rows(l.ctx, C.ggml_tanh(l.ctx, x)), 0, 1)
 	return C.ggml_mul(l.ctx, C.ggml_mul(l.ctx, r, low), nan)
+}
+
+// maximum is ir.go's elementwise maximum of a and b (one shape): ggml has
+// no binary max, so the pairs (a, b) become rows of two and take
+// nanRowMax, which keeps NaN, gives a on ties (ag_row_max keeps the first
+// of equal values; on ggml-vulkan the two are equal), and is exact.
+func (l *lowering) maximum(a, b tensor) tensor {
+	ne := a.ne
+	n := C.int64_t(ne[0] * ne[1] * ne[2] * ne[3])
+	pairs := C.ggml_concat(l.ctx, C.ggml_reshape_2d(l.ctx, C.ggml_cont(l.ctx, a), 1, n), C.ggml_reshape_2d(l.ctx, C.ggml_cont(l.ctx, b), 1, n), 0)
+	return C.ggml_reshape_4d(l.ctx, C.ggml_cont(l.ctx, l.nanRowMax(pairs)), ne[0], ne[1], ne[2], ne[3])
 }
 
 // sumRows sums along ne0. ggml-vulkan reduces each row in one workgroup,

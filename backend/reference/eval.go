@@ -176,6 +176,17 @@ func offset(i int, shape, st []int) int {
 	return off
 }
 
+// maximum is ir.go's: NaN if either is, a on ties.
+func maximum(x, y float64) float64 {
+	switch {
+	case math.IsNaN(x) || math.IsNaN(y):
+		return math.NaN()
+	case y > x:
+		return y
+	}
+	return x
+}
+
 func binary(op backend.Op, x, y float64) float64 {
 	switch op {
 	case backend.OpAdd:
@@ -186,6 +197,8 @@ func binary(op backend.Op, x, y float64) float64 {
 		return x * y
 	case backend.OpDiv:
 		return x / y
+	case backend.OpMaximum:
+		return maximum(x, y)
 	}
 	backend.Unknown("backendtest.binary", op)
 	return 0

@@ -124,6 +124,12 @@ fn quarterp(r: f32, shift: i32) -> f32 {
 	if (q == 2) { return -s; }
 	return -c;
 }
+// maxab is ir.go's maximum: NaN if either is (by bits, which no compiler
+// folds away), else b where b > a, a on ties.
+fn maxab(a: f32, b: f32) -> f32 {
+	let nan = (bitcast<u32>(a) & 0x7fffffffu) > 0x7f800000u || (bitcast<u32>(b) & 0x7fffffffu) > 0x7f800000u;
+	return select(select(a, b, b > a), qnan(), nan);
+}
 fn sinp(x: f32) -> f32 {
 	if ((bitcast<u32>(x) & 0x7fffffffu) >= 0x7f800000u) { return qnan(); }
 	return quarterp(redp(x), 0);
@@ -255,6 +261,8 @@ func binaryExpr(op backend.Op, a, b string) string {
 		return a + " * " + b
 	case backend.OpDiv:
 		return a + " / " + b
+	case backend.OpMaximum:
+		return "maxab(" + a + ", " + b + ")"
 	}
 	backend.Unknown("webgpu.binaryExpr", op)
 	return ""

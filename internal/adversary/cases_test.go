@@ -71,6 +71,7 @@ var binaryOps = []struct {
 	f    func(a, b *core.Tensor) *core.Tensor
 }{
 	{"Add", core.Add}, {"Sub", core.Sub}, {"Mul", core.Mul}, {"Div", core.Div},
+	{"Maximum", core.Maximum}, {"Minimum", core.Minimum},
 	{"MatMul", func(a, b *core.Tensor) *core.Tensor { return core.MatMulT(a, b, false, true) }},
 	{"ConcatRows", core.ConcatRows},
 	{"Gather", func(a, b *core.Tensor) *core.Tensor {
