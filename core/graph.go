@@ -67,12 +67,20 @@ func checkShape(fn string, shape []int) {
 	}
 }
 
-// needTensors panics, naming fn and the position, on a nil input: a bare
-// nil dereference deep inside an op would say nothing of where it came from.
+// needTensors panics, naming fn and the position, on a nil input (a bare
+// nil dereference deep inside an op would say nothing of where it came
+// from) or on inputs of different devices.
 func needTensors(fn string, ts ...*Tensor) {
 	for i, t := range ts {
 		if t == nil {
 			panic(fmt.Sprintf("core.%s: input %d is nil", fn, i))
+		}
+	}
+	// Composites call this with all their inputs first, so a mix of devices
+	// is named by the function the user called, not by an op inside it.
+	for i, t := range ts {
+		if t.dev != ts[0].dev {
+			panic(fmt.Sprintf("core.%s: input %d is on device %s, the others on %s: move it with Data and Tensor, or use one device", fn, i, t.dev.label(), ts[0].dev.label()))
 		}
 	}
 }
