@@ -189,3 +189,61 @@ func Constant(v float32) Initializer {
 func Values(data []float32) Initializer {
 	return func([]int, *rand.Rand) []float32 { return append([]float32(nil), data...) }
 }
+
+// Orthogonal draws a (semi-)orthogonal matrix times gain, as PyTorch's
+// orthogonal_: the shape is taken as shape[0] rows by the product of the
+// rest, a Gaussian matrix of that size is orthonormalized (modified
+// Gram-Schmidt in float64 along its longer side, so the shorter side's
+// vectors come out orthonormal: W Wᵀ = gain² I for a wide W, Wᵀ W = gain² I
+// for a tall one), and each vector keeps the sign QR with a positive
+// diagonal gives it. Shapes of fewer than 2 dimensions panic when drawn.
+func Orthogonal(gain float64) Initializer {
+	checkGain("Orthogonal", gain)
+	return func(shape []int, rng *rand.Rand) []float32 {
+		if len(shape) < 2 {
+			panic(fmt.Sprintf("nn.Orthogonal: shape %v has fewer than 2 dimensions", shape))
+		}
+		rows, cols := shape[0], count(shape)/shape[0]
+		// vectors of the shorter side, each of the longer side's length
+		k, m := min(rows, cols), max(rows, cols)
+		v := make([][]float64, k)
+		for i := range v {
+			v[i] = make([]float64, m)
+			for j := range v[i] {
+				v[i][j] = rng.NormFloat64()
+			}
+		}
+		for i := range v {
+			for p := range i {
+				var d float64
+				for j := range m {
+					d += v[i][j] * v[p][j]
+				}
+				for j := range m {
+					v[i][j] -= d * v[p][j]
+				}
+			}
+			var norm float64
+			for _, x := range v[i] {
+				norm += x * x
+			}
+			norm = math.Sqrt(norm)
+			for j := range m {
+				v[i][j] /= norm
+			}
+		}
+		w := make([]float32, rows*cols)
+		for r := range rows {
+			for c := range cols {
+				var x float64
+				if rows <= cols {
+					x = v[r][c] // rows are the vectors (a wide matrix)
+				} else {
+					x = v[c][r] // columns are (a tall one)
+				}
+				w[r*cols+c] = float32(gain * x)
+			}
+		}
+		return w
+	}
+}

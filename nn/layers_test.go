@@ -230,3 +230,42 @@ func TestInitializers(t *testing.T) {
 		}
 	}
 }
+
+// Orthogonal gives W Wᵀ = gain² I for a wide W and Wᵀ W = gain² I for a
+// tall one (a 3-D shape flattened past its first dimension), the same
+// matrix for the same seed, and refuses a vector.
+func TestOrthogonal(t *testing.T) {
+	for _, shape := range [][]int{{4, 9}, {9, 4}, {5, 5}, {3, 2, 4}} {
+		const gain = 1.5
+		w := Orthogonal(gain)(shape, NewRNG(3))
+		rows := shape[0]
+		cols := len(w) / rows
+		k, wide := min(rows, cols), rows <= cols
+		for a := range k {
+			for b := range k {
+				var d float64
+				for j := range max(rows, cols) {
+					if wide {
+						d += float64(w[a*cols+j]) * float64(w[b*cols+j])
+					} else {
+						d += float64(w[j*cols+a]) * float64(w[j*cols+b])
+					}
+				}
+				want := 0.0
+				if a == b {
+					want = gain * gain
+				}
+				if math.Abs(d-want) > 1e-5 {
+					t.Errorf("shape %v: (vector %d)·(vector %d) = %g, want %g", shape, a, b, d, want)
+				}
+			}
+		}
+		if again := Orthogonal(gain)(shape, NewRNG(3)); !slices.Equal(again, w) {
+			t.Errorf("shape %v: the same seed gave another matrix", shape)
+		}
+	}
+	checkPanics(t, []panicCase{
+		{"vector", "nn.Orthogonal: shape [5] has fewer than 2 dimensions", func() { Orthogonal(1)([]int{5}, NewRNG(1)) }},
+		{"gain", "nn.Orthogonal: gain 0", func() { Orthogonal(0) }},
+	})
+}
