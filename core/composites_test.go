@@ -3,6 +3,7 @@ package core
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -145,7 +146,7 @@ func testReductionComposites(t *testing.T, dev *Device) {
 	}
 	check := func(name string, y *Tensor, want []float64, shape []int, tol float64) {
 		t.Helper()
-		if !equalInts(y.Shape(), shape) {
+		if !slices.Equal(y.Shape(), shape) {
 			t.Errorf("%s: shape %v, want %v", name, y.Shape(), shape)
 		}
 		got, err := y.Data()
@@ -175,18 +176,6 @@ func testReductionComposites(t *testing.T, dev *Device) {
 	check("Cumsum", Cumsum(AddScalar(xt, -1000), 1), cumsum, []int{a, b, c}, 1e-5)
 }
 
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 func TestConcatStack(t *testing.T) {
 	eachDevice(t, testConcatStack)
 }
@@ -212,7 +201,7 @@ func testConcatStack(t *testing.T, dev *Device) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		if !equalInts(c.y.Shape(), c.shape) || !near(got, c.want, 0) {
+		if !slices.Equal(c.y.Shape(), c.shape) || !near(got, c.want, 0) {
 			t.Errorf("%s: %v %v, want %v %v", c.name, c.y.Shape(), got, c.shape, c.want)
 		}
 	}

@@ -2,6 +2,7 @@ package core
 
 import (
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -48,20 +49,8 @@ func TestMaximumMinimum(t *testing.T) {
 			t.Fatal(err)
 		}
 		gy, _ := y.Grad().Data()
-		if !slicesEqual(gx, []float32{1, 0, 0.5}) || !slicesEqual(gy, []float32{0, 1, 0.5}) {
+		if !slices.Equal(gx, []float32{1, 0, 0.5}) || !slices.Equal(gy, []float32{0, 1, 0.5}) {
 			t.Errorf("gradients of sum(max(x, y)): %v and %v, want [1 0 0.5] and [0 1 0.5]", gx, gy)
 		}
 	})
-}
-
-func slicesEqual(a, b []float32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -193,15 +193,7 @@ func testRebind(t *testing.T, s *suite) {
 // same results through RunTimed and reports one time per node.
 func testNodeTimer(t *testing.T, s *suite) {
 	b := mlp(seeded("graph/node-timer"))
-	prog, err := s.compile(&b.g)
-	if err != nil {
-		t.Fatalf("Compile: %v", err)
-	}
-	defer prog.Release()
-	nt, ok := prog.(backend.NodeTimer)
-	if !ok {
-		testenv.Skipf(t, "%s programs do not implement backend.NodeTimer: per-node device times untested", s.caps.Name)
-	}
+	nt := s.nodeTimer(t, &b.g, "per-node device times")
 	if s.caps.Timer == "" {
 		t.Errorf("%s programs time nodes but Caps.Timer does not say how", s.caps.Name)
 	}
@@ -501,4 +493,21 @@ func testLargeGetRows(t *testing.T, s *suite) {
 	s.checkChunks(t, out, func(i int) float32 {
 		return val(reference.ClampIndex(float64(idx[i/width]), rows), i%width)
 	})
+}
+
+// nodeTimer compiles g (released at the end of the test) and returns its
+// NodeTimer, skipping loudly, naming what goes untested, where the
+// backend's programs have none.
+func (s *suite) nodeTimer(t *testing.T, g *backend.Graph, what string) backend.NodeTimer {
+	t.Helper()
+	prog, err := s.compile(g)
+	if err != nil {
+		t.Fatalf("Compile: %v", err)
+	}
+	t.Cleanup(prog.Release)
+	nt, ok := prog.(backend.NodeTimer)
+	if !ok {
+		testenv.Skipf(t, "%s programs do not implement backend.NodeTimer: %s untested", s.caps.Name, what)
+	}
+	return nt
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/ag-go/ag/backend"
-	"github.com/ag-go/ag/internal/testenv"
 )
 
 // Profile shares: a program whose costs are known by construction - one
@@ -83,15 +82,7 @@ func testProfileShares(t *testing.T, s *suite) {
 	const m, adds, reps = 64, 24, 11
 	n := productSize(t, s)
 	b := profileGraph(n, m, adds)
-	prog, err := s.compile(&b.g)
-	if err != nil {
-		t.Fatalf("Compile: %v", err)
-	}
-	defer prog.Release()
-	nt, ok := prog.(backend.NodeTimer)
-	if !ok {
-		testenv.Skipf(t, "%s programs do not implement backend.NodeTimer: per-op shares untested", s.caps.Name)
-	}
+	nt := s.nodeTimer(t, &b.g, "per-op shares")
 	bufs := s.upload(t, b.args)
 
 	// The reference: the untimed run of the whole program against a run of
