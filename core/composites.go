@@ -193,7 +193,7 @@ func LogSoftmaxAxis(x *Tensor, axis int) *Tensor {
 
 // Cumsum returns the inclusive cumulative sum along axis. It is a matmul
 // by an n x n upper-triangular matrix of ones (n = x's size along the
-// axis), uploaded with the step: O(n^2) work and memory per row instead of
+// axis), a Constant (so it may be used in a Capture): O(n^2) work and memory per row instead of
 // O(n), fine for sequence lengths of a few thousand, not beyond. Each
 // output is a dot product, so it is summed as the backend's matmul sums
 // (not sequentially), and its gradient is the reverse cumulative sum.
@@ -210,7 +210,7 @@ func Cumsum(x *Tensor, axis int) *Tensor {
 			tri[i*n+j] = 1
 		}
 	}
-	u := x.dev.Tensor(tri, n, n)
+	u := x.dev.Constant(tri, n, n)
 	return alongLast(x, axis, func(y *Tensor) *Tensor {
 		flat := Reshape(y, -1, n)
 		return Reshape(MatMul(flat, u), y.shape...)

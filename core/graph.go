@@ -17,6 +17,18 @@ func (d *Device) Tensor(data []float32, shape ...int) *Tensor {
 	return d.leaf("Tensor", data, shape, false)
 }
 
+// Constant makes a tensor like Tensor whose values are part of the
+// program rather than data: masks, index tables, position ids - values that
+// depend only on shapes and options. A Capture may bake a Constant made
+// inside its function into the recording (where a Tensor made there is an
+// error, since a replay would silently reuse stale data), so build one only
+// from values that are the same on every call.
+func (d *Device) Constant(data []float32, shape ...int) *Tensor {
+	t := d.leaf("Constant", data, shape, false)
+	t.stor.madeInCapture = false
+	return t
+}
+
 // Param makes a persistent, trainable tensor (requires grad) holding a copy of
 // init. It panics when len(init) does not match the shape.
 func (d *Device) Param(init []float32, shape ...int) *Tensor {

@@ -386,16 +386,70 @@ func (d *Device) Full(v float32, shape ...int) *Tensor {
 	return d.record("Full", backend.OpFill, slices.Clone(shape), backend.Node{A: v})
 }
 
-// MatMul multiplies the last two dimensions: [..., M, K] x [..., K, N].
+// MatMul is numpy's matmul: [..., M, K] x [..., K, N] -> [..., M, N], the
+// batch dimensions broadcast (numpy rules), a 1-D a is a row vector [K] and
+// a 1-D b a column vector [K] whose unit dimension the result drops (so a
+// matrix times a vector is a vector).
 func MatMul(a, b *Tensor) *Tensor { return MatMulT(a, b, false, false) }
 
 // MatMulT multiplies op(a) by op(b), where op transposes the last two
 // dimensions when the flag is set, without materializing the transpose.
+// Shapes follow MatMul (a flag on a 1-D operand is ignored). A product
+// whose b is a matrix is one matrix product over all the rows of a (no copy
+// of b per batch); other broadcast batch dimensions are expanded, and the
+// gradient sums over them.
 func MatMulT(a, b *Tensor, transA, transB bool) *Tensor {
 	needTensors("MatMul", a, b)
-	if a.Rank() < 2 || a.Rank() != b.Rank() || !slices.Equal(a.shape[:a.Rank()-2], b.shape[:b.Rank()-2]) {
-		panic(fmt.Sprintf("core.MatMul: shapes %v and %v (need the same rank >= 2 and equal batch dimensions)", a.shape, b.shape))
+	if a.Rank() == 0 || b.Rank() == 0 {
+		panic(fmt.Sprintf("core.MatMul: shapes %v and %v (scalars do not multiply as matrices)", a.shape, b.shape))
 	}
+	if a.Rank() == b.Rank() && a.Rank() >= 2 && slices.Equal(a.shape[:a.Rank()-2], b.shape[:b.Rank()-2]) {
+		return matmul(a, b, transA, transB)
+	}
+	defer a.dev.composite("MatMul")()
+	vecA, vecB := a.Rank() == 1, b.Rank() == 1
+	if vecA {
+		a, transA = Reshape(a, 1, a.shape[0]), false
+	}
+	if vecB {
+		b, transB = Reshape(b, b.shape[0], 1), false
+	}
+	ra, rb := a.Rank(), b.Rank()
+	var y *Tensor
+	switch {
+	case rb == 2 && ra > 2 && !transA:
+		// [..., M, K] x [K, N]: one product over every row of a.
+		k := a.shape[ra-1]
+		y = matmul(Reshape(a, -1, k), b, false, transB)
+		s := slices.Clone(a.shape)
+		s[ra-1] = y.shape[1]
+		y = Reshape(y, s...)
+	default:
+		batch, err := backend.BroadcastShape(a.shape[:ra-2], b.shape[:rb-2])
+		if err != nil {
+			panic(fmt.Sprintf("core.MatMul: shapes %v and %v: batch dimensions: %v", a.shape, b.shape, err))
+		}
+		a = Expand(a, append(slices.Clone(batch), a.shape[ra-2:]...)...)
+		b = Expand(b, append(slices.Clone(batch), b.shape[rb-2:]...)...)
+		y = matmul(a, b, transA, transB)
+	}
+	s := y.shape
+	switch {
+	case vecA && vecB:
+		s = s[:len(s)-2]
+	case vecA:
+		s = append(slices.Clone(s[:len(s)-2]), s[len(s)-1])
+	case vecB:
+		s = s[:len(s)-1]
+	}
+	if len(s) != y.Rank() {
+		y = Reshape(y, s...)
+	}
+	return y
+}
+
+// matmul records the primitive: equal ranks >= 2 and equal batch dimensions.
+func matmul(a, b *Tensor, transA, transB bool) *Tensor {
 	r := a.Rank()
 	m, k := a.shape[r-2], a.shape[r-1]
 	if transA {

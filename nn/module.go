@@ -40,8 +40,8 @@ type Module interface {
 	Params() []*core.Tensor
 }
 
-// Linear computes x·W + b for x of shape [batch, in]: W is [in, out], b is
-// [out] (broadcast over the batch).
+// Linear computes x·W + b for x of shape [..., in] (a batch of rows, or of
+// sequences of rows): W is [in, out], b is [out] (broadcast over the rest).
 type Linear struct {
 	W, B *core.Tensor // B is nil without bias
 }
@@ -70,8 +70,8 @@ func (l *Linear) Forward(x *core.Tensor) *core.Tensor {
 	if x == nil {
 		panic("nn.Linear.Forward: nil input")
 	}
-	if in := l.W.Dim(0); x.Rank() != 2 || x.Dim(1) != in {
-		panic(fmt.Sprintf("nn.Linear.Forward: input of shape %v, want [batch, %d]", x.Shape(), in))
+	if in := l.W.Dim(0); x.Rank() < 1 || x.Dim(x.Rank()-1) != in {
+		panic(fmt.Sprintf("nn.Linear.Forward: input of shape %v, want [..., %d]", x.Shape(), in))
 	}
 	var y *core.Tensor
 	x.Device().Scope("Linear", func() {

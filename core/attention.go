@@ -1,0 +1,115 @@
+package core
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/ag-go/ag/backend"
+)
+
+// AttentionOptions tunes Attention; the zero value is plain scaled
+// dot-product attention.
+type AttentionOptions struct {
+	// Causal lets query i attend only keys j <= i (PyTorch's is_causal:
+	// the mask is the lower triangle of a [Tq, Tk] matrix of ones, aligned
+	// at the top left).
+	Causal bool
+	// Mask, when not nil, says which keys each query may attend: a value
+	// of 0.5 or more (1) attends, less (0) does not. Its shape broadcasts
+	// to [..., Tq, Tk]: [B, 1, 1, Tk] masks padded keys of each sequence
+	// for every head and query. It takes no gradient.
+	Mask *Tensor
+	// Scale multiplies q·kᵀ before the softmax; 0 means 1/sqrt(D), D the
+	// size of the last axis of q and k.
+	Scale float32
+	// Dropout zeroes attention weights with this probability and scales
+	// the rest by 1/(1-Dropout) (core.Dropout, from the device's random
+	// stream); 0 drops none. Layers pass 0 in evaluation mode.
+	Dropout float32
+}
+
+// maskedScore is what a masked query-key score becomes: finite, so a query
+// whose keys are all masked softmaxes to a uniform row (then zeroed)
+// rather than to NaN, and far enough below any real score (|s| < 1e22,
+// where s - 1e30 rounds to -1e30) that exp gives exactly 0 beside one.
+const maskedScore = 1e30
+
+// Attention is scaled dot-product attention, softmax(q·kᵀ·scale + mask)·v,
+// for q of shape [..., Tq, D], k [..., Tk, D] and v [..., Tk, Dv], the
+// leading (batch, head) dimensions broadcasting as MatMul's; the result is
+// [..., Tq, Dv]. Masked scores are set 1e30 below the rest, so they get
+// weight exactly 0, and a query that may attend no key at all (a fully
+// padded row) gets weights 0 and output 0, as PyTorch's
+// scaled_dot_product_attention does since 2.5 (not NaN). A NaN or Inf in q,
+// k or v propagates to the outputs that read it.
+//
+// It is a composite of MatMul, Softmax and masks, so its gradient is the
+// composition's and it runs on every backend; the [..., Tq, Tk] weights are
+// materialized (memory grows with Tq·Tk per head).
+func Attention(q, k, v *Tensor, opt *AttentionOptions) *Tensor {
+	needTensors("Attention", q, k, v)
+	var o AttentionOptions
+	if opt != nil {
+		o = *opt
+	}
+	if q.Rank() < 2 || k.Rank() < 2 || v.Rank() < 2 {
+		panic(fmt.Sprintf("core.Attention: q %v, k %v, v %v: each needs rank >= 2 ([..., T, D])", q.shape, k.shape, v.shape))
+	}
+	tq, d := q.shape[q.Rank()-2], q.shape[q.Rank()-1]
+	tk := k.shape[k.Rank()-2]
+	if k.shape[k.Rank()-1] != d || v.shape[v.Rank()-2] != tk {
+		panic(fmt.Sprintf("core.Attention: q %v, k %v, v %v: want q [..., Tq, D], k [..., Tk, D], v [..., Tk, Dv]", q.shape, k.shape, v.shape))
+	}
+	if !(o.Dropout >= 0 && o.Dropout < 1) {
+		panic(fmt.Sprintf("core.Attention: dropout %g outside [0, 1)", o.Dropout))
+	}
+	scale := o.Scale
+	if scale == 0 {
+		scale = float32(1 / math.Sqrt(float64(d)))
+	}
+	if math.IsNaN(float64(scale)) || math.IsInf(float64(scale), 0) {
+		panic(fmt.Sprintf("core.Attention: scale %g is not finite", scale))
+	}
+	if o.Mask != nil {
+		needTensors("Attention", q, o.Mask)
+		batch, err := backend.BroadcastShape(q.shape[:q.Rank()-2], k.shape[:k.Rank()-2])
+		ws := append(batch, tq, tk)
+		// (q and k that do not broadcast are MatMul's to name)
+		if s, err2 := backend.BroadcastShape(o.Mask.shape, ws); err == nil && (err2 != nil || !slices.Equal(s, ws)) {
+			panic(fmt.Sprintf("core.Attention: mask of shape %v does not broadcast to the scores' shape %v ([..., Tq, Tk])", o.Mask.shape, ws))
+		}
+	}
+	defer q.dev.composite("Attention")()
+	scores := Scale(MatMulT(q, k, false, true), scale)
+	var keep *Tensor
+	if o.Causal {
+		tri := make([]float32, tq*tk)
+		for i := range tq {
+			for j := 0; j <= i && j < tk; j++ {
+				tri[i*tk+j] = 1
+			}
+		}
+		keep = q.dev.Constant(tri, tq, tk)
+	}
+	if o.Mask != nil {
+		m := Sub(q.dev.Full(1), inside(o.Mask, float32(math.Inf(-1)), 0.5)) // 1 attends, 0 not
+		if keep == nil {
+			keep = m
+		} else {
+			keep = Mul(keep, m)
+		}
+	}
+	if keep != nil {
+		scores = Add(scores, Affine(keep, maskedScore, -maskedScore))
+	}
+	w := Softmax(scores)
+	if o.Mask != nil { // (a causal row always has key 0)
+		// A query with no key to attend: its uniform row becomes 0.
+		w = Mul(w, MaxAxis(keep, -1, true))
+	}
+	if o.Dropout > 0 {
+		w = Dropout(w, o.Dropout)
+	}
+	return MatMul(w, v)
+}

@@ -1,0 +1,137 @@
+package core
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+func init() {
+	gradCases = append(gradCases,
+		gradCase{name: "attention", shapes: [][]int{{2, 3, 4}, {2, 5, 4}, {2, 5, 3}}, f: func(p []*Tensor) *Tensor {
+			return Attention(p[0], p[1], p[2], nil)
+		}},
+		gradCase{name: "attention-causal-heads", shapes: [][]int{{1, 2, 4, 3}, {1, 2, 4, 3}, {1, 2, 4, 2}}, f: func(p []*Tensor) *Tensor {
+			return Attention(p[0], p[1], p[2], &AttentionOptions{Causal: true, Scale: 0.7})
+		}},
+		gradCase{name: "attention-padding-mask", shapes: [][]int{{2, 3, 4}, {2, 3, 4}, {2, 3, 2}}, f: func(p []*Tensor) *Tensor {
+			mask := p[0].dev.Tensor([]float32{1, 1, 0, 0, 0, 0}, 2, 1, 3) // batch 1 has no key
+			return Attention(p[0], p[1], p[2], &AttentionOptions{Mask: mask, Causal: true})
+		}},
+	)
+}
+
+// hostAttention is softmax(q kᵀ scale + mask) v in float64 for q [B, Tq, D],
+// k [B, Tk, D], v [B, Tk, Dv], keep[b][i][j] (nil: all), rows with no key 0.
+func hostAttention(q, k, v []float32, b, tq, tk, d, dv int, scale float64, keep func(b, i, j int) bool) []float64 {
+	out := make([]float64, b*tq*dv)
+	for n := range b {
+		for i := range tq {
+			s := make([]float64, tk)
+			mx := math.Inf(-1)
+			for j := range tk {
+				if !keep(n, i, j) {
+					continue
+				}
+				for l := range d {
+					s[j] += float64(q[(n*tq+i)*d+l]) * float64(k[(n*tk+j)*d+l])
+				}
+				s[j] *= scale
+				mx = math.Max(mx, s[j])
+			}
+			var z float64
+			for j := range tk {
+				if keep(n, i, j) {
+					s[j] = math.Exp(s[j] - mx)
+					z += s[j]
+				} else {
+					s[j] = 0
+				}
+			}
+			for j := range tk {
+				if z == 0 {
+					break
+				}
+				for l := range dv {
+					out[(n*tq+i)*dv+l] += s[j] / z * float64(v[(n*tk+j)*dv+l])
+				}
+			}
+		}
+	}
+	return out
+}
+
+func TestAttentionValues(t *testing.T) {
+	dev := open(t)
+	r := rand.New(rand.NewPCG(3, 9))
+	rnd := func(n int) []float32 {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		return x
+	}
+	const b, tq, tk, d, dv = 3, 4, 5, 6, 2
+	q, k, v := rnd(b*tq*d), rnd(b*tk*d), rnd(b*tk*dv)
+	lens := []int{5, 2, 0} // keys each sequence has; the last has none
+	pad := make([]float32, b*tk)
+	for n, l := range lens {
+		for j := range l {
+			pad[n*tk+j] = 1
+		}
+	}
+	for _, c := range []struct {
+		name string
+		opt  *AttentionOptions
+		keep func(n, i, j int) bool
+	}{
+		{"plain", nil, func(int, int, int) bool { return true }},
+		{"causal", &AttentionOptions{Causal: true}, func(_, i, j int) bool { return j <= i }},
+		{"padding", &AttentionOptions{Mask: dev.Tensor(pad, b, 1, tk)}, func(n, _, j int) bool { return j < lens[n] }},
+		{"both-scaled", &AttentionOptions{Mask: dev.Tensor(pad, b, 1, tk), Causal: true, Scale: 0.25}, func(n, i, j int) bool { return j < lens[n] && j <= i }},
+	} {
+		scale := 1 / math.Sqrt(d)
+		if c.opt != nil && c.opt.Scale != 0 {
+			scale = float64(c.opt.Scale)
+		}
+		want := hostAttention(q, k, v, b, tq, tk, d, dv, scale, c.keep)
+		got, err := Attention(dev.Tensor(q, b, tq, d), dev.Tensor(k, b, tk, d), dev.Tensor(v, b, tk, dv), c.opt).Data()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range want {
+			if math.Abs(float64(got[i])-want[i]) > 1e-5 || math.IsNaN(float64(got[i])) {
+				t.Errorf("%s: output %d = %g, want %g", c.name, i, got[i], want[i])
+				break
+			}
+		}
+	}
+}
+
+func TestAttentionBadInputs(t *testing.T) {
+	dev := open(t)
+	x := dev.Full(0, 2, 3, 4)
+	for _, c := range []struct {
+		name    string
+		f       func()
+		message string
+	}{
+		{"rank", func() { Attention(dev.Full(0, 4), x, x, nil) }, "rank >= 2"},
+		{"d", func() { Attention(x, dev.Full(0, 2, 3, 5), x, nil) }, "want q [..., Tq, D]"},
+		{"dropout", func() { Attention(x, x, x, &AttentionOptions{Dropout: 1}) }, "dropout 1"},
+		{"scale", func() { Attention(x, x, x, &AttentionOptions{Scale: float32(math.NaN())}) }, "scale NaN"},
+		{"mask", func() { Attention(x, x, x, &AttentionOptions{Mask: dev.Full(1, 2, 4)}) }, "mask of shape [2 4]"},
+		{"nil", func() { Attention(x, nil, x, nil) }, "core.Attention"},
+	} {
+		func() {
+			defer func() {
+				e := recover()
+				if s, _ := e.(string); !strings.Contains(s, "core.Attention") || !strings.Contains(s, c.message) {
+					t.Errorf("%s: panic %v, want core.Attention and %q", c.name, e, c.message)
+				}
+			}()
+			c.f()
+		}()
+	}
+}

@@ -1,0 +1,112 @@
+package models
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	_ "github.com/ag-go/ag/backend/all"
+	"github.com/ag-go/ag/core"
+	"github.com/ag-go/ag/internal/testenv"
+	"github.com/ag-go/ag/nn"
+)
+
+func openDev(t testing.TB) *core.Device {
+	dev, err := core.Open(testenv.Device())
+	if err != nil {
+		t.Fatalf("%s=%s: %v", testenv.DeviceEnv, testenv.Device(), err)
+	}
+	t.Cleanup(func() { dev.Close() })
+	return dev
+}
+
+// The character-level transformer at test size: 2 layers of width 64,
+// causal attention, LayerNorm, dropout 0.1, AdamW with warm-up and a cosine
+// schedule, gradient clipping, in a captured step. On cpu it trains
+// charSteps steps and its loss (ln(vocab) = 3.9 at first) must fall below
+// charLossGoal; another device (slower per small kernel: 400 steps take
+// minutes on lavapipe) trains charCheckSteps steps and must follow cpu's
+// losses step by step, dropout masks included (the random stream is the
+// same on every backend).
+const (
+	charSteps      = 400
+	charLossGoal   = 2.0 // mean training loss of the last 20 steps
+	charCheckSteps = 20
+	charLossTol    = 2e-3 // relative, per step, device vs cpu
+)
+
+// trainChar trains the test model for steps steps on dev, returning the losses.
+func trainChar(t *testing.T, dev *core.Device, steps int) ([]float64, *GPT, *CharVocab) {
+	if err := dev.Seed(1); err != nil {
+		t.Fatal(err)
+	}
+	voc := NewCharVocab(KeeperText)
+	toks, err := voc.Encode(KeeperText)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := GPTConfig{Vocab: voc.Size(), Context: 32, Dim: 64, Heads: 4, Layers: 2, Dropout: 0.1}
+	m := NewGPT(dev, cfg, nn.NewRNG(1))
+	const batch = 16
+	data, err := NewBatches(toks, batch, cfg.Context, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := nn.WithSchedule(nn.NewAdamW(m.Params(), 3e-3, 0.01), nn.WarmupCosine(20, charSteps, 0.1))
+	step := nn.CaptureStep(opt, func(in []*core.Tensor) *core.Tensor { return m.Loss(in[0], in[1]) })
+	step.MaxGradNorm = 1
+	var losses []float64
+	for i := range steps {
+		x, y := data.Next()
+		l, err := step.Step(core.In(x, batch, cfg.Context), core.In(y, batch, cfg.Context))
+		if err != nil {
+			t.Fatalf("%s: step %d: %v", dev, i, err)
+		}
+		losses = append(losses, float64(l))
+	}
+	return losses, m, voc
+}
+
+func TestCharGPTTrains(t *testing.T) {
+	dev := openDev(t)
+	if dev.Name() != "cpu" {
+		cpu, err := core.Open("cpu")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cpu.Close()
+		want, _, _ := trainChar(t, cpu, charCheckSteps)
+		got, _, _ := trainChar(t, dev, charCheckSteps)
+		for i := range want {
+			if math.Abs(got[i]-want[i]) > charLossTol*want[i] {
+				t.Fatalf("%s: step %d loss %.5f, cpu's %.5f (tolerance %g relative)", dev, i, got[i], want[i], charLossTol)
+			}
+		}
+		t.Logf("%s: %d steps follow cpu's losses (%.4f -> %.4f)", dev, charCheckSteps, got[0], got[len(got)-1])
+		return
+	}
+	losses, m, voc := trainChar(t, dev, charSteps)
+	first, last := losses[0], 0.0
+	for _, l := range losses[charSteps-20:] {
+		last += l / 20
+	}
+	t.Logf("%s: loss %.3f -> %.3f over %d steps (vocab %d, ln = %.3f)", dev, first, last, charSteps, voc.Size(), math.Log(float64(voc.Size())))
+	if math.Abs(first-math.Log(float64(voc.Size()))) > 0.3 {
+		t.Errorf("first loss %.3f, want about ln(%d) = %.3f", first, voc.Size(), math.Log(float64(voc.Size())))
+	}
+	if !(last < charLossGoal) {
+		t.Errorf("mean loss of the last 20 steps %.3f, want < %g", last, charLossGoal)
+	}
+	out, err := m.Generate(dev, must(voc.Encode("The keeper")), 40, 0.5, rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("sample: %q", voc.Decode(out))
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
