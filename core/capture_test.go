@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ag-go/ag/profile"
@@ -91,5 +92,30 @@ func TestCaptureGuard(t *testing.T) {
 	// the device is still usable afterwards
 	if v, err := Sum(w).Item(); err != nil || v != 3 {
 		t.Errorf("after guard errors: %v, %v", v, err)
+	}
+}
+
+// A Constant made inside a Capture's function is baked into the recording
+// (Cumsum's triangle is one); a Tensor made there is refused.
+func TestCaptureConstants(t *testing.T) {
+	dev := open(t)
+	c := NewCapture(dev, func(in []*Tensor) []*Tensor {
+		return []*Tensor{Add(Cumsum(in[0], 0), dev.Constant([]float32{10, 20, 30}, 3))}
+	})
+	for _, x := range [][]float32{{1, 2, 3}, {0, 1, 0}} {
+		out, err := c.Call(In(x, 3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []float32{x[0] + 10, x[0] + x[1] + 20, x[0] + x[1] + x[2] + 30}
+		if !slices.Equal(out[0], want) {
+			t.Errorf("Call(%v) = %v, want %v", x, out[0], want)
+		}
+	}
+	bad := NewCapture(dev, func(in []*Tensor) []*Tensor {
+		return []*Tensor{Add(in[0], dev.Tensor([]float32{1, 2, 3}, 3))}
+	})
+	if _, err := bad.Call(In([]float32{1, 2, 3}, 3)); err == nil || !strings.Contains(err.Error(), "pass it as an input") {
+		t.Errorf("a Tensor made inside the function: error %v, want one saying to pass it as an input", err)
 	}
 }
