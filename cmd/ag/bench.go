@@ -21,7 +21,7 @@ import (
 // benchResult is one measurement in `ag bench --json` output.
 type benchResult struct {
 	Device  string  `json:"device"`
-	Kind    string  `json:"kind"`           // "matmul" or "mlp_step"
+	Kind    string  `json:"kind"`           // "matmul", "mlp_step" or "gpt_step"
 	Mode    string  `json:"mode,omitempty"` // mlp_step: eager, lazy, captured
 	Up      float64 `json:"uploads_per_step,omitempty"`
 	Down    float64 `json:"downloads_per_step,omitempty"`
@@ -30,6 +30,7 @@ type benchResult struct {
 	Width   int     `json:"width,omitempty"`
 	Depth   int     `json:"depth,omitempty"`
 	Batch   int     `json:"batch,omitempty"`
+	Context int     `json:"context,omitempty"` // gpt_step: tokens per sequence
 	MedianM float64 `json:"median_ms"`
 	MinMs   float64 `json:"min_ms"`
 	GFLOPs  float64 `json:"gflops"`
@@ -59,6 +60,9 @@ func bench(args []string) error {
 	reps := fs.Int("reps", 10, "timed repetitions per measurement")
 	modes := fs.String("modes", "lazy,captured", "MLP step execution modes: eager, lazy, captured")
 	out := fs.String("json", "", "write the results as JSON to this file")
+	gpts := fs.String("gpt", "", "character-level transformer steps (models.GPT), comma-separated LAYERSxWIDTH, e.g. 4x256 (heads of 64)")
+	gptCtx := fs.Int("gpt-ctx", 128, "transformer context (tokens per sequence)")
+	gptBatches := fs.String("gpt-batch", "32", "transformer batch sizes (sequences)")
 	profiled := fs.Bool("profiled", false, "also time each MLP step with per-op profiling on, in turns with steps without, and print the ratio (the profiler's cost)")
 	fs.Parse(args)
 
@@ -87,12 +91,36 @@ func bench(args []string) error {
 		}
 		for _, b := range ints(*batches) {
 			for _, mode := range splitList(*modes) {
-				r, err := benchStep(dev, workload.Mode(mode), *width, *depth, b, *reps, *profiled)
+				m, err := workload.New(dev, workload.Config{Width: *width, Depth: *depth, Batch: b, Seed: 1})
 				if err != nil {
+					return err
+				}
+				r := benchResult{Kind: "mlp_step", Width: *width, Depth: *depth, Batch: b}
+				if err := benchStep(dev, m, workload.Mode(mode), *reps, *profiled, &r); err != nil {
 					return fmt.Errorf("%s MLP step batch %d %s: %w", name, b, mode, err)
 				}
 				rep.Results = append(rep.Results, r)
 				printResult(r, fmt.Sprintf("%dx%d b%d", *depth, *width, b))
+			}
+		}
+		for _, spec := range splitList(*gpts) {
+			var layers, dim int
+			if _, err := fmt.Sscanf(spec, "%dx%d", &layers, &dim); err != nil || layers < 1 || dim < 1 {
+				return fmt.Errorf("ag bench: -gpt %q: want LAYERSxWIDTH, e.g. 4x256", spec)
+			}
+			for _, b := range ints(*gptBatches) {
+				for _, mode := range splitList(*modes) {
+					g, err := workload.NewGPT(dev, workload.GPTConfig{Layers: layers, Dim: dim, Heads: max(1, dim/64), Context: *gptCtx, Batch: b, Dropout: 0.1, Seed: 1})
+					if err != nil {
+						return err
+					}
+					r := benchResult{Kind: "gpt_step", Width: dim, Depth: layers, Batch: b, Context: *gptCtx}
+					if err := benchStep(dev, g, workload.Mode(mode), *reps, *profiled, &r); err != nil {
+						return fmt.Errorf("%s GPT step %s batch %d %s: %w", name, spec, b, mode, err)
+					}
+					rep.Results = append(rep.Results, r)
+					printResult(r, fmt.Sprintf("gpt %dx%d b%d", layers, dim, b))
+				}
 			}
 		}
 		if err := dev.Close(); err != nil {
@@ -124,7 +152,7 @@ func printResult(r benchResult, shape string) {
 		kind += " " + r.Mode
 	}
 	xfer := ""
-	if r.Kind == "mlp_step" {
+	if r.Kind != "matmul" {
 		xfer = fmt.Sprintf("%.0f/%.0f", r.Up, r.Down)
 	}
 	fmt.Printf("%-12s %-18s %-14s %10.3f %10.3f %10.1f %8s %8.1f\n", r.Device, kind, shape, r.MedianM, r.MinMs, r.GFLOPs, xfer, r.Launch)
@@ -157,13 +185,17 @@ func benchMatMul(dev *core.Device, n, reps int) (benchResult, error) {
 		GFLOPs: 2 * float64(n) * float64(n) * float64(n) / med / 1e6, Reps: reps}, nil
 }
 
-func benchStep(dev *core.Device, mode workload.Mode, width, depth, batch, reps int, profiled bool) (benchResult, error) {
-	m, err := workload.New(dev, workload.Config{Width: width, Depth: depth, Batch: batch, Seed: 1})
-	if err != nil {
-		return benchResult{}, err
-	}
+// stepper is a training workload that ag bench times.
+type stepper interface {
+	Timed(mode workload.Mode, n int) ([]time.Duration, float32, error)
+	FLOPs() float64
+}
+
+// benchStep times reps steps of m in mode after two that compile and
+// record, filling r's timings, transfers and launches.
+func benchStep(dev *core.Device, m stepper, mode workload.Mode, reps int, profiled bool, r *benchResult) error {
 	if _, _, err := m.Timed(mode, 2); err != nil { // compile, record
-		return benchResult{}, err
+		return err
 	}
 	// transfers and launches of the timed steps
 	profile.Count(true)
@@ -172,7 +204,7 @@ func benchStep(dev *core.Device, mode workload.Mode, width, depth, batch, reps i
 	times, loss, err := m.Timed(mode, reps)
 	profile.Count(false)
 	if err != nil {
-		return benchResult{}, err
+		return err
 	}
 	st1 := dev.Stats()
 	launches := 0
@@ -181,25 +213,23 @@ func benchStep(dev *core.Device, mode workload.Mode, width, depth, batch, reps i
 	}
 	med, mn := stats(times)
 	n := float64(reps)
-	r := benchResult{Device: dev.Name(), Kind: "mlp_step", Mode: string(mode), Width: width, Depth: depth, Batch: batch,
-		MedianM: med, MinMs: mn, GFLOPs: m.FLOPs() / med / 1e6, Reps: reps, Loss: float64(loss),
-		Up: float64(st1.Uploads-st0.Uploads) / n, Down: float64(st1.Downloads-st0.Downloads) / n,
-		Launch: float64(launches) / n}
+	r.Device, r.Mode, r.MedianM, r.MinMs, r.GFLOPs, r.Reps, r.Loss = dev.Name(), string(mode), med, mn, m.FLOPs()/med/1e6, reps, float64(loss)
+	r.Up, r.Down, r.Launch = float64(st1.Uploads-st0.Uploads)/n, float64(st1.Downloads-st0.Downloads)/n, float64(launches)/n
 	if profiled {
 		plain, prof, err := profiledSteps(m, mode, reps)
 		if err != nil {
-			return r, err
+			return err
 		}
 		r.ProfMs, r.ProfRatio = prof, prof/plain
 	}
-	return r, nil
+	return nil
 }
 
 // profiledSteps times steps with per-op profiling off and on in turns, so
 // that drift of the machine falls on both alike, and returns the medians.
 // Each profiled step records its per-op times as ag demo -profile does;
 // two profiled steps first let the backend make its timed programs.
-func profiledSteps(m *workload.MLP, mode workload.Mode, reps int) (plain, prof float64, err error) {
+func profiledSteps(m stepper, mode workload.Mode, reps int) (plain, prof float64, err error) {
 	set := func(on bool) {
 		profile.Forward(on)
 		profile.Backward(on)

@@ -1,7 +1,8 @@
-// Package workload holds the training workload that the demo, the benchmarks
-// and the browser page share: the seeds' MLP (depth Linear layers of
-// width x width with ReLU between) fitting synthetic regression data, trained
-// with Adam on an MSE loss.
+// Package workload holds the training workloads that the demo, the
+// benchmarks and the browser page share: the seeds' MLP (depth Linear
+// layers of width x width with ReLU between) fitting synthetic regression
+// data, trained with Adam on an MSE loss, and GPT, the character-level
+// transformer of package models.
 package workload
 
 import (
@@ -153,11 +154,16 @@ func (m *MLP) FLOPs() float64 {
 // Timed runs n steps in mode and returns each step's wall time and the last
 // loss.
 func (m *MLP) Timed(mode Mode, n int) ([]time.Duration, float32, error) {
+	return timeSteps(n, func() (float32, error) { return m.StepMode(mode) })
+}
+
+// timeSteps runs step n times, timing each, and returns the last loss.
+func timeSteps(n int, step func() (float32, error)) ([]time.Duration, float32, error) {
 	times := make([]time.Duration, n)
 	var loss float32
 	for i := range n {
 		t0 := time.Now()
-		l, err := m.StepMode(mode)
+		l, err := step()
 		if err != nil {
 			return nil, 0, err
 		}

@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""PyTorch peer of `ag bench -gpt`: the same character-level GPT (models.GPT:
+token + position embeddings, pre-norm blocks with causal multi-head
+attention and a GELU (tanh) MLP of 4x width, final LayerNorm, linear head),
+the same step (AdamW lr 1e-3 wd 0.01, gradient norm clipped to 1, dropout
+0.1) on batches of the same shapes, timed the same way (median of N after
+warm-up), as JSON on stdout.
+
+  python3 bench/torch_gpt.py --gpt 4x256 --ctx 128 --batch 32 [--device cuda --cuda-graph]
+"""
+import argparse, json, math, statistics, time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+SYNC = lambda: None
+VOCAB = 50  # the bytes of models.KeeperText
+
+
+def timed(fn, reps, warm=3):
+    for _ in range(warm):
+        fn()
+    SYNC()
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        SYNC()
+        ts.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(ts), min(ts)
+
+
+class Block(nn.Module):
+    def __init__(self, d, heads, p):
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
+        self.ff1, self.ff2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+        self.heads, self.p = heads, p
+
+    def forward(self, x):
+        b, t, d = x.shape
+        h = self.ln1(x)
+        split = lambda y: y.view(b, t, self.heads, d // self.heads).transpose(1, 2)
+        a = F.scaled_dot_product_attention(split(self.q(h)), split(self.k(h)), split(self.v(h)),
+                                           is_causal=True, dropout_p=self.p if self.training else 0)
+        x = x + F.dropout(self.o(a.transpose(1, 2).reshape(b, t, d)), self.p, self.training)
+        f = self.ff2(F.gelu(self.ff1(self.ln2(x)), approximate="tanh"))
+        return x + F.dropout(f, self.p, self.training)
+
+
+class GPT(nn.Module):
+    def __init__(self, layers, d, ctx, p):
+        super().__init__()
+        self.tok, self.pos = nn.Embedding(VOCAB, d), nn.Embedding(ctx, d)
+        self.blocks = nn.ModuleList(Block(d, max(1, d // 64), p) for _ in range(layers))
+        self.ln, self.head = nn.LayerNorm(d), nn.Linear(d, VOCAB)
+        self.p = p
+
+    def forward(self, idx):
+        t = idx.shape[1]
+        x = F.dropout(self.tok(idx) + self.pos.weight[:t], self.p, self.training)
+        for b in self.blocks:
+            x = b(x)
+        return self.head(self.ln(x))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--gpt", default="2x128", help="LAYERSxWIDTH, comma-separated")
+    ap.add_argument("--ctx", type=int, default=128)
+    ap.add_argument("--batch", default="32")
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--cuda-graph", action="store_true")
+    a = ap.parse_args()
+    global SYNC
+    dev = torch.device(a.device)
+    if dev.type == "cuda":
+        SYNC = torch.cuda.synchronize
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    torch.manual_seed(1)
+    out = {"peer": "pytorch", "version": torch.__version__, "device": str(dev), "results": []}
+    for spec in a.gpt.split(","):
+        layers, d = (int(s) for s in spec.split("x"))
+        for b in [int(s) for s in a.batch.split(",") if s]:
+            model = GPT(layers, d, a.ctx, 0.1).to(dev)
+            opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01, capturable=a.cuda_graph)
+            x = torch.randint(0, VOCAB, (b, a.ctx), device=dev)
+            y = torch.randint(0, VOCAB, (b, a.ctx), device=dev)
+            t, v = a.ctx, VOCAB
+            flops = 3 * (layers * (8 * b * t * d * d + 16 * b * t * d * d + 4 * b * t * t * d) + 2 * b * t * d * v)
+
+            def loss_fn():
+                return F.cross_entropy(model(x).view(-1, VOCAB), y.view(-1))
+
+            def step():
+                opt.zero_grad(set_to_none=True)
+                loss = loss_fn()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                opt.step()
+                return loss.item()
+
+            med, mn = timed(step, a.reps)
+            res = {"kind": "gpt_step", "width": d, "depth": layers, "batch": b, "context": a.ctx}
+            out["results"].append(dict(res, mode="eager", median_ms=med, min_ms=mn, gflops=flops / med / 1e6))
+            if a.cuda_graph and dev.type == "cuda":
+                s = torch.cuda.Stream()
+                s.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(s):
+                    for _ in range(3):
+                        step()
+                torch.cuda.current_stream().wait_stream(s)
+                g = torch.cuda.CUDAGraph()
+                opt.zero_grad(set_to_none=True)
+                with torch.cuda.graph(g):
+                    gl = loss_fn()
+                    gl.backward()
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                    opt.step()
+
+                def replay():
+                    g.replay()
+                    return gl.item()
+
+                med, mn = timed(replay, a.reps)
+                out["results"].append(dict(res, mode="cuda_graph", median_ms=med, min_ms=mn, gflops=flops / med / 1e6))
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
