@@ -48,50 +48,70 @@ func (t *Tensor) Backward() error {
 
 	m.user = "Backward" // the seed, and the sums into the leaves' gradients
 	grads := map[*Tensor]*Tensor{t: d.Full(1, t.shape...)}
-	for i := len(order) - 1; i >= 0; i-- {
-		n := order[i].t
-		g := grads[n]
-		delete(grads, n)
-		if g == nil {
-			continue
-		}
-		if n.isLeaf() {
-			d.lock()
-			prev := n.grad
-			d.mu.Unlock()
-			sum := g
-			m.user, m.scope = "Backward", ""
-			if prev != nil {
-				sum = Add(prev, g)
-			}
-			d.lock()
-			sum.keep = true
-			n.grad = sum
-			d.grads = append(d.grads, gradUndo{leaf: n, prev: prev})
-			d.mu.Unlock()
-			continue
-		}
-		// The gradient's nodes belong to the op and layer they differentiate
-		// (the profile shows "MatMul" in the backward, not "mul"). m is
-		// this goroutine's own mode: no other goroutine touches it.
-		m.user, m.scope = n.user, n.scope
-		for k, in := range order[i].inputs {
-			if !order[i].needs[k] {
-				continue // no work for inputs without gradient (data, labels)
-			}
-			gin := vjp(n, order[i].inputs, g, k)
-			if gin == nil {
+	var walk func(order []walked)
+	walk = func(order []walked) {
+		for i := len(order) - 1; i >= 0; i-- {
+			n := order[i].t
+			g := grads[n]
+			delete(grads, n)
+			if g == nil {
 				continue
 			}
-			if prev := grads[in]; prev != nil {
-				gin = Add(prev, gin)
+			if n.isLeaf() {
+				d.lock()
+				prev := n.grad
+				d.mu.Unlock()
+				sum := g
+				m.user, m.scope = "Backward", ""
+				if prev != nil {
+					sum = Add(prev, g)
+				}
+				d.lock()
+				sum.keep = true
+				n.grad = sum
+				d.grads = append(d.grads, gradUndo{leaf: n, prev: prev})
+				d.mu.Unlock()
+				continue
 			}
-			grads[in] = gin
+			if order[i].ckpt {
+				// Differentiate a copy of the checkpointed ops, recorded
+				// now: the gradients flow to the segment's inputs (order[i]'s
+				// inputs, which come earlier in order).
+				inner, c := n.ckpt.recompute(m)
+				grads[c] = g
+				walk(inner)
+				d.lock()
+				// The originals are differentiated through the copy: a run
+				// need not keep them for this Backward.
+				for _, o := range n.ckpt.nodes {
+					o.backwarded = true
+				}
+				d.mu.Unlock()
+				continue
+			}
+			// The gradient's nodes belong to the op and layer they differentiate
+			// (the profile shows "MatMul" in the backward, not "mul"). m is
+			// this goroutine's own mode: no other goroutine touches it.
+			m.user, m.scope = n.user, n.scope
+			for k, in := range order[i].inputs {
+				if !order[i].needs[k] {
+					continue // no work for inputs without gradient (data, labels)
+				}
+				gin := vjp(n, order[i].inputs, g, k)
+				if gin == nil {
+					continue
+				}
+				if prev := grads[in]; prev != nil {
+					gin = Add(prev, gin)
+				}
+				grads[in] = gin
+			}
+			d.lock()
+			n.backwarded = true
+			d.mu.Unlock()
 		}
-		d.lock()
-		n.backwarded = true
-		d.mu.Unlock()
 	}
+	walk(order)
 	return nil
 }
 
@@ -103,6 +123,7 @@ type walked struct {
 	t      *Tensor
 	inputs []*Tensor
 	needs  []bool
+	ckpt   bool // differentiate t's Checkpoint segment by recomputing it
 }
 
 // topo orders the requires-grad subgraph under t, inputs first. Called with
@@ -127,8 +148,16 @@ func topo(t *Tensor) ([]walked, error) {
 				return fmt.Errorf("core: Backward: the graph of %v is gone (its values were not kept)", n)
 			}
 		}
-		w := walked{t: n, inputs: slices.Clone(n.inputs), needs: make([]bool, len(n.inputs))}
-		for k, in := range n.inputs {
+		ins := n.inputs
+		// A checkpointed value not yet run: Backward recomputes its segment
+		// from the segment's inputs. Once run, the run kept what the
+		// segment's own backward needs (see keepSet): that is cheaper.
+		ckpt := n.ckpt != nil && n.state() == statePending
+		if ckpt {
+			ins = n.ckpt.ext
+		}
+		w := walked{t: n, inputs: slices.Clone(ins), needs: make([]bool, len(ins)), ckpt: ckpt}
+		for k, in := range ins {
 			switch in.state() {
 			case stateSpent:
 				return fmt.Errorf("core: Backward: %v needs %v, which was not kept", n, in)

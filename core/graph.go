@@ -355,21 +355,12 @@ func (lw *lowering) free(d *Device) {
 	clear(lw.out)
 }
 
-// lower translates d.pending into lw.g. It decides which values outlive the
-// run: results (values no other pending node consumes), values marked Keep or
-// asked for, and values a Backward still to come needs (nodes that require
-// grad and their inputs). Every other value is an intermediate whose memory
-// the backend plans. Output args are assigned here and allocated by
-// allocOutputs once the program is compiled, so that a program too large for
-// the device fails before any of its memory is taken.
-func (d *Device) lower() (*lowering, error) {
-	lw := &lowering{
-		argOf:  map[*storage]int{},
-		nodeOf: make(map[*Tensor]int, len(d.pending)),
-		out:    map[*Tensor]backend.Buffer{},
-		start:  time.Now(),
-	}
-	defer func() { lw.end = time.Now() }()
+// keepSet is the pending values that outlive a run of d.pending: results
+// (values no other pending node consumes, but for a Checkpoint's
+// recomputed copies: no one asked for those), values marked Keep, values a
+// Backward still to come needs (nodes that require grad and their
+// inputs), and other goroutines' values. Called with d.mu held.
+func (d *Device) keepSet() map[*Tensor]bool {
 	consumed := make(map[*Tensor]bool, len(d.pending))
 	keep := make(map[*Tensor]bool)
 	for _, t := range d.pending {
@@ -389,10 +380,29 @@ func (d *Device) lower() (*lowering, error) {
 	// it may still use them as inputs, and it did not ask for this run.
 	me := goid.Get()
 	for _, t := range d.pending {
-		if t.keep || (!consumed[t] || t.g != me) && !t.op.InPlace() {
+		if t.keep || (!consumed[t] && !t.recomputed || t.g != me) && !t.op.InPlace() {
 			keep[t] = true
 		}
 	}
+	return keep
+}
+
+// lower translates d.pending into lw.g. It decides which values outlive the
+// run: results (values no other pending node consumes), values marked Keep or
+// asked for, and values a Backward still to come needs (nodes that require
+// grad and their inputs). Every other value is an intermediate whose memory
+// the backend plans. Output args are assigned here and allocated by
+// allocOutputs once the program is compiled, so that a program too large for
+// the device fails before any of its memory is taken.
+func (d *Device) lower() (*lowering, error) {
+	lw := &lowering{
+		argOf:  map[*storage]int{},
+		nodeOf: make(map[*Tensor]int, len(d.pending)),
+		out:    map[*Tensor]backend.Buffer{},
+		start:  time.Now(),
+	}
+	defer func() { lw.end = time.Now() }()
+	keep := d.keepSet()
 	// Random draws take their place in the device's stream here, in
 	// recording order: the state tensor gets the stream's position for this
 	// run, and each draw its offset from it (see random.go).
@@ -411,8 +421,17 @@ func (d *Device) lower() (*lowering, error) {
 		}
 		n := t.attr
 		if t.op == backend.OpRandUniform {
-			n.Start = int(lw.rngBlocks)
-			lw.rngBlocks += randBlocks(t.shape)
+			if o := t.sameDraw; o != nil {
+				// a Checkpoint's recomputed draw, at its original's place
+				i, ok := lw.nodeOf[o]
+				if !ok {
+					return lw, fmt.Errorf("internal: the recomputed draw %v has no original in this run", t)
+				}
+				n.Start = lw.g.Nodes[i].Start
+			} else {
+				n.Start = int(lw.rngBlocks)
+				lw.rngBlocks += randBlocks(t.shape)
+			}
 		}
 		n.Op = t.op
 		n.Shape = t.shape

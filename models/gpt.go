@@ -24,6 +24,10 @@ type GPTConfig struct {
 	Layers  int     // transformer blocks
 	Hidden  int     // feed-forward width; 0 means 4*Dim
 	Dropout float32 // on embeddings, attention weights and residual branches
+	// Checkpoint recomputes each block's activations in the backward
+	// (nn.Checkpointed) instead of keeping them: less memory, a third
+	// more compute.
+	Checkpoint bool
 }
 
 func (c GPTConfig) check() {
@@ -83,7 +87,11 @@ func (g *GPT) Forward(idx *core.Tensor) *core.Tensor {
 	})
 	x = g.Drop.Forward(x)
 	for i, b := range g.Blocks {
-		dev.Scope(fmt.Sprintf("block%d", i), func() { x = b.Forward(x) })
+		var m nn.Module = b
+		if g.Config.Checkpoint {
+			m = nn.Checkpointed{Module: b}
+		}
+		dev.Scope(fmt.Sprintf("block%d", i), func() { x = m.Forward(x) })
 	}
 	return g.Head.Forward(g.LN.Forward(x))
 }

@@ -110,3 +110,47 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// Checkpointing the blocks changes the memory, not the numbers: the same
+// loss and gradients (dropout included) with less memory planned.
+func TestGPTCheckpoint(t *testing.T) {
+	dev := openDev(t)
+	cfg := GPTConfig{Vocab: 20, Context: 16, Dim: 32, Heads: 2, Layers: 3, Dropout: 0.1}
+	data, err := NewBatches(make([]int, 64), 4, 16, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, y := data.Next()
+	var grads [2][]float32
+	var est [2]core.MemoryEstimate
+	for i, ck := range []bool{false, true} {
+		cfg.Checkpoint = ck
+		m := NewGPT(dev, cfg, nn.NewRNG(3))
+		loss := func() *core.Tensor { return m.Loss(dev.Tensor(x, 4, 16), dev.Tensor(y, 4, 16)) }
+		if est[i], err = dev.EstimateMemory(func() error { return loss().Backward() }); err != nil {
+			t.Fatal(err)
+		}
+		if err := dev.Seed(5); err != nil {
+			t.Fatal(err)
+		}
+		if err := loss().Backward(); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range m.Params() {
+			g, err := p.Grad().Data()
+			if err != nil {
+				t.Fatal(err)
+			}
+			grads[i] = append(grads[i], g...)
+		}
+	}
+	for j := range grads[0] {
+		if a, b := grads[0][j], grads[1][j]; math.Abs(float64(a-b)) > 1e-5*(1+math.Abs(float64(a))) {
+			t.Fatalf("gradient %d: %g with checkpoints, %g without", j, b, a)
+		}
+	}
+	t.Logf("without: %v\nwith:    %v", est[0], est[1])
+	if est[1].Intermediates >= est[0].Intermediates*3/4 {
+		t.Errorf("intermediates %d bytes with checkpoints, %d without: want less than 3/4", est[1].Intermediates, est[0].Intermediates)
+	}
+}

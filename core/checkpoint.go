@@ -1,0 +1,133 @@
+package core
+
+import (
+	"fmt"
+
+	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/internal/goid"
+)
+
+// segment is what Checkpoint remembers of the ops f recorded: Backward
+// differentiates a copy of them, recorded when it gets there, rather than
+// the originals, so the originals' values die at the end of the forward.
+type segment struct {
+	nodes []*Tensor // f's nodes in recording order, the output last
+	// ext are the values the nodes read from outside (inputs, parameters,
+	// constants).
+	ext []*Tensor
+}
+
+// Checkpoint returns f(x), recorded so that Backward recomputes the values
+// inside f instead of keeping them from the forward (gradient, or
+// activation, checkpointing): the memory of f's intermediates is freed
+// after the forward, at the price of running f's ops twice. The result and
+// the gradients are those of f(x) itself; random draws inside f (dropout)
+// are drawn again from the same place in the device's random stream, so
+// the recomputation drops the same elements.
+//
+// The saving is made when the forward and its Backward run in one sync (a
+// lazy step, a Capture, StepCapture): a sync between them keeps what the
+// Backward will need, as without Checkpoint, and the Backward uses it.
+//
+// f records ops on x's device and returns one tensor; parameters and other
+// values it reads need no declaring. When f syncs (reads a value), or in
+// eager mode, there is nothing to recompute and the result is plain f(x):
+// the same numbers, without the memory saving.
+func Checkpoint(f func(*Tensor) *Tensor, x *Tensor) *Tensor {
+	needTensors("Checkpoint", x)
+	if f == nil {
+		panic("core.Checkpoint: nil function")
+	}
+	d := x.dev
+	d.lock()
+	start, runs := len(d.pending), d.stats.Runs
+	d.mu.Unlock()
+	y := f(x)
+	if y == nil {
+		panic("core.Checkpoint: the function returned nil")
+	}
+	if y.dev != d {
+		panic(fmt.Sprintf("core.Checkpoint: the function returned a value on %s for an input on %s", y.dev.label(), d.label()))
+	}
+	if y == nil {
+		panic("core.Checkpoint: the function returned nil")
+	}
+	g := goid.Get()
+	d.lock()
+	defer d.mu.Unlock()
+	if d.stats.Runs != runs || len(d.pending) < start || y.state() != statePending || !y.requiresGrad {
+		return y // f synced, eager mode, or no gradient: plain f()
+	}
+	in := map[*Tensor]bool{}
+	var seg segment
+	for _, t := range d.pending[start:] {
+		if t.g == g {
+			in[t] = true
+		}
+	}
+	if !in[y] {
+		return y // f returned a value it did not make
+	}
+	// Only the nodes y depends on, in recording order.
+	need := map[*Tensor]bool{y: true}
+	for i := len(d.pending) - 1; i >= start; i-- {
+		t := d.pending[i]
+		if !need[t] {
+			continue
+		}
+		for _, x := range t.inputs {
+			if in[x] {
+				need[x] = true
+			}
+		}
+	}
+	seen := map[*Tensor]bool{}
+	for _, t := range d.pending[start:] {
+		if !need[t] {
+			continue
+		}
+		seg.nodes = append(seg.nodes, t)
+		for _, x := range t.inputs {
+			if !in[x] && !seen[x] {
+				seen[x] = true
+				seg.ext = append(seg.ext, x)
+			}
+		}
+	}
+	y.ckpt = &seg
+	return y
+}
+
+// recompute records a copy of s's nodes reading s.ext, labelled as the
+// originals, in the backward pass, and returns the walk of the copies (in
+// recording order) and the copy of the output. Called without the lock,
+// from Backward, whose mode m is this goroutine's.
+func (s *segment) recompute(m *gmode) ([]walked, *Tensor) {
+	copies := make(map[*Tensor]*Tensor, len(s.nodes))
+	order := make([]walked, 0, len(s.nodes))
+	var c *Tensor
+	for _, n := range s.nodes {
+		ins := make([]*Tensor, len(n.inputs))
+		needs := make([]bool, len(n.inputs))
+		for k, x := range n.inputs {
+			if cx := copies[x]; cx != nil {
+				ins[k] = cx
+			} else {
+				ins[k] = x
+			}
+			needs[k] = ins[k].requiresGrad
+		}
+		m.user, m.scope = n.user, n.scope
+		c = n.dev.recordGrad(n.user, n.op, n.shape, n.attr, false, ins...)
+		n.dev.lock()
+		c.requiresGrad = n.requiresGrad // recorded under Backward's no-grad mode
+		c.recomputed = true
+		if n.op == backend.OpRandUniform {
+			c.sameDraw = n // the same numbers: lowered at n's place in the stream
+		}
+		n.dev.mu.Unlock()
+		copies[n] = c
+		order = append(order, walked{t: c, inputs: ins, needs: needs})
+	}
+	return order, c
+}

@@ -1,0 +1,109 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/backend/plan"
+)
+
+// MemoryEstimate is the device memory a step needs, from its recorded
+// graph, before it runs (see Device.EstimateMemory). Sizes are bytes.
+type MemoryEstimate struct {
+	// Inputs are the values the step reads that exist before it:
+	// parameters, optimizer state, data already on the device, and host
+	// data it would upload.
+	Inputs uint64
+	// Outputs are the new values the step keeps: gradients, results, and
+	// values a Backward still to come needs.
+	Outputs uint64
+	// Intermediates is the peak of the step's temporaries, planned as the
+	// backends plan them (liveness, reuse, views) but without fusion: an
+	// upper bound for a backend that fuses elementwise chains.
+	Intermediates uint64
+}
+
+// Total is the sum of the parts: the step's memory at its peak.
+func (e MemoryEstimate) Total() uint64 { return e.Inputs + e.Outputs + e.Intermediates }
+
+// String writes the estimate for people.
+func (e MemoryEstimate) String() string {
+	return fmt.Sprintf("%s total: inputs %s, outputs %s, intermediates %s", bytesText(e.Total()), bytesText(e.Inputs), bytesText(e.Outputs), bytesText(e.Intermediates))
+}
+
+// errEstimate marks the values EstimateMemory recorded: they never run.
+var errEstimate = errors.New("core: a value recorded for EstimateMemory (it never runs)")
+
+// EstimateMemory records what step records - typically a forward, a
+// Backward of its loss and an optimizer's update - and, instead of running
+// it, plans its memory and returns the estimate; the recorded values are
+// then dropped (reading one is an error) and the gradients are as before.
+// Pending work from before is run first. Things step does outside the
+// device stay done: an optimizer's first step allocates its state (and that
+// state then counts in Inputs of later estimates), and its step count
+// advances, so estimate with a step function of its own or reset the count.
+// Use it to pick a batch size or to see what Checkpoint saves.
+func (d *Device) EstimateMemory(step func() error) (MemoryEstimate, error) {
+	if step == nil {
+		return MemoryEstimate{}, fmt.Errorf("core.Device.EstimateMemory: nil step")
+	}
+	if err := d.Sync(); err != nil {
+		return MemoryEstimate{}, fmt.Errorf("core.Device.EstimateMemory: the pending work before: %w", err)
+	}
+	if err := step(); err != nil {
+		d.lock()
+		d.dropPending(errEstimate)
+		d.mu.Unlock()
+		return MemoryEstimate{}, fmt.Errorf("core.Device.EstimateMemory: the step: %w", err)
+	}
+	d.lock()
+	defer d.mu.Unlock()
+	defer d.dropPending(errEstimate)
+	var e MemoryEstimate
+	keep := d.keepSet()
+	var g backend.Graph
+	nodeOf := make(map[*Tensor]int, len(d.pending))
+	argOf := map[*storage]int{}
+	for _, t := range d.pending {
+		n := t.attr
+		n.Op, n.Shape = t.op, t.shape
+		n.In = make([]int, len(t.inputs))
+		for i, in := range t.inputs {
+			if idx, ok := nodeOf[in]; ok {
+				n.In[i] = idx
+				continue
+			}
+			if in.state() != stateRealized || in.stor == nil {
+				return MemoryEstimate{}, fmt.Errorf("core.Device.EstimateMemory: the step reads %v, which holds no value", in)
+			}
+			idx, ok := argOf[in.stor]
+			if !ok {
+				idx = len(g.Nodes)
+				g.Nodes = append(g.Nodes, backend.Node{Op: backend.OpArg, Shape: in.shape, Arg: g.NumArgs})
+				g.NumArgs++
+				argOf[in.stor] = idx
+				e.Inputs += 4 * uint64(in.stor.n)
+			}
+			n.In[i] = idx
+		}
+		nodeOf[t] = len(g.Nodes)
+		g.Nodes = append(g.Nodes, n)
+		if keep[t] {
+			g.Outputs = append(g.Outputs, backend.Output{Node: nodeOf[t], Arg: g.NumArgs})
+			g.NumArgs++
+			if !t.op.InPlace() {
+				e.Outputs += 4 * uint64(t.Len())
+			}
+		}
+	}
+	if len(g.Nodes) == 0 {
+		return e, nil
+	}
+	pl, err := plan.Make(&g, plan.Options{})
+	if err != nil {
+		return e, fmt.Errorf("core.Device.EstimateMemory: %w", err)
+	}
+	e.Intermediates = pl.SlotBytes
+	return e, nil
+}
