@@ -146,7 +146,9 @@ func TestCompareWhereArgDevice(t *testing.T) {
 			return core.Sum(core.Mul(core.Where(core.Greater(p, q), core.Mul(p, p), core.Scale(q, 3)), w))
 		}, []*core.Tensor{p, q}},
 		{"MaxAxis", func() *core.Tensor { return core.Sum(core.Mul(core.MaxAxis(p, 1, true), core.Tanh(q))) }, []*core.Tensor{p, q}},
-		{"MinAxis", func() *core.Tensor { return core.Sum(core.Mul(core.MinAxis(core.Mul(p, q), 0, false), dev.Tensor([]float32{1, -2, 3, 0.5, -1, 2}, 6))) }, []*core.Tensor{p, q}},
+		{"MinAxis", func() *core.Tensor {
+			return core.Sum(core.Mul(core.MinAxis(core.Mul(p, q), 0, false), dev.Tensor([]float32{1, -2, 3, 0.5, -1, 2}, 6)))
+		}, []*core.Tensor{p, q}},
 	} {
 		if err := core.Gradcheck(c.f, c.ps, nil); err != nil {
 			t.Errorf("%s: %v", c.name, err)
