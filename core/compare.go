@@ -116,6 +116,13 @@ func EqualScalar(x *Tensor, c float32) *Tensor {
 	return compare("EqualScalar", x, scalarOf("EqualScalar", x, c), -0.5, 0.5)
 }
 
+// NotEqualScalar returns the mask x != c (1 at NaN); see Greater.
+func NotEqualScalar(x *Tensor, c float32) *Tensor {
+	needTensors("NotEqualScalar", x)
+	defer x.dev.composite("NotEqualScalar")()
+	return Affine(inside(cmpSign("NotEqualScalar", x, scalarOf("NotEqualScalar", x, c)), -0.5, 0.5), -1, 1)
+}
+
 // isNaN is the 0/1 mask of NaN elements (no gradient): every other value,
 // clamped to the finite range, lies strictly inside (-Inf, +Inf).
 func isNaN(x *Tensor) *Tensor {
@@ -127,7 +134,8 @@ func isNaN(x *Tensor) *Tensor {
 // where(cond.bool(), a, b): a NaN in cond counts as nonzero (true). The
 // selection is exact whatever the other side holds (an infinity or a NaN
 // in b does not reach an output that takes a, as it would through
-// cond*a + (1-cond)*b, where 0*Inf is NaN), and -0 stays -0. The
+// cond*a + (1-cond)*b, where 0*Inf is NaN), and -0 stays -0 (on devices
+// that keep the sign of a zero; see backend.Op). The
 // gradient goes to a where a was taken and to b where b was, zero
 // elsewhere (also where the upstream gradient is NaN or infinite); cond
 // gets none.
@@ -151,8 +159,8 @@ func Where(cond, a, b *Tensor) *Tensor {
 	return Add(keep(Affine(zero, -1, 1), a), keep(zero, b))
 }
 
-// maxArgAxis checks the axis of an arg-reduction and returns it normalized.
-func maxArgAxis(fn string, x *Tensor, axis int) int {
+// argAxis checks the axis of an arg-reduction and returns it normalized.
+func argAxis(fn string, x *Tensor, axis int) int {
 	axis = normAxis(fn, x, axis)
 	if n := x.shape[axis]; n >= 1<<24 {
 		panic(fmt.Sprintf("core.%s: %d elements along axis %d of %v: indices from 2^24 on are not exact in f32", fn, n, axis, x.shape))
@@ -205,7 +213,7 @@ func dropAxis(y *Tensor, axis int, keepDim bool) *Tensor {
 // No gradient flows through it. The axis must be shorter than 2^24 (f32
 // holds every whole number below that).
 func ArgMax(x *Tensor, axis int, keepDim bool) *Tensor {
-	axis = maxArgAxis("ArgMax", x, axis)
+	axis = argAxis("ArgMax", x, axis)
 	defer x.dev.composite("ArgMax")()
 	_, v, _ := firstMax("ArgMax", x, axis)
 	return dropAxis(Affine(v, -1, float32(x.shape[axis])), axis, keepDim)
@@ -214,7 +222,7 @@ func ArgMax(x *Tensor, axis int, keepDim bool) *Tensor {
 // ArgMin returns the index of the first minimum along axis, as ArgMax
 // (a NaN counts as the minimum).
 func ArgMin(x *Tensor, axis int, keepDim bool) *Tensor {
-	axis = maxArgAxis("ArgMin", x, axis)
+	axis = argAxis("ArgMin", x, axis)
 	defer x.dev.composite("ArgMin")()
 	_, v, _ := firstMax("ArgMin", Neg(detach("ArgMin", x)), axis)
 	return dropAxis(Affine(v, -1, float32(x.shape[axis])), axis, keepDim)
@@ -224,7 +232,8 @@ func ArgMin(x *Tensor, axis int, keepDim bool) *Tensor {
 // NaN if the axis holds one, -Inf for an axis of -Inf. keepDim keeps the
 // axis with size 1. Its gradient is PyTorch's max(dim)'s: the whole
 // upstream gradient goes to the first maximum (the ArgMax: the first NaN
-// where there is one), zero to the others, ties included.
+// where there is one), zero to the others, ties included. With a
+// gradient to carry, the axis must be shorter than 2^24 (see ArgMax).
 //
 // Without a gradient to carry it is the backend's max; with one it is the
 // sum along the axis of keep(onehot(ArgMax), x), exactly the same value
@@ -240,7 +249,7 @@ func MaxAxis(x *Tensor, axis int, keepDim bool) *Tensor {
 	case !x.requiresGrad:
 		return dropAxis(x.dev.recordGrad("MaxAxis", backend.OpMax, s, backend.Node{Axis: axis}, false, x), axis, keepDim)
 	}
-	maxArgAxis("MaxAxis", x, axis)
+	argAxis("MaxAxis", x, axis)
 	_, v, down := firstMax("MaxAxis", x, axis)
 	first := inside(Sub(down, v), -0.5, 0.5)
 	return dropAxis(sumKeep("MaxAxis", keep(first, x), axis), axis, keepDim)
