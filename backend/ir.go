@@ -23,6 +23,8 @@ import (
 //	                  x/±0 is ±Inf by the signs
 //	maximum           NaN if either operand is; else the larger, a on ties
 //	                  (so of -0 and +0 the first)
+//	keep              b where a != 0 or a is NaN, else -0; b's value moves
+//	                  unchanged whatever it is (a = 0 and b = Inf give -0)
 //	neg               -x (NaN stays NaN)
 //	exp               exp(-Inf) = 0, exp(+Inf) = +Inf; overflow is +Inf
 //	log               log(±0) = -Inf, log(+Inf) = +Inf, log(x<0) = NaN, log(-Inf) = NaN
@@ -90,6 +92,10 @@ const (
 	OpMul
 	OpDiv
 	OpMaximum // max(a, b): NaN if either is, a on ties
+	// OpKeep is b where a is nonzero (NaN counts as nonzero, as C's bool
+	// conversion), else -0: an exact mask, unlike a*b, which is NaN where
+	// b is ±Inf or NaN and a is 0 (core's Where adds two of them).
+	OpKeep
 
 	// Unary elementwise ops.
 	OpNeg
@@ -215,6 +221,7 @@ var opInfo = [...]OpInfo{
 	OpDiv: {Name: "div", Class: ClassBinary, Inputs: 2},
 
 	OpMaximum: {Name: "maximum", Class: ClassBinary, Inputs: 2, Exact: true},
+	OpKeep:    {Name: "keep", Class: ClassBinary, Inputs: 2, Exact: true},
 
 	OpNeg:      {Name: "neg", Class: ClassUnary, Inputs: 1, Exact: true},
 	OpExp:      {Name: "exp", Class: ClassUnary, Inputs: 1, Domain: [2]float32{-10, 10}},

@@ -104,7 +104,7 @@ func (d *Device) record(fn string, op backend.Op, shape []int, attr backend.Node
 }
 
 // recordGrad is record for ops whose result may carry a gradient (grad) or
-// never does (MaxAxis, OneHot: no gradient flows through them).
+// never does (OpMax, OneHot: no gradient flows through them).
 func (d *Device) recordGrad(fn string, op backend.Op, shape []int, attr backend.Node, grad bool, ins ...*Tensor) *Tensor {
 	needTensors(fn, ins...)
 	var t0 time.Time

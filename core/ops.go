@@ -232,19 +232,6 @@ func MeanAxis(x *Tensor, axis int, keepDim bool) *Tensor {
 	return Scale(SumAxis(x, axis, keepDim), 1/float32(x.shape[axis]))
 }
 
-// MaxAxis takes the maximum along axis (no gradient flows through it).
-func MaxAxis(x *Tensor, axis int, keepDim bool) *Tensor {
-	axis = normAxis("MaxAxis", x, axis)
-	defer x.dev.composite("MaxAxis")()
-	s := slices.Clone(x.shape)
-	s[axis] = 1
-	y := x.dev.recordGrad("MaxAxis", backend.OpMax, s, backend.Node{Axis: axis}, false, x)
-	if keepDim {
-		return y
-	}
-	return Reshape(y, slices.Delete(slices.Clone(x.shape), axis, axis+1)...)
-}
-
 // Reshape views x with a new shape of the same size; one dimension may be -1.
 func Reshape(x *Tensor, shape ...int) *Tensor {
 	needTensors("Reshape", x)
@@ -500,6 +487,11 @@ func vjp(n *Tensor, in []*Tensor, g *Tensor, k int) *Tensor {
 			s = Neg(s)
 		}
 		return unbroadcast(Mul(g, Affine(s, 0.5, 0.5)), x.shape)
+	case backend.OpKeep:
+		if k == 0 {
+			return nil // the mask
+		}
+		return unbroadcast(keep(in[0], g), x.shape) // only where the value was kept
 	case backend.OpNeg:
 		return Neg(g)
 	case backend.OpAbs:

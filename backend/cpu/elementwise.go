@@ -33,6 +33,10 @@ func binVV(op backend.Op, o, a, b []float32) {
 		for i := range o {
 			o[i] = maximum(a[i], b[i])
 		}
+	case backend.OpKeep:
+		for i := range o {
+			o[i] = keep(a[i], b[i])
+		}
 	default:
 		backend.Unknown("cpu.binVV", op)
 	}
@@ -61,6 +65,10 @@ func binVS(op backend.Op, o, a []float32, s float32) {
 	case backend.OpMaximum:
 		for i := range o {
 			o[i] = maximum(a[i], s)
+		}
+	case backend.OpKeep:
+		for i := range o {
+			o[i] = keep(a[i], s)
 		}
 	default:
 		backend.Unknown("cpu.binVS", op)
@@ -91,6 +99,10 @@ func binSV(op backend.Op, o []float32, s float32, b []float32) {
 		for i := range o {
 			o[i] = maximum(s, b[i])
 		}
+	case backend.OpKeep:
+		for i := range o {
+			o[i] = keep(s, b[i])
+		}
 	default:
 		backend.Unknown("cpu.binSV", op)
 	}
@@ -107,6 +119,16 @@ func maximum(a, b float32) float32 {
 	return a
 }
 
+// keep is ir.go's keep: b where a is nonzero or NaN, else -0.
+func keep(a, b float32) float32 {
+	if a != 0 {
+		return b
+	}
+	return negZero
+}
+
+var negZero = float32(math.Copysign(0, -1))
+
 func binSS(op backend.Op, a, b float32) float32 {
 	switch op {
 	case backend.OpAdd:
@@ -119,6 +141,8 @@ func binSS(op backend.Op, a, b float32) float32 {
 		return a / b
 	case backend.OpMaximum:
 		return maximum(a, b)
+	case backend.OpKeep:
+		return keep(a, b)
 	}
 	backend.Unknown("cpu.binSS", op)
 	return 0

@@ -85,7 +85,7 @@ func tensorsFor(n *backend.Node) int {
 		return 48
 	case backend.OpSGD:
 		return 24
-	case backend.OpPowConst, backend.OpOneHot, backend.OpScatterAddRows, backend.OpLogSoftmax, backend.OpInside, backend.OpMax, backend.OpMaximum, backend.OpMatMul, backend.OpSum:
+	case backend.OpPowConst, backend.OpOneHot, backend.OpScatterAddRows, backend.OpLogSoftmax, backend.OpInside, backend.OpMax, backend.OpMaximum, backend.OpKeep, backend.OpMatMul, backend.OpSum:
 		return 24
 	default:
 		return 16
@@ -337,6 +337,8 @@ func (l *lowering) lowerNode(i int, n *backend.Node) (tensor, []tensor, error) {
 			return C.ggml_div(ctx, a, b), nil, nil
 		case backend.OpMaximum:
 			return l.maximum(a, l.broadcastTo(b, n.Shape)), nil, nil
+		case backend.OpKeep:
+			return l.keep(a, l.broadcastTo(b, n.Shape)), nil, nil
 		}
 		backend.Unknown("native.lowerNode", n.Op)
 	case n.Op.IsUnary():
@@ -751,6 +753,24 @@ func (l *lowering) maximum(a, b tensor) tensor {
 	n := C.int64_t(ne[0] * ne[1] * ne[2] * ne[3])
 	pairs := C.ggml_concat(l.ctx, C.ggml_reshape_2d(l.ctx, C.ggml_cont(l.ctx, a), 1, n), C.ggml_reshape_2d(l.ctx, C.ggml_cont(l.ctx, b), 1, n), 0)
 	return C.ggml_reshape_4d(l.ctx, C.ggml_cont(l.ctx, l.nanRowMax(pairs)), ne[0], ne[1], ne[2], ne[3])
+}
+
+// keep is ir.go's keep(a, b) (one shape): ggml has no select, and b*[a !=
+// 0] would be NaN where b is infinite, so each pair (b, -0) is a table of
+// two rows of one element, and a batched get_rows (one table per element)
+// picks row 1 where a is ±0 and row 0 elsewhere. The row index is 1 -
+// |a|*2^149, made by two scales (|a|*2^127 is at least 2^-22 for every
+// nonzero a, subnormals included), which indices clamps to 0..1: 1 at ±0,
+// 0 for a nonzero a, and 0 for NaN (relu turns NaN into 0 there).
+func (l *lowering) keep(a, b tensor) tensor {
+	ctx := l.ctx
+	ne := b.ne
+	n := C.int64_t(ne[0] * ne[1] * ne[2] * ne[3])
+	mag := l.scaleBias(l.scaleBias(C.ggml_abs(ctx, a), 0x1p127, 0), -0x1p22, 1)
+	_, idx := l.indices(C.ggml_reshape_2d(ctx, C.ggml_cont(ctx, mag), 1, n), 2)
+	zero := l.constant([]int{int(n), 1, 1}, float32(math.Copysign(0, -1))) // ne = (1, 1, n)
+	tab := C.ggml_concat(ctx, C.ggml_reshape_3d(ctx, C.ggml_cont(ctx, b), 1, 1, n), zero, 1)
+	return C.ggml_reshape_4d(ctx, C.ggml_get_rows(ctx, tab, idx), ne[0], ne[1], ne[2], ne[3])
 }
 
 // sumRows sums along ne0. ggml-vulkan reduces each row in one workgroup,

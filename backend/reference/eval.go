@@ -199,6 +199,11 @@ func binary(op backend.Op, x, y float64) float64 {
 		return x / y
 	case backend.OpMaximum:
 		return maximum(x, y)
+	case backend.OpKeep:
+		if x != 0 || math.IsNaN(x) {
+			return y
+		}
+		return math.Copysign(0, -1)
 	}
 	backend.Unknown("backendtest.binary", op)
 	return 0

@@ -130,6 +130,11 @@ fn maxab(a: f32, b: f32) -> f32 {
 	let nan = (bitcast<u32>(a) & 0x7fffffffu) > 0x7f800000u || (bitcast<u32>(b) & 0x7fffffffu) > 0x7f800000u;
 	return select(select(a, b, b > a), qnan(), nan);
 }
+// keepab is ir.go's keep: b where a is nonzero or NaN (by bits, as maxab),
+// else -0.
+fn keepab(a: f32, b: f32) -> f32 {
+	return select(bitcast<f32>(0x80000000u), b, (bitcast<u32>(a) & 0x7fffffffu) != 0u);
+}
 fn sinp(x: f32) -> f32 {
 	if ((bitcast<u32>(x) & 0x7fffffffu) >= 0x7f800000u) { return qnan(); }
 	return quarterp(redp(x), 0);
@@ -263,6 +268,8 @@ func binaryExpr(op backend.Op, a, b string) string {
 		return a + " / " + b
 	case backend.OpMaximum:
 		return "maxab(" + a + ", " + b + ")"
+	case backend.OpKeep:
+		return "keepab(" + a + ", " + b + ")"
 	}
 	backend.Unknown("webgpu.binaryExpr", op)
 	return ""
