@@ -100,7 +100,7 @@ func TestCaptureGuard(t *testing.T) {
 func TestCaptureConstants(t *testing.T) {
 	dev := open(t)
 	c := NewCapture(dev, func(in []*Tensor) []*Tensor {
-		return []*Tensor{Add(Cumsum(in[0], 0), dev.Constant([]float32{10, 20, 30}, 3))}
+		return []*Tensor{Add(Cumsum(in[0], 0), dev.Constant([]float32{10, 20, 30}, 3)), ArgMax(in[0], 0, false)}
 	})
 	for _, x := range [][]float32{{1, 2, 3}, {0, 1, 0}} {
 		out, err := c.Call(In(x, 3))
@@ -110,6 +110,9 @@ func TestCaptureConstants(t *testing.T) {
 		want := []float32{x[0] + 10, x[0] + x[1] + 20, x[0] + x[1] + x[2] + 30}
 		if !slices.Equal(out[0], want) {
 			t.Errorf("Call(%v) = %v, want %v", x, out[0], want)
+		}
+		if am := slices.Index(x, slices.Max(x)); out[1][0] != float32(am) {
+			t.Errorf("ArgMax(%v) = %v, want %d", x, out[1], am)
 		}
 	}
 	bad := NewCapture(dev, func(in []*Tensor) []*Tensor {

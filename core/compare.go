@@ -169,7 +169,7 @@ func argAxis(fn string, x *Tensor, axis int) int {
 }
 
 // countdown is n, n-1, ..., 1 along axis of a tensor of x's rank (size 1
-// on every other axis), uploaded with the step.
+// on every other axis), a Constant (so ArgMax works inside a Capture).
 func countdown(x *Tensor, axis int) *Tensor {
 	n := x.shape[axis]
 	v := make([]float32, n)
@@ -181,7 +181,7 @@ func countdown(x *Tensor, axis int) *Tensor {
 		s[i] = 1
 	}
 	s[axis] = n
-	return x.dev.Tensor(v, s...)
+	return x.dev.Constant(v, s...)
 }
 
 // firstMax returns, along axis (normalized), the maximum m of x (OpMax:
