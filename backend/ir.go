@@ -45,6 +45,9 @@ import (
 //	                  cos(±0) = 1; for finite |x| > 2^16 any value in
 //	                  [-1, 1] (GPUs reduce the argument in f32: the exact
 //	                  value needs a reduction by 2*pi to 100+ bits)
+//	round_f16         ±Inf and NaN stay; finite values round to nearest even,
+//	round_bf16        overflowing to ±Inf (f16: from 65520; bf16: from
+//	                  3.40282357e38); f16 keeps its subnormals (2^-24 steps)
 //	inside            a mask: comparisons with NaN are false, so inside(NaN) = 0;
 //	                  ±Inf are outside finite bounds
 //	sum               IEEE sum in any order: NaN if any term is NaN or the terms
@@ -112,6 +115,14 @@ const (
 	OpAbs      // |x|
 	OpSin      // sin(x), x in radians
 	OpCos      // cos(x), x in radians
+	// OpRoundF16 rounds x to the nearest IEEE binary16 (f16) value, ties
+	// to even, kept as f32: magnitudes from 65520 up become ±Inf, below
+	// 2^-25 ±0 (f16 subnormals are values too). The value an f16 tensor
+	// would hold: mixed precision and its emulation on every backend.
+	OpRoundF16
+	// OpRoundBF16 rounds x to the nearest bfloat16 (8 significant bits,
+	// f32's exponent range) value, ties to even, kept as f32.
+	OpRoundBF16
 
 	// OpSum sums along Node.Axis; the output keeps the rank with that axis 1.
 	OpSum
@@ -223,20 +234,22 @@ var opInfo = [...]OpInfo{
 	OpMaximum: {Name: "maximum", Class: ClassBinary, Inputs: 2, Exact: true},
 	OpKeep:    {Name: "keep", Class: ClassBinary, Inputs: 2, Exact: true},
 
-	OpNeg:      {Name: "neg", Class: ClassUnary, Inputs: 1, Exact: true},
-	OpExp:      {Name: "exp", Class: ClassUnary, Inputs: 1, Domain: [2]float32{-10, 10}},
-	OpLog:      {Name: "log", Class: ClassUnary, Inputs: 1, Domain: [2]float32{0.01, 10}},
-	OpSqrt:     {Name: "sqrt", Class: ClassUnary, Inputs: 1, Domain: [2]float32{0, 10}},
-	OpReLU:     {Name: "relu", Class: ClassUnary, Inputs: 1, Exact: true},
-	OpSigmoid:  {Name: "sigmoid", Class: ClassUnary, Inputs: 1, Domain: [2]float32{-8, 8}},
-	OpTanh:     {Name: "tanh", Class: ClassUnary, Inputs: 1, Domain: [2]float32{-5, 5}},
-	OpAffine:   {Name: "affine", Class: ClassUnary, Inputs: 1},
-	OpPowConst: {Name: "pow", Class: ClassUnary, Inputs: 1},
-	OpClamp:    {Name: "clamp", Class: ClassUnary, Inputs: 1, Exact: true},
-	OpInside:   {Name: "inside", Class: ClassUnary, Inputs: 1, Exact: true},
-	OpAbs:      {Name: "abs", Class: ClassUnary, Inputs: 1, Exact: true},
-	OpSin:      {Name: "sin", Class: ClassUnary, Inputs: 1, Domain: [2]float32{-10, 10}},
-	OpCos:      {Name: "cos", Class: ClassUnary, Inputs: 1, Domain: [2]float32{-10, 10}},
+	OpNeg:       {Name: "neg", Class: ClassUnary, Inputs: 1, Exact: true},
+	OpExp:       {Name: "exp", Class: ClassUnary, Inputs: 1, Domain: [2]float32{-10, 10}},
+	OpLog:       {Name: "log", Class: ClassUnary, Inputs: 1, Domain: [2]float32{0.01, 10}},
+	OpSqrt:      {Name: "sqrt", Class: ClassUnary, Inputs: 1, Domain: [2]float32{0, 10}},
+	OpReLU:      {Name: "relu", Class: ClassUnary, Inputs: 1, Exact: true},
+	OpSigmoid:   {Name: "sigmoid", Class: ClassUnary, Inputs: 1, Domain: [2]float32{-8, 8}},
+	OpTanh:      {Name: "tanh", Class: ClassUnary, Inputs: 1, Domain: [2]float32{-5, 5}},
+	OpAffine:    {Name: "affine", Class: ClassUnary, Inputs: 1},
+	OpPowConst:  {Name: "pow", Class: ClassUnary, Inputs: 1},
+	OpClamp:     {Name: "clamp", Class: ClassUnary, Inputs: 1, Exact: true},
+	OpInside:    {Name: "inside", Class: ClassUnary, Inputs: 1, Exact: true},
+	OpAbs:       {Name: "abs", Class: ClassUnary, Inputs: 1, Exact: true},
+	OpSin:       {Name: "sin", Class: ClassUnary, Inputs: 1, Domain: [2]float32{-10, 10}},
+	OpCos:       {Name: "cos", Class: ClassUnary, Inputs: 1, Domain: [2]float32{-10, 10}},
+	OpRoundF16:  {Name: "round_f16", Class: ClassUnary, Inputs: 1, Exact: true},
+	OpRoundBF16: {Name: "round_bf16", Class: ClassUnary, Inputs: 1, Exact: true},
 
 	OpSum:        {Name: "sum", Class: ClassReduce, Inputs: 1},
 	OpMax:        {Name: "max", Class: ClassReduce, Inputs: 1, Exact: true},

@@ -36,6 +36,7 @@ type Device struct {
 	pool     map[int][]backend.Buffer // freed buffers by length, for reuse
 	pooled   int64
 	eager    bool
+	mmPrec   Precision // SetMatMulPrecision
 	// grads are the leaves whose Grad a pending Backward replaced, with the
 	// gradient they had before: a failed run puts those back.
 	grads []gradUndo
@@ -138,6 +139,52 @@ func (d *Device) SetEager(on bool) (prev bool) {
 	d.lock()
 	defer d.mu.Unlock()
 	prev, d.eager = d.eager, on
+	return prev
+}
+
+// Precision is the arithmetic of a device's matrix products (see
+// Device.SetMatMulPrecision).
+type Precision int
+
+// The matmul precisions.
+const (
+	// PrecisionF32 multiplies f32 operands and sums in f32: the default.
+	PrecisionF32 Precision = iota
+	// PrecisionF16 rounds both operands to f16 (RoundF16) and sums the
+	// products in f32, as autocast's f16 matmuls and ggml's f16 matmul
+	// with GGML_PREC_F32 do: the same numbers on every backend.
+	PrecisionF16
+	// PrecisionBF16 rounds both operands to bfloat16 and sums in f32.
+	PrecisionBF16
+)
+
+func (p Precision) String() string {
+	switch p {
+	case PrecisionF32:
+		return "f32"
+	case PrecisionF16:
+		return "f16"
+	case PrecisionBF16:
+		return "bf16"
+	}
+	return fmt.Sprintf("Precision(%d)", int(p))
+}
+
+// SetMatMulPrecision sets the precision of the matrix products recorded on
+// d from now on - forward and backward, as autocast does - and returns the
+// previous one (like ggmlR's ag_matmul_precision). Parameters, gradients and
+// optimizer state stay f32: the rounded operands are copies, and the
+// rounding's gradient passes straight through, so the f32 weights are the
+// master weights of mixed-precision training. Small gradients underflow in
+// f16 (below 6e-8): scale the loss (nn.GradScaler). A recorded Capture
+// keeps the precision it was recorded with.
+func (d *Device) SetMatMulPrecision(p Precision) (prev Precision) {
+	if p < PrecisionF32 || p > PrecisionBF16 {
+		panic(fmt.Sprintf("core.Device.SetMatMulPrecision: unknown precision %d", int(p)))
+	}
+	d.lock()
+	defer d.mu.Unlock()
+	prev, d.mmPrec = d.mmPrec, p
 	return prev
 }
 

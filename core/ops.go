@@ -84,6 +84,17 @@ func Sin(x *Tensor) *Tensor { return unary("Sin", backend.OpSin, x, 0, 0) }
 // Cos returns cos(x) (radians; a primitive). Its gradient is -sin(x).
 func Cos(x *Tensor) *Tensor { return unary("Cos", backend.OpCos, x, 0, 0) }
 
+// RoundF16 rounds x to the nearest f16 (IEEE binary16) value, ties to
+// even, as f32: what storing x in f16 keeps (magnitudes from 65520 become
+// ±Inf). Its gradient passes straight through, as a cast's does in
+// PyTorch's autocast. Every backend computes it bit for bit alike.
+func RoundF16(x *Tensor) *Tensor { return unary("RoundF16", backend.OpRoundF16, x, 0, 0) }
+
+// RoundBF16 rounds x to the nearest bfloat16 value, ties to even, as f32,
+// with a straight-through gradient like RoundF16. ggml-vulkan cannot
+// convert bf16 back to f32: there a run with it fails, naming the op.
+func RoundBF16(x *Tensor) *Tensor { return unary("RoundBF16", backend.OpRoundBF16, x, 0, 0) }
+
 // Sign returns -1, 0 or 1 by the sign of x (NaN for NaN, ±1 for ±Inf). A
 // composite: x scaled by 2^127 is at least 2^-22 in magnitude for every
 // nonzero x (subnormals included), so clamping it to ±2^-22 and scaling by
@@ -435,8 +446,19 @@ func MatMulT(a, b *Tensor, transA, transB bool) *Tensor {
 	return y
 }
 
-// matmul records the primitive: equal ranks >= 2 and equal batch dimensions.
+// matmul records the primitive: equal ranks >= 2 and equal batch
+// dimensions, the operands rounded to the device's matmul precision.
 func matmul(a, b *Tensor, transA, transB bool) *Tensor {
+	d := a.dev
+	d.lock()
+	prec := d.mmPrec
+	d.mu.Unlock()
+	switch prec {
+	case PrecisionF16:
+		a, b = roundedTo(a, backend.OpRoundF16), roundedTo(b, backend.OpRoundF16)
+	case PrecisionBF16:
+		a, b = roundedTo(a, backend.OpRoundBF16), roundedTo(b, backend.OpRoundBF16)
+	}
 	r := a.Rank()
 	m, k := a.shape[r-2], a.shape[r-1]
 	if transA {
@@ -452,6 +474,16 @@ func matmul(a, b *Tensor, transA, transB bool) *Tensor {
 	s := slices.Clone(a.shape)
 	s[r-2], s[r-1] = m, n
 	return a.dev.record("MatMul", backend.OpMatMul, s, backend.Node{TransA: transA, TransB: transB}, a, b)
+}
+
+// roundedTo rounds x with op (OpRoundF16, OpRoundBF16) unless it is that
+// rounding already (a gradient's matmul reuses a forward operand).
+func roundedTo(x *Tensor, op backend.Op) *Tensor {
+	if x.op == op {
+		return x
+	}
+	defer x.dev.composite("MatMul")()
+	return unary(op.String(), op, x, 0, 0)
 }
 
 // inf is +Inf as f32, for masks without an upper bound.
@@ -496,6 +528,8 @@ func vjp(n *Tensor, in []*Tensor, g *Tensor, k int) *Tensor {
 		return Neg(g)
 	case backend.OpAbs:
 		return Mul(g, Sign(x))
+	case backend.OpRoundF16, backend.OpRoundBF16:
+		return g // straight through, as a cast
 	case backend.OpSin:
 		return Mul(g, Cos(x))
 	case backend.OpCos:

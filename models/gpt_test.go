@@ -154,3 +154,78 @@ func TestGPTCheckpoint(t *testing.T) {
 		t.Errorf("intermediates %d bytes with checkpoints, %d without: want less than 3/4", est[1].Intermediates, est[0].Intermediates)
 	}
 }
+
+// Mixed precision: the test transformer trained with f16 (and bf16)
+// matmuls and dynamic loss scaling follows its f32 training: the mean loss
+// of the last steps within mixedLossTol. cpu trains mixedSteps steps,
+// other devices mixedCheckSteps (each against its own f32 run).
+const (
+	mixedSteps      = 200
+	mixedCheckSteps = 20
+	mixedLossTol    = 0.05
+)
+
+func trainMixed(t *testing.T, dev *core.Device, prec core.Precision, steps int) []float64 {
+	prev := dev.SetMatMulPrecision(prec)
+	defer dev.SetMatMulPrecision(prev)
+	if err := dev.Seed(1); err != nil {
+		t.Fatal(err)
+	}
+	voc := NewCharVocab(KeeperText)
+	toks := must(voc.Encode(KeeperText))
+	cfg := GPTConfig{Vocab: voc.Size(), Context: 32, Dim: 64, Heads: 4, Layers: 2, Dropout: 0.1}
+	m := NewGPT(dev, cfg, nn.NewRNG(1))
+	const batch = 16
+	data := must(NewBatches(toks, batch, cfg.Context, 2))
+	opt := nn.WithSchedule(nn.NewAdamW(m.Params(), 3e-3, 0.01), nn.WarmupCosine(20, mixedSteps, 0.1))
+	scaler := nn.NewGradScaler(1024)
+	var losses []float64
+	for i := range steps {
+		x, y := data.Next()
+		opt.ZeroGrad()
+		loss := m.Loss(dev.Tensor(x, batch, cfg.Context), dev.Tensor(y, batch, cfg.Context)).Keep()
+		if err := scaler.Backward(loss); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := scaler.Step(opt, 1); err != nil {
+			t.Fatalf("%v step %d: %v", prec, i, err)
+		}
+		l, err := loss.Item()
+		if err != nil {
+			t.Fatal(err)
+		}
+		losses = append(losses, float64(l))
+	}
+	if scaler.Skipped > steps/10 {
+		t.Errorf("%v: %d of %d steps skipped for overflow", prec, scaler.Skipped, steps)
+	}
+	return losses
+}
+
+func TestGPTMixedPrecision(t *testing.T) {
+	dev := openDev(t)
+	steps := mixedSteps
+	if dev.Name() != "cpu" {
+		steps = mixedCheckSteps
+	}
+	tail := func(l []float64) float64 {
+		var s float64
+		for _, v := range l[len(l)-10:] {
+			s += v / 10
+		}
+		return s
+	}
+	ref := tail(trainMixed(t, dev, core.PrecisionF32, steps))
+	for _, p := range []core.Precision{core.PrecisionF16, core.PrecisionBF16} {
+		t.Run(p.String(), func(t *testing.T) {
+			if p == core.PrecisionBF16 && dev.Name() == "ggml-vulkan" {
+				testenv.Skipf(t, "bf16 on ggml-vulkan: ggml-vulkan cannot convert bf16 back to f32 (round_bf16 is in its Caps.Unsupported)")
+			}
+			got := tail(trainMixed(t, dev, p, steps))
+			t.Logf("%s: mean loss of the last 10 of %d steps: f32 %.4f, %v %.4f", dev.Name(), steps, ref, p, got)
+			if math.Abs(got-ref) > mixedLossTol {
+				t.Errorf("%v: mean loss of the last 10 steps %.4f, f32's %.4f: want within %g", p, got, ref, mixedLossTol)
+			}
+		})
+	}
+}

@@ -183,6 +183,18 @@ func opCases() []opCase {
 		return d
 	}
 	negInt := func(r *rand.Rand, n int) []float32 { return uniform(r, n, -3, 3) }
+	// magnitudes 2^lo..2^hi of both signs, with the rounding formats' edges
+	// (f16's overflow at 65520, its subnormals, ties) at the front
+	logScale := func(lo, hi float64) func(r *rand.Rand, n int) []float32 {
+		return func(r *rand.Rand, n int) []float32 {
+			d := make([]float32, n)
+			for i := range d {
+				d[i] = float32(math.Copysign(math.Exp2(lo+(hi-lo)*r.Float64()), float64(r.IntN(2)*2-1)))
+			}
+			copy(d, []float32{65504, 65519.996, 65520, -65520, 5.9604645e-08, 2.9802322e-08, 1.00048828125, 1.001953125, 1.00390625, 1.01171875, 3.4e38, -3.4e38})
+			return d
+		}
+	}
 	// Unary ops with scalar attributes get chosen ones; every other unary
 	// op of the IR is drawn from its domain (backend.OpInfo), so a new one
 	// needs no entry here.
@@ -196,8 +208,10 @@ func opCases() []opCase {
 			unaryCase("pow/0.5", "pow", backend.OpPowConst, 0.5, 0, sym(0, 4)),
 			unaryCase("pow/-1.5", "pow", backend.OpPowConst, -1.5, 0, sym(0.1, 4)),
 		},
-		backend.OpClamp:  {unaryCase("clamp", "exact", backend.OpClamp, -0.5, 0.75, boundaries)},
-		backend.OpInside: {unaryCase("inside", "exact", backend.OpInside, -0.5, 0.75, boundaries)},
+		backend.OpClamp:     {unaryCase("clamp", "exact", backend.OpClamp, -0.5, 0.75, boundaries)},
+		backend.OpInside:    {unaryCase("inside", "exact", backend.OpInside, -0.5, 0.75, boundaries)},
+		backend.OpRoundF16:  {unaryCase("round_f16", "exact", backend.OpRoundF16, 0, 0, logScale(-30, 20))},
+		backend.OpRoundBF16: {unaryCase("round_bf16", "exact", backend.OpRoundBF16, 0, 0, logScale(-120, 127))},
 	}
 	for _, op := range backend.Ops() {
 		if !op.IsUnary() {

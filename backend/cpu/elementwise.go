@@ -232,6 +232,14 @@ func unary(op backend.Op, A, B float32, o, a []float32) {
 		for i := range o {
 			o[i] = float32(math.Cos(float64(a[i])))
 		}
+	case backend.OpRoundF16:
+		for i := range o {
+			o[i] = backend.RoundF16(a[i])
+		}
+	case backend.OpRoundBF16:
+		for i := range o {
+			o[i] = backend.RoundBF16(a[i])
+		}
 	case backend.OpInside:
 		for i := range o {
 			v := a[i]

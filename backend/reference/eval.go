@@ -239,6 +239,10 @@ func unary(op backend.Op, x, a, b float64) float64 {
 		return math.Sin(x)
 	case backend.OpCos:
 		return math.Cos(x)
+	case backend.OpRoundF16:
+		return roundSig(x, 11, -14, 65504)
+	case backend.OpRoundBF16:
+		return roundSig(x, 8, -126, 3.3895313892515355e38)
 	case backend.OpInside:
 		if a < x && x < b {
 			return 1
@@ -346,3 +350,25 @@ func ClampIndex(x float64, n int) int {
 	}
 	return int(math.Round(x))
 }
+
+// roundSig rounds x to p significant bits with exponents down to minExp
+// (the format's smallest normal exponent; below it the quantum stays
+// 2^(minExp-p+1)) and overflow from maxFinite + half a step, in float64:
+// an independent definition of both formats.
+func roundSig(x float64, p, minExp int, maxFinite float64) float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) || x == 0 {
+		return x
+	}
+	_, e := math.Frexp(math.Abs(x)) // |x| = f * 2^e, f in [0.5, 1)
+	e--                             // |x| = m * 2^e, m in [1, 2)
+	if e < minExp {
+		e = minExp
+	}
+	q := math.Ldexp(1, e-p+1)
+	r := math.RoundToEven(x/q) * q
+	if math.Abs(r) > maxFinite {
+		return math.Copysign(math.Inf(1), x)
+	}
+	return r
+}
+

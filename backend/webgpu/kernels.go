@@ -85,6 +85,23 @@ fn qnan() -> f32 { var b = 0x7fc00000u; return bitcast<f32>(b); }
 // 0; Chromium's SwiftShader: exp(NaN) = +Inf, log(NaN) = 89, log(-1) a
 // number): these helpers test the bits, which no compiler can fold.
 fn isNaNBits(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
+// roundf16/roundbf16 round to the nearest f16/bf16 value by the bits
+// (backend.RoundF16): pack2x16float's rounding and overflow are not
+// specified. f16 subnormals: round() is to even by WGSL's definition.
+fn roundf16(x: f32) -> f32 {
+	let u = bitcast<u32>(x);
+	let s = u & 0x80000000u;
+	let a = u & 0x7fffffffu;
+	if (a >= 0x7f800000u) { return x; }
+	if (a >= 0x477ff000u) { return bitcast<f32>(s | 0x7f800000u); }
+	if (a < 0x38800000u) { return bitcast<f32>(s | bitcast<u32>(round(bitcast<f32>(a) * 16777216.0) / 16777216.0)); }
+	return bitcast<f32>(s | ((a + 0xfffu + ((a >> 13u) & 1u)) & 0xffffe000u));
+}
+fn roundbf16(x: f32) -> f32 {
+	let u = bitcast<u32>(x);
+	if ((u & 0x7fffffffu) > 0x7f800000u) { return x; }
+	return bitcast<f32>((u + 0x7fffu + ((u >> 16u) & 1u)) & 0xffff0000u);
+}
 // maxp is max that is NaN when either operand is (IEEE 754's maximum).
 fn maxp(a: f32, b: f32) -> f32 { return select(select(max(a, b), b, isNaNBits(b)), a, isNaNBits(a)); }
 fn expp(x: f32) -> f32 { return select(exp(x), x, isNaNBits(x)); }
@@ -210,6 +227,10 @@ func unaryExpr(n *backend.Node) string {
 		return "sinp(x)"
 	case backend.OpCos:
 		return "cosp(x)"
+	case backend.OpRoundF16:
+		return "roundf16(x)"
+	case backend.OpRoundBF16:
+		return "roundbf16(x)"
 	}
 	backend.Unknown("webgpu.unaryExpr", n.Op)
 	return ""
