@@ -371,4 +371,3 @@ func roundSig(x float64, p, minExp int, maxFinite float64) float64 {
 	}
 	return r
 }
-
