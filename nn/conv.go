@@ -103,11 +103,22 @@ func (c *windowCache) get(g window) *core.Tensor {
 	if t, ok := c.m[g]; ok {
 		return t
 	}
+	idx := g.indices()
+	// A persistent tensor written at once, rather than Device.Tensor's
+	// lazy upload: inside a Capture's recording the write fails (ErrCapture),
+	// and the table is then made as a host value for this call only, which
+	// the Capture refuses with its own error; caching it would make every
+	// later recording fail too.
+	t, err := g.dev.Zeros(len(idx))
+	if err == nil {
+		err = t.WriteAt(0, idx)
+	}
+	if err != nil {
+		return g.dev.Tensor(idx, len(idx)) // its run reports a device error
+	}
 	if c.m == nil || len(c.m) >= maxCached {
 		c.m = map[window]*core.Tensor{}
 	}
-	idx := g.indices()
-	t := g.dev.Tensor(idx, len(idx))
 	c.m[g] = t
 	return t
 }

@@ -1,6 +1,8 @@
 package nn
 
 import (
+	"errors"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -100,5 +102,71 @@ func TestConvNetTrains(t *testing.T) {
 	t.Logf("%s: %d steps in %v (%.1f ms/step), last loss %.4f, held-out accuracy %.1f%%", dev.Name(), steps, train.Round(time.Millisecond), float64(train.Microseconds())/1e3/steps, loss, 100*acc)
 	if acc < 0.95 {
 		t.Errorf("held-out accuracy %.1f%% (%d of %d), want >= 95%%; last loss %g", 100*acc, right, held, loss)
+	}
+}
+
+// A captured training step of a convnet replays what the lazy step does,
+// batch-norm statistics included (their in-place update is part of the
+// recording). The index tables must exist before the recording: the first
+// Forward of a shape inside it makes the Capture fail with ErrCapture.
+func TestConvNetCaptureStep(t *testing.T) {
+	dev := openDev(t)
+	mk := func() (Sequential, *Adam) {
+		r := NewRNG(41)
+		m := Sequential{
+			NewConv2d(dev, 1, 4, [2]int{3, 3}, ConvOptions{Padding: 1}, r),
+			NewBatchNorm2d(dev, 4, 1e-5, 0.1, true),
+			Func(core.ReLU),
+			NewMaxPool2d(2, 0, 0),
+			NewAvgPool2d(2, 0, 1),
+			Flatten{},
+			NewLinear(dev, 4*3*3, 4, true, r),
+		}
+		return m, NewAdam(m.Params(), 0.01)
+	}
+	loss := func(m Module, x, y *core.Tensor) *core.Tensor { return SoftmaxCrossEntropy(m.Forward(x), y) }
+	lazyM, lazyOpt := mk()
+	capM, capOpt := mk()
+	step := CaptureStep(capOpt, func(in []*core.Tensor) *core.Tensor { return loss(capM, in[0], in[1]) })
+	r := NewRNG(42)
+	const batch = 8
+	xs, ys := barImages(r, batch)
+	if _, err := step.Step(core.In(xs, batch, 1, 8, 8), core.In(ys, batch)); !errors.Is(err, core.ErrCapture) {
+		t.Fatalf("a capture of the first Forward of a shape: %v, want ErrCapture", err)
+	}
+	// One Forward outside (no update: evaluation mode) makes the tables.
+	Eval(capM)
+	capM.Forward(dev.Tensor(xs, batch, 1, 8, 8))
+	Train(capM)
+	for i := range 4 {
+		xs, ys := barImages(r, batch)
+		lazyOpt.ZeroGrad()
+		l := loss(lazyM, dev.Tensor(xs, batch, 1, 8, 8), dev.Tensor(ys, batch))
+		l.Backward()
+		lazyOpt.Step()
+		want, err := l.Item()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := step.Step(core.In(xs, batch, 1, 8, 8), core.In(ys, batch))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(float64(got-want)) > 1e-5*(1+math.Abs(float64(want))) {
+			t.Errorf("step %d: captured loss %g, lazy %g", i, got, want)
+		}
+	}
+	for i, b := range Buffers(lazyM) {
+		want, _ := b.Data()
+		got, _ := Buffers(capM)[i].Data()
+		for j := range want {
+			if math.Abs(float64(got[j]-want[j])) > 1e-5*(1+math.Abs(float64(want[j]))) {
+				t.Errorf("buffer %d: captured %v, lazy %v", i, got, want)
+				break
+			}
+		}
+	}
+	if n := step.Records(); n != 1 {
+		t.Errorf("%d recordings, want 1", n)
 	}
 }
