@@ -271,8 +271,11 @@ func conv(x, w, b *core.Tensor, g window, groups int, cache *windowCache) *core.
 // It is an im2col by row gather and one MatMul (see the top of conv.go),
 // so its gradients with respect to the input, W and B come from those ops
 // on every backend. The gather's index table is made on the host at the
-// first Forward of each input shape and kept on the device; a Capture must
-// not record that first Forward (see windowCache).
+// first Forward of each input shape and kept on the device (up to 8
+// shapes). That first Forward must not be inside a Capture's recording
+// (CaptureStep's included): the upload would not be repeated by a replay,
+// so the Capture fails with core.ErrCapture; run one Forward of the shape
+// before capturing (any mode; Eval spares BatchNorm's update).
 type Conv2d struct {
 	W, B                      *core.Tensor // B is nil without a bias
 	Stride, Padding, Dilation [2]int
