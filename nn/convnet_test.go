@@ -46,7 +46,7 @@ func barImages(r *rand.Rand, n int) (xs, labels []float32) {
 
 // A small convnet (conv, batch norm, max pool, conv, average pool, linear)
 // learns the four bar orientations: at least 95% accuracy on 256 held-out
-// images after 300 Adam steps on batches of 32, evaluated with the running
+// images after 300 Adam steps on batches of 16, evaluated with the running
 // statistics (Eval).
 func TestConvNetTrains(t *testing.T) {
 	dev := openDev(t)
@@ -63,7 +63,7 @@ func TestConvNetTrains(t *testing.T) {
 		NewLinear(dev, 16, 4, true, r),
 	}
 	opt := NewAdam(model.Params(), 0.01)
-	const batch, steps, held = 32, 300, 256
+	const batch, steps, held = 16, 300, 256
 	start := time.Now()
 	var loss float32
 	for range steps {
