@@ -2,7 +2,9 @@
 // and loading of model and optimizer state.
 //
 //   - Layers (Module): Linear, Sequential, Func, LayerNorm, RMSNorm,
-//     Embedding, Flatten; initializers (Initializer: GlorotUniform,
+//     Embedding, Flatten, Conv1d, Conv2d, MaxPool1d/2d, AvgPool1d/2d,
+//     BatchNorm (1d and 2d, with running statistics as Buffers);
+//     initializers (Initializer: GlorotUniform,
 //     GlorotNormal, KaimingUniform, KaimingNormal, Normal, Uniform,
 //     Constant, Values), drawn on the host from a seeded NewRNG.
 //   - Losses: MSELoss, CrossEntropy, SoftmaxCrossEntropy, CrossEntropyLoss
@@ -139,6 +141,32 @@ func MLP(dev *core.Device, sizes []int, act func(*core.Tensor) *core.Tensor, rng
 		}
 	}
 	return s
+}
+
+// Buffered is a module with persistent tensors that are not trained, such
+// as BatchNorm's running statistics: state files save and load them after
+// the parameters ("buffer.0", ...), and optimizers, which take Params, never
+// see them. A container of your own implements it by listing its
+// children's buffers (see Buffers), as Sequential does.
+type Buffered interface {
+	Buffers() []*core.Tensor
+}
+
+// Buffers returns m's buffers in a stable order (nil for a module without).
+func Buffers(m Module) []*core.Tensor {
+	if b, ok := m.(Buffered); ok {
+		return b.Buffers()
+	}
+	return nil
+}
+
+// Buffers concatenates the modules' buffers in order.
+func (s Sequential) Buffers() []*core.Tensor {
+	var bs []*core.Tensor
+	for _, m := range s {
+		bs = append(bs, Buffers(m)...)
+	}
+	return bs
 }
 
 // ZeroGrad drops the gradients of every parameter of m.

@@ -24,8 +24,10 @@ import (
 //	                 "optimizer":{"kind","step","hyper":{...}} (optional)}
 //	data             the tensors' float32 values, in header order
 //
-// Tensors are the model's Params in order ("param.0", ...), then the
-// optimizer's state ("adam.m.0", ..., "adam.v.0", ... or "sgd.vel.0", ...).
+// Tensors are the model's Params in order ("param.0", ...), then its
+// Buffers ("buffer.0", ...: running statistics; a model without buffers
+// writes none, so its files are what they were before buffers existed),
+// then the optimizer's state ("adam.m.0", ..., "adam.v.0", ... or "sgd.vel.0", ...).
 // "hyper" holds exactly the optimizer's hyperparameters: adam lr, beta1,
 // beta2, eps, weight_decay; sgd lr, momentum, weight_decay. The file ends
 // with the data.
@@ -71,14 +73,18 @@ type stateOpt struct {
 }
 
 // stateLayout returns the names and shapes of the tensors a state file of
-// m and opt holds, in file order: the parameters ("param.0", ...), then the
-// optimizer's state slot by slot ("adam.m.0", ..., "adam.v.0", ...). It
+// m and opt holds, in file order: the parameters ("param.0", ...), the
+// buffers ("buffer.0", ...), then the optimizer's state slot by slot ("adam.m.0", ..., "adam.v.0", ...). It
 // touches no device memory, so a refused load allocates nothing;
 // stateTensors returns the tensors themselves.
 func stateLayout(m Module, opt Checkpointer) (names []string, shapes [][]int) {
 	for i, p := range m.Params() {
 		names = append(names, fmt.Sprintf("param.%d", i))
 		shapes = append(shapes, p.Shape())
+	}
+	for i, b := range Buffers(m) {
+		names = append(names, fmt.Sprintf("buffer.%d", i))
+		shapes = append(shapes, b.Shape())
 	}
 	if opt == nil {
 		return names, shapes
@@ -95,7 +101,7 @@ func stateLayout(m Module, opt Checkpointer) (names []string, shapes [][]int) {
 // stateTensors returns the tensors of stateLayout's entries, creating the
 // optimizer's state (zeros, as its first Step would) if it has none yet.
 func stateTensors(m Module, opt Checkpointer) ([]*core.Tensor, error) {
-	ts := slices.Clone(m.Params())
+	ts := append(slices.Clone(m.Params()), Buffers(m)...)
 	if opt == nil {
 		return ts, nil
 	}
@@ -177,8 +183,9 @@ func checkHyper(opt Checkpointer, h map[string]float64) error {
 	return nil
 }
 
-// SaveState writes the model's parameters and, when opt is not nil, the
-// optimizer's state, step count and hyperparameters. It syncs the device.
+// SaveState writes the model's parameters and buffers (see Buffered) and,
+// when opt is not nil, the optimizer's state, step count and
+// hyperparameters. It syncs the device.
 // It refuses hyperparameters LoadState would refuse (NaN, a negative LR,
 // ...), so that every file it writes can be loaded.
 func SaveState(w io.Writer, m Module, o Optimizer) error {
@@ -234,7 +241,7 @@ func SaveState(w io.Writer, m Module, o Optimizer) error {
 }
 
 // LoadState reads a file written by SaveState into the model's parameters
-// and, when opt is not nil, the optimizer (state, step count and
+// and buffers and, when opt is not nil, the optimizer (state, step count and
 // hyperparameters). It reads r to its end.
 //
 // Everything is checked before anything is changed: the magic, the version,
@@ -372,7 +379,7 @@ func checkHeader(h *stateHeader, names []string, shapes [][]int, opt Checkpointe
 		}
 	}
 	if len(h.Tensors) != len(names) {
-		return fmt.Errorf("nn.LoadState: file has %d tensors, the model (and optimizer) %d: %w", len(h.Tensors), len(names), ErrStateMismatch)
+		return fmt.Errorf("nn.LoadState: file has %d tensors, the model (parameters and buffers) and optimizer %d: %w", len(h.Tensors), len(names), ErrStateMismatch)
 	}
 	for i, st := range h.Tensors {
 		if st.Name != names[i] || !slices.Equal(st.Shape, shapes[i]) {

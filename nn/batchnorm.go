@@ -1,0 +1,178 @@
+package nn
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/ag-go/ag/core"
+)
+
+// BatchNorm normalizes each channel (axis 1) of its input over every other
+// axis: PyTorch's nn.BatchNorm1d for [N, C] or [N, C, L] and nn.BatchNorm2d
+// for [N, C, H, W] (NewBatchNorm1d and NewBatchNorm2d set which ranks it
+// takes). y = (x - mean)/sqrt(var + Eps)*Gain + Bias.
+//
+// In training mode (the mode it starts in; see Train, Eval) mean and var
+// are the batch's, var the biased (population) variance, and each Forward
+// also updates the running statistics on the device, without gradient:
+// running = (1-Momentum)*running + Momentum*batch, with the unbiased
+// variance (n/(n-1) times the biased one, n the values per channel), as
+// PyTorch does. Momentum 0 leaves them as they are. In evaluation mode the
+// running statistics normalize, and nothing is updated.
+//
+// The running statistics are buffers (see Buffered): state files save and
+// load them after the parameters, and optimizers never see them, as they
+// are not in Params. The update is an in-place op recorded with the
+// forward, so it runs with the step's program (and at every replay of a
+// Capture or StepCapture recorded in training mode).
+type BatchNorm struct {
+	Gain, Bias              *core.Tensor // [C]; both nil without an affine part
+	RunningMean, RunningVar *core.Tensor // [C]; mean starts at 0, var at 1
+	Eps, Momentum           float32
+	Training                bool
+	name                    string
+	ranks                   []int
+	c                       int
+	scratch                 *core.Tensor // the SGD op's velocity: written, never read
+}
+
+func newBatchNorm(name string, dev *core.Device, c int, eps, momentum float32, affine bool, ranks []int) *BatchNorm {
+	fn := "New" + name
+	if dev == nil {
+		panic(fmt.Sprintf("nn.%s: nil device", fn))
+	}
+	if c < 1 {
+		panic(fmt.Sprintf("nn.%s: %d features, want >= 1", fn, c))
+	}
+	checkEps(fn, eps)
+	checkMomentum(fn, momentum)
+	ones := make([]float32, c)
+	for i := range ones {
+		ones[i] = 1
+	}
+	b := &BatchNorm{
+		RunningMean: dev.Tensor(make([]float32, c), c),
+		RunningVar:  dev.Tensor(ones, c),
+		scratch:     dev.Tensor(make([]float32, c), c),
+		Eps:         eps, Momentum: momentum, Training: true,
+		name: name, ranks: ranks, c: c,
+	}
+	if affine {
+		b.Gain = NewParam(dev, Constant(1), nil, c)
+		b.Bias = NewParam(dev, Constant(0), nil, c)
+	}
+	return b
+}
+
+func checkMomentum(fn string, m float32) {
+	if !(m >= 0 && m <= 1) {
+		panic(fmt.Sprintf("nn.%s: momentum %g, want a value in [0, 1]", fn, m))
+	}
+}
+
+// NewBatchNorm1d makes a BatchNorm over c features of inputs [N, C] or [N,
+// C, L], with gain 1 and bias 0 when affine; PyTorch's defaults are eps
+// 1e-5 and momentum 0.1.
+func NewBatchNorm1d(dev *core.Device, c int, eps, momentum float32, affine bool) *BatchNorm {
+	return newBatchNorm("BatchNorm1d", dev, c, eps, momentum, affine, []int{2, 3})
+}
+
+// NewBatchNorm2d makes a BatchNorm over c channels of inputs [N, C, H, W],
+// with gain 1 and bias 0 when affine; PyTorch's defaults are eps 1e-5 and
+// momentum 0.1.
+func NewBatchNorm2d(dev *core.Device, c int, eps, momentum float32, affine bool) *BatchNorm {
+	return newBatchNorm("BatchNorm2d", dev, c, eps, momentum, affine, []int{4})
+}
+
+// Forward normalizes x (see BatchNorm for the two modes).
+func (b *BatchNorm) Forward(x *core.Tensor) *core.Tensor {
+	fn := "nn." + b.name + ".Forward"
+	if x == nil {
+		panic(fn + ": nil input")
+	}
+	if !slices.Contains(b.ranks, x.Rank()) || x.Dim(1) != b.c {
+		want := fmt.Sprintf("[N, %d, H, W]", b.c)
+		if b.ranks[0] == 2 {
+			want = fmt.Sprintf("[N, %d] or [N, %d, L]", b.c, b.c)
+		}
+		panic(fmt.Sprintf("%s: input of shape %v, want %s", fn, x.Shape(), want))
+	}
+	checkEps(b.name+".Forward", b.Eps)
+	checkMomentum(b.name+".Forward", b.Momentum)
+	n := x.Len() / b.c // values per channel
+	if b.Training && n < 2 {
+		panic(fmt.Sprintf("%s: input of shape %v has %d value per channel: training needs more than 1 for a variance", fn, x.Shape(), n))
+	}
+	// [C] vectors broadcast as [1, C, 1, ...].
+	bshape := make([]int, x.Rank())
+	for i := range bshape {
+		bshape[i] = 1
+	}
+	bshape[1] = b.c
+	axes := make([]int, 0, x.Rank()-1) // every axis but the channels'
+	for a := x.Rank() - 1; a >= 0; a-- {
+		if a != 1 {
+			axes = append(axes, a)
+		}
+	}
+	mean := func(t *core.Tensor) *core.Tensor {
+		for _, a := range axes {
+			t = core.MeanAxis(t, a, true)
+		}
+		return t
+	}
+	dev := x.Device()
+	var y *core.Tensor
+	dev.Scope(b.name, func() {
+		dev.Composite(b.name, func() {
+			var d, v *core.Tensor
+			if b.Training {
+				mu := mean(x)
+				d = core.Sub(x, mu)
+				v = mean(core.Mul(d, d)) // biased, two passes
+				if b.Momentum > 0 {
+					b.update(mu, v, n)
+				}
+			} else {
+				d = core.Sub(x, core.Reshape(b.RunningMean, bshape...))
+				v = core.Reshape(b.RunningVar, bshape...)
+			}
+			y = core.Mul(d, core.Pow(core.AddScalar(v, b.Eps), -0.5))
+			if b.Gain != nil {
+				y = core.Add(core.Mul(y, core.Reshape(b.Gain, bshape...)), core.Reshape(b.Bias, bshape...))
+			}
+		})
+	})
+	return y
+}
+
+// update records running = (1-m)*running + m*batch for both statistics, in
+// place: the SGD op with hp [1, 0, m] assigns x - (d + m*x), so d =
+// -m*batch (the same trick as Adam's AMSGrad).
+func (b *BatchNorm) update(mu, v *core.Tensor, n int) {
+	dev := mu.Device()
+	dev.NoGrad(func() {
+		m := b.Momentum
+		hp := core.Concat(0, dev.Full(1, 1), dev.Full(0, 1), dev.Full(m, 1))
+		bm := core.Reshape(mu, b.c)
+		bv := core.Reshape(v, b.c)
+		core.SGDUpdate(b.RunningMean, core.Scale(bm, -m), b.scratch, hp)
+		core.SGDUpdate(b.RunningVar, core.Scale(bv, -m*float32(n)/float32(n-1)), b.scratch, hp)
+	})
+}
+
+// Params returns the gain and the bias (none without an affine part).
+func (b *BatchNorm) Params() []*core.Tensor {
+	if b.Gain == nil {
+		return nil
+	}
+	return []*core.Tensor{b.Gain, b.Bias}
+}
+
+// Buffers returns the running mean and the running variance.
+func (b *BatchNorm) Buffers() []*core.Tensor {
+	return []*core.Tensor{b.RunningMean, b.RunningVar}
+}
+
+// SetTraining switches between training (true) and evaluation mode.
+func (b *BatchNorm) SetTraining(on bool) { b.Training = on }
