@@ -96,11 +96,3 @@ func TestAttentionLayerPanics(t *testing.T) {
 		{"hidden", "hidden width 0", func() { NewTransformerBlock(dev, 4, 2, 0, true, 0, nil) }},
 	})
 }
-
-func randVals(r interface{ NormFloat64() float64 }, n int) []float32 {
-	v := make([]float32, n)
-	for i := range v {
-		v[i] = float32(r.NormFloat64() * 0.5)
-	}
-	return v
-}
