@@ -26,6 +26,7 @@ func (d *Device) Tensor(data []float32, shape ...int) *Tensor {
 func (d *Device) Constant(data []float32, shape ...int) *Tensor {
 	t := d.leaf("Constant", data, shape, false)
 	t.stor.madeInCapture = false
+	t.constData = t.stor.host // immutable: Gather's gradient may read it
 	return t
 }
 

@@ -592,6 +592,9 @@ func vjp(n *Tensor, in []*Tensor, g *Tensor, k int) *Tensor {
 		return SliceRows(g, in[0].shape[0], x.shape[0])
 	case backend.OpGetRows:
 		if k == 0 {
+			if inv := inverseOf(in[1], x.shape[0]); inv != nil {
+				return inv.gather(g)
+			}
 			return scatterAddRows(g, in[1], x.shape[0])
 		}
 		return nil // the indices

@@ -63,12 +63,14 @@ type Tensor struct {
 	scope  string       // the layer it was recorded in (Device.Scope)
 
 	requiresGrad bool
-	param        bool     // persistent leaf owned by the user (Param)
-	keep         bool     // keep the value after the run that computes it
-	backwarded   bool     // Backward already went through this node
-	ckpt         *segment // Checkpoint's: Backward differentiates a recomputed copy
-	sameDraw     *Tensor  // a recomputed draw: the numbers of this earlier one
-	recomputed   bool     // a Checkpoint's copy, made by Backward
+	param        bool        // persistent leaf owned by the user (Param)
+	keep         bool        // keep the value after the run that computes it
+	backwarded   bool        // Backward already went through this node
+	ckpt         *segment    // Checkpoint's: Backward differentiates a recomputed copy
+	sameDraw     *Tensor     // a recomputed draw: the numbers of this earlier one
+	recomputed   bool        // a Checkpoint's copy, made by Backward
+	constData    []float32   // a Constant's values (never written)
+	inverse      *inverseMap // Gather's gradient by these constant indices
 	grad         *Tensor
 }
 

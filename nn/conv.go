@@ -12,14 +12,15 @@ import (
 // Convolutions and pools are compositions of core ops, so they have
 // gradients and run on every backend without a kernel of their own. Both
 // start from the same im2col by row gather: the input [N, C, H, W] is moved
-// channels-last into rows of C values ([N*H*W, C]), one extra row (zeros for
-// a convolution, -Inf for a max pool) stands for every padded position, and
+// channels-last, padded (zeros for a convolution, -Inf for a max pool) and
+// cut into rows of C values ([N*(H+2PH)*(W+2PW), C]), and
 // one core.Gather reads, for every output position and kernel offset, the
 // row it covers. The row indices depend only on the input shape and the
 // window's geometry: they are computed on the host once per shape and kept
-// in the layer as a device tensor (one upload, then resident). Gather's
-// gradient is a scatter-add, so the backward of the whole thing is the
-// transpose of that gather with no extra code.
+// in the layer as a core Constant (one upload, then resident). Gather's
+// gradient by constant indices is a few gathers by the inverse tables (each
+// input row is read by at most KH*KW windows), so the backward of the whole
+// thing is linear with no extra code.
 //
 // Memory: the gathered windows are N*OH*OW*KH*KW*C floats (as im2col in any
 // framework), and the index table N*OH*OW*KH*KW floats.
@@ -55,25 +56,23 @@ func (g window) out() (oh, ow int) {
 func (g window) padded() bool { return g.ph > 0 || g.pw > 0 }
 
 // indices is the gather table: for output position (n, oh, ow) and kernel
-// offset (i, j), in that order, the row (n*H + ih)*W + iw of the input's
-// rows, or N*H*W (the padding row) where the position is in the padding.
+// offset (i, j), in that order, the row (n*HP + ih)*WP + iw of the padded
+// input's rows (HP = H+2PH, WP = W+2PW; ih, iw in padded coordinates).
+// Padding is rows of its own rather than one shared row: no row is then
+// read by more than KH*KW windows, which keeps Gather's gradient a few
+// gathers (a shared row read by every padded position would not be).
 func (g window) indices() []float32 {
 	oh, ow := g.out()
-	k := g.kh * g.kw
-	pad := float32(g.n * g.h * g.w)
-	idx := make([]float32, 0, g.n*oh*ow*k)
+	hp, wp := g.h+2*g.ph, g.w+2*g.pw
+	idx := make([]float32, 0, g.n*oh*ow*g.kh*g.kw)
 	for n := range g.n {
 		for y := range oh {
 			for x := range ow {
 				for i := range g.kh {
-					ih := y*g.sh - g.ph + i*g.dh
+					ih := y*g.sh + i*g.dh
 					for j := range g.kw {
-						iw := x*g.sw - g.pw + j*g.dw
-						if ih < 0 || ih >= g.h || iw < 0 || iw >= g.w {
-							idx = append(idx, pad)
-						} else {
-							idx = append(idx, float32((n*g.h+ih)*g.w+iw))
-						}
+						iw := x*g.sw + j*g.dw
+						idx = append(idx, float32((n*hp+ih)*wp+iw))
 					}
 				}
 			}
@@ -84,10 +83,9 @@ func (g window) indices() []float32 {
 
 // windowCache holds a layer's index tables, one per input shape (and
 // geometry), so that a table crosses the bus once. It is safe for
-// concurrent use. A Capture must not record the first Forward of a shape:
-// the table's upload would be made inside the recording, which Capture
-// refuses (ErrCapture naming the upload); run one Forward of that shape
-// before (any value, any mode).
+// concurrent use. The tables are core Constants: a Capture may record the
+// first Forward of a shape, and Gather's gradient reads them on the host to
+// gather instead of scatter (see core's inverse.go).
 type windowCache struct {
 	mu sync.Mutex
 	m  map[window]*core.Tensor
@@ -103,19 +101,7 @@ func (c *windowCache) get(g window) *core.Tensor {
 	if t, ok := c.m[g]; ok {
 		return t
 	}
-	idx := g.indices()
-	// A persistent tensor written at once, rather than Device.Tensor's
-	// lazy upload: inside a Capture's recording the write fails (ErrCapture),
-	// and the table is then made as a host value for this call only, which
-	// the Capture refuses with its own error; caching it would make every
-	// later recording fail too.
-	t, err := g.dev.Zeros(len(idx))
-	if err == nil {
-		err = t.WriteAt(0, idx)
-	}
-	if err != nil {
-		return g.dev.Tensor(idx, len(idx)) // its run reports a device error
-	}
+	t := g.dev.Constant(g.indices(), g.n*func() int { oh, ow := g.out(); return oh * ow * g.kh * g.kw }())
 	if c.m == nil || len(c.m) >= maxCached {
 		c.m = map[window]*core.Tensor{}
 	}
@@ -135,9 +121,9 @@ func checkWindow(fn string, x *core.Tensor, g window) (oh, ow int) {
 		panic(fmt.Sprintf("nn.%s: input of shape %v is too small for kernel %dx%d with padding %dx%d and dilation %dx%d (output %dx%d)",
 			fn, x.Shape(), g.kh, g.kw, g.ph, g.pw, g.dh, g.dw, oh, ow))
 	}
-	if rows := g.n*g.h*g.w + 1; rows > maxIndexRows {
-		panic(fmt.Sprintf("nn.%s: input of shape %v has %d positions (N*H*W), more than f32 indices address exactly (2^24 - 1); split the batch",
-			fn, x.Shape(), rows-1))
+	if rows := g.n * (g.h + 2*g.ph) * (g.w + 2*g.pw); rows > maxIndexRows {
+		panic(fmt.Sprintf("nn.%s: input of shape %v has %d padded positions (N*(H+2PH)*(W+2PW)), more than f32 indices address exactly (2^24); split the batch",
+			fn, x.Shape(), rows))
 	}
 	return oh, ow
 }
@@ -145,10 +131,19 @@ func checkWindow(fn string, x *core.Tensor, g window) (oh, ow int) {
 // gatherWindows returns the windows of x ([N, C, H, W]) as [N*OH*OW*KH*KW,
 // C] rows; padded positions read padValue.
 func gatherWindows(x *core.Tensor, g window, cache *windowCache, padValue float32) *core.Tensor {
-	rows := core.Reshape(core.Permute(x, 0, 2, 3, 1), g.n*g.h*g.w, g.c)
+	nhwc := core.Permute(x, 0, 2, 3, 1)
 	if g.padded() {
-		rows = core.ConcatRows(rows, x.Device().Full(padValue, 1, g.c))
+		d := x.Device()
+		if g.ph > 0 {
+			band := d.Full(padValue, g.n, g.ph, g.w, g.c)
+			nhwc = core.Concat(1, band, nhwc, band)
+		}
+		if g.pw > 0 {
+			band := d.Full(padValue, g.n, g.h+2*g.ph, g.pw, g.c)
+			nhwc = core.Concat(2, band, nhwc, band)
+		}
 	}
+	rows := core.Reshape(nhwc, g.n*(g.h+2*g.ph)*(g.w+2*g.pw), g.c)
 	return core.Gather(rows, cache.get(g))
 }
 
@@ -272,10 +267,7 @@ func conv(x, w, b *core.Tensor, g window, groups int, cache *windowCache) *core.
 // so its gradients with respect to the input, W and B come from those ops
 // on every backend. The gather's index table is made on the host at the
 // first Forward of each input shape and kept on the device (up to 8
-// shapes). That first Forward must not be inside a Capture's recording
-// (CaptureStep's included): the upload would not be repeated by a replay,
-// so the Capture fails with core.ErrCapture; run one Forward of the shape
-// before capturing (any mode; Eval spares BatchNorm's update).
+// shapes), as a core Constant, so a Capture may record that first Forward.
 type Conv2d struct {
 	W, B                      *core.Tensor // B is nil without a bias
 	Stride, Padding, Dilation [2]int

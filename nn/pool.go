@@ -9,8 +9,8 @@ import (
 
 // Pools gather their windows as the convolutions do (see conv.go) into
 // [N*OH*OW, K, C] and reduce the kernel axis K. Like Conv2d, a pool makes
-// its index table at the first Forward of each input shape, which must not
-// be inside a Capture's recording.
+// its index table, a core Constant, at the first Forward of each input
+// shape.
 
 // poolWindow builds and checks the geometry of a pool; PyTorch's rule that
 // padding is at most half the kernel keeps every window on some input.
