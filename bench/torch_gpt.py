@@ -8,13 +8,14 @@ warm-up), as JSON on stdout.
 
   python3 bench/torch_gpt.py --gpt 4x256 --ctx 128 --batch 32 [--device cuda --cuda-graph]
 """
-import argparse, json, math, statistics, time
+import argparse, contextlib, json, math, statistics, time
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 SYNC = lambda: None
+AMP = contextlib.nullcontext  # autocast with --amp
 VOCAB = 50  # the bytes of models.KeeperText
 
 
@@ -73,9 +74,13 @@ def main():
     ap.add_argument("--batch", default="32")
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--amp", default="", help="autocast dtype: f16 or bf16 (ag bench -precision); empty: f32")
     ap.add_argument("--cuda-graph", action="store_true")
     a = ap.parse_args()
-    global SYNC
+    global SYNC, AMP
+    if a.amp:
+        dt = {"f16": torch.float16, "bf16": torch.bfloat16}[a.amp]
+        AMP = lambda: torch.autocast(a.device.split(":")[0], dtype=dt, cache_enabled=False)
     dev = torch.device(a.device)
     if dev.type == "cuda":
         SYNC = torch.cuda.synchronize
@@ -94,7 +99,8 @@ def main():
             flops = 3 * (layers * (8 * b * t * d * d + 16 * b * t * d * d + 4 * b * t * t * d) + 2 * b * t * d * v)
 
             def loss_fn():
-                return F.cross_entropy(model(x).view(-1, VOCAB), y.view(-1))
+                with AMP():
+                    return F.cross_entropy(model(x).view(-1, VOCAB), y.view(-1))
 
             def step():
                 opt.zero_grad(set_to_none=True)
@@ -105,7 +111,7 @@ def main():
                 return loss.item()
 
             med, mn = timed(step, a.reps)
-            res = {"kind": "gpt_step", "width": d, "depth": layers, "batch": b, "context": a.ctx}
+            res = {"kind": "gpt_step", "width": d, "depth": layers, "batch": b, "context": a.ctx, "precision": a.amp or "f32"}
             out["results"].append(dict(res, mode="eager", median_ms=med, min_ms=mn, gflops=flops / med / 1e6))
             if a.cuda_graph and dev.type == "cuda":
                 s = torch.cuda.Stream()

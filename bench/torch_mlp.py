@@ -5,12 +5,13 @@ matmuls, timed the same way (median of N after warm-up), as JSON on stdout.
 Run it with Debian's python3-torch (CPU) as bench/side_by_side.sh does:
   env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 bench/torch_mlp.py
 """
-import argparse, json, os, statistics, time
+import argparse, contextlib, json, os, statistics, time
 
 import torch
 
 
 SYNC = lambda: None
+AMP = contextlib.nullcontext  # autocast with --amp
 
 
 def timed(fn, reps, warm=3):
@@ -36,9 +37,13 @@ def main():
     ap.add_argument("--device", default="cpu", help="cpu or cuda")
     ap.add_argument("--threads", type=int, default=0,
                     help="CPU threads (default 0: torch's own choice; OpenBLAS adds its own pool)")
+    ap.add_argument("--amp", default="", help="autocast dtype: f16 or bf16 (ag bench -precision); empty: f32")
     ap.add_argument("--cuda-graph", action="store_true", help="also time the step captured in a CUDA graph")
     a = ap.parse_args()
-    global SYNC
+    global SYNC, AMP
+    if a.amp:
+        dt = {"f16": torch.float16, "bf16": torch.bfloat16}[a.amp]
+        AMP = lambda: torch.autocast(a.device.split(":")[0], dtype=dt, cache_enabled=False)
     if a.threads > 0:
         torch.set_num_threads(a.threads)
     dev = torch.device(a.device)
@@ -68,7 +73,8 @@ def main():
 
         def step():
             opt.zero_grad(set_to_none=True)
-            loss = torch.nn.functional.mse_loss(model(x), t)
+            with AMP():
+                loss = torch.nn.functional.mse_loss(model(x), t)
             loss.backward()
             opt.step()
             return loss.item()
@@ -82,13 +88,16 @@ def main():
             with torch.cuda.stream(s):
                 for _ in range(3):
                     opt.zero_grad(set_to_none=True)
-                    torch.nn.functional.mse_loss(model(x), t).backward()
+                    with AMP():
+                        l = torch.nn.functional.mse_loss(model(x), t)
+                    l.backward()
                     opt.step()
             torch.cuda.current_stream().wait_stream(s)
             g = torch.cuda.CUDAGraph()
             opt.zero_grad(set_to_none=True)
             with torch.cuda.graph(g):
-                gl = torch.nn.functional.mse_loss(model(x), t)
+                with AMP():
+                    gl = torch.nn.functional.mse_loss(model(x), t)
                 gl.backward()
                 opt.step()
 

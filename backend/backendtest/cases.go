@@ -533,6 +533,12 @@ func rowCases() []opCase {
 // mmInst multiplies [batch..., M, K] by [batch..., K, N] with the operands
 // stored transposed as asked.
 func mmInst(r *rand.Rand, batch []int, m, k, n int, ta, tb bool) instance {
+	return mmInstRound(r, batch, m, k, n, ta, tb, false)
+}
+
+// mmInstRound is mmInst with, when round is set, both operands rounded to
+// f16 first (core's PrecisionF16): ggml-vulkan multiplies the f16 values.
+func mmInstRound(r *rand.Rand, batch []int, m, k, n int, ta, tb, round bool) instance {
 	sa := append(append([]int(nil), batch...), m, k)
 	if ta {
 		sa = append(append([]int(nil), batch...), k, m)
@@ -544,6 +550,10 @@ func mmInst(r *rand.Rand, batch []int, m, k, n int, ta, tb bool) instance {
 	var b builder
 	x := b.arg(uniform(r, backend.NumElems(sa), -1, 1), sa...)
 	y := b.arg(uniform(r, backend.NumElems(sb), -1, 1), sb...)
+	if round {
+		x = b.node(backend.Node{Op: backend.OpRoundF16, In: []int{x}, Shape: sa})
+		y = b.node(backend.Node{Op: backend.OpRoundF16, In: []int{y}, Shape: sb})
+	}
 	out := append(append([]int(nil), batch...), m, n)
 	b.out(b.node(backend.Node{Op: backend.OpMatMul, In: []int{x, y}, Shape: out, TransA: ta, TransB: tb}))
 	return b.inst(k)
@@ -572,6 +582,14 @@ func matmulCases() []opCase {
 			}
 		}
 		is = append(is, mmInst(r, []int{2}, 129, 65, 33, false, true))
+		return is
+	}})
+	cs = append(cs, opCase{"matmul/f16-operands", "matmul", func(r *rand.Rand) []instance {
+		var is []instance
+		for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
+			is = append(is, mmInstRound(r, nil, 65, 129, 33, tr[0], tr[1], true))
+			is = append(is, mmInstRound(r, []int{2}, 1+r.IntN(40), 1+r.IntN(70), 1+r.IntN(40), tr[0], tr[1], true))
+		}
 		return is
 	}})
 	return cs

@@ -869,6 +869,13 @@ func (l *lowering) lowerMatMul(n *backend.Node) tensor {
 		src := [2]tensor{a, b}
 		return C.ggml_custom_4d(l.ctx, C.GGML_TYPE_F32, b.ne[0], a.ne[0], 1, 1, &src[0], 2, C.ggml_custom_op_t(C.ag_matmul_tn), C.GGML_N_TASKS_MAX, nil)
 	}
+	half := false
+	if a16, b16, ok := l.halfOperands(n); ok {
+		// f16-rounded operands (core's PrecisionF16): ggml-vulkan's f16
+		// matmul on the f16 values themselves, summing in f32 - the same
+		// numbers as the f32 product of the rounded values.
+		a, b, half = a16, b16, true
+	}
 	y := a
 	if n.TransA { // stored [K,M]
 		y = l.transposed(a)
@@ -886,9 +893,35 @@ func (l *lowering) lowerMatMul(n *backend.Node) tensor {
 		K := y.ne[0]
 		y3 := C.ggml_reshape_3d(l.ctx, y, K, C.int64_t(rows), C.int64_t(M/rows))
 		r := C.ggml_mul_mat(l.ctx, x, y3)
+		if half {
+			C.ggml_mul_mat_set_prec(r, C.GGML_PREC_F32)
+		}
 		return C.ggml_reshape_2d(l.ctx, r, C.int64_t(N), C.int64_t(M))
 	}
+	if half {
+		r := C.ggml_mul_mat(l.ctx, x, y)
+		C.ggml_mul_mat_set_prec(r, C.GGML_PREC_F32)
+		return r
+	}
 	return l.mulMat(x, y)
+}
+
+// halfOperands returns f16 copies of the inputs of matmul n when both are
+// round_f16 nodes, on ggml-vulkan (whose f16 matmul is its fast one) and
+// when K needs no splitting (see mulMat); else ok is false.
+func (l *lowering) halfOperands(n *backend.Node) (a, b tensor, ok bool) {
+	ra, rb := &l.g.Nodes[n.In[0]], &l.g.Nodes[n.In[1]]
+	if l.d.isCPU || ra.Op != backend.OpRoundF16 || rb.Op != backend.OpRoundF16 {
+		return nil, nil, false
+	}
+	k := ra.Shape[len(ra.Shape)-1]
+	if n.TransA {
+		k = ra.Shape[len(ra.Shape)-2]
+	}
+	if k > maxMatmulK {
+		return nil, nil, false
+	}
+	return C.ggml_cast(l.ctx, l.in(ra, 0), C.GGML_TYPE_F16), C.ggml_cast(l.ctx, l.in(rb, 0), C.GGML_TYPE_F16), true
 }
 
 // rowsContiguous reports whether t is a 2-D f32 matrix whose rows are

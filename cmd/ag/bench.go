@@ -30,7 +30,8 @@ type benchResult struct {
 	Width   int     `json:"width,omitempty"`
 	Depth   int     `json:"depth,omitempty"`
 	Batch   int     `json:"batch,omitempty"`
-	Context int     `json:"context,omitempty"` // gpt_step: tokens per sequence
+	Context int     `json:"context,omitempty"`   // gpt_step: tokens per sequence
+	Prec    string  `json:"precision,omitempty"` // matmul precision (core.Precision), f32 when empty
 	MedianM float64 `json:"median_ms"`
 	MinMs   float64 `json:"min_ms"`
 	GFLOPs  float64 `json:"gflops"`
@@ -63,6 +64,7 @@ func bench(args []string) error {
 	gpts := fs.String("gpt", "", "character-level transformer steps (models.GPT), comma-separated LAYERSxWIDTH, e.g. 4x256 (heads of 64)")
 	gptCtx := fs.Int("gpt-ctx", 128, "transformer context (tokens per sequence)")
 	gptBatches := fs.String("gpt-batch", "32", "transformer batch sizes (sequences)")
+	precs := fs.String("precision", "f32", "matmul precisions (core.Device.SetMatMulPrecision), comma-separated: f32, f16, bf16")
 	profiled := fs.Bool("profiled", false, "also time each MLP step with per-op profiling on, in turns with steps without, and print the ratio (the profiler's cost)")
 	fs.Parse(args)
 
@@ -74,6 +76,19 @@ func bench(args []string) error {
 			}
 		}
 	}
+	var precisions []core.Precision
+	for _, p := range splitList(*precs) {
+		switch p {
+		case "f32":
+			precisions = append(precisions, core.PrecisionF32)
+		case "f16":
+			precisions = append(precisions, core.PrecisionF16)
+		case "bf16":
+			precisions = append(precisions, core.PrecisionBF16)
+		default:
+			return fmt.Errorf("ag bench: -precision %q: want f32, f16 or bf16", p)
+		}
+	}
 	rep := benchReport{Time: time.Now().UTC().Format(time.RFC3339), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, CPUs: runtime.NumCPU()}
 	fmt.Printf("%-12s %-18s %-14s %10s %10s %10s %8s %8s\n", "device", "kind", "shape", "median ms", "min ms", "GFLOP/s", "up/dn", "launch")
 	for _, name := range names {
@@ -81,45 +96,55 @@ func bench(args []string) error {
 		if err != nil {
 			return err
 		}
-		for _, n := range ints(*sizes) {
-			r, err := benchMatMul(dev, n, *reps)
-			if err != nil {
-				return fmt.Errorf("%s matmul %d: %w", name, n, err)
+		for _, prec := range precisions {
+			dev.SetMatMulPrecision(prec)
+			suffix := ""
+			if prec != core.PrecisionF32 {
+				suffix = " " + prec.String()
 			}
-			rep.Results = append(rep.Results, r)
-			printResult(r, fmt.Sprintf("%dx%dx%d", n, n, n))
-		}
-		for _, b := range ints(*batches) {
-			for _, mode := range splitList(*modes) {
-				m, err := workload.New(dev, workload.Config{Width: *width, Depth: *depth, Batch: b, Seed: 1})
+			for _, n := range ints(*sizes) {
+				r, err := benchMatMul(dev, n, *reps)
 				if err != nil {
-					return err
+					return fmt.Errorf("%s matmul %d: %w", name, n, err)
 				}
-				r := benchResult{Kind: "mlp_step", Width: *width, Depth: *depth, Batch: b}
-				if err := benchStep(dev, m, workload.Mode(mode), *reps, *profiled, &r); err != nil {
-					return fmt.Errorf("%s MLP step batch %d %s: %w", name, b, mode, err)
-				}
+				r.Prec = prec.String()
 				rep.Results = append(rep.Results, r)
-				printResult(r, fmt.Sprintf("%dx%d b%d", *depth, *width, b))
+				printResult(r, fmt.Sprintf("%dx%dx%d", n, n, n)+suffix)
 			}
-		}
-		for _, spec := range splitList(*gpts) {
-			var layers, dim int
-			if _, err := fmt.Sscanf(spec, "%dx%d", &layers, &dim); err != nil || layers < 1 || dim < 1 {
-				return fmt.Errorf("ag bench: -gpt %q: want LAYERSxWIDTH, e.g. 4x256", spec)
-			}
-			for _, b := range ints(*gptBatches) {
+			for _, b := range ints(*batches) {
 				for _, mode := range splitList(*modes) {
-					g, err := workload.NewGPT(dev, workload.GPTConfig{Layers: layers, Dim: dim, Heads: max(1, dim/64), Context: *gptCtx, Batch: b, Dropout: 0.1, Seed: 1})
+					m, err := workload.New(dev, workload.Config{Width: *width, Depth: *depth, Batch: b, Seed: 1})
 					if err != nil {
 						return err
 					}
-					r := benchResult{Kind: "gpt_step", Width: dim, Depth: layers, Batch: b, Context: *gptCtx}
-					if err := benchStep(dev, g, workload.Mode(mode), *reps, *profiled, &r); err != nil {
-						return fmt.Errorf("%s GPT step %s batch %d %s: %w", name, spec, b, mode, err)
+					r := benchResult{Kind: "mlp_step", Width: *width, Depth: *depth, Batch: b}
+					if err := benchStep(dev, m, workload.Mode(mode), *reps, *profiled, &r); err != nil {
+						return fmt.Errorf("%s MLP step batch %d %s: %w", name, b, mode, err)
 					}
+					r.Prec = prec.String()
 					rep.Results = append(rep.Results, r)
-					printResult(r, fmt.Sprintf("gpt %dx%d b%d", layers, dim, b))
+					printResult(r, fmt.Sprintf("%dx%d b%d", *depth, *width, b)+suffix)
+				}
+			}
+			for _, spec := range splitList(*gpts) {
+				var layers, dim int
+				if _, err := fmt.Sscanf(spec, "%dx%d", &layers, &dim); err != nil || layers < 1 || dim < 1 {
+					return fmt.Errorf("ag bench: -gpt %q: want LAYERSxWIDTH, e.g. 4x256", spec)
+				}
+				for _, b := range ints(*gptBatches) {
+					for _, mode := range splitList(*modes) {
+						g, err := workload.NewGPT(dev, workload.GPTConfig{Layers: layers, Dim: dim, Heads: max(1, dim/64), Context: *gptCtx, Batch: b, Dropout: 0.1, Seed: 1})
+						if err != nil {
+							return err
+						}
+						r := benchResult{Kind: "gpt_step", Width: dim, Depth: layers, Batch: b, Context: *gptCtx}
+						if err := benchStep(dev, g, workload.Mode(mode), *reps, *profiled, &r); err != nil {
+							return fmt.Errorf("%s GPT step %s batch %d %s: %w", name, spec, b, mode, err)
+						}
+						r.Prec = prec.String()
+						rep.Results = append(rep.Results, r)
+						printResult(r, fmt.Sprintf("gpt %dx%d b%d", layers, dim, b)+suffix)
+					}
 				}
 			}
 		}
