@@ -15,7 +15,7 @@ package backend
 //	backend/ir.go                the constant, its row in opInfo (name,
 //	                             class, inputs, exactness, domain) and its
 //	                             line in the table of special values
-//	backend/backendtest/eval.go  the float64 reference: the oracle
+//	backend/reference/eval.go    the float64 reference: the oracle
 //	backend/cpu/<kernels>.go     elementwise.go, reduce.go, movement.go ...
 //	backend/webgpu/<kernels>.go  kernels.go (a unary or binary expression
 //	                             is enough: fusion and dispatch follow)
@@ -27,7 +27,9 @@ package backend
 // from opInfo, so the new op is checked on every backend at once. A switch
 // that lacks it panics through Unknown at its first use, and the
 // every-op/<name> conformance cases run SampleGraph of each op on every
-// backend. OpAbs was added this way; see its commit.
+// backend. OpAbs was added this way (see its commit), and OpRoundF16 and
+// OpRoundBF16 (their attribute-free pair beats one op with a format
+// attribute: SampleGraph and the op table need no special case).
 //
 // # Adding a backend
 //
