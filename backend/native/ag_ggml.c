@@ -1,6 +1,7 @@
 //go:build ggml
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #if defined(__x86_64__)
@@ -354,4 +355,29 @@ bool ag_node_clock_cb(void *data) {
 		c->ts[c->n++] = ag_now_ns();
 	}
 	return false;
+}
+
+// ggml's default logger prints every level, its Vulkan backend's debug
+// lines included, to stderr; ag's keeps warnings and errors (and, with
+// AG_GGML_LOG, the level asked for). A continuation line follows its
+// line's level.
+static int ag_log_min = GGML_LOG_LEVEL_WARN;
+static int ag_log_last = GGML_LOG_LEVEL_NONE;
+
+static void ag_log(enum ggml_log_level level, const char *text, void *user) {
+    (void)user;
+    if (level == GGML_LOG_LEVEL_CONT) {
+        level = ag_log_last;
+    } else {
+        ag_log_last = level;
+    }
+    if (level >= ag_log_min && level != GGML_LOG_LEVEL_NONE) {
+        fputs(text, stderr);
+        fflush(stderr);
+    }
+}
+
+void ag_log_init(int min_level) {
+    ag_log_min = min_level;
+    ggml_log_set(ag_log, NULL);
 }

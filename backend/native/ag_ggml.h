@@ -61,6 +61,10 @@ enum ggml_status ag_tensor_alloc_at(ggml_backend_buffer_t buf, struct ggml_tenso
 // rows.
 void ag_transpose(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 
+// ag_log_init routes ggml's log through ag's filter: lines below min_level
+// (a ggml_log_level) are dropped.
+void ag_log_init(int min_level);
+
 // ag_matmul_tn is a ggml custom op (ggml-cpu only): dst[M,N] = A^T B for
 // A = dst->src[0] stored [K,M] and B = dst->src[1] stored [K,N] (row-major,
 // rows contiguous), the weight gradient of a dense layer. ggml's sgemm

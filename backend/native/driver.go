@@ -248,7 +248,22 @@ func cpuDescription() string {
 	return strings.TrimSpace(C.GoString(C.ggml_backend_dev_description(C.ggml_backend_reg_dev_get(reg, 0))))
 }
 
+// LogEnv names the ggml log levels shown: "debug", "info", "warn" (the
+// default: ggml's debug and info lines, such as ggml-vulkan's memory
+// queries, stay out of normal output) or "error".
+const LogEnv = "AG_GGML_LOG"
+
 func init() {
+	level := C.GGML_LOG_LEVEL_WARN
+	switch os.Getenv(LogEnv) {
+	case "debug":
+		level = C.GGML_LOG_LEVEL_DEBUG
+	case "info":
+		level = C.GGML_LOG_LEVEL_INFO
+	case "error":
+		level = C.GGML_LOG_LEVEL_ERROR
+	}
+	C.ag_log_init(C.int(level))
 	backend.Register(VulkanName, VulkanPriority, vulkanDriver{})
 	backend.Register(CPUName, CPUPriority, cpuDriver{})
 }
