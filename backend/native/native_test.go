@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -259,8 +260,11 @@ func TestErrors(t *testing.T) {
 			if f, tot, err := be.Memory(); err != nil || tot == 0 || f > tot {
 				t.Errorf("Memory() = %d, %d, %v", f, tot, err)
 			}
-			if u := be.Caps().Unsupported; len(u) > 0 {
-				t.Errorf("%s lists unsupported ops %v", name, u)
+			// the documented gaps only: ggml-vulkan converts f32 to bf16
+			// but not back (core.RoundBF16 says so)
+			want := map[string][]backend.Op{VulkanName: {backend.OpRoundBF16}}[name]
+			if u := be.Caps().Unsupported; !slices.Equal(u, want) {
+				t.Errorf("%s lists unsupported ops %v, want %v", name, u, want)
 			}
 		})
 	}
