@@ -3,9 +3,13 @@
 # same CPU, and prints the ratios pair by pair (these machines are noisy:
 # only ratios measured side by side mean anything).
 #   bench/side_by_side.sh [rounds] [ag devices, comma-separated]
-# Needs Debian's python3-torch and libopenblas0-pthread (apt-get install).
+# Needs Debian's python3-torch and libopenblas0-pthread: installed when missing
+# (scripts/deps.sh peers).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bash scripts/deps.sh peers
+blas=$(/usr/bin/python3 -c 'import torch; print(torch.__config__.show())' | grep -o -i 'openblas' | head -1 || true)
+[ -n "$blas" ] || { echo "bench-peers: this PyTorch does not report OpenBLAS; its CPU numbers would not be comparable" >&2; exit 1; }
 rounds=${1:-3}
 device=${2:-cpu}
 out=${AG_BENCH_OUT:-bench/out}

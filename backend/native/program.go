@@ -10,6 +10,8 @@ import "C"
 
 import (
 	"fmt"
+	"runtime"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -282,24 +284,57 @@ func (p *program) release() {
 }
 
 // fillRands computes the host-filled rand_uniform values (see randLeaf)
-// from their state args, before the graph runs.
+// from their state args, before the graph runs: each state is read once,
+// and each value is filled by all cores in chunks (a transformer's dropout
+// masks are millions of values a step).
 func (p *program) fillRands(args []backend.Buffer) error {
+	states := map[int]*[backend.RandStateLen]float32{}
 	for _, r := range p.l.rands {
-		b, err := p.d.own("Run", args[r.arg])
-		if err != nil {
-			return fmt.Errorf("%w (the state of a rand_uniform, arg %d)", err, r.arg)
-		}
-		var st [backend.RandStateLen]float32
-		if b.n < len(st) {
-			return fmt.Errorf("native: %s Run: rand_uniform state arg %d holds %d values, want %d", p.d.name, r.arg, b.n, len(st))
-		}
-		if !b.dirty { // a dirty buffer reads as zeros
-			C.ggml_backend_tensor_get(b.t, unsafe.Pointer(&st[0]), 0, C.size_t(4*len(st)))
+		st := states[r.arg]
+		if st == nil {
+			b, err := p.d.own("Run", args[r.arg])
+			if err != nil {
+				return fmt.Errorf("%w (the state of a rand_uniform, arg %d)", err, r.arg)
+			}
+			st = new([backend.RandStateLen]float32)
+			if b.n < len(st) {
+				return fmt.Errorf("native: %s Run: rand_uniform state arg %d holds %d values, want %d", p.d.name, r.arg, b.n, len(st))
+			}
+			if !b.dirty { // a dirty buffer reads as zeros
+				C.ggml_backend_tensor_get(b.t, unsafe.Pointer(&st[0]), 0, C.size_t(4*len(st)))
+			}
+			states[r.arg] = st
 		}
 		n := int(C.ggml_nelements(r.t))
 		vals := make([]float32, n)
-		C.ag_rand_uniform_fill((*C.float)(unsafe.Pointer(&vals[0])), 0, C.int64_t(n), (*C.float)(unsafe.Pointer(&st[0])), C.uint64_t(r.start))
+		fillParallel(vals, st, r.start)
 		C.ggml_backend_tensor_set(r.t, unsafe.Pointer(&vals[0]), 0, C.size_t(4*n))
 	}
 	return nil
+}
+
+// randChunk is the least a goroutine of fillParallel fills (Philox's cost
+// per value is small: below this, starting goroutines costs more).
+const randChunk = 1 << 16
+
+// fillParallel fills vals with the draw of state st at counter offset start,
+// in chunks of a multiple of 4 values (one Philox block) across the cores.
+func fillParallel(vals []float32, st *[backend.RandStateLen]float32, start uint64) {
+	n := len(vals)
+	workers := min(runtime.GOMAXPROCS(0), (n+randChunk-1)/randChunk)
+	if workers <= 1 {
+		C.ag_rand_uniform_fill((*C.float)(unsafe.Pointer(&vals[0])), 0, C.int64_t(n), (*C.float)(unsafe.Pointer(&st[0])), C.uint64_t(start))
+		return
+	}
+	per := (n/workers + 3) &^ 3
+	var wg sync.WaitGroup
+	for lo := 0; lo < n; lo += per {
+		hi := min(n, lo+per)
+		wg.Add(1)
+		go func(lo, hi int) {
+			defer wg.Done()
+			C.ag_rand_uniform_fill((*C.float)(unsafe.Pointer(&vals[lo])), C.int64_t(lo), C.int64_t(hi), (*C.float)(unsafe.Pointer(&st[0])), C.uint64_t(start))
+		}(lo, hi)
+	}
+	wg.Wait()
 }

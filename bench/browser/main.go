@@ -185,6 +185,14 @@ func run(o Options) error {
 	if o.Width < 1 || o.Depth < 1 || o.Batch < 1 || o.Steps < 1 || o.Rounds < 1 {
 		return fmt.Errorf("width %d, depth %d, batch %d, steps %d, rounds %d: all must be >= 1", o.Width, o.Depth, o.Batch, o.Steps, o.Rounds)
 	}
+	if o.JSON != "" {
+		// the report's folder first, so that a long run never ends in a
+		// write that cannot happen (make bench-browser's out/ is not in a
+		// fresh clone)
+		if err := os.MkdirAll(filepath.Dir(o.JSON), 0o755); err != nil {
+			return fmt.Errorf("-json %s: %w", o.JSON, err)
+		}
+	}
 	for _, m := range o.AgModes {
 		if !slices.Contains([]string{"captured", "lazy", "eager"}, m) {
 			return fmt.Errorf("-ag-modes: %q: want captured, lazy or eager", m)
