@@ -8,8 +8,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh peers
-blas=$(/usr/bin/python3 -c 'import torch; print(torch.__config__.show())' | grep -o -i 'openblas' | head -1 || true)
-[ -n "$blas" ] || { echo "bench-peers: this PyTorch does not report OpenBLAS; its CPU numbers would not be comparable" >&2; exit 1; }
+# Debian's torch calls the system libblas.so.3, which must be OpenBLAS's
+blas=$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 || true)
+case "$blas" in *openblas*) ;; *) echo "bench-peers: libblas.so.3 is $blas, not OpenBLAS: PyTorch would run on the reference BLAS (update-alternatives --config libblas.so.3-x86_64-linux-gnu)" >&2; exit 1 ;; esac
 rounds=${1:-3}
 device=${2:-cpu}
 out=${AG_BENCH_OUT:-bench/out}

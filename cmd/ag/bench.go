@@ -21,7 +21,7 @@ import (
 // benchResult is one measurement in `ag bench --json` output.
 type benchResult struct {
 	Device  string  `json:"device"`
-	Kind    string  `json:"kind"`           // "matmul", "mlp_step" or "gpt_step"
+	Kind    string  `json:"kind"`           // "matmul", "mlp_step", "gpt_step" or "convnet_step"
 	Mode    string  `json:"mode,omitempty"` // mlp_step: eager, lazy, captured
 	Up      float64 `json:"uploads_per_step,omitempty"`
 	Down    float64 `json:"downloads_per_step,omitempty"`
@@ -64,6 +64,8 @@ func bench(args []string) error {
 	gpts := fs.String("gpt", "", "character-level transformer steps (models.GPT), comma-separated LAYERSxWIDTH, e.g. 4x256 (heads of 64)")
 	gptCtx := fs.Int("gpt-ctx", 128, "transformer context (tokens per sequence)")
 	gptBatches := fs.String("gpt-batch", "32", "transformer batch sizes (sequences)")
+	convSides := fs.String("convnet", "", "convnet steps (conv-bn-relu-pool x2, two linear layers, 10 classes) on single-channel images of these sides, comma-separated, e.g. 28")
+	convBatches := fs.String("convnet-batch", "64", "convnet batch sizes")
 	precs := fs.String("precision", "f32", "matmul precisions (core.Device.SetMatMulPrecision), comma-separated: f32, f16, bf16")
 	profiled := fs.Bool("profiled", false, "also time each MLP step with per-op profiling on, in turns with steps without, and print the ratio (the profiler's cost)")
 	fs.Parse(args)
@@ -144,6 +146,23 @@ func bench(args []string) error {
 						r.Prec = prec.String()
 						rep.Results = append(rep.Results, r)
 						printResult(r, fmt.Sprintf("gpt %dx%d b%d", layers, dim, b)+suffix)
+					}
+				}
+			}
+			for _, side := range ints(*convSides) {
+				for _, b := range ints(*convBatches) {
+					for _, mode := range splitList(*modes) {
+						c, err := workload.NewConvNet(dev, workload.ConvNetConfig{Side: side, Batch: b, Seed: 1})
+						if err != nil {
+							return err
+						}
+						r := benchResult{Kind: "convnet_step", Width: side, Batch: b}
+						if err := benchStep(dev, c, workload.Mode(mode), *reps, *profiled, &r); err != nil {
+							return fmt.Errorf("%s convnet step %d batch %d %s: %w", name, side, b, mode, err)
+						}
+						r.Prec = prec.String()
+						rep.Results = append(rep.Results, r)
+						printResult(r, fmt.Sprintf("conv %dx%d b%d", side, side, b)+suffix)
 					}
 				}
 			}
