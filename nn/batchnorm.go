@@ -109,17 +109,11 @@ func (b *BatchNorm) Forward(x *core.Tensor) *core.Tensor {
 		bshape[i] = 1
 	}
 	bshape[1] = b.c
-	axes := make([]int, 0, x.Rank()-1) // every axis but the channels'
-	for a := x.Rank() - 1; a >= 0; a-- {
-		if a != 1 {
-			axes = append(axes, a)
-		}
-	}
+	// the mean over every axis but the channels': [N, C, rest] summed along
+	// the contiguous rest, then over N (two passes, the first over rows)
 	mean := func(t *core.Tensor) *core.Tensor {
-		for _, a := range axes {
-			t = core.MeanAxis(t, a, true)
-		}
-		return t
+		t3 := core.Reshape(t, t.Dim(0), b.c, -1)
+		return core.Reshape(core.MeanAxis(core.MeanAxis(t3, 2, true), 0, true), bshape...)
 	}
 	dev := x.Device()
 	var y *core.Tensor

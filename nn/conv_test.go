@@ -299,11 +299,11 @@ func TestMaxPoolGradTies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The infinite max gets no gradient (clamped, see maxPool).
+	// The infinite max gets its window's gradient, as in PyTorch.
 	want := []float32{
 		1, 0, 0, 2,
 		0, 0, 0, 0,
-		3, 0, 0, 0,
+		3, 0, 0, 4,
 		0, 0, 0, 0,
 	}
 	if !slices.Equal(g, want) {

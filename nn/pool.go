@@ -49,39 +49,11 @@ func poolOut(y *core.Tensor, g window, oneD bool) *core.Tensor {
 	return y
 }
 
-// maxPool is the max over the kernel axis of the windows [M, K, C] with its
-// gradient to the first maximal element of each window (in row-major
-// kernel order). The value is MaxAxis's, exact; the gradient comes from a
-// term that is zero in value: T - T', where T = sum_k clamp(w_k)*first_k
-// carries the gradient and T' is the same without it. first is a 0/1 mask
-// of the first maximum computed without gradient: eq = (w_k == max) by
-// Sign, then the first of the equal ones as the largest of eq_k*(K-k).
-// Values are clamped to the finite range in T so that 0*Inf never makes a
-// NaN; an infinite maximum gets no gradient (as a clamped value).
-func maxPool(win *core.Tensor, k int) *core.Tensor {
-	dev := win.Device()
-	const big = math.MaxFloat32
-	cw := core.Clamp(win, -big, big)
-	var mx, first, tConst *core.Tensor
-	dev.NoGrad(func() {
-		// Every tensor here is without gradient, even once MaxAxis gets one.
-		mx = core.MaxAxis(win, 1, false)
-		cwc := core.Clamp(win, -big, big)
-		eq := core.Affine(core.Sign(core.Sub(cwc, core.MaxAxis(cwc, 1, true))), 1, 1)
-		// r = [K, K-1, ..., 1] as Fulls: no upload, nothing for a Capture
-		// to refuse.
-		parts := make([]*core.Tensor, k)
-		for i := range parts {
-			parts[i] = dev.Full(float32(k-i), 1)
-		}
-		r := core.Reshape(core.Concat(0, parts...), 1, k, 1)
-		s := core.Mul(eq, r)
-		first = core.Affine(core.Sign(core.Sub(s, core.MaxAxis(s, 1, true))), 1, 1)
-		tConst = core.SumAxis(core.Mul(cwc, first), 1, false)
-	})
-	t := core.SumAxis(core.Mul(cw, first), 1, false)
-	return core.Add(mx, core.Sub(t, tConst))
-}
+// maxPool is the max over the kernel axis of the windows [M, K, C]:
+// core.MaxAxis, whose gradient goes to the first maximal element of each
+// window (in row-major kernel order) and whose value is exact; a window
+// holding a NaN gives NaN (its gradient goes to the first NaN).
+func maxPool(win *core.Tensor) *core.Tensor { return core.MaxAxis(win, 1, false) }
 
 // MaxPool2d takes the maximum of each Kernel window of an input [N, C, H,
 // W], moving by Stride, over the input padded by Padding positions that
@@ -207,7 +179,7 @@ func poolForward(name string, x *core.Tensor, g window, cache *windowCache, isMa
 			}
 			win := core.Reshape(gatherWindows(x4, g, cache, pad), m, k, g.c)
 			if isMax {
-				y = maxPool(win, k)
+				y = maxPool(win)
 			} else {
 				y = core.MeanAxis(win, 1, false)
 			}
