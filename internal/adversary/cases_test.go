@@ -64,6 +64,10 @@ var unaryOps = []struct {
 	{"Expand", func(x *core.Tensor) *core.Tensor { return core.Expand(x, 2, 2, 3) }},
 	{"SliceRows", func(x *core.Tensor) *core.Tensor { return core.SliceRows(x, 0, 1) }},
 	{"OneHot", func(x *core.Tensor) *core.Tensor { return core.OneHot(x, 3) }},
+	{"RoundF16", core.RoundF16}, {"RoundBF16", core.RoundBF16},
+	{"ArgMax", func(x *core.Tensor) *core.Tensor { return core.ArgMax(x, 0, false) }},
+	{"MinAxis", func(x *core.Tensor) *core.Tensor { return core.MinAxis(x, 0, false) }},
+	{"Checkpoint", func(x *core.Tensor) *core.Tensor { return core.Checkpoint(core.Tanh, x) }},
 }
 
 var binaryOps = []struct {
@@ -74,6 +78,9 @@ var binaryOps = []struct {
 	{"Maximum", core.Maximum}, {"Minimum", core.Minimum},
 	{"MatMul", func(a, b *core.Tensor) *core.Tensor { return core.MatMulT(a, b, false, true) }},
 	{"ConcatRows", core.ConcatRows},
+	{"Greater", core.Greater}, {"Equal", core.Equal},
+	{"Where", func(a, b *core.Tensor) *core.Tensor { return core.Where(a, a, b) }},
+	{"Attention", func(a, b *core.Tensor) *core.Tensor { return core.Attention(a, b, b, nil) }},
 	{"Gather", func(a, b *core.Tensor) *core.Tensor {
 		if b != nil {
 			b = core.Reshape(b, -1) // 1-D indices, so only the device is wrong
@@ -173,7 +180,25 @@ func shapeCases() []adCase {
 		shapePanic("Add [2 3] + [4]", "core.Add", func(d *core.Device) { core.Add(x(d), d.Tensor([]float32{1, 2, 3, 4}, 4)) }),
 		shapePanic("Mul [2 3] * [3 2]", "core.Mul", func(d *core.Device) { core.Mul(x(d), core.Transpose(x(d))) }),
 		shapePanic("MatMul inner mismatch", "core.MatMul", func(d *core.Device) { core.MatMul(x(d), x(d)) }),
-		shapePanic("MatMul rank 1", "core.MatMul", func(d *core.Device) { core.MatMul(d.Tensor([]float32{1, 2}, 2), x(d)) }),
+		shapePanic("MatMul of a scalar", "core.MatMul", func(d *core.Device) { core.MatMul(d.Full(1), x(d)) }),
+		shapePanic("MatMul vector of another length", "core.MatMul", func(d *core.Device) { core.MatMul(d.Tensor([]float32{1, 2, 3}, 3), x(d)) }),
+		shapePanic("Attention keys of another width", "core.Attention", func(d *core.Device) { core.Attention(x(d), d.Full(1, 2, 4), d.Full(1, 2, 4), nil) }),
+		shapePanic("Attention mask of another length", "core.Attention", func(d *core.Device) {
+			core.Attention(x(d), x(d), x(d), &core.AttentionOptions{Mask: d.Full(1, 3, 3)})
+		}),
+		shapePanic("Conv2d of a 3-D input", "nn.Conv2d", func(d *core.Device) {
+			nn.NewConv2d(d, 2, 4, [2]int{3, 3}, nn.ConvOptions{}, rand.New(rand.NewPCG(1, 2))).Forward(x(d))
+		}),
+		shapePanic("Conv2d kernel larger than the input", "nn.Conv2d", func(d *core.Device) {
+			nn.NewConv2d(d, 1, 1, [2]int{3, 3}, nn.ConvOptions{}, rand.New(rand.NewPCG(1, 2))).Forward(d.Full(1, 1, 1, 2, 2))
+		}),
+		shapePanic("BatchNorm2d of other channels", "nn.BatchNorm2d", func(d *core.Device) {
+			nn.NewBatchNorm2d(d, 3, 1e-5, 0.1, true).Forward(d.Full(1, 2, 2, 2, 2))
+		}),
+		shapePanic("MultiHeadAttention of another width", "nn.MultiHeadAttention", func(d *core.Device) {
+			nn.NewMultiHeadAttention(d, 4, 2, true, 0, rand.New(rand.NewPCG(1, 2))).Forward(d.Full(1, 1, 2, 3))
+		}),
+		shapePanic("SetMatMulPrecision unknown", "core.Device.SetMatMulPrecision", func(d *core.Device) { d.SetMatMulPrecision(9) }),
 		shapePanic("MatMul batch mismatch", "core.MatMul", func(d *core.Device) {
 			core.MatMul(d.Full(1, 2, 2, 3), d.Full(1, 3, 3, 2))
 		}),
@@ -483,6 +508,18 @@ func nanCases() []adCase {
 		// max-subtraction gives exp(Inf-Inf) = NaN in the sum: the row is NaN
 		val("Softmax row with +Inf", func(d *core.Device) *core.Tensor { return core.Softmax(in(d, 1, pinf)) }, nan, nan),
 		val("LogSoftmax row with a NaN", func(d *core.Device) *core.Tensor { return core.LogSoftmax(in(d, nan, 0)) }, nan, nan),
+		val("Where keeps the unselected Inf and NaN out", func(d *core.Device) *core.Tensor {
+			return core.Where(in(d, 1, 0, 1, 0), in(d, 2, pinf, nan, 5), in(d, ninf, 3, 4, nan))
+		}, 2, 3, nan, nan),
+		val("Greater of huge values and NaN", func(d *core.Device) *core.Tensor {
+			return core.Greater(in(d, 3e38, nan, pinf), in(d, -3e38, 1, pinf))
+		}, 1, 0, 0),
+		val("ArgMax with a NaN is the NaN's index", func(d *core.Device) *core.Tensor { return core.ArgMax(in(d, 1, 5, nan, 9), 0, false) }, 2),
+		val("RoundF16 overflows to Inf at 65520", func(d *core.Device) *core.Tensor { return core.RoundF16(in(d, 65504, 65519, 65520, nan)) }, 65504, 65504, pinf, nan),
+		val("Attention of a fully masked query is 0", func(d *core.Device) *core.Tensor {
+			q := d.Tensor([]float32{1, 2, 3, 4}, 1, 2, 2)
+			return core.Attention(q, q, q, &core.AttentionOptions{Mask: d.Tensor([]float32{0, 0}, 1, 1, 2)})
+		}, 0, 0, 0, 0),
 		val("MatMul with a NaN", func(d *core.Device) *core.Tensor {
 			return core.MatMul(d.Tensor([]float32{1, nan}, 1, 2), d.Tensor([]float32{1, 2}, 2, 1))
 		}, nan),

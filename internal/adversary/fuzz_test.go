@@ -153,7 +153,7 @@ func runProg(t *testing.T, prog []byte, eager bool, maxOps int) ([][]float32, []
 	var leaves []*core.Tensor // made from host data: realized in both modes
 	var buf *buffer.Buffer
 	for len(r.b) > 0 && len(ts) != maxOps {
-		op := r.byte() % 24
+		op := r.byte() % 30
 		var out *core.Tensor
 		var opErr error
 		// Every op reads the same parameters before calling anything, so a
@@ -232,6 +232,18 @@ func runProg(t *testing.T, prog []byte, eager bool, maxOps int) ([][]float32, []
 				out = core.OneHot(core.Reshape(a, -1), d1)
 			case 23:
 				out = core.Sigmoid(core.Tanh(core.ReLU(a)))
+			case 24:
+				out = core.Where(a, a, b)
+			case 25:
+				out = core.Greater(a, b)
+			case 26:
+				out = core.RoundF16(a)
+			case 27:
+				out = core.ArgMax(a, o1, k%2 == 0)
+			case 28:
+				out = core.Attention(a, b, b, &core.AttentionOptions{Causal: k%2 == 0})
+			case 29:
+				out = core.Checkpoint(func(x *core.Tensor) *core.Tensor { return core.Add(core.Tanh(x), b) }, a)
 			}
 		})
 		if msg != "" && msg != "named" {
