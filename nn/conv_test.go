@@ -319,9 +319,6 @@ func TestMaxPoolGradTies(t *testing.T) {
 
 func TestConvPoolGradcheck(t *testing.T) {
 	dev := openDev(t)
-	if dev.Name() != "cpu" {
-		t.Skip("Gradcheck's analytic side is checked on cpu; the other devices run the same ops (their gradients are in backendtest)")
-	}
 	r := NewRNG(14)
 	c2 := NewConv2d(dev, 4, 4, [2]int{3, 2}, ConvOptions{Groups: 2}, r)
 	c2.Stride, c2.Padding, c2.Dilation = [2]int{2, 1}, [2]int{1, 1}, [2]int{1, 2}
