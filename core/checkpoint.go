@@ -61,7 +61,9 @@ func Checkpoint(f func(*Tensor) *Tensor, x *Tensor) *Tensor {
 	in := map[*Tensor]bool{}
 	var seg segment
 	for _, t := range d.pending[start:] {
-		if t.g == g {
+		// In-place updates (a batch norm's running statistics) happen once:
+		// a copy would apply them again, so they stay outside the segment.
+		if t.g == g && !t.op.InPlace() {
 			in[t] = true
 		}
 	}
