@@ -21,7 +21,9 @@ type Named struct {
 // keys of a PyTorch model, or to name tensors held in unexported fields.
 // The names are relative to the module (its place in the tree is put
 // before them) and must cover each of its parameters and buffers it wants
-// saved; NamedParams does not look inside a Namer.
+// saved; NamedParams does not look inside a Namer. (A struct that embeds a
+// Namer is one too, by Go's method promotion: it then names its tensors
+// through the embedded NamedTensors, and must override it to add its own.)
 type Namer interface {
 	NamedTensors() []Named
 }
@@ -234,8 +236,9 @@ func namedState(fn string, m Module) ([]Named, error) {
 		return nil, err
 	}
 	var bufs []*core.Tensor
+	params := m.Params()
 	for _, b := range Buffers(m) {
-		if !slices.Contains(m.Params(), b) {
+		if !slices.Contains(params, b) {
 			bufs = append(bufs, b)
 		}
 	}
