@@ -285,7 +285,7 @@ func LoadState(r io.Reader, m Module, o Optimizer) error {
 	for i, t := range ts {
 		dst[i] = t
 	}
-	if err := writeAll(dst, vals, names); err != nil {
+	if err := writeAll("LoadState", dst, vals, names); err != nil {
 		return err
 	}
 	if opt != nil {
@@ -426,12 +426,12 @@ type stateValue interface {
 
 // writeAll writes every tensor, or none: when a write fails, the tensors
 // already written get their previous values back.
-func writeAll(ts []stateValue, vals [][]float32, names []string) error {
+func writeAll(fn string, ts []stateValue, vals [][]float32, names []string) error {
 	old := make([][]float32, len(ts))
 	for i, t := range ts {
 		v, err := t.Data()
 		if err != nil {
-			return fmt.Errorf("nn.LoadState: reading %s before overwriting it: %w", names[i], err)
+			return fmt.Errorf("nn."+fn+": reading %s before overwriting it: %w", names[i], err)
 		}
 		old[i] = v
 	}
@@ -439,10 +439,10 @@ func writeAll(ts []stateValue, vals [][]float32, names []string) error {
 		if err := t.WriteAt(0, vals[i]); err != nil {
 			for j := range i {
 				if rerr := ts[j].WriteAt(0, old[j]); rerr != nil {
-					return fmt.Errorf("nn.LoadState: writing %s: %w (and restoring %s failed: %v; the model is partly loaded)", names[i], err, names[j], rerr)
+					return fmt.Errorf("nn."+fn+": writing %s: %w (and restoring %s failed: %v; the model is partly loaded)", names[i], err, names[j], rerr)
 				}
 			}
-			return fmt.Errorf("nn.LoadState: writing %s: %w", names[i], err)
+			return fmt.Errorf("nn."+fn+": writing %s: %w", names[i], err)
 		}
 	}
 	return nil

@@ -338,7 +338,7 @@ func (f *failingValue) WriteAt(off int, data []float32) error {
 func TestWriteAllRestores(t *testing.T) {
 	vs := []*failingValue{{v: []float32{1}}, {v: []float32{2}}, {v: []float32{3}, fail: true}, {v: []float32{4}}}
 	dst := []stateValue{vs[0], vs[1], vs[2], vs[3]}
-	err := writeAll(dst, [][]float32{{10}, {20}, {30}, {40}}, []string{"a", "b", "c", "d"})
+	err := writeAll("LoadState", dst, [][]float32{{10}, {20}, {30}, {40}}, []string{"a", "b", "c", "d"})
 	if err == nil || !strings.Contains(err.Error(), "writing c: device lost") {
 		t.Fatalf("got %v, want the write of c to fail", err)
 	}
