@@ -62,6 +62,7 @@ type recording struct {
 	prog    *progEntry // pinned: the cache may evict it, the recording keeps it
 	args    []backend.Buffer
 	bound   []boundArg // persistent values the program reads, as recorded
+	consts  []*Tensor  // the Constants among them, kept alive by the recording
 	packed  *Tensor    // all inputs, one upload
 	offsets []int
 	flat    *Tensor            // all outputs, one download
@@ -254,6 +255,18 @@ func (c *Capture) record(in []Input) (*recording, [][]float32, error) {
 	rec.prog, rec.args = e, lw.args
 	for s, idx := range lw.argOf {
 		rec.bound = append(rec.bound, boundArg{s, lw.args[lw.g.Nodes[idx].Arg]})
+	}
+	// Constants made for the recording (a causal mask, index tables) have
+	// no other owner: the recording keeps them, or a collection would free
+	// their storage and invalidate it (see valid).
+	seen := map[*Tensor]bool{}
+	for _, t := range d.pending {
+		for _, x := range t.inputs {
+			if x.constData != nil && !seen[x] {
+				seen[x] = true
+				rec.consts = append(rec.consts, x)
+			}
+		}
 	}
 	for _, t := range d.pending { // arg nodes do no work: left out
 		rec.nodes = append(rec.nodes, t.nodeTime(nil, 0))
