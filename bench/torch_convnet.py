@@ -7,26 +7,14 @@ after warm-up), as JSON on stdout.
 
   python3 bench/torch_convnet.py --side 28 --batch 64 [--device cuda --cuda-graph]
 """
-import argparse, json, statistics, time
+import argparse, json
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-SYNC = lambda: None
+from peer import cuda_graph, device, timed
 
-
-def timed(fn, reps, warm=3):
-    for _ in range(warm):
-        fn()
-    SYNC()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        SYNC()
-        ts.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(ts), min(ts)
 
 
 def main():
@@ -37,12 +25,7 @@ def main():
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--cuda-graph", action="store_true")
     a = ap.parse_args()
-    global SYNC
-    dev = torch.device(a.device)
-    if dev.type == "cuda":
-        SYNC = torch.cuda.synchronize
-        torch.backends.cuda.matmul.allow_tf32 = False
-        torch.backends.cudnn.allow_tf32 = False
+    dev, sync = device(a.device)
     torch.manual_seed(1)
     out = {"peer": "pytorch", "version": torch.__version__, "device": str(dev), "results": []}
     for s in [int(v) for v in a.side.split(",") if v]:
@@ -65,27 +48,17 @@ def main():
                 return loss.item()
 
             res = {"kind": "convnet_step", "width": s, "batch": b}
-            med, mn = timed(step, a.reps)
+            med, mn = timed(step, a.reps, sync)
             out["results"].append(dict(res, mode="eager", median_ms=med, min_ms=mn, gflops=flops / med / 1e6))
             if a.cuda_graph and dev.type == "cuda":
-                st = torch.cuda.Stream()
-                st.wait_stream(torch.cuda.current_stream())
-                with torch.cuda.stream(st):
-                    for _ in range(3):
-                        step()
-                torch.cuda.current_stream().wait_stream(st)
-                g = torch.cuda.CUDAGraph()
-                opt.zero_grad(set_to_none=True)
-                with torch.cuda.graph(g):
+                def body():
                     gl = F.cross_entropy(model(x), y)
                     gl.backward()
                     opt.step()
+                    return gl
 
-                def replay():
-                    g.replay()
-                    return gl.item()
-
-                med, mn = timed(replay, a.reps)
+                replay = cuda_graph(step, body, lambda: opt.zero_grad(set_to_none=True))
+                med, mn = timed(replay, a.reps, sync)
                 out["results"].append(dict(res, mode="cuda_graph", median_ms=med, min_ms=mn, gflops=flops / med / 1e6))
     print(json.dumps(out, indent=1))
 

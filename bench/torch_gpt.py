@@ -8,28 +8,27 @@ warm-up), as JSON on stdout.
 
   python3 bench/torch_gpt.py --gpt 4x256 --ctx 128 --batch 32 [--device cuda --cuda-graph]
 """
-import argparse, contextlib, json, math, statistics, time
+import argparse, contextlib, json
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-SYNC = lambda: None
+from peer import cuda_graph, device, timed
+
 AMP = contextlib.nullcontext  # autocast with --amp
 VOCAB = 50  # the bytes of models.KeeperText
 
 
-def timed(fn, reps, warm=3):
-    for _ in range(warm):
-        fn()
-    SYNC()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        SYNC()
-        ts.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(ts), min(ts)
+def attention(q, k, v, p):
+    """Causal scaled dot-product attention: PyTorch's own where it has one
+    (2.0+), else the same math (Debian's 1.13 on the CPU)."""
+    if hasattr(F, "scaled_dot_product_attention"):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=p)
+    t = q.shape[-2]
+    s = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
+    s = s.masked_fill(torch.ones(t, t, dtype=torch.bool, device=q.device).triu(1), float("-inf"))
+    return F.dropout(s.softmax(-1), p) @ v
 
 
 class Block(nn.Module):
@@ -44,8 +43,7 @@ class Block(nn.Module):
         b, t, d = x.shape
         h = self.ln1(x)
         split = lambda y: y.view(b, t, self.heads, d // self.heads).transpose(1, 2)
-        a = F.scaled_dot_product_attention(split(self.q(h)), split(self.k(h)), split(self.v(h)),
-                                           is_causal=True, dropout_p=self.p if self.training else 0)
+        a = attention(split(self.q(h)), split(self.k(h)), split(self.v(h)), self.p if self.training else 0)
         x = x + F.dropout(self.o(a.transpose(1, 2).reshape(b, t, d)), self.p, self.training)
         f = self.ff2(F.gelu(self.ff1(self.ln2(x)), approximate="tanh"))
         return x + F.dropout(f, self.p, self.training)
@@ -77,15 +75,11 @@ def main():
     ap.add_argument("--amp", default="", help="autocast dtype: f16 or bf16 (ag bench -precision); empty: f32")
     ap.add_argument("--cuda-graph", action="store_true")
     a = ap.parse_args()
-    global SYNC, AMP
+    global AMP
     if a.amp:
         dt = {"f16": torch.float16, "bf16": torch.bfloat16}[a.amp]
         AMP = lambda: torch.autocast(a.device.split(":")[0], dtype=dt, cache_enabled=False)
-    dev = torch.device(a.device)
-    if dev.type == "cuda":
-        SYNC = torch.cuda.synchronize
-        torch.backends.cuda.matmul.allow_tf32 = False
-        torch.backends.cudnn.allow_tf32 = False
+    dev, sync = device(a.device)
     torch.manual_seed(1)
     out = {"peer": "pytorch", "version": torch.__version__, "device": str(dev), "results": []}
     for spec in a.gpt.split(","):
@@ -110,29 +104,19 @@ def main():
                 opt.step()
                 return loss.item()
 
-            med, mn = timed(step, a.reps)
+            med, mn = timed(step, a.reps, sync)
             res = {"kind": "gpt_step", "width": d, "depth": layers, "batch": b, "context": a.ctx, "precision": a.amp or "f32"}
             out["results"].append(dict(res, mode="eager", median_ms=med, min_ms=mn, gflops=flops / med / 1e6))
             if a.cuda_graph and dev.type == "cuda":
-                s = torch.cuda.Stream()
-                s.wait_stream(torch.cuda.current_stream())
-                with torch.cuda.stream(s):
-                    for _ in range(3):
-                        step()
-                torch.cuda.current_stream().wait_stream(s)
-                g = torch.cuda.CUDAGraph()
-                opt.zero_grad(set_to_none=True)
-                with torch.cuda.graph(g):
+                def body():
                     gl = loss_fn()
                     gl.backward()
                     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
                     opt.step()
+                    return gl
 
-                def replay():
-                    g.replay()
-                    return gl.item()
-
-                med, mn = timed(replay, a.reps)
+                replay = cuda_graph(step, body, lambda: opt.zero_grad(set_to_none=True))
+                med, mn = timed(replay, a.reps, sync)
                 out["results"].append(dict(res, mode="cuda_graph", median_ms=med, min_ms=mn, gflops=flops / med / 1e6))
     print(json.dumps(out, indent=1))
 

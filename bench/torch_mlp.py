@@ -5,26 +5,14 @@ matmuls, timed the same way (median of N after warm-up), as JSON on stdout.
 Run it with Debian's python3-torch (CPU) as bench/side_by_side.sh does:
   env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 bench/torch_mlp.py
 """
-import argparse, contextlib, json, os, statistics, time
+import argparse, contextlib, json, os
 
 import torch
 
+from peer import cuda_graph, device, timed
 
-SYNC = lambda: None
+
 AMP = contextlib.nullcontext  # autocast with --amp
-
-
-def timed(fn, reps, warm=3):
-    for _ in range(warm):
-        fn()
-    SYNC()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        SYNC()
-        ts.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(ts), min(ts)
 
 
 def main():
@@ -40,24 +28,19 @@ def main():
     ap.add_argument("--amp", default="", help="autocast dtype: f16 or bf16 (ag bench -precision); empty: f32")
     ap.add_argument("--cuda-graph", action="store_true", help="also time the step captured in a CUDA graph")
     a = ap.parse_args()
-    global SYNC, AMP
+    global AMP
     if a.amp:
         dt = {"f16": torch.float16, "bf16": torch.bfloat16}[a.amp]
         AMP = lambda: torch.autocast(a.device.split(":")[0], dtype=dt, cache_enabled=False)
     if a.threads > 0:
         torch.set_num_threads(a.threads)
-    dev = torch.device(a.device)
-    if dev.type == "cuda":
-        SYNC = torch.cuda.synchronize
-        # f32 means f32: no TF32 tensor-core rounding
-        torch.backends.cuda.matmul.allow_tf32 = False
-        torch.backends.cudnn.allow_tf32 = False
+    dev, sync = device(a.device)
     torch.manual_seed(1)
     out = {"peer": "pytorch", "version": torch.__version__, "device": str(dev),
            "threads": torch.get_num_threads(), "results": []}
     for n in [int(s) for s in a.matmul.split(",") if s]:
         x, y = torch.randn(n, n, device=dev), torch.randn(n, n, device=dev)
-        med, mn = timed(lambda: torch.matmul(x, y), a.reps)
+        med, mn = timed(lambda: torch.matmul(x, y), a.reps, sync)
         out["results"].append({"kind": "matmul", "n": n, "median_ms": med, "min_ms": mn,
                                "gflops": 2 * n**3 / med / 1e6})
     w, d = a.width, a.depth
@@ -79,33 +62,19 @@ def main():
             opt.step()
             return loss.item()
 
-        med, mn = timed(step, a.reps)
+        med, mn = timed(step, a.reps, sync)
         out["results"].append({"kind": "mlp_step", "mode": "eager", "width": w, "depth": d, "batch": b,
                                "median_ms": med, "min_ms": mn, "gflops": 6 * b * w * w * d / med / 1e6})
         if a.cuda_graph and dev.type == "cuda":
-            s = torch.cuda.Stream()
-            s.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(s):
-                for _ in range(3):
-                    opt.zero_grad(set_to_none=True)
-                    with AMP():
-                        l = torch.nn.functional.mse_loss(model(x), t)
-                    l.backward()
-                    opt.step()
-            torch.cuda.current_stream().wait_stream(s)
-            g = torch.cuda.CUDAGraph()
-            opt.zero_grad(set_to_none=True)
-            with torch.cuda.graph(g):
+            def body():
                 with AMP():
                     gl = torch.nn.functional.mse_loss(model(x), t)
                 gl.backward()
                 opt.step()
+                return gl
 
-            def replay():
-                g.replay()
-                return gl.item()
-
-            med, mn = timed(replay, a.reps)
+            replay = cuda_graph(step, body, lambda: opt.zero_grad(set_to_none=True))
+            med, mn = timed(replay, a.reps, sync)
             out["results"].append({"kind": "mlp_step", "mode": "cuda_graph", "width": w, "depth": d, "batch": b,
                                    "median_ms": med, "min_ms": mn, "gflops": 6 * b * w * w * d / med / 1e6})
     print(json.dumps(out, indent=1))

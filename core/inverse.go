@@ -1,9 +1,10 @@
 package core
 
 import (
-	"math"
 	"slices"
 	"sync"
+
+	"github.com/ag-go/ag/backend/reference"
 )
 
 // Gather's gradient is a scatter-add of the output's rows into the rows
@@ -51,7 +52,7 @@ func inverseOf(idx *Tensor, rows int) *inverseMap {
 	n := len(idx.constData)
 	srcs := make([][]int, rows)
 	for i, v := range idx.constData {
-		r := clampIndex(float64(v), rows)
+		r := reference.ClampIndex(float64(v), rows) // the devices' index rule
 		srcs[r] = append(srcs[r], i)
 	}
 	var heavy []int
@@ -94,18 +95,6 @@ func inverseOf(idx *Tensor, rows int) *inverseMap {
 	}
 	idx.inverse = m
 	return m
-}
-
-// clampIndex is the devices' index rule (backend/reference.ClampIndex): NaN
-// and negatives read row 0, indices past the end the last row, others round.
-func clampIndex(x float64, n int) int {
-	switch {
-	case math.IsNaN(x) || x < 0:
-		return 0
-	case x > float64(n-1):
-		return n - 1
-	}
-	return int(math.Round(x))
 }
 
 // gather is the gradient of Gather(x, idx) for the output gradient g

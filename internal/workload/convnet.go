@@ -61,12 +61,7 @@ func (c *ConvNet) loss(x, y *core.Tensor) *core.Tensor {
 
 // StepMode runs one training step in mode and returns the loss.
 func (c *ConvNet) StepMode(mode Mode) (float32, error) {
-	switch mode {
-	case Lazy, "", Eager:
-		if mode == Eager {
-			prev := c.Dev.SetEager(true)
-			defer c.Dev.SetEager(prev)
-		}
+	return inMode(c.Dev, mode, func() (float32, error) {
 		c.Opt.ZeroGrad()
 		loss := c.loss(c.x, c.y).Keep()
 		if err := loss.Backward(); err != nil {
@@ -76,13 +71,12 @@ func (c *ConvNet) StepMode(mode Mode) (float32, error) {
 			return 0, err
 		}
 		return loss.Item()
-	case Captured:
+	}, func() (float32, error) {
 		if c.capt == nil {
 			c.capt = nn.CaptureStep(c.Opt, func([]*core.Tensor) *core.Tensor { return c.loss(c.x, c.y) })
 		}
 		return c.capt.Step()
-	}
-	return 0, fmt.Errorf("workload: unknown mode %q (eager, lazy, captured)", mode)
+	})
 }
 
 // FLOPs is the convolutions' and linear layers' arithmetic of one step

@@ -52,12 +52,7 @@ func NewGPT(dev *core.Device, cfg GPTConfig) (*GPT, error) {
 func (g *GPT) StepMode(mode Mode) (float32, error) {
 	x, y := g.data.Next()
 	b, t := g.Cfg.Batch, g.Cfg.Context
-	switch mode {
-	case Lazy, "", Eager:
-		if mode == Eager {
-			prev := g.Dev.SetEager(true)
-			defer g.Dev.SetEager(prev)
-		}
+	return inMode(g.Dev, mode, func() (float32, error) {
 		g.Opt.ZeroGrad()
 		loss := g.Model.Loss(g.Dev.Tensor(x, b, t), g.Dev.Tensor(y, b, t)).Keep()
 		if err := loss.Backward(); err != nil {
@@ -67,14 +62,13 @@ func (g *GPT) StepMode(mode Mode) (float32, error) {
 			return 0, err
 		}
 		return loss.Item()
-	case Captured:
+	}, func() (float32, error) {
 		if g.capt == nil {
 			g.capt = nn.CaptureStep(g.Opt, func(in []*core.Tensor) *core.Tensor { return g.Model.Loss(in[0], in[1]) })
 			g.capt.MaxGradNorm = 1
 		}
 		return g.capt.Step(core.In(x, b, t), core.In(y, b, t))
-	}
-	return 0, fmt.Errorf("workload: unknown mode %q (eager, lazy, captured)", mode)
+	})
 }
 
 // FLOPs is the matmul arithmetic of one step (forward, and twice that for

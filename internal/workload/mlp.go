@@ -120,12 +120,7 @@ func (m *MLP) loss(idx *core.Tensor) *core.Tensor {
 func (m *MLP) StepMode(mode Mode) (float32, error) {
 	idx := m.idx[m.step%len(m.idx)]
 	m.step++
-	switch mode {
-	case Lazy, "", Eager:
-		if mode == Eager {
-			prev := m.Dev.SetEager(true)
-			defer m.Dev.SetEager(prev)
-		}
+	return inMode(m.Dev, mode, func() (float32, error) {
 		m.Opt.ZeroGrad()
 		loss := m.loss(m.Dev.Tensor(idx, len(idx)))
 		if err := loss.Backward(); err != nil {
@@ -135,11 +130,26 @@ func (m *MLP) StepMode(mode Mode) (float32, error) {
 			return 0, err
 		}
 		return loss.Item()
-	case Captured:
+	}, func() (float32, error) {
 		if m.capt == nil {
 			m.capt = nn.CaptureStep(m.Opt, func(in []*core.Tensor) *core.Tensor { return m.loss(in[0]) })
 		}
 		return m.capt.Step(core.In(idx, len(idx)))
+	})
+}
+
+// inMode runs a step in mode: lazy (or eager, the device switched to eager
+// for it) or captured.
+func inMode(dev *core.Device, mode Mode, lazy, captured func() (float32, error)) (float32, error) {
+	switch mode {
+	case Lazy, "", Eager:
+		if mode == Eager {
+			prev := dev.SetEager(true)
+			defer dev.SetEager(prev)
+		}
+		return lazy()
+	case Captured:
+		return captured()
 	}
 	return 0, fmt.Errorf("workload: unknown mode %q (eager, lazy, captured)", mode)
 }

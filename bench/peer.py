@@ -1,0 +1,53 @@
+"""What the PyTorch peers of `ag bench` share (torch_mlp.py, torch_gpt.py,
+torch_convnet.py): the device with TF32 off, timing as ag bench times
+(median and minimum of reps after warm-up, synchronized), and a step
+captured as a CUDA graph. Imported from the scripts' own folder."""
+import statistics, time
+
+import torch
+
+
+def device(name):
+    """The torch device and its synchronization; on CUDA, f32 means f32."""
+    dev = torch.device(name)
+    if dev.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        return dev, torch.cuda.synchronize
+    return dev, lambda: None
+
+
+def timed(fn, reps, sync, warm=3):
+    """Median and minimum milliseconds of reps calls of fn after warm ones."""
+    for _ in range(warm):
+        fn()
+    sync()
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        sync()
+        ts.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(ts), min(ts)
+
+
+def cuda_graph(step, body, prepare):
+    """A replay function of body (forward, backward, update; returns the
+    loss tensor) captured as a CUDA graph after three warm-up steps on a
+    side stream; prepare runs just before the capture (zero_grad)."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            step()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    prepare()
+    with torch.cuda.graph(g):
+        loss = body()
+
+    def replay():
+        g.replay()
+        return loss.item()
+
+    return replay
