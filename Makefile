@@ -37,8 +37,15 @@ demo:
 wasm:
 	bash web/build.sh
 
-serve: wasm
+# `make serve APP=./examples/spiral` serves a model of your own instead of
+# the MLP: any main package whose main calls app.Run (ag serve -app).
+serve:
+ifeq ($(APP),)
+	bash web/build.sh
 	$(GO) run $(TAGS) ./cmd/ag serve
+else
+	$(GO) run $(TAGS) ./cmd/ag serve -app $(APP)
+endif
 
 build:
 	$(GO) build $(TAGS) ./...
