@@ -47,11 +47,12 @@ type Spec struct {
 
 // Param is one setting of a model.
 type Param struct {
-	Name     string  // flag and field name, e.g. "lr"
-	Default  float64 // used when the flag or field is not given
-	Min, Max float64 // accepted range (inclusive)
-	Int      bool    // a whole number
-	Doc      string  // a few words for the flag's usage and the field's hint
+	Name    string  `json:"name"`    // flag and field name, e.g. "lr"
+	Default float64 `json:"default"` // used when the flag or field is not given
+	Min     float64 `json:"min"`     // accepted range (inclusive)
+	Max     float64 `json:"max"`
+	Int     bool    `json:"int"` // a whole number
+	Doc     string  `json:"doc"` // a few words for the flag's usage and the field's hint
 }
 
 // Config holds the value of every Param by name.
