@@ -127,7 +127,7 @@ type Counter interface {
 	Params() []*core.Tensor
 }
 
-// defaults fills a Config with every Param's default and checks the given
+// config fills a Config with every Param's default and checks the given
 // values: known names, in range, whole where Int.
 func (s *Spec) config(given map[string]float64) (Config, error) {
 	cfg := Config{}
