@@ -37,8 +37,15 @@ demo:
 wasm:
 	bash web/build.sh
 
-serve: wasm
+# `make serve APP=./examples/spiral` serves a model of your own instead of
+# the MLP: any main package whose main calls app.Run (ag serve -app).
+serve:
+ifeq ($(APP),)
+	bash web/build.sh
 	$(GO) run $(TAGS) ./cmd/ag serve
+else
+	$(GO) run $(TAGS) ./cmd/ag serve -app $(APP)
+endif
 
 build:
 	$(GO) build $(TAGS) ./...
@@ -78,16 +85,16 @@ adversarial:
 	set -o pipefail; $(TEST_ENV) $(GO) test $(TAGS) -count=1 -timeout 30m -v -run '^TestAdversarial$$' ./internal/adversary \
 	  | grep -E '^(adversarial:|[[:space:]]+run_test|--- (FAIL|SKIP)|FAIL|ok|panic)'
 
-# The device-independent tests (nn, buffer, data, models) again on every other backend
+# The device-independent tests (nn, buffer, data, the examples) again on every other backend
 # that runs here: WebGPU on lavapipe, and ggml's CPU and Vulkan devices.
 DEVICES := webgpu $(if $(HAVE_GGML),ggml-cpu ggml-vulkan)
 devices-test:
-	set -e; for d in $(DEVICES); do echo "== nn, buffer, data, models on $$d"; \
-	  AG_TEST_DEVICE=$$d $(TEST_ENV) $(GO) test $(TAGS) -count=1 ./nn/ ./buffer/ ./data/; done
+	set -e; for d in $(DEVICES); do echo "== nn, buffer, data, examples on $$d"; \
+	  AG_TEST_DEVICE=$$d $(TEST_ENV) $(GO) test $(TAGS) -count=1 ./nn/ ./buffer/ ./data/ ./examples/...; done
 
 # The packages that run in the browser must build for GOOS=js.
 wasm-check:
-	GOOS=js GOARCH=wasm $(GO) build ./core/ ./nn/ ./backend/... ./buffer/ ./data/ ./profile/ ./wasm/
+	GOOS=js GOARCH=wasm $(GO) build ./core/ ./nn/ ./backend/... ./buffer/ ./data/ ./profile/ ./wasm/ ./app/ ./examples/...
 	GOOS=js GOARCH=wasm $(GO) vet ./core/ ./nn/ ./backend/cpu/ ./profile/
 
 bench:

@@ -198,6 +198,12 @@ func openTab(t *testing.T, w, h int64) *tab { return openTabWith(t, w, h, "") }
 // openTabWith runs script in the page before its own scripts.
 func openTabWith(t *testing.T, w, h int64, script string) *tab {
 	t.Helper()
+	return openTabAt(t, w, h, script, "")
+}
+
+// openTabAt is openTabWith for the page at url ("" for the MLP's).
+func openTabAt(t *testing.T, w, h int64, script, url string) *tab {
+	t.Helper()
 	browser(t)
 	ctx, cancel := chromedp.NewContext(env.browser)
 	ctx, cancelT := context.WithTimeout(ctx, 2*time.Minute)
@@ -223,7 +229,10 @@ func openTabWith(t *testing.T, w, h int64, script string) *tab {
 			return err
 		}))
 	}
-	tb.do(t, chromedp.EmulateViewport(w, h), chromedp.Navigate(env.url))
+	if url == "" {
+		url = env.url
+	}
+	tb.do(t, chromedp.EmulateViewport(w, h), chromedp.Navigate(url))
 	return tb
 }
 

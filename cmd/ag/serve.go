@@ -1,15 +1,18 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/ag-go/ag/web"
@@ -20,10 +23,26 @@ func serve(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ExitOnError)
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
 	wasmDir := fs.String("wasm", "", "folder holding ag.wasm and wasm_exec.js (default: the build embedded by `make wasm`)")
+	appPkg := fs.String("app", "", "a main package calling app.Run (e.g. ./examples/spiral): built for the browser into a temporary folder and served instead of the MLP")
 	allow := fs.String("allow-host", "", "more names the page may be opened by, comma-separated (name or name:port; without a port, the listening port). "+
 		"The listening host, localhost, 127.0.0.1 and [::1] always are; other Host headers get 421 (DNS rebinding)")
 	fs.Parse(args)
-	if *wasmDir != "" {
+	if *appPkg != "" {
+		if *wasmDir != "" {
+			return fmt.Errorf("ag serve: -app and -wasm both given: -app builds the wasm module itself")
+		}
+		dir, err := os.MkdirTemp("", "ag-serve-app-")
+		if err != nil {
+			return fmt.Errorf("ag serve -app %s: %w", *appPkg, err)
+		}
+		defer os.RemoveAll(dir)
+		t0 := time.Now()
+		if err := web.BuildApp(*appPkg, dir); err != nil {
+			return fmt.Errorf("ag serve -app %s: %w", *appPkg, err)
+		}
+		fmt.Printf("built %s for the browser in %.1f s\n", *appPkg, time.Since(t0).Seconds())
+		*wasmDir = dir
+	} else if *wasmDir != "" {
 		if _, err := os.Stat(*wasmDir + "/ag.wasm"); err != nil {
 			return fmt.Errorf("-wasm %s: %w (build it with: bash web/build.sh %s)", *wasmDir, err, *wasmDir)
 		}
@@ -40,6 +59,13 @@ func serve(args []string) error {
 		return err
 	}
 	fmt.Printf("ag profile page: http://%s/  (Ctrl-C stops; answers to %s)\n", hosts[0], strings.Join(hosts, ", "))
+	// Ctrl-C closes the server, so the deferred clean-up (the -app build) runs.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		srv.Close()
+	}()
 	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serving %s: %w", *addr, err)
 	}

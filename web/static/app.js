@@ -17,7 +17,8 @@
   // stageClass is the color class of a stage: its position in the order.
   const stageClass = (st) => "s-" + Math.max(0, STAGES.indexOf(st));
   const PASSES = ["forward", "backward", "update"];
-  const MODES = ["eager", "lazy", "captured"];
+  // The profile modes: the MLP's three, or those of an app's model (app.Info.modes).
+  let MODES = ["eager", "lazy", "captured"];
   const SVG = "http://www.w3.org/2000/svg";
 
   const $ = (sel) => document.querySelector(sel);
@@ -25,6 +26,9 @@
     ready: false,
     busy: false,
     built: null, // config string of the model built
+    app: null, // app.Info when the wasm module is a model of package app (ag.app), else the MLP
+    info: null, // the last ag.build answer
+    metrics0: null, // an app's metrics right after build
     losses: [], // [step, loss]
     stepMS: [],
     profiles: [], // {id, label, kind: "browser"|"file", data}
@@ -159,6 +163,14 @@
     } catch (e) {
       banner("error", "Listing devices failed: " + esc(errText(e)));
     }
+    if (typeof ag.app === "function") {
+      try {
+        setupApp(await ag.app());
+      } catch (e) {
+        banner("error", "Reading the model's description failed: " + esc(errText(e)));
+        return;
+      }
+    }
     state.ready = true;
     setBusy(false);
     setStatus("Ready. Choose a model and train it.");
@@ -179,6 +191,52 @@
     } else if (/software|fallback|swiftshader/i.test(wg.why)) {
       banner("info", `WebGPU runs on a <b>software adapter</b> (${esc(wg.why)}): correct, but slower than a GPU.`, "webgpu-banner");
     }
+  }
+
+  // ---------- a model of package app ----------
+  // setupApp turns the page to a model that registered itself through
+  // package app: its name and description, a field per parameter in place
+  // of the MLP's, its profile modes, and a card for metrics and samples.
+  function setupApp(a) {
+    state.app = a;
+    document.title = `ag · ${a.name}`;
+    document.body.dataset.app = a.name;
+    $("#setup-h").textContent = `${a.name}: model and training`;
+    $("#model-desc").textContent = a.describe;
+    for (const e of document.querySelectorAll("#train-form .mlp")) e.remove();
+    const steps = $("#f-steps");
+    const before = steps.labels[0];
+    for (const p of a.params) {
+      const id = "p-" + p.name.replace(/[^A-Za-z0-9_-]/g, "_");
+      const label = el("label", { for: id, text: p.name + " " }, el("span", { class: "hint", text: p.doc }));
+      const input = el("input", { id, name: p.name, type: "number", min: p.min, max: p.max, step: p.int ? 1 : "any",
+        value: p.default, required: true, "data-param": p.name });
+      before.before(label, input);
+    }
+    steps.value = a.steps;
+    steps.max = Math.max(1000000, a.steps);
+    setModes(a.modes);
+    $("#app-out").hidden = false;
+  }
+  function setModes(modes) {
+    MODES = modes;
+    $("#btn-profile").textContent = MODES.length === 1 ? "Profile" : `Profile ${MODES.length} modes`;
+  }
+
+  function renderMetrics(m) {
+    const box = $("#metrics");
+    if (!m) { box.replaceChildren(el("p", { class: "empty", text: state.info && !state.info.eval ? "This model reports no metrics." : "Train the model to measure it." })); return; }
+    const t = el("table", { class: "small metrics" }, el("caption", { class: "sr-only", text: "Metrics after build and now" }),
+      el("thead", {}, el("tr", {}, el("th", { scope: "col", class: "txt", text: "metric" }),
+        el("th", { scope: "col", text: "untrained" }), el("th", { scope: "col", text: "now" }))));
+    const tb = el("tbody");
+    for (const k of Object.keys(m).sort()) {
+      const v0 = state.metrics0 ? state.metrics0[k] : undefined;
+      tb.append(el("tr", { "data-metric": k }, el("th", { scope: "row", class: "txt", text: k }),
+        el("td", { text: v0 === undefined ? "–" : fmtNum(v0, 4) }), el("td", { text: fmtNum(m[k], 4) })));
+    }
+    t.append(tb);
+    box.replaceChildren(el("div", { class: "table-wrap" }, t));
   }
 
   // ---------- UI wiring ----------
@@ -239,6 +297,11 @@
       throw new Error(`${bad[0].labels[0].firstChild.textContent.trim()}: ${bad[0].validationMessage}`);
     }
     const n = (id) => Number($(id).value);
+    if (state.app) {
+      const cfg = { device: $("#f-device").value };
+      for (const i of f.querySelectorAll("input[data-param]")) cfg[i.dataset.param] = Number(i.value);
+      return { cfg, steps: n("#f-steps"), psteps: n("#f-psteps") };
+    }
     return {
       cfg: { width: n("#f-width"), depth: n("#f-depth"), batch: n("#f-batch"), lr: n("#f-lr"), device: $("#f-device").value },
       steps: n("#f-steps"),
@@ -249,13 +312,23 @@
   async function ensureBuilt(cfg) {
     const key = JSON.stringify(cfg);
     if (state.built === key) return false;
-    setStatus(`Building a ${cfg.depth}×${cfg.width} MLP…`);
+    setStatus(state.app ? `Building ${state.app.name}…` : `Building a ${cfg.depth}×${cfg.width} MLP…`);
     const info = await ag.build(cfg);
     state.built = key;
+    state.info = info;
     state.losses = [];
     state.stepMS = [];
     $("#device-name").textContent = info.device;
-    $("#model-desc").textContent = `${cfg.depth} Linear layers of ${cfg.width}×${cfg.width} (${info.params.toLocaleString()} parameters), ReLU, batch ${cfg.batch}, Adam lr ${cfg.lr}, MSE · ${fmtNum(info.flops / 1e6)} MFLOP per step`;
+    if (state.app) {
+      setModes(info.modes);
+      $("#model-desc").textContent = `${state.app.describe} · ${info.params.toLocaleString()} parameters`;
+      state.metrics0 = info.eval ? await ag.eval() : null;
+      if (info.eval) document.body.dataset.metrics0 = JSON.stringify(state.metrics0);
+      renderMetrics(state.metrics0);
+      $("#sample").hidden = true;
+    } else {
+      $("#model-desc").textContent = `${cfg.depth} Linear layers of ${cfg.width}×${cfg.width} (${info.params.toLocaleString()} parameters), ReLU, batch ${cfg.batch}, Adam lr ${cfg.lr}, MSE · ${fmtNum(info.flops / 1e6)} MFLOP per step`;
+    }
     for (const w of info.warnings) if (!/WebGPU is not available/.test(w)) banner("warn", esc(w));
     renderLoss();
     return true;
@@ -280,7 +353,22 @@
       });
       renderLoss();
       const ms = median(r.step_ms);
-      setStatus(`${r.stopped ? "Stopped after" : "Trained"} ${r.steps} steps: loss ${fmtNum(r.first_loss, 4)} → ${fmtNum(r.last_loss, 4)}, median ${fmtMS(ms)} per step.`, "ok");
+      let measured = "";
+      if (state.app && state.info.eval) {
+        setStatus("Measuring…");
+        const m = await ag.eval();
+        renderMetrics(m);
+        document.body.dataset.metrics = JSON.stringify(m);
+        measured = " " + Object.keys(m).sort().map((k) => `${k} ${fmtNum(m[k], 3)}`).join(", ") + ".";
+      }
+      if (state.app && state.info.sample) {
+        setStatus("Sampling…");
+        const txt = await ag.sample();
+        $("#sample").textContent = txt;
+        $("#sample").hidden = false;
+        document.body.dataset.sample = txt;
+      }
+      setStatus(`${r.stopped ? "Stopped after" : "Trained"} ${r.steps} steps: loss ${fmtNum(r.first_loss, 4)} → ${fmtNum(r.last_loss, 4)}, median ${fmtMS(ms)} per step.${measured}`, "ok");
       document.body.dataset.trained = String(r.total);
     } catch (e) {
       setStatus("Training failed: " + errText(e), "error");

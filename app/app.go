@@ -1,0 +1,186 @@
+// Package app runs a model written in Go the same way natively and in a web
+// page. An example (or your own model) is a main package whose main calls
+// Run with a Spec:
+//
+//	func main() { app.Run(app.Spec{Name: "spiral", Params: ..., Build: build}) }
+//
+// Natively (`go run ./examples/spiral -device cpu -steps 300`) Run parses
+// flags - -device, -steps, -eval-every and one flag per Param - opens the
+// device, trains with progress lines and prints the metrics and samples.
+// Compiled with GOOS=js GOARCH=wasm it instead puts the Promise API of the
+// page of `ag serve` on globalThis.ag (devices, build, train, profile,
+// trace, stop, plus app, eval and sample), so the page draws the model's
+// loss curve, metrics, samples and profiles; `ag serve -app ./examples/NAME`
+// builds and serves it.
+//
+// Build gets the device and the Config (every Param by name) and returns a
+// Trainer: one training step per Step call. A Trainer may also be an
+// Evaluator (metrics such as accuracy), a Sampler (text it generates), a
+// ModeStepper (a step in each execution mode of the profile page) and a
+// Counter (its parameters).
+package app
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/ag-go/ag/core"
+)
+
+// Spec describes a model for Run.
+type Spec struct {
+	// Name is a short name: the page's title, the first word of the output.
+	Name string
+	// Describe says in one sentence what the model is and learns.
+	Describe string
+	// Params are the model's settings, each a command-line flag natively
+	// and a field of the page's form.
+	Params []Param
+	// Steps is how many training steps a run takes by default (natively,
+	// and the page's Steps field); 0 means 200.
+	Steps int
+	// Build makes the model, its optimizer and its data on dev.
+	Build func(dev *core.Device, cfg Config) (Trainer, error)
+}
+
+// Param is one setting of a model.
+type Param struct {
+	Name    string  `json:"name"`    // flag and field name, e.g. "lr"
+	Default float64 `json:"default"` // used when the flag or field is not given
+	Min     float64 `json:"min"`     // accepted range (inclusive)
+	Max     float64 `json:"max"`
+	Int     bool    `json:"int"` // a whole number
+	Doc     string  `json:"doc"` // a few words for the flag's usage and the field's hint
+}
+
+// Config holds the value of every Param by name.
+type Config map[string]float64
+
+// Int returns the parameter name as an int. It panics when the Spec has no
+// such Param (a programming error in the model's Build).
+func (c Config) Int(name string) int { return int(math.Round(c.Float(name))) }
+
+// Float returns the parameter name. It panics when the Spec has no such Param.
+func (c Config) Float(name string) float64 {
+	v, ok := c[name]
+	if !ok {
+		panic(fmt.Sprintf("app.Config: no parameter %q (have %s)", name, strings.Join(c.names(), ", ")))
+	}
+	return v
+}
+
+// Float32 returns the parameter name as a float32.
+func (c Config) Float32(name string) float32 { return float32(c.Float(name)) }
+
+func (c Config) names() []string {
+	var out []string
+	for k := range c {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Trainer is a model being trained: each Step runs one training step and
+// returns its loss.
+type Trainer interface {
+	Step() (loss float32, err error)
+}
+
+// Metrics are named measurements of a model, e.g. "train accuracy".
+type Metrics map[string]float64
+
+// Evaluator is a Trainer that can measure itself; Eval must not train.
+type Evaluator interface {
+	Eval() (Metrics, error)
+}
+
+// Sampler is a Trainer that can show what it learned as text (a
+// language model's continuation, a policy's episode).
+type Sampler interface {
+	Sample() (string, error)
+}
+
+// Execution modes of a ModeStepper's StepMode: the three the profile page
+// compares.
+const (
+	ModeEager    = "eager"    // every op its own program (core.Device.SetEager)
+	ModeLazy     = "lazy"     // the step recorded and lowered to one program at its sync
+	ModeCaptured = "captured" // the step recorded once and replayed (core.Capture, nn.CaptureStep)
+)
+
+// ModeStep is the one profile mode of a Trainer that is not a ModeStepper:
+// its Step as it is.
+const ModeStep = "step"
+
+// ModeStepper is a Trainer that can run its step in each of ModeEager,
+// ModeLazy and ModeCaptured, so that the page profiles all three.
+type ModeStepper interface {
+	StepMode(mode string) (float32, error)
+}
+
+// Counter is a Trainer that lists its parameters, for the count the page
+// and the native run show.
+type Counter interface {
+	Params() []*core.Tensor
+}
+
+// config fills a Config with every Param's default and checks the given
+// values: known names, in range, whole where Int.
+func (s *Spec) config(given map[string]float64) (Config, error) {
+	cfg := Config{}
+	for _, p := range s.Params {
+		cfg[p.Name] = p.Default
+	}
+	for k, v := range given {
+		p, ok := s.param(k)
+		if !ok {
+			return nil, fmt.Errorf("%s: unknown parameter %q (have %s)", s.Name, k, strings.Join(cfg.names(), ", "))
+		}
+		if math.IsNaN(v) || v < p.Min || v > p.Max || p.Int && v != math.Trunc(v) {
+			kind := "a number"
+			if p.Int {
+				kind = "a whole number"
+			}
+			return nil, fmt.Errorf("%s: parameter %s = %v: want %s in %v..%v", s.Name, k, v, kind, p.Min, p.Max)
+		}
+		cfg[k] = v
+	}
+	return cfg, nil
+}
+
+func (s *Spec) param(name string) (Param, bool) {
+	for _, p := range s.Params {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Param{}, false
+}
+
+// check reports a Spec that cannot run.
+func (s *Spec) check() error {
+	if s.Name == "" || s.Build == nil {
+		return fmt.Errorf("app.Run: Spec %q: want a Name and a Build function", s.Name)
+	}
+	seen := map[string]bool{"device": true, "steps": true, "eval-every": true}
+	for _, p := range s.Params {
+		if p.Name == "" || seen[p.Name] {
+			return fmt.Errorf("app.Run: Spec %s: parameter name %q is empty, repeated or reserved (device, steps, eval-every)", s.Name, p.Name)
+		}
+		seen[p.Name] = true
+		if !(p.Min <= p.Default && p.Default <= p.Max) {
+			return fmt.Errorf("app.Run: Spec %s: parameter %s: default %v outside %v..%v", s.Name, p.Name, p.Default, p.Min, p.Max)
+		}
+	}
+	return nil
+}
+
+func (s *Spec) steps() int {
+	if s.Steps > 0 {
+		return s.Steps
+	}
+	return 200
+}

@@ -1,0 +1,123 @@
+//go:build !js
+
+package app
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/ag-go/ag/core"
+	"github.com/ag-go/ag/nn"
+)
+
+// line fits y = 2x - 1 with one Linear layer: a Trainer, Evaluator,
+// Sampler and Counter, stepping lazily.
+type line struct {
+	dev  *core.Device
+	lin  *nn.Linear
+	opt  *nn.Adam
+	x, y []float32
+}
+
+func (l *line) Step() (float32, error) {
+	l.opt.ZeroGrad()
+	loss := nn.MSELoss(l.lin.Forward(l.dev.Tensor(l.x, 4, 1)), l.dev.Tensor(l.y, 4, 1)).Keep()
+	if err := loss.Backward(); err != nil {
+		return 0, err
+	}
+	if err := l.opt.Step(); err != nil {
+		return 0, err
+	}
+	return loss.Item()
+}
+func (l *line) Eval() (Metrics, error)  { return Metrics{"w": 1}, nil }
+func (l *line) Sample() (string, error) { return "a sample", nil }
+func (l *line) Params() []*core.Tensor  { return l.lin.Params() }
+
+var lineSpec = Spec{
+	Name: "line", Describe: "fits a line", Steps: 50,
+	Params: []Param{{Name: "lr", Default: 0.1, Min: 0, Max: 1, Doc: "learning rate"}, {Name: "seed", Default: 1, Min: 0, Max: 9, Int: true}},
+	Build: func(dev *core.Device, cfg Config) (Trainer, error) {
+		l := &line{dev: dev, lin: nn.NewLinear(dev, 1, 1, true, nn.NewRNG(uint64(cfg.Int("seed")))),
+			x: []float32{-1, 0, 1, 2}, y: []float32{-3, -1, 1, 3}}
+		l.opt = nn.NewAdam(l.lin.Params(), cfg.Float32("lr"))
+		return l, nil
+	},
+}
+
+func TestRunArgs(t *testing.T) {
+	var out bytes.Buffer
+	if err := RunArgs(lineSpec, []string{"-device", "cpu", "-steps", "100", "-lr", "0.05"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"line on cpu", "lr=0.05 seed=1", "2 parameters", "step    100", "metrics: w 1", "sample:\na sample"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-lr", "2"}, "lr = 2: want a number in 0..1"},
+		{[]string{"-seed", "1.5"}, "seed = 1.5: want a whole number"},
+		{[]string{"-nope", "1"}, "flag provided but not defined"},
+		{[]string{"-steps", "0"}, "-steps 0"},
+		{[]string{"extra"}, "unexpected arguments"},
+	} {
+		err := RunArgs(lineSpec, append([]string{"-device", "cpu"}, tc.args...), &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("RunArgs %q: error %v, want one with %q", tc.args, err, tc.want)
+		}
+	}
+	bad := lineSpec
+	bad.Params = append([]Param{{Name: "steps"}}, bad.Params...)
+	if err := RunArgs(bad, nil, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "reserved") {
+		t.Errorf("a parameter named steps: error %v, want it refused", err)
+	}
+}
+
+// The session the page drives: build with defaults, the loss falls, the
+// metrics, the one profile mode of a plain Trainer and its trace.
+func TestSession(t *testing.T) {
+	s := newSession(&lineSpec, "test")
+	if _, err := s.train(1, nil); !errors.Is(err, errNoModel) {
+		t.Fatalf("train before build: %v, want errNoModel", err)
+	}
+	info, err := s.build(map[string]float64{"lr": 0.05}, "cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.dev.Close()
+	if info.Name != "cpu" || info.Params != 2 || info.Config["seed"] != 1 || !info.Eval || !info.Sample || len(info.Modes) != 1 || info.Modes[0] != ModeStep {
+		t.Fatalf("build: %+v", info)
+	}
+	r, err := s.train(200, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(r.LastLoss < r.FirstLoss/10) {
+		t.Errorf("loss %g -> %g: want it divided by 10", r.FirstLoss, r.LastLoss)
+	}
+	if m, err := s.eval(); err != nil || m["w"] != 1 {
+		t.Errorf("eval: %v, %v", m, err)
+	}
+	if _, err := s.profile(ModeLazy, 2); err == nil || !strings.Contains(err.Error(), "[step]") {
+		t.Errorf("profile in lazy mode of a plain Trainer: %v, want the modes it runs in", err)
+	}
+	p, err := s.profile(ModeStep, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Steps != 3 || p.Mode != ModeStep || p.Forward.Ops == 0 || p.Backward.Ops == 0 {
+		t.Errorf("profile: %d steps, mode %q, forward %d ops, backward %d ops", p.Steps, p.Mode, p.Forward.Ops, p.Backward.Ops)
+	}
+	if tr, err := s.traceJSON(""); err != nil || !strings.Contains(tr, "traceEvents") {
+		t.Errorf("trace: %.80q, %v", tr, err)
+	}
+	if _, err := s.build(map[string]float64{"depth": 3}, "cpu"); err == nil || !strings.Contains(err.Error(), `unknown parameter "depth"`) {
+		t.Errorf("build with an unknown parameter: %v", err)
+	}
+}

@@ -1,0 +1,154 @@
+//go:build !js
+
+package app
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	_ "github.com/ag-go/ag/backend/all" // every backend for -device
+)
+
+// Run trains spec's model natively with the command line's flags and exits:
+// status 0 when it trained, 1 on an error, 2 on a bad flag. In a browser
+// build (GOOS=js) it serves the page's API instead and never returns.
+func Run(spec Spec) {
+	if err := RunArgs(spec, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		if _, ok := err.(usageError); ok {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+// usageError is a bad command line (flag prints the usage).
+type usageError struct{ error }
+
+// RunArgs is Run with its arguments and output given: flags -device (a
+// driver name or "auto"), -steps, -eval-every, -profile-json FILE (a profile
+// of a few steps after training, the JSON the page opens) and one flag per
+// Param. It prints a line per eval-every steps (the loss, and the metrics
+// of an Evaluator), then the final metrics and a Sampler's sample.
+func RunArgs(spec Spec, args []string, out io.Writer) error {
+	if err := spec.check(); err != nil {
+		return err
+	}
+	fs := flag.NewFlagSet(spec.Name, flag.ContinueOnError)
+	fs.SetOutput(out)
+	device := fs.String("device", "auto", `device: "auto", "cpu", "webgpu", "ggml-cpu" or "ggml-vulkan"`)
+	steps := fs.Int("steps", spec.steps(), "training steps")
+	every := fs.Int("eval-every", 0, "print the loss (and metrics) every this many steps; 0: ten lines in all")
+	profJSON := fs.String("profile-json", "", "after training, profile 5 steps and write the profile JSON (open it in the page of `ag serve`)")
+	vals := map[string]*float64{}
+	for _, p := range spec.Params {
+		vals[p.Name] = fs.Float64(p.Name, p.Default, fmt.Sprintf("%s (%v..%v)", p.Doc, p.Min, p.Max))
+	}
+	fs.Usage = func() {
+		fmt.Fprintf(out, "%s: %s\n\nflags:\n", spec.Name, spec.Describe)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return nil
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("%s: unexpected arguments %q", spec.Name, fs.Args())}
+	}
+	if *steps < 1 {
+		return usageError{fmt.Errorf("%s: -steps %d: want >= 1", spec.Name, *steps)}
+	}
+	given := map[string]float64{}
+	fs.Visit(func(f *flag.Flag) {
+		if v, ok := vals[f.Name]; ok {
+			given[f.Name] = *v
+		}
+	})
+	s := newSession(&spec, "native")
+	info, err := s.build(given, *device)
+	if err != nil {
+		return err
+	}
+	defer s.dev.Close()
+	var cfg []string
+	for _, p := range spec.Params {
+		cfg = append(cfg, fmt.Sprintf("%s=%v", p.Name, info.Config[p.Name]))
+	}
+	fmt.Fprintf(out, "%s on %s: %s\n", spec.Name, info.Device, strings.Join(cfg, " "))
+	if info.Params > 0 {
+		fmt.Fprintf(out, "%d parameters\n", info.Params)
+	}
+	for _, w := range info.Warnings {
+		fmt.Fprintln(out, "warning:", w)
+	}
+	n := *every
+	if n < 1 {
+		n = max(1, *steps/10)
+	}
+	done := 0
+	for done < *steps {
+		k := min(n, *steps-done)
+		r, err := s.train(k, nil)
+		if err != nil {
+			return err
+		}
+		done += k
+		var ms float64
+		for _, v := range r.StepMS {
+			ms += v
+		}
+		line := fmt.Sprintf("step %6d  loss %.4f  %.2f ms/step", r.Total, r.LastLoss, ms/float64(len(r.StepMS)))
+		if info.Eval && done < *steps {
+			m, err := s.eval()
+			if err != nil {
+				return err
+			}
+			line += "  " + formatMetrics(m)
+		}
+		fmt.Fprintln(out, line)
+	}
+	if info.Eval {
+		m, err := s.eval()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(out, "metrics:", formatMetrics(m))
+	}
+	if info.Sample {
+		txt, err := s.sample()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "sample:\n%s\n", txt)
+	}
+	if *profJSON != "" {
+		p, err := s.profile(info.Modes[len(info.Modes)-1], 5)
+		if err != nil {
+			return err
+		}
+		b, err := json.MarshalIndent(p, "", " ")
+		if err != nil {
+			return fmt.Errorf("%s: encoding the profile: %w", spec.Name, err)
+		}
+		if err := os.WriteFile(*profJSON, b, 0o644); err != nil {
+			return fmt.Errorf("%s: -profile-json: %w", spec.Name, err)
+		}
+		fmt.Fprintf(out, "profile (%s mode, 5 steps): %s\n", p.Mode, *profJSON)
+	}
+	return nil
+}
+
+// formatMetrics prints metrics as "name value" pairs in name order.
+func formatMetrics(m Metrics) string {
+	var parts []string
+	for _, k := range metricNames(m) {
+		parts = append(parts, fmt.Sprintf("%s %.4g", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}

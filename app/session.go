@@ -1,0 +1,390 @@
+package app
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/core"
+	"github.com/ag-go/ag/profile"
+)
+
+// Info is what the page learns of the model before building it (ag.app()).
+type Info struct {
+	Name     string   `json:"name"`
+	Describe string   `json:"describe"`
+	Params   []Param  `json:"params"`
+	Steps    int      `json:"steps"`  // default training steps
+	Modes    []string `json:"modes"`  // profile modes, known after build; before it, all three
+	Eval     bool     `json:"eval"`   // the built Trainer is an Evaluator
+	Sample   bool     `json:"sample"` // the built Trainer is a Sampler
+}
+
+// BuildInfo is ag.build's answer.
+type BuildInfo struct {
+	Device   string   `json:"device"`   // the device's description
+	Name     string   `json:"name"`     // driver name
+	Fallback string   `json:"fallback"` // why the asked device was not used ("" when it was)
+	Params   int      `json:"params"`   // parameter count (0 when the Trainer is no Counter)
+	SetupMS  float64  `json:"setup_ms"` // building model and data
+	Config   Config   `json:"config"`   // every parameter's value
+	Modes    []string `json:"modes"`    // the profile modes of this Trainer
+	Eval     bool     `json:"eval"`
+	Sample   bool     `json:"sample"`
+	Warnings []string `json:"warnings"` // never null
+}
+
+// TrainResult is ag.train's answer.
+type TrainResult struct {
+	Steps     int       `json:"steps"`      // steps run by this call
+	Total     int       `json:"total"`      // steps trained since build
+	FirstLoss float64   `json:"first_loss"` // loss of this call's first step
+	LastLoss  float64   `json:"last_loss"`
+	StepMS    []float64 `json:"step_ms"`
+	Stopped   bool      `json:"stopped"` // ag.stop() ended it early
+}
+
+// WebProfile is ag.profile's answer: profile.Profile plus the page's labels.
+type WebProfile struct {
+	*profile.Profile
+	ModeNote string  `json:"mode_note"`
+	Source   string  `json:"source"` // "browser" in the page, "native" otherwise
+	Model    Config  `json:"model"`
+	Compiles int     `json:"compiles"` // programs compiled during the profiled steps
+	WallMS   float64 `json:"wall_ms"`  // wall time of the call, warm-up included
+}
+
+var modeNotes = map[string]string{
+	ModeEager:    "every op runs as its own program when recorded (steady state, after one warm-up step)",
+	ModeLazy:     "each step recorded and lowered to one program at its sync; the program comes from the cache (after one warm-up step)",
+	ModeCaptured: "the step recorded once and replayed: one upload, the cached program, one download (after one warm-up step)",
+	ModeStep:     "the model's own training step as it runs (after one warm-up step)",
+}
+
+// DriverJSON is one row of ag.devices().
+type DriverJSON struct {
+	Name     string `json:"name"`
+	Priority int    `json:"priority"`
+	OK       bool   `json:"ok"`
+	Auto     bool   `json:"auto"`
+	Why      string `json:"why"`
+}
+
+// DevicesInfo is ag.devices()'s answer.
+type DevicesInfo struct {
+	Drivers []DriverJSON `json:"drivers"`
+	Best    string       `json:"best"` // webgpu when it runs, else cpu
+	WebGPU  struct {
+		OK  bool   `json:"ok"`
+		Why string `json:"why"`
+	} `json:"webgpu"`
+	Current string `json:"current"` // the open device, "" before build
+}
+
+// session holds one built model. Its methods run on one goroutine at a time
+// (the page's worker, or the native run); stop is the exception.
+type session struct {
+	spec   *Spec
+	dev    *core.Device
+	tr     Trainer
+	cfg    Config
+	total  int
+	traces map[string][]byte
+	last   string
+	stop   atomic.Bool
+	source string
+	// yield lets the browser paint between steps; nil natively.
+	yield func()
+}
+
+func newSession(spec *Spec, source string) *session {
+	return &session{spec: spec, traces: map[string][]byte{}, source: source}
+}
+
+func (s *session) info() Info {
+	in := Info{Name: s.spec.Name, Describe: s.spec.Describe, Params: s.spec.Params, Steps: s.spec.steps(),
+		Modes: []string{ModeEager, ModeLazy, ModeCaptured}}
+	if in.Params == nil {
+		in.Params = []Param{}
+	}
+	if s.tr != nil {
+		in.Modes = modesOf(s.tr)
+		_, in.Eval = s.tr.(Evaluator)
+		_, in.Sample = s.tr.(Sampler)
+	}
+	return in
+}
+
+func modesOf(tr Trainer) []string {
+	if _, ok := tr.(ModeStepper); ok {
+		return []string{ModeEager, ModeLazy, ModeCaptured}
+	}
+	return []string{ModeStep}
+}
+
+func (s *session) devices() DevicesInfo {
+	var d DevicesInfo
+	d.Drivers = []DriverJSON{}
+	d.WebGPU.Why = "the webgpu driver is not compiled into this build"
+	for _, di := range backend.Drivers() {
+		d.Drivers = append(d.Drivers, DriverJSON{di.Name, di.Priority, di.OK, di.Auto, di.Why})
+		if di.Name == "webgpu" {
+			d.WebGPU.OK, d.WebGPU.Why = di.OK, di.Why
+		}
+	}
+	d.Best = pickDevice("best", d.Drivers)
+	if s.dev != nil {
+		d.Current = s.dev.String()
+	}
+	return d
+}
+
+// pickDevice resolves "best" (or ""): webgpu when its driver is OK, else
+// cpu. Other names pass through.
+func pickDevice(name string, drivers []DriverJSON) string {
+	if name != "" && name != "best" {
+		return name
+	}
+	for _, d := range drivers {
+		if d.Name == "webgpu" && d.OK {
+			return "webgpu"
+		}
+	}
+	return "cpu"
+}
+
+// build opens the device (reusing the open one when the name matches) and
+// builds a fresh Trainer with the given parameters. A device other than
+// cpu that fails to open falls back to cpu, and the answer says why.
+func (s *session) build(given map[string]float64, device string) (BuildInfo, error) {
+	cfg, err := s.spec.config(given)
+	if err != nil {
+		return BuildInfo{}, fmt.Errorf("build: %w", err)
+	}
+	d := s.devices()
+	want := device
+	if want == "" || want == "best" {
+		want = pickDevice("best", d.Drivers)
+	}
+	info := BuildInfo{Warnings: []string{}}
+	if s.dev != nil && s.dev.Name() != want {
+		if err := s.dev.Close(); err != nil {
+			return BuildInfo{}, fmt.Errorf("build: closing %s: %w", s.dev, err)
+		}
+		s.dev = nil
+	}
+	s.tr = nil
+	if s.dev == nil {
+		dev, err := core.Open(want)
+		if err != nil && want != "cpu" && want != "auto" {
+			info.Fallback = err.Error()
+			info.Warnings = append(info.Warnings, fmt.Sprintf("could not open %s (%v): using cpu", want, err))
+			dev, err = core.Open("cpu")
+		}
+		if err != nil {
+			return BuildInfo{}, fmt.Errorf("build: opening device %q: %w", want, err)
+		}
+		s.dev = dev
+	}
+	s.dev.SetEager(false)
+	t0 := time.Now()
+	tr, err := s.spec.Build(s.dev, cfg)
+	if err != nil {
+		return BuildInfo{}, fmt.Errorf("build %s on %s: %w", s.spec.Name, s.dev, err)
+	}
+	if tr == nil {
+		return BuildInfo{}, fmt.Errorf("build %s on %s: Build returned no Trainer and no error", s.spec.Name, s.dev)
+	}
+	s.tr, s.cfg, s.total = tr, cfg, 0
+	if c, ok := tr.(Counter); ok {
+		for _, p := range c.Params() {
+			info.Params += p.Len()
+		}
+	}
+	info.Device, info.Name, info.Config = s.dev.String(), s.dev.Name(), cfg
+	info.SetupMS, info.Modes = msOf(time.Since(t0)), modesOf(tr)
+	_, info.Eval = tr.(Evaluator)
+	_, info.Sample = tr.(Sampler)
+	return info, nil
+}
+
+var errNoModel = errors.New("no model: call ag.build first")
+
+// train runs steps training steps, calling progress after each.
+func (s *session) train(steps int, progress func(step int, loss float32, ms float64)) (TrainResult, error) {
+	if s.tr == nil {
+		return TrainResult{}, fmt.Errorf("train: %w", errNoModel)
+	}
+	if steps < 1 || steps > 1000000 {
+		return TrainResult{}, fmt.Errorf("train: steps %d: want 1..1000000", steps)
+	}
+	s.stop.Store(false)
+	r := TrainResult{StepMS: []float64{}}
+	lastYield := time.Now()
+	for i := range steps {
+		if s.stop.Load() {
+			r.Stopped = true
+			break
+		}
+		t0 := time.Now()
+		loss, err := s.tr.Step()
+		if err != nil {
+			return r, fmt.Errorf("train %s: step %d on %s: %w", s.spec.Name, s.total+1, s.dev, err)
+		}
+		dt := msOf(time.Since(t0))
+		s.total++
+		r.Steps++
+		r.StepMS = append(r.StepMS, dt)
+		if i == 0 {
+			r.FirstLoss = float64(loss)
+		}
+		r.LastLoss = float64(loss)
+		if progress != nil {
+			progress(s.total, loss, dt)
+		}
+		if s.yield != nil && time.Since(lastYield) > 30*time.Millisecond {
+			s.yield()
+			lastYield = time.Now()
+		}
+	}
+	r.Total = s.total
+	return r, nil
+}
+
+// eval returns the Trainer's metrics.
+func (s *session) eval() (Metrics, error) {
+	if s.tr == nil {
+		return nil, fmt.Errorf("eval: %w", errNoModel)
+	}
+	e, ok := s.tr.(Evaluator)
+	if !ok {
+		return nil, fmt.Errorf("eval: %s has no metrics (its Trainer is not an app.Evaluator)", s.spec.Name)
+	}
+	m, err := e.Eval()
+	if err != nil {
+		return nil, fmt.Errorf("eval %s on %s: %w", s.spec.Name, s.dev, err)
+	}
+	return m, nil
+}
+
+// sample returns the Trainer's sample text.
+func (s *session) sample() (string, error) {
+	if s.tr == nil {
+		return "", fmt.Errorf("sample: %w", errNoModel)
+	}
+	sm, ok := s.tr.(Sampler)
+	if !ok {
+		return "", fmt.Errorf("sample: %s has no samples (its Trainer is not an app.Sampler)", s.spec.Name)
+	}
+	txt, err := sm.Sample()
+	if err != nil {
+		return "", fmt.Errorf("sample %s on %s: %w", s.spec.Name, s.dev, err)
+	}
+	return txt, nil
+}
+
+// stepIn runs one step in mode.
+func (s *session) stepIn(mode string) (float32, error) {
+	if mode == ModeStep {
+		return s.tr.Step()
+	}
+	return s.tr.(ModeStepper).StepMode(mode)
+}
+
+// profile profiles steps training steps in one of the Trainer's modes
+// (after one unprofiled warm-up step) and keeps its Chrome trace.
+func (s *session) profile(mode string, steps int) (*WebProfile, error) {
+	if s.tr == nil {
+		return nil, fmt.Errorf("profile: %w", errNoModel)
+	}
+	if steps < 1 || steps > 1000 {
+		return nil, fmt.Errorf("profile: steps %d: want 1..1000", steps)
+	}
+	modes := modesOf(s.tr)
+	known := false
+	for _, m := range modes {
+		known = known || m == mode
+	}
+	if !known {
+		return nil, fmt.Errorf("profile: mode %q: %s runs in %v", mode, s.spec.Name, modes)
+	}
+	t0 := time.Now()
+	if _, err := s.stepIn(mode); err != nil {
+		return nil, fmt.Errorf("profile %s: warm-up step on %s: %w", mode, s.dev, err)
+	}
+	s.total++
+	compiles := s.dev.Stats().Compiles
+	startProfile()
+	var err error
+	for range steps {
+		s0 := time.Now()
+		if _, err = s.stepIn(mode); err != nil {
+			err = fmt.Errorf("profile %s: step %d on %s: %w", mode, s.total+1, s.dev, err)
+			break
+		}
+		profile.Step(time.Since(s0))
+		s.total++
+		if s.yield != nil {
+			s.yield()
+		}
+	}
+	stopProfile()
+	if err != nil {
+		return nil, err
+	}
+	snap := profile.Snapshot()
+	snap.Device = s.dev.String()
+	snap.Timer = s.dev.Info().Timer
+	snap.Mode = mode
+	var tr bytes.Buffer
+	if err := profile.WriteTrace(&tr); err != nil {
+		return nil, fmt.Errorf("profile %s: %w", mode, err)
+	}
+	s.traces[mode], s.last = tr.Bytes(), mode
+	return &WebProfile{Profile: snap, ModeNote: modeNotes[mode], Source: s.source, Model: s.cfg,
+		Compiles: s.dev.Stats().Compiles - compiles, WallMS: msOf(time.Since(t0))}, nil
+}
+
+// traceJSON returns the Chrome trace of the last profile in mode ("" for
+// the last profile of any mode).
+func (s *session) traceJSON(mode string) (string, error) {
+	if mode == "" {
+		mode = s.last
+	}
+	tr, ok := s.traces[mode]
+	if !ok {
+		return "", fmt.Errorf("trace: no profile in mode %q yet: call ag.profile first", mode)
+	}
+	return string(tr), nil
+}
+
+func startProfile() {
+	profile.Reset()
+	profile.Forward(true)
+	profile.Backward(true)
+	profile.Switch(profile.PassUpdate, true)
+	profile.Count(true)
+}
+
+func stopProfile() {
+	profile.Forward(false)
+	profile.Backward(false)
+	profile.Switch(profile.PassUpdate, false)
+	profile.Count(false)
+}
+
+func msOf(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
+
+// metricNames returns m's names in order.
+func metricNames(m Metrics) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
