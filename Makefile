@@ -70,7 +70,7 @@ test: deps vulkan
 
 # One line on what the tests run on, before they run.
 test-devices:
-	@echo "== devices required (AG_REQUIRE_DEVICES): $(or $(AG_REQUIRE_DEVICES),none); nn, buffer, data and models also run on: $(DEVICES)"
+	@echo "== devices required (AG_REQUIRE_DEVICES): $(or $(AG_REQUIRE_DEVICES),none); nn, buffer, data, models and examples also run on: $(DEVICES)"
 
 vet:
 	$(GO) vet $(TAGS) ./...
@@ -85,12 +85,12 @@ adversarial:
 	set -o pipefail; $(TEST_ENV) $(GO) test $(TAGS) -count=1 -timeout 30m -v -run '^TestAdversarial$$' ./internal/adversary \
 	  | grep -E '^(adversarial:|[[:space:]]+run_test|--- (FAIL|SKIP)|FAIL|ok|panic)'
 
-# The device-independent tests (nn, buffer, data, the examples) again on every other backend
+# The device-independent tests (nn, buffer, data, models, the examples) again on every other backend
 # that runs here: WebGPU on lavapipe, and ggml's CPU and Vulkan devices.
 DEVICES := webgpu $(if $(HAVE_GGML),ggml-cpu ggml-vulkan)
 devices-test:
-	set -e; for d in $(DEVICES); do echo "== nn, buffer, data, examples on $$d"; \
-	  AG_TEST_DEVICE=$$d $(TEST_ENV) $(GO) test $(TAGS) -count=1 ./nn/ ./buffer/ ./data/ ./examples/...; done
+	set -e; for d in $(DEVICES); do echo "== nn, buffer, data, models, examples on $$d"; \
+	  AG_TEST_DEVICE=$$d $(TEST_ENV) $(GO) test $(TAGS) -count=1 ./nn/ ./buffer/ ./data/ ./models/ ./examples/...; done
 
 # The packages that run in the browser must build for GOOS=js.
 wasm-check:
