@@ -3,16 +3,14 @@
 package app
 
 import (
-	"encoding/json"
-	"fmt"
 	"runtime"
-	"runtime/debug"
-	"sync"
 	"syscall/js"
 	"time"
 
 	_ "github.com/ag-go/ag/backend/cpu"
 	_ "github.com/ag-go/ag/backend/webgpu"
+
+	"github.com/ag-go/ag/internal/jsbridge"
 )
 
 // Run puts the page's API for spec's model on globalThis.ag, calls
@@ -36,12 +34,12 @@ func Run(spec Spec) {
 		js.Global().Get("console").Call("error", err.Error())
 		panic(err)
 	}
-	q := &queue{wake: make(chan struct{}, 1)}
-	go q.work()
+	q := jsbridge.NewQueue()
+	go q.Work()
 	s := newSession(&spec, "browser")
 	s.yield = func() { time.Sleep(time.Millisecond) }
 	fn := func(f func(args []js.Value) func() (any, error)) js.Func {
-		return js.FuncOf(func(_ js.Value, args []js.Value) any { return promise(q, f(args)) })
+		return js.FuncOf(func(_ js.Value, args []js.Value) any { return jsbridge.Promise(q, f(args)) })
 	}
 	api := map[string]any{
 		"version": "ag app " + spec.Name + " (" + runtime.Version() + ")",
@@ -52,7 +50,7 @@ func Run(spec Spec) {
 			return func() (any, error) { return s.devices(), nil }
 		}),
 		"build": fn(func(args []js.Value) func() (any, error) {
-			o := arg(args, 0)
+			o := jsbridge.Arg(args, 0)
 			given := map[string]float64{}
 			for _, p := range spec.Params {
 				if o.Type() == js.TypeObject && o.Get(p.Name).Type() == js.TypeNumber {
@@ -67,11 +65,11 @@ func Run(spec Spec) {
 		}),
 		"train": fn(func(args []js.Value) func() (any, error) {
 			steps := 0
-			if a := arg(args, 0); a.Type() == js.TypeNumber {
+			if a := jsbridge.Arg(args, 0); a.Type() == js.TypeNumber {
 				steps = a.Int()
 			}
 			var progress func(int, float32, float64)
-			if cb := arg(args, 1); cb.Type() == js.TypeFunction {
+			if cb := jsbridge.Arg(args, 1); cb.Type() == js.TypeFunction {
 				progress = func(step int, loss float32, ms float64) { cb.Invoke(step, loss, ms) }
 			}
 			return func() (any, error) { return s.train(steps, progress) }
@@ -83,7 +81,7 @@ func Run(spec Spec) {
 			return func() (any, error) { return s.sample() }
 		}),
 		"profile": fn(func(args []js.Value) func() (any, error) {
-			o := arg(args, 0)
+			o := jsbridge.Arg(args, 0)
 			mode, steps := ModeCaptured, 5
 			if o.Type() == js.TypeObject {
 				if v := o.Get("mode"); v.Type() == js.TypeString {
@@ -97,7 +95,7 @@ func Run(spec Spec) {
 		}),
 		"trace": fn(func(args []js.Value) func() (any, error) {
 			mode := ""
-			if a := arg(args, 0); a.Type() == js.TypeString {
+			if a := jsbridge.Arg(args, 0); a.Type() == js.TypeString {
 				mode = a.String()
 			}
 			return func() (any, error) { return s.traceJSON(mode) }
@@ -113,88 +111,4 @@ func Run(spec Spec) {
 		ready.Invoke()
 	}
 	select {}
-}
-
-// queue is an unbounded FIFO of jobs for the worker goroutine: enqueueing
-// never blocks, so a js.FuncOf callback hands work over and returns at once.
-type queue struct {
-	mu   sync.Mutex
-	jobs []func()
-	wake chan struct{}
-}
-
-func (q *queue) push(f func()) {
-	q.mu.Lock()
-	q.jobs = append(q.jobs, f)
-	q.mu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
-}
-
-func (q *queue) work() {
-	for {
-		q.mu.Lock()
-		if len(q.jobs) == 0 {
-			q.mu.Unlock()
-			<-q.wake
-			continue
-		}
-		f := q.jobs[0]
-		q.jobs = q.jobs[1:]
-		q.mu.Unlock()
-		f()
-	}
-}
-
-var (
-	jsPromise = js.Global().Get("Promise")
-	jsError   = js.Global().Get("Error")
-	jsJSON    = js.Global().Get("JSON")
-)
-
-// promise returns a Promise settled by job on the worker; results cross as
-// JSON (a string stays a string), a panic rejects with its stack.
-func promise(q *queue, job func() (any, error)) js.Value {
-	var exec js.Func
-	exec = js.FuncOf(func(_ js.Value, args []js.Value) any {
-		resolve, reject := args[0], args[1]
-		exec.Release()
-		q.push(func() {
-			v, err := runJob(job)
-			if err != nil {
-				reject.Invoke(jsError.New(err.Error()))
-				return
-			}
-			if str, ok := v.(string); ok {
-				resolve.Invoke(str)
-				return
-			}
-			b, err := json.Marshal(v)
-			if err != nil {
-				reject.Invoke(jsError.New(fmt.Sprintf("encoding %T: %v", v, err)))
-				return
-			}
-			resolve.Invoke(jsJSON.Call("parse", string(b)))
-		})
-		return nil
-	})
-	return jsPromise.New(exec)
-}
-
-func runJob(job func() (any, error)) (v any, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("ag: internal error: %v\n%s", r, debug.Stack())
-		}
-	}()
-	return job()
-}
-
-func arg(args []js.Value, i int) js.Value {
-	if i < len(args) {
-		return args[i]
-	}
-	return js.Undefined()
 }

@@ -1,15 +1,14 @@
 package app
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"sort"
 	"sync/atomic"
 	"time"
 
-	"github.com/ag-go/ag/backend"
 	"github.com/ag-go/ag/core"
+	"github.com/ag-go/ag/internal/pageapi"
 	"github.com/ag-go/ag/profile"
 )
 
@@ -66,24 +65,10 @@ var modeNotes = map[string]string{
 }
 
 // DriverJSON is one row of ag.devices().
-type DriverJSON struct {
-	Name     string `json:"name"`
-	Priority int    `json:"priority"`
-	OK       bool   `json:"ok"`
-	Auto     bool   `json:"auto"`
-	Why      string `json:"why"`
-}
+type DriverJSON = pageapi.DriverJSON
 
 // DevicesInfo is ag.devices()'s answer.
-type DevicesInfo struct {
-	Drivers []DriverJSON `json:"drivers"`
-	Best    string       `json:"best"` // webgpu when it runs, else cpu
-	WebGPU  struct {
-		OK  bool   `json:"ok"`
-		Why string `json:"why"`
-	} `json:"webgpu"`
-	Current string `json:"current"` // the open device, "" before build
-}
+type DevicesInfo = pageapi.DevicesInfo
 
 // session holds one built model. Its methods run on one goroutine at a time
 // (the page's worker, or the native run); stop is the exception.
@@ -93,8 +78,7 @@ type session struct {
 	tr     Trainer
 	cfg    Config
 	total  int
-	traces map[string][]byte
-	last   string
+	traces pageapi.Traces
 	stop   atomic.Bool
 	source string
 	// yield lets the browser paint between steps; nil natively.
@@ -102,7 +86,7 @@ type session struct {
 }
 
 func newSession(spec *Spec, source string) *session {
-	return &session{spec: spec, traces: map[string][]byte{}, source: source}
+	return &session{spec: spec, source: source}
 }
 
 func (s *session) info() Info {
@@ -127,35 +111,11 @@ func modesOf(tr Trainer) []string {
 }
 
 func (s *session) devices() DevicesInfo {
-	var d DevicesInfo
-	d.Drivers = []DriverJSON{}
-	d.WebGPU.Why = "the webgpu driver is not compiled into this build"
-	for _, di := range backend.Drivers() {
-		d.Drivers = append(d.Drivers, DriverJSON{di.Name, di.Priority, di.OK, di.Auto, di.Why})
-		if di.Name == "webgpu" {
-			d.WebGPU.OK, d.WebGPU.Why = di.OK, di.Why
-		}
-	}
-	d.Best = pickDevice("best", d.Drivers)
-	if s.dev != nil {
-		d.Current = s.dev.String()
-	}
-	return d
+	return pageapi.Devices(s.dev)
 }
 
-// pickDevice resolves "best" (or ""): webgpu when its driver is OK, else
-// cpu. Other names pass through.
-func pickDevice(name string, drivers []DriverJSON) string {
-	if name != "" && name != "best" {
-		return name
-	}
-	for _, d := range drivers {
-		if d.Name == "webgpu" && d.OK {
-			return "webgpu"
-		}
-	}
-	return "cpu"
-}
+// pickDevice resolves "best" (see pageapi.PickDevice).
+func pickDevice(name string, drivers []DriverJSON) string { return pageapi.PickDevice(name, drivers) }
 
 // build opens the device (reusing the open one when the name matches) and
 // builds a fresh Trainer with the given parameters. A device other than
@@ -206,7 +166,7 @@ func (s *session) build(given map[string]float64, device string) (BuildInfo, err
 		}
 	}
 	info.Device, info.Name, info.Config = s.dev.String(), s.dev.Name(), cfg
-	info.SetupMS, info.Modes = msOf(time.Since(t0)), modesOf(tr)
+	info.SetupMS, info.Modes = pageapi.MS(time.Since(t0)), modesOf(tr)
 	_, info.Eval = tr.(Evaluator)
 	_, info.Sample = tr.(Sampler)
 	return info, nil
@@ -235,7 +195,7 @@ func (s *session) train(steps int, progress func(step int, loss float32, ms floa
 		if err != nil {
 			return r, fmt.Errorf("train %s: step %d on %s: %w", s.spec.Name, s.total+1, s.dev, err)
 		}
-		dt := msOf(time.Since(t0))
+		dt := pageapi.MS(time.Since(t0))
 		s.total++
 		r.Steps++
 		r.StepMS = append(r.StepMS, dt)
@@ -318,7 +278,7 @@ func (s *session) profile(mode string, steps int) (*WebProfile, error) {
 	}
 	s.total++
 	compiles := s.dev.Stats().Compiles
-	startProfile()
+	pageapi.StartProfile()
 	var err error
 	for range steps {
 		s0 := time.Now()
@@ -332,7 +292,7 @@ func (s *session) profile(mode string, steps int) (*WebProfile, error) {
 			s.yield()
 		}
 	}
-	stopProfile()
+	pageapi.StopProfile()
 	if err != nil {
 		return nil, err
 	}
@@ -340,44 +300,16 @@ func (s *session) profile(mode string, steps int) (*WebProfile, error) {
 	snap.Device = s.dev.String()
 	snap.Timer = s.dev.Info().Timer
 	snap.Mode = mode
-	var tr bytes.Buffer
-	if err := profile.WriteTrace(&tr); err != nil {
-		return nil, fmt.Errorf("profile %s: %w", mode, err)
+	if err := s.traces.Record(mode); err != nil {
+		return nil, err
 	}
-	s.traces[mode], s.last = tr.Bytes(), mode
 	return &WebProfile{Profile: snap, ModeNote: modeNotes[mode], Source: s.source, Model: s.cfg,
-		Compiles: s.dev.Stats().Compiles - compiles, WallMS: msOf(time.Since(t0))}, nil
+		Compiles: s.dev.Stats().Compiles - compiles, WallMS: pageapi.MS(time.Since(t0))}, nil
 }
 
 // traceJSON returns the Chrome trace of the last profile in mode ("" for
 // the last profile of any mode).
-func (s *session) traceJSON(mode string) (string, error) {
-	if mode == "" {
-		mode = s.last
-	}
-	tr, ok := s.traces[mode]
-	if !ok {
-		return "", fmt.Errorf("trace: no profile in mode %q yet: call ag.profile first", mode)
-	}
-	return string(tr), nil
-}
-
-func startProfile() {
-	profile.Reset()
-	profile.Forward(true)
-	profile.Backward(true)
-	profile.Switch(profile.PassUpdate, true)
-	profile.Count(true)
-}
-
-func stopProfile() {
-	profile.Forward(false)
-	profile.Backward(false)
-	profile.Switch(profile.PassUpdate, false)
-	profile.Count(false)
-}
-
-func msOf(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
+func (s *session) traceJSON(mode string) (string, error) { return s.traces.JSON(mode) }
 
 // metricNames returns m's names in order.
 func metricNames(m Metrics) []string {

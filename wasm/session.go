@@ -1,15 +1,13 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
 
-	"github.com/ag-go/ag/backend"
 	"github.com/ag-go/ag/core"
+	"github.com/ag-go/ag/internal/pageapi"
 	"github.com/ag-go/ag/internal/workload"
 	"github.com/ag-go/ag/profile"
 )
@@ -97,70 +95,27 @@ type session struct {
 	cfg    BuildConfig
 	info   BuildInfo
 	total  int
-	traces map[string][]byte // Chrome trace JSON of the last profile per mode
-	last   string            // mode of the last profile
+	traces pageapi.Traces // Chrome trace JSON of the last profile per mode
 	stop   atomic.Bool
 	// yield lets the browser paint between steps; pure-Go work never returns
 	// to the event loop otherwise. Nil natively.
 	yield func()
 }
 
-func newSession() *session { return &session{traces: map[string][]byte{}} }
+func newSession() *session { return &session{} }
 
 // DriverJSON is one row of ag.devices().
-type DriverJSON struct {
-	Name     string `json:"name"`
-	Priority int    `json:"priority"`
-	OK       bool   `json:"ok"`
-	Auto     bool   `json:"auto"`
-	Why      string `json:"why"`
-}
+type DriverJSON = pageapi.DriverJSON
 
 // DevicesInfo is ag.devices()'s answer.
-type DevicesInfo struct {
-	Drivers []DriverJSON `json:"drivers"`
-	// Best is the device build uses for "best": webgpu when OK, else cpu.
-	Best string `json:"best"`
-	// WebGPU says whether the webgpu driver runs here and its adapter or
-	// why not ("not compiled in" when this build lacks the driver).
-	WebGPU struct {
-		OK  bool   `json:"ok"`
-		Why string `json:"why"`
-	} `json:"webgpu"`
-	Current string `json:"current"` // the open device, "" before build
-}
+type DevicesInfo = pageapi.DevicesInfo
 
 func devices(s *session) DevicesInfo {
-	var d DevicesInfo
-	d.Drivers = []DriverJSON{}
-	d.WebGPU.Why = "the webgpu driver is not compiled into this build"
-	for _, di := range backend.Drivers() {
-		d.Drivers = append(d.Drivers, DriverJSON{di.Name, di.Priority, di.OK, di.Auto, di.Why})
-		if di.Name == "webgpu" {
-			d.WebGPU.OK, d.WebGPU.Why = di.OK, di.Why
-		}
-	}
-	d.Best = pickDevice("best", d.Drivers)
-	if s.dev != nil {
-		d.Current = s.dev.String()
-	}
-	return d
+	return pageapi.Devices(s.dev)
 }
 
-// pickDevice resolves "best" (or ""): webgpu when its driver is OK - in a
-// browser even a software adapter is the point of the page - else cpu.
-// Other names pass through.
-func pickDevice(name string, drivers []DriverJSON) string {
-	if name != "" && name != "best" {
-		return name
-	}
-	for _, d := range drivers {
-		if d.Name == "webgpu" && d.OK {
-			return "webgpu"
-		}
-	}
-	return "cpu"
-}
+// pickDevice resolves "best" (see pageapi.PickDevice).
+func pickDevice(name string, drivers []DriverJSON) string { return pageapi.PickDevice(name, drivers) }
 
 // build opens the device (reusing the open one when the name matches) and
 // builds a fresh model on it. A webgpu device that fails to open falls back
@@ -225,7 +180,7 @@ func (s *session) build(cfg BuildConfig) (BuildInfo, error) {
 		params += p.Len()
 	}
 	info.Device, info.Name, info.Params, info.FLOPs = s.dev.String(), s.dev.Name(), params, m.FLOPs()
-	info.SetupMS, info.Config, info.Compiles = msOf(time.Since(t0)), cfg, s.dev.Stats().Compiles
+	info.SetupMS, info.Config, info.Compiles = pageapi.MS(time.Since(t0)), cfg, s.dev.Stats().Compiles
 	s.info = info
 	return info, nil
 }
@@ -254,7 +209,7 @@ func (s *session) train(steps int, progress func(step int, loss float32, ms floa
 		if err != nil {
 			return r, fmt.Errorf("train: step %d on %s: %w", s.total+1, s.dev, err)
 		}
-		dt := msOf(time.Since(t0))
+		dt := pageapi.MS(time.Since(t0))
 		s.total++
 		r.Steps++
 		r.StepMS = append(r.StepMS, dt)
@@ -295,7 +250,7 @@ func (s *session) profile(mode string, steps int) (*WebProfile, error) {
 	}
 	s.total++
 	compiles := s.dev.Stats().Compiles
-	start()
+	pageapi.StartProfile()
 	var err error
 	for range steps {
 		s0 := time.Now()
@@ -309,7 +264,7 @@ func (s *session) profile(mode string, steps int) (*WebProfile, error) {
 			s.yield()
 		}
 	}
-	stopProfile()
+	pageapi.StopProfile()
 	if err != nil {
 		return nil, err
 	}
@@ -317,52 +272,13 @@ func (s *session) profile(mode string, steps int) (*WebProfile, error) {
 	snap.Device = s.dev.String()
 	snap.Timer = s.dev.Info().Timer
 	snap.Mode = mode
-	var tr bytes.Buffer
-	if err := profile.WriteTrace(&tr); err != nil {
-		return nil, fmt.Errorf("profile %s: %w", mode, err)
+	if err := s.traces.Record(mode); err != nil {
+		return nil, err
 	}
-	s.traces[mode], s.last = tr.Bytes(), mode
 	return &WebProfile{Profile: snap, ModeNote: note, Source: "browser", Model: s.cfg,
-		Compiles: s.dev.Stats().Compiles - compiles, WallMS: msOf(time.Since(t0))}, nil
+		Compiles: s.dev.Stats().Compiles - compiles, WallMS: pageapi.MS(time.Since(t0))}, nil
 }
 
 // traceJSON returns the Chrome trace of the last profile in mode ("" for
 // the last profile of any mode).
-func (s *session) traceJSON(mode string) (string, error) {
-	if mode == "" {
-		mode = s.last
-	}
-	tr, ok := s.traces[mode]
-	if !ok {
-		return "", fmt.Errorf("trace: no profile in mode %q yet: call ag.profile first", mode)
-	}
-	return string(tr), nil
-}
-
-// start resets the profiler and switches every pass and the transfer
-// counter on, as `ag demo -profile` does.
-func start() {
-	profile.Reset()
-	profile.Forward(true)
-	profile.Backward(true)
-	profile.Switch(profile.PassUpdate, true)
-	profile.Count(true)
-}
-
-func stopProfile() {
-	profile.Forward(false)
-	profile.Backward(false)
-	profile.Switch(profile.PassUpdate, false)
-	profile.Count(false)
-}
-
-func msOf(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
-
-// jsonOf encodes v for the JS side (JSON.parse'd there).
-func jsonOf(v any) (string, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return "", fmt.Errorf("encoding %T: %w", v, err)
-	}
-	return string(b), nil
-}
+func (s *session) traceJSON(mode string) (string, error) { return s.traces.JSON(mode) }

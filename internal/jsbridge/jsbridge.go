@@ -1,0 +1,134 @@
+//go:build js
+
+// Package jsbridge is what the browser builds (the wasm command and package
+// app) share to put a Promise API on globalThis: one worker goroutine that
+// runs the calls in order, never inside a js.FuncOf callback (the WebGPU
+// backend waits on JS promises, which would deadlock a callback), and the
+// readers of JS arguments.
+package jsbridge
+
+import (
+	"encoding/json"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"syscall/js"
+)
+
+// Queue is an unbounded FIFO of jobs for the worker goroutine. Enqueueing
+// never blocks, so a js.FuncOf callback can hand work over and return at
+// once: a callback that blocked would stall the event loop the WebGPU
+// backend's awaits depend on.
+type Queue struct {
+	mu   sync.Mutex
+	jobs []func()
+	wake chan struct{}
+}
+
+// NewQueue makes a queue; run Work on a goroutine of its own.
+func NewQueue() *Queue { return &Queue{wake: make(chan struct{}, 1)} }
+
+// Push appends a job.
+func (q *Queue) Push(f func()) {
+	q.mu.Lock()
+	q.jobs = append(q.jobs, f)
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Work runs the jobs one after another, forever.
+func (q *Queue) Work() {
+	for {
+		q.mu.Lock()
+		if len(q.jobs) == 0 {
+			q.mu.Unlock()
+			<-q.wake
+			continue
+		}
+		f := q.jobs[0]
+		q.jobs = q.jobs[1:]
+		q.mu.Unlock()
+		f()
+	}
+}
+
+var (
+	jsPromise = js.Global().Get("Promise")
+	jsError   = js.Global().Get("Error")
+	jsJSON    = js.Global().Get("JSON")
+)
+
+// Promise returns a Promise settled by job, which runs on q's worker. The
+// result is JSON-encoded in Go and parsed in JS (one crossing, plain
+// objects); a string result stays a string. A panic rejects with its stack.
+func Promise(q *Queue, job func() (any, error)) js.Value {
+	var exec js.Func
+	exec = js.FuncOf(func(_ js.Value, args []js.Value) any {
+		resolve, reject := args[0], args[1]
+		exec.Release() // the executor runs once, synchronously, inside New
+		q.Push(func() {
+			v, err := run(job)
+			if err != nil {
+				reject.Invoke(jsError.New(err.Error()))
+				return
+			}
+			if str, ok := v.(string); ok {
+				resolve.Invoke(str)
+				return
+			}
+			b, err := json.Marshal(v)
+			if err != nil {
+				reject.Invoke(jsError.New(fmt.Sprintf("encoding %T: %v", v, err)))
+				return
+			}
+			resolve.Invoke(jsJSON.Call("parse", string(b)))
+		})
+		return nil
+	})
+	return jsPromise.New(exec)
+}
+
+// run calls job, turning a panic into an error with its stack.
+func run(job func() (any, error)) (v any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("ag: internal error: %v\n%s", r, debug.Stack())
+		}
+	}()
+	return job()
+}
+
+// Num reads a numeric field of a JS object (def when absent).
+func Num(o js.Value, key string, def float64) float64 {
+	if o.Type() != js.TypeObject {
+		return def
+	}
+	v := o.Get(key)
+	if v.Type() != js.TypeNumber {
+		return def
+	}
+	return v.Float()
+}
+
+// Str reads a string field of a JS object (def when absent).
+func Str(o js.Value, key, def string) string {
+	if o.Type() != js.TypeObject {
+		return def
+	}
+	v := o.Get(key)
+	if v.Type() != js.TypeString {
+		return def
+	}
+	return v.String()
+}
+
+// Arg is args[i], or undefined past the end.
+func Arg(args []js.Value, i int) js.Value {
+	if i < len(args) {
+		return args[i]
+	}
+	return js.Undefined()
+}
