@@ -1,0 +1,91 @@
+package core_test
+
+import (
+	"fmt"
+
+	_ "github.com/ag-go/ag/backend/cpu"
+	"github.com/ag-go/ag/core"
+)
+
+// A Capture records a step once and replays it: one upload of the inputs,
+// one program, one download of the outputs.
+func ExampleNewCapture() {
+	dev, _ := core.Open("cpu")
+	defer dev.Close()
+	c := core.NewCapture(dev, func(in []*core.Tensor) []*core.Tensor {
+		return []*core.Tensor{core.AddScalar(core.Scale(in[0], 2), 1)}
+	})
+	for _, x := range [][]float32{{1, 2}, {10, 20}} {
+		out, _ := c.Call(core.In(x, 2))
+		fmt.Println(out[0])
+	}
+	fmt.Println("recordings:", c.Records())
+	// Output:
+	// [3 5]
+	// [21 41]
+	// recordings: 1
+}
+
+// Checkpoint recomputes a segment in the backward instead of keeping its
+// values: the same gradients, less memory (see Device.EstimateMemory).
+func ExampleCheckpoint() {
+	dev, _ := core.Open("cpu")
+	defer dev.Close()
+	w := dev.Param([]float32{0.5, -1, 2}, 3)
+	block := func(x *core.Tensor) *core.Tensor { return core.Tanh(core.Mul(x, w)) }
+	x := dev.Tensor([]float32{1, 1, 0.25}, 3)
+	loss := core.Sum(core.Checkpoint(block, x))
+	if err := loss.Backward(); err != nil {
+		panic(err)
+	}
+	g, _ := w.Grad().Data()
+	fmt.Printf("%.4f\n", g)
+	// Output: [0.7864 0.4200 0.1966]
+}
+
+// Attention with a causal mask: query i attends keys 0..i.
+func ExampleAttention() {
+	dev, _ := core.Open("cpu")
+	defer dev.Close()
+	q := dev.Tensor([]float32{1, 0, 0, 1, 1, 1}, 3, 2) // 3 positions, width 2
+	v := dev.Tensor([]float32{1, 2, 3}, 3, 1)
+	y, _ := core.Attention(q, q, v, &core.AttentionOptions{Causal: true}).Data()
+	fmt.Printf("%.3f\n", y)
+	// Output: [1.000 1.670 2.255]
+}
+
+// EstimateMemory plans a recorded step without running it.
+func ExampleDevice_EstimateMemory() {
+	dev, _ := core.Open("cpu")
+	defer dev.Close()
+	w := dev.Param(make([]float32, 256*256), 256, 256)
+	x := dev.Tensor(make([]float32, 64*256), 64, 256)
+	e, err := dev.EstimateMemory(func() error {
+		return core.Mean(core.Tanh(core.MatMul(core.Tanh(core.MatMul(x, w)), w))).Backward()
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("inputs:", e.Inputs, "bytes (w and x)")
+	fmt.Println("the gradient is an output:", e.Outputs >= 256*256*4)
+	fmt.Println("nothing ran:", w.Grad() == nil)
+	// Output:
+	// inputs: 327680 bytes (w and x)
+	// the gradient is an output: true
+	// nothing ran: true
+}
+
+// Under PrecisionF16 a matrix product multiplies the f16 values of its
+// operands (and sums in f32): 1 + 2^-12 is 1 in f16.
+func ExampleDevice_SetMatMulPrecision() {
+	dev, _ := core.Open("cpu")
+	defer dev.Close()
+	a := dev.Tensor([]float32{1 + 1.0/4096}, 1, 1)
+	b := dev.Tensor([]float32{1}, 1, 1)
+	f32, _ := core.MatMul(a, b).Item()
+	prev := dev.SetMatMulPrecision(core.PrecisionF16)
+	f16, _ := core.MatMul(a, b).Item()
+	dev.SetMatMulPrecision(prev)
+	fmt.Println(f32, f16)
+	// Output: 1.0002441 1
+}
