@@ -105,6 +105,7 @@ func bench(args []string) error {
 				suffix = " " + prec.String()
 			}
 			for _, n := range ints(*sizes) {
+				progress("matmul %dx%dx%d%s on %s", n, n, n, suffix, name)
 				r, err := benchMatMul(dev, n, *reps)
 				if err != nil {
 					return fmt.Errorf("%s matmul %d: %w", name, n, err)
@@ -120,6 +121,7 @@ func bench(args []string) error {
 						return err
 					}
 					r := benchResult{Kind: "mlp_step", Width: *width, Depth: *depth, Batch: b}
+					progress("MLP %dx%d batch %d %s%s on %s", *depth, *width, b, mode, suffix, name)
 					if err := benchStep(dev, m, workload.Mode(mode), *reps, *profiled, &r); err != nil {
 						return fmt.Errorf("%s MLP step batch %d %s: %w", name, b, mode, err)
 					}
@@ -140,6 +142,7 @@ func bench(args []string) error {
 							return err
 						}
 						r := benchResult{Kind: "gpt_step", Width: dim, Depth: layers, Batch: b, Context: *gptCtx}
+						progress("GPT %s batch %d %s%s on %s", spec, b, mode, suffix, name)
 						if err := benchStep(dev, g, workload.Mode(mode), *reps, *profiled, &r); err != nil {
 							return fmt.Errorf("%s GPT step %s batch %d %s: %w", name, spec, b, mode, err)
 						}
@@ -157,6 +160,7 @@ func bench(args []string) error {
 							return err
 						}
 						r := benchResult{Kind: "convnet_step", Width: side, Batch: b}
+						progress("convnet %dx%d batch %d %s%s on %s", side, side, b, mode, suffix, name)
 						if err := benchStep(dev, c, workload.Mode(mode), *reps, *profiled, &r); err != nil {
 							return fmt.Errorf("%s convnet step %d batch %d %s: %w", name, side, b, mode, err)
 						}
@@ -188,6 +192,12 @@ func bench(args []string) error {
 		fmt.Println("wrote", *out)
 	}
 	return nil
+}
+
+// progress says on stderr what is being measured (a first step may
+// compile for seconds), keeping stdout to the table.
+func progress(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "ag bench: measuring "+format+"\n", args...)
 }
 
 func printResult(r benchResult, shape string) {
