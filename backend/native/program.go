@@ -34,6 +34,9 @@ type program struct {
 	released            bool
 	// readArg[a]: some node reads args[a] (else the graph only writes it).
 	readArg []bool
+	// randBuf is fillRands' host scratch, reused run after run (a
+	// transformer's dropout masks are tens of MB a step).
+	randBuf []float32
 	// RunTimed's one-node sub-graphs (see nodetimer.go), made on first use
 	// in sctx; prof accumulates them under AG_GGML_PROFILE=1.
 	sctx *C.struct_ggml_context
@@ -306,7 +309,10 @@ func (p *program) fillRands(args []backend.Buffer) error {
 			states[r.arg] = st
 		}
 		n := int(C.ggml_nelements(r.t))
-		vals := make([]float32, n)
+		if cap(p.randBuf) < n {
+			p.randBuf = make([]float32, n)
+		}
+		vals := p.randBuf[:n]
 		fillParallel(vals, st, r.start)
 		C.ggml_backend_tensor_set(r.t, unsafe.Pointer(&vals[0]), 0, C.size_t(4*n))
 	}
