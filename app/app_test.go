@@ -72,6 +72,10 @@ func TestRunArgs(t *testing.T) {
 			t.Errorf("RunArgs %q: error %v, want one with %q", tc.args, err, tc.want)
 		}
 	}
+	// natively a device asked for by name never falls back
+	if err := RunArgs(lineSpec, []string{"-device", "nosuch"}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), `"nosuch"`) {
+		t.Errorf("-device nosuch: error %v, want one naming the device", err)
+	}
 	bad := lineSpec
 	bad.Params = append([]Param{{Name: "steps"}}, bad.Params...)
 	if err := RunArgs(bad, nil, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "reserved") {

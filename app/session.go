@@ -118,8 +118,10 @@ func (s *session) devices() DevicesInfo {
 func pickDevice(name string, drivers []DriverJSON) string { return pageapi.PickDevice(name, drivers) }
 
 // build opens the device (reusing the open one when the name matches) and
-// builds a fresh Trainer with the given parameters. A device other than
-// cpu that fails to open falls back to cpu, and the answer says why.
+// builds a fresh Trainer with the given parameters. In the page a device
+// other than cpu that fails to open falls back to cpu, and the answer says
+// why (a browser without WebGPU still trains); natively a device asked for
+// by name that fails to open is an error, as core.Open's is.
 func (s *session) build(given map[string]float64, device string) (BuildInfo, error) {
 	cfg, err := s.spec.config(given)
 	if err != nil {
@@ -140,7 +142,7 @@ func (s *session) build(given map[string]float64, device string) (BuildInfo, err
 	s.tr = nil
 	if s.dev == nil {
 		dev, err := core.Open(want)
-		if err != nil && want != "cpu" && want != "auto" {
+		if err != nil && want != "cpu" && want != "auto" && s.source != "native" {
 			info.Fallback = err.Error()
 			info.Warnings = append(info.Warnings, fmt.Sprintf("could not open %s (%v): using cpu", want, err))
 			dev, err = core.Open("cpu")
