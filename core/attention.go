@@ -84,13 +84,15 @@ func Attention(q, k, v *Tensor, opt *AttentionOptions) *Tensor {
 	scores := Scale(MatMulT(q, k, false, true), scale)
 	var keep *Tensor
 	if o.Causal {
-		tri := make([]float32, tq*tk)
-		for i := range tq {
-			for j := 0; j <= i && j < tk; j++ {
-				tri[i*tk+j] = 1
+		keep = q.dev.constant(fmt.Sprintf("causal %dx%d", tq, tk), func() []float32 {
+			tri := make([]float32, tq*tk)
+			for i := range tq {
+				for j := 0; j <= i && j < tk; j++ {
+					tri[i*tk+j] = 1
+				}
 			}
-		}
-		keep = q.dev.Constant(tri, tq, tk)
+			return tri
+		}, tq, tk)
 	}
 	if o.Mask != nil {
 		m := Sub(q.dev.Full(1), inside(o.Mask, float32(math.Inf(-1)), 0.5)) // 1 attends, 0 not

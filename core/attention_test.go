@@ -135,3 +135,20 @@ func TestAttentionBadInputs(t *testing.T) {
 		}()
 	}
 }
+
+// The causal mask is built and uploaded once per device and shape, not at
+// every call.
+func TestAttentionMaskMadeOnce(t *testing.T) {
+	dev := open(t)
+	q := dev.Tensor(make([]float32, 2*4*3), 2, 4, 3)
+	var up [3]int
+	for i := range up {
+		if _, err := Attention(q, q, q, &AttentionOptions{Causal: true}).Data(); err != nil {
+			t.Fatal(err)
+		}
+		up[i] = dev.Stats().Uploads
+	}
+	if up[2] != up[0] || len(dev.consts) != 1 {
+		t.Errorf("uploads after each call %v, %d cached constants: want the mask uploaded once and cached", up, len(dev.consts))
+	}
+}

@@ -169,19 +169,22 @@ func argAxis(fn string, x *Tensor, axis int) int {
 }
 
 // countdown is n, n-1, ..., 1 along axis of a tensor of x's rank (size 1
-// on every other axis), a Constant (so ArgMax works inside a Capture).
+// on every other axis), a Constant (so ArgMax works inside a Capture) made
+// once per device and shape.
 func countdown(x *Tensor, axis int) *Tensor {
 	n := x.shape[axis]
-	v := make([]float32, n)
-	for i := range v {
-		v[i] = float32(n - i)
-	}
 	s := make([]int, x.Rank())
 	for i := range s {
 		s[i] = 1
 	}
 	s[axis] = n
-	return x.dev.Constant(v, s...)
+	return x.dev.constant(fmt.Sprintf("countdown %v", s), func() []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(n - i)
+		}
+		return v
+	}, s...)
 }
 
 // firstMax returns, along axis (normalized), the maximum m of x (OpMax:

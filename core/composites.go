@@ -193,7 +193,8 @@ func LogSoftmaxAxis(x *Tensor, axis int) *Tensor {
 
 // Cumsum returns the inclusive cumulative sum along axis. It is a matmul
 // by an n x n upper-triangular matrix of ones (n = x's size along the
-// axis), a Constant (so it may be used in a Capture): O(n^2) work and memory per row instead of
+// axis), a Constant made once per device and size (so it may be used in a
+// Capture): O(n^2) work and memory per row instead of
 // O(n), fine for sequence lengths of a few thousand, not beyond. Each
 // output is a dot product, so it is summed as the backend's matmul sums
 // (not sequentially), and its gradient is the reverse cumulative sum.
@@ -204,13 +205,15 @@ func Cumsum(x *Tensor, axis int) *Tensor {
 		panic(fmt.Sprintf("core.Cumsum: %d elements along axis %d of %v: the %dx%d triangle would be too large", n, axis, x.shape, n, n))
 	}
 	defer x.dev.composite("Cumsum")()
-	tri := make([]float32, n*n)
-	for i := range n {
-		for j := i; j < n; j++ {
-			tri[i*n+j] = 1
+	u := x.dev.constant(fmt.Sprintf("upper %d", n), func() []float32 {
+		tri := make([]float32, n*n)
+		for i := range n {
+			for j := i; j < n; j++ {
+				tri[i*n+j] = 1
+			}
 		}
-	}
-	u := x.dev.Constant(tri, n, n)
+		return tri
+	}, n, n)
 	return alongLast(x, axis, func(y *Tensor) *Tensor {
 		flat := Reshape(y, -1, n)
 		return Reshape(MatMul(flat, u), y.shape...)

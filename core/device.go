@@ -36,7 +36,8 @@ type Device struct {
 	pool     map[int][]backend.Buffer // freed buffers by length, for reuse
 	pooled   int64
 	eager    bool
-	mmPrec   Precision // SetMatMulPrecision
+	mmPrec   Precision          // SetMatMulPrecision
+	consts   map[string]*Tensor // shape-only Constants (see constant)
 	// grads are the leaves whose Grad a pending Backward replaced, with the
 	// gradient they had before: a failed run puts those back.
 	grads []gradUndo

@@ -30,6 +30,32 @@ func (d *Device) Constant(data []float32, shape ...int) *Tensor {
 	return t
 }
 
+// constant returns the Constant named key on d, making it with make the
+// first time: the masks and tables ops build from shapes alone (a causal
+// triangle, a countdown, Cumsum's triangle) are built and uploaded once
+// per device and shape instead of at every call. The cache lives as long
+// as the device; each key is one shape.
+func (d *Device) constant(key string, make func() []float32, shape ...int) *Tensor {
+	d.lock()
+	t := d.consts[key]
+	d.mu.Unlock()
+	if t != nil {
+		return t
+	}
+	t = d.Constant(make(), shape...)
+	d.lock()
+	if d.consts == nil {
+		d.consts = map[string]*Tensor{}
+	}
+	if old := d.consts[key]; old != nil { // another goroutine made it first
+		t = old
+	} else {
+		d.consts[key] = t
+	}
+	d.mu.Unlock()
+	return t
+}
+
 // Param makes a persistent, trainable tensor (requires grad) holding a copy of
 // init. It panics when len(init) does not match the shape.
 func (d *Device) Param(init []float32, shape ...int) *Tensor {

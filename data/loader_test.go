@@ -8,18 +8,10 @@ import (
 
 	_ "github.com/ag-go/ag/backend/all"
 	"github.com/ag-go/ag/core"
-	"github.com/ag-go/ag/internal/testenv"
+	"github.com/ag-go/ag/internal/testdev"
 )
 
-func open(t *testing.T) *core.Device {
-	t.Helper()
-	dev, err := core.Open(testenv.Device())
-	if err != nil {
-		t.Fatalf("%s=%s: %v", testenv.DeviceEnv, testenv.Device(), err)
-	}
-	t.Cleanup(func() { dev.Close() })
-	return dev
-}
+func open(t testing.TB) *core.Device { return testdev.Open(t) }
 
 // rows makes a table of n rows of width w whose row i holds i*10 + j.
 func rows(n, w int) Table {

@@ -7,18 +7,12 @@ import (
 
 	_ "github.com/ag-go/ag/backend/all"
 	"github.com/ag-go/ag/core"
+	"github.com/ag-go/ag/internal/testdev"
 	"github.com/ag-go/ag/internal/testenv"
 	"github.com/ag-go/ag/nn"
 )
 
-func openDev(t testing.TB) *core.Device {
-	dev, err := core.Open(testenv.Device())
-	if err != nil {
-		t.Fatalf("%s=%s: %v", testenv.DeviceEnv, testenv.Device(), err)
-	}
-	t.Cleanup(func() { dev.Close() })
-	return dev
-}
+func openDev(t testing.TB) *core.Device { return testdev.Open(t) }
 
 // The character-level transformer at test size: 2 layers of width 64,
 // causal attention, LayerNorm, dropout 0.1, AdamW with warm-up and a cosine

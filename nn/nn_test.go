@@ -10,17 +10,10 @@ import (
 	"testing"
 
 	"github.com/ag-go/ag/core"
-	"github.com/ag-go/ag/internal/testenv"
+	"github.com/ag-go/ag/internal/testdev"
 )
 
-func openDev(t testing.TB) *core.Device {
-	dev, err := core.Open(testDevice())
-	if err != nil {
-		t.Fatalf("%s=%s: %v", testenv.DeviceEnv, testDevice(), err)
-	}
-	t.Cleanup(func() { dev.Close() })
-	return dev
-}
+func openDev(t testing.TB) *core.Device { return testdev.Open(t) }
 
 // panicCase is a call that must panic with a message containing want.
 type panicCase struct {

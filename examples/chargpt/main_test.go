@@ -7,18 +7,10 @@ import (
 
 	"github.com/ag-go/ag/app"
 	"github.com/ag-go/ag/core"
-	"github.com/ag-go/ag/internal/testenv"
+	"github.com/ag-go/ag/internal/testdev"
 )
 
-func openDev(t *testing.T) *core.Device {
-	t.Helper()
-	dev, err := core.Open(testenv.Device())
-	if err != nil {
-		t.Fatalf("%s=%s: %v", testenv.DeviceEnv, testenv.Device(), err)
-	}
-	t.Cleanup(func() { dev.Close() })
-	return dev
-}
+func openDev(t testing.TB) *core.Device { return testdev.Open(t) }
 
 // testConfig is the test size: one block of width 32, so that 150 steps
 // take a few seconds on cpu and lavapipe.

@@ -5,18 +5,10 @@ import (
 
 	"github.com/ag-go/ag/app"
 	"github.com/ag-go/ag/core"
-	"github.com/ag-go/ag/internal/testenv"
+	"github.com/ag-go/ag/internal/testdev"
 )
 
-func openDev(t *testing.T) *core.Device {
-	t.Helper()
-	dev, err := core.Open(testenv.Device())
-	if err != nil {
-		t.Fatalf("%s=%s: %v", testenv.DeviceEnv, testenv.Device(), err)
-	}
-	t.Cleanup(func() { dev.Close() })
-	return dev
-}
+func openDev(t testing.TB) *core.Device { return testdev.Open(t) }
 
 func defaults() app.Config {
 	cfg := app.Config{}
