@@ -56,6 +56,15 @@ func nodeCost(g *Graph, i int, inKernel map[int]bool) float64 {
 			k = a[len(a)-2]
 		}
 		flops = 2 * out * float64(k)
+	case ClassAttention:
+		// Two products of Tq x Tk per batch and head (scores, then the sum
+		// over values) and a softmax of the scores; the scores stay inside.
+		q, k := g.Nodes[n.In[0]].Shape, g.Nodes[n.In[1]].Shape
+		r := len(q)
+		rows := float64(NumElems(q[:r-1]))
+		tk := float64(k[r-2])
+		dv := out / rows
+		flops = rows * tk * (2*float64(q[r-1]) + 2*dv + 12)
 	case ClassUpdate:
 		flops = 12 * out
 	case ClassRandom:

@@ -68,6 +68,14 @@ import (
 //	one_hot           row; values move unchanged (NaN payloads need not be kept)
 //	data movement     reshape, permute, expand, slices, concat, fill: values
 //	                  move unchanged
+//	attention         softmax's rule per query over the attended keys' scaled
+//	                  scores (a NaN or +Inf score, from q or an attended
+//	                  key's k, makes the query's result NaN), then IEEE sums
+//	                  of products with v (matmul's rule); a query attending
+//	                  no key is 0. Keys not attended are not read, with one
+//	                  latitude: ggml-vulkan's kernel reads masked keys in
+//	                  blocks of 32, so a NaN or Inf in v at a masked key may
+//	                  reach a query that attends another key of its block
 //	rand_uniform      no float input: finite values in [0, 1), bit for bit
 //	                  those of RandUniformFill (philox.go)
 //
@@ -159,6 +167,17 @@ const (
 	// one multiplied. Leading (batch) dimensions are equal on both sides.
 	OpMatMul
 
+	// OpAttention is fused scaled dot-product attention. In[0] = q
+	// [..., Tq, D], In[1] = k [..., Tk, D], In[2] = v [..., Tk, Dv] with
+	// equal leading dimensions; In[3] = keep, of q's rank, each dimension 1
+	// or the scores' [..., Tq, Tk] (broadcast): query i attends key j where
+	// keep is nonzero (NaN counts as nonzero, as OpKeep). The result
+	// [..., Tq, Dv] is sum_j w_ij v_j with w_i = softmax over the attended j
+	// of Node.A * q_i·k_j. A key a query does not attend is not read (its k
+	// and v cannot reach that query's result), and a query that attends no
+	// key gives 0. The [Tq, Tk] weights are never stored.
+	OpAttention
+
 	// OpAdamW updates In[0]=w, In[2]=m, In[3]=v in place (all OpArg) from the
 	// gradient In[1] and the hyperparameters In[4] = [lr, beta1, beta2, eps,
 	// weight decay, 1/(1-beta1^t), 1/(1-beta2^t)] (ggml's opt_step_adamw):
@@ -191,17 +210,18 @@ type Class uint8
 
 // The classes.
 const (
-	ClassNone     Class = iota // OpInvalid
-	ClassLeaf                  // arg, fill: no inputs
-	ClassUnary                 // elementwise of one input (scalars A, B)
-	ClassBinary                // elementwise of two broadcast inputs
-	ClassReduce                // along Node.Axis, keeping the rank
-	ClassRowwise               // along the last axis, same shape
-	ClassMovement              // values moved unchanged
-	ClassIndex                 // rows selected or scattered by f32 indices
-	ClassMatMul                // products of the last two dimensions
-	ClassUpdate                // in-place optimizer updates of arg operands
-	ClassRandom                // random fills read from a state input
+	ClassNone      Class = iota // OpInvalid
+	ClassLeaf                   // arg, fill: no inputs
+	ClassUnary                  // elementwise of one input (scalars A, B)
+	ClassBinary                 // elementwise of two broadcast inputs
+	ClassReduce                 // along Node.Axis, keeping the rank
+	ClassRowwise                // along the last axis, same shape
+	ClassMovement               // values moved unchanged
+	ClassIndex                  // rows selected or scattered by f32 indices
+	ClassMatMul                 // products of the last two dimensions
+	ClassAttention              // fused attention: products, softmax, products
+	ClassUpdate                 // in-place optimizer updates of arg operands
+	ClassRandom                 // random fills read from a state input
 )
 
 // OpInfo is what the code every backend shares knows of an op. An op is
@@ -267,8 +287,10 @@ var opInfo = [...]OpInfo{
 	OpOneHot:         {Name: "one_hot", Class: ClassIndex, Inputs: 1, Exact: true},
 
 	OpMatMul: {Name: "matmul", Class: ClassMatMul, Inputs: 2},
-	OpAdamW:  {Name: "adamw", Class: ClassUpdate, Inputs: 5},
-	OpSGD:    {Name: "sgd", Class: ClassUpdate, Inputs: 4},
+	// (its domain keeps the scores q·k small enough that the sums agree)
+	OpAttention: {Name: "attention", Class: ClassAttention, Inputs: 4, Domain: [2]float32{-2, 2}},
+	OpAdamW:     {Name: "adamw", Class: ClassUpdate, Inputs: 5},
+	OpSGD:       {Name: "sgd", Class: ClassUpdate, Inputs: 4},
 
 	OpRandUniform: {Name: "rand_uniform", Class: ClassRandom, Inputs: 1, Exact: true},
 }
@@ -324,7 +346,7 @@ type Node struct {
 	Shape []int
 
 	Arg    int     // OpArg: index into Run's args
-	A, B   float32 // scalar attributes (OpFill, OpAffine, OpPowConst, OpClamp, OpInside)
+	A, B   float32 // scalar attributes (OpFill, OpAffine, OpPowConst, OpClamp, OpInside; OpAttention's scale A)
 	Axis   int     // OpSum, OpMax
 	Start  int     // OpSliceRows; OpRandUniform: counter offset in blocks of 4
 	Perm   []int   // OpPermute
@@ -402,6 +424,8 @@ func (g *Graph) String() string {
 			fmt.Fprintf(&b, " arg=%d", n.Arg)
 		case OpFill, OpAffine, OpPowConst, OpClamp, OpInside:
 			fmt.Fprintf(&b, " a=%g b=%g", n.A, n.B)
+		case OpAttention:
+			fmt.Fprintf(&b, " scale=%g", n.A)
 		case OpSum, OpMax:
 			fmt.Fprintf(&b, " axis=%d", n.Axis)
 		case OpSliceRows, OpRandUniform:
@@ -638,6 +662,23 @@ func (g *Graph) validateNode(i int, n *Node) error {
 		r := len(n.Shape)
 		if k != k2 || n.Shape[r-2] != m || n.Shape[r-1] != nn || !same(a[:r-2], n.Shape[:r-2]) {
 			return fmt.Errorf("operands %v (trans %t) and %v (trans %t)", a, n.TransA, b, n.TransB)
+		}
+	case n.Op == OpAttention:
+		q, k, v, keep := in(0), in(1), in(2), in(3)
+		r := len(q)
+		if r < 2 || len(k) != r || len(v) != r || len(keep) != r || len(n.Shape) != r ||
+			!same(q[:r-2], k[:r-2]) || !same(q[:r-2], v[:r-2]) || k[r-1] != q[r-1] || v[r-2] != k[r-2] ||
+			!same(n.Shape[:r-1], q[:r-1]) || n.Shape[r-1] != v[r-1] {
+			return fmt.Errorf("q %v, k %v, v %v: want [..., Tq, D], [..., Tk, D], [..., Tk, Dv] giving [..., Tq, Dv]", q, k, v)
+		}
+		scores := append(append([]int(nil), q[:r-1]...), k[r-2])
+		for i, d := range keep {
+			if d != 1 && d != scores[i] {
+				return fmt.Errorf("keep %v does not broadcast to the scores %v", keep, scores)
+			}
+		}
+		if math.IsNaN(float64(n.A)) || math.IsInf(float64(n.A), 0) {
+			return fmt.Errorf("scale %g is not finite", n.A)
 		}
 	case n.Op == OpRandUniform:
 		if NumElems(in(0)) != RandStateLen || n.Start < 0 {

@@ -49,6 +49,9 @@ func SampleGraph(op Op) *Graph {
 		}
 	case ClassMatMul:
 		g.Nodes = []Node{arg(0, 2, 3), arg(1, 3, 4), {Op: op, In: []int{0, 1}, Shape: []int{2, 4}}}
+	case ClassAttention:
+		g.Nodes = []Node{arg(0, 2, 3, 4), arg(1, 2, 5, 4), arg(2, 2, 5, 3), arg(3, 1, 3, 5),
+			{Op: op, In: []int{0, 1, 2, 3}, Shape: []int{2, 3, 3}, A: 0.5}}
 	case ClassUpdate:
 		ins := make([]int, op.Info().Inputs)
 		for k := range ins {

@@ -199,6 +199,13 @@ func (p *program) nodeFunc(g *backend.Graph, i int) func() {
 		}
 		gm := newGemm(p.cpu, kern, batch, n.Shape[r-2], n.Shape[r-1], k, n.TransA, n.TransB)
 		return func() { gm.run(v[x0], v[x1], v[i]) }
+	case op == backend.OpAttention:
+		at := newAttention(n, in(0), in(1), in(2), in(3))
+		x2, x3 := n.In[2], n.In[3]
+		rows := backend.NumElems(in(0)) / at.d
+		return p.rangeFunc(rows, grain/(at.tk*(at.d+at.dv)), func(lo, hi int) {
+			at.run(v[i], v[x0], v[x1], v[x2], v[x3], lo, hi)
+		})
 	case op == backend.OpAdamW:
 		w, gr, m, vv, hp := n.In[0], n.In[1], n.In[2], n.In[3], n.In[4]
 		return p.rangeFunc(size, grain/4, func(lo, hi int) { adamW(v[w], v[gr], v[m], v[vv], v[hp], lo, hi) })

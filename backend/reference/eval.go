@@ -126,6 +126,8 @@ func evalNode(n *backend.Node, in [][]float64, shapes [][]int) []float64 {
 		}
 	case n.Op == backend.OpMatMul:
 		matmul(n, in[0], in[1], shapes[0], out)
+	case n.Op == backend.OpAttention:
+		attention(a, in, shapes, out)
 	case n.Op == backend.OpAdamW:
 		w, gr, m, v, hp := in[0], in[1], in[2], in[3], in[4]
 		lr, b1, b2, eps, wd, bc1, bc2 := hp[0], hp[1], hp[2], hp[3], hp[4], hp[5], hp[6]
@@ -370,4 +372,57 @@ func roundSig(x float64, p, minExp int, maxFinite float64) float64 {
 		return math.Copysign(math.Inf(1), x)
 	}
 	return r
+}
+
+// attention is OpAttention: per batch and query, the softmax of the scaled
+// scores over the attended keys only, then the weighted sum of their v rows.
+func attention(scale float64, in [][]float64, shapes [][]int, out []float64) {
+	q, k, v, keep := in[0], in[1], in[2], in[3]
+	r := len(shapes[0])
+	tq, d := shapes[0][r-2], shapes[0][r-1]
+	tk, dv := shapes[1][r-2], shapes[2][r-1]
+	scores := append(append([]int(nil), shapes[0][:r-1]...), tk)
+	ks := backend.BroadcastStrides(shapes[3], scores)
+	batches := backend.NumElems(shapes[0][:r-2])
+	s := make([]float64, tk)
+	for b := range batches {
+		for i := range tq {
+			qi := q[(b*tq+i)*d:][:d]
+			mx := math.Inf(-1)
+			any := false
+			for j := range tk {
+				if keep[offset((b*tq+i)*tk+j, scores, ks)] == 0 {
+					s[j] = math.NaN() // not attended: marked, never read
+					continue
+				}
+				kj := k[(b*tk+j)*d:][:d]
+				dot := 0.0
+				for c, x := range qi {
+					dot += x * kj[c]
+				}
+				s[j] = scale * dot
+				mx = max(mx, s[j])
+				any = true
+			}
+			o := out[(b*tq+i)*dv:][:dv]
+			if !any {
+				continue // no key: 0
+			}
+			sum := 0.0
+			for j := range tk {
+				if keep[offset((b*tq+i)*tk+j, scores, ks)] != 0 {
+					sum += math.Exp(s[j] - mx)
+				}
+			}
+			for j := range tk {
+				if keep[offset((b*tq+i)*tk+j, scores, ks)] == 0 {
+					continue
+				}
+				w := math.Exp(s[j]-mx) / sum
+				for c, x := range v[(b*tk+j)*dv:][:dv] {
+					o[c] += w * x
+				}
+			}
+		}
+	}
 }
