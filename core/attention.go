@@ -44,9 +44,15 @@ const maskedScore = 1e30
 // scaled_dot_product_attention does since 2.5 (not NaN). A NaN or Inf in q,
 // k or v propagates to the outputs that read it.
 //
-// It is a composite of MatMul, Softmax and masks, so its gradient is the
-// composition's and it runs on every backend; the [..., Tq, Tk] weights are
-// materialized (memory grows with Tq·Tk per head).
+// Without dropout it is one fused kernel (the IR's OpAttention): the
+// [..., Tq, Tk] weights are never stored in the forward, and a key a query
+// does not attend is not read at all (its k and v cannot reach that
+// query's output). Backward recomputes the weights from q and k, one
+// segment at a time, as flash attention does: the weights of a layer exist
+// only while its gradient is made. The gradient reads every key, so a NaN
+// or Inf in a masked key's k or v does reach it. With dropout it is the
+// composite of MatMul, Softmax, masks and Dropout, whose weights are kept
+// from the forward for the backward.
 func Attention(q, k, v *Tensor, opt *AttentionOptions) *Tensor {
 	needTensors("Attention", q, k, v)
 	var o AttentionOptions
@@ -81,7 +87,6 @@ func Attention(q, k, v *Tensor, opt *AttentionOptions) *Tensor {
 		}
 	}
 	defer q.dev.composite("Attention")()
-	scores := Scale(MatMulT(q, k, false, true), scale)
 	var keep *Tensor
 	if o.Causal {
 		keep = q.dev.constant(fmt.Sprintf("causal %dx%d", tq, tk), func() []float32 {
@@ -102,16 +107,105 @@ func Attention(q, k, v *Tensor, opt *AttentionOptions) *Tensor {
 			keep = Mul(keep, m)
 		}
 	}
-	if keep != nil {
-		scores = Add(scores, Affine(keep, maskedScore, -maskedScore))
+	if o.Dropout == 0 && q.dev.caps.Supports(backend.OpAttention) {
+		return fusedAttention(q, k, v, keep, scale)
 	}
-	w := Softmax(scores)
-	if o.Mask != nil { // (a causal row always has key 0)
-		// A query with no key to attend: its uniform row becomes 0.
-		w = Mul(w, MaxAxis(keep, -1, true))
-	}
+	w := attentionWeights(Scale(MatMulT(q, k, false, true), scale), keep, o.Mask != nil)
 	if o.Dropout > 0 {
 		w = Dropout(w, o.Dropout)
 	}
 	return MatMul(w, v)
+}
+
+// attentionWeights is the softmax of the scaled scores over the keys keep
+// (0 or 1, broadcast; nil: all) lets each query attend. Masked scores are
+// set 1e30 below the rest, so they get weight exactly 0; when a query may
+// attend no key (only possible with a mask, maybeEmpty: a causal row
+// always has key 0) its uniform row becomes 0.
+func attentionWeights(scores, keep *Tensor, maybeEmpty bool) *Tensor {
+	if keep != nil {
+		scores = Add(scores, Affine(keep, maskedScore, -maskedScore))
+	}
+	w := Softmax(scores)
+	if keep != nil && maybeEmpty {
+		w = Mul(w, MaxAxis(keep, -1, true))
+	}
+	return w
+}
+
+// fusedAttention records OpAttention for q, k, v with their batch
+// dimensions broadcast to one shape, and keep (nil: every key) reshaped to
+// their rank.
+func fusedAttention(q, k, v, keep *Tensor, scale float32) *Tensor {
+	d := q.dev
+	rq, rk, rv := q.Rank(), k.Rank(), v.Rank()
+	batch, err := backend.BroadcastShape(q.shape[:rq-2], k.shape[:rk-2])
+	if err == nil {
+		batch, err = backend.BroadcastShape(batch, v.shape[:rv-2])
+	}
+	if err != nil {
+		panic(fmt.Sprintf("core.Attention: q %v, k %v, v %v: batch dimensions: %v", q.shape, k.shape, v.shape, err))
+	}
+	// The IR's operands have rank 2..4 and equal leading dimensions.
+	lead := batch
+	if len(lead) == 0 {
+		lead = []int{1}
+	}
+	r := len(lead) + 2
+	to := func(x *Tensor) *Tensor {
+		s := append(slices.Clone(lead), x.shape[x.Rank()-2:]...)
+		if !slices.Equal(x.shape, s) {
+			x = Expand(Reshape(x, append(ones(r-x.Rank()), x.shape...)...), s...)
+		}
+		return x
+	}
+	q, k, v = to(q), to(k), to(v)
+	if keep == nil {
+		keep = d.Full(1, ones(r)...)
+	} else if keep.Rank() < r {
+		keep = Reshape(keep, append(ones(r-keep.Rank()), keep.shape...)...)
+	}
+	out := append(slices.Clone(lead), q.shape[r-2], v.shape[r-1])
+	y := d.record("Attention", backend.OpAttention, out, backend.Node{A: scale}, q, k, v, keep)
+	if len(batch) < len(lead) {
+		y = Reshape(y, y.shape[1:]...)
+	}
+	return y
+}
+
+func ones(n int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = 1
+	}
+	return s
+}
+
+// attentionVJP is OpAttention's gradient for the inputs marked in needs (q,
+// k, v; keep takes none), from the weights recomputed from q and k: all
+// three come from one recomputation, which is why Backward asks for them
+// together.
+func attentionVJP(n *Tensor, in []*Tensor, g *Tensor, needs []bool) []*Tensor {
+	q, k, v, keep := in[0], in[1], in[2], in[3]
+	scale := n.attr.A
+	if keep.op == backend.OpFill && keep.attr.A == 1 {
+		keep = nil // every key
+	}
+	w := attentionWeights(Scale(MatMulT(q, k, false, true), scale), keep, true)
+	grads := make([]*Tensor, 4)
+	if needs[2] {
+		grads[2] = MatMulT(w, g, true, false)
+	}
+	if needs[0] || needs[1] {
+		// Softmax's gradient, then the scores' products.
+		dw := MatMulT(g, v, false, true)
+		ds := Scale(Mul(w, Sub(dw, sumKeep("AttentionGrad", Mul(w, dw), w.Rank()-1))), scale)
+		if needs[0] {
+			grads[0] = MatMul(ds, k)
+		}
+		if needs[1] {
+			grads[1] = MatMulT(ds, q, true, false)
+		}
+	}
+	return grads
 }

@@ -15,6 +15,13 @@ func init() {
 		gradCase{name: "attention-causal-heads", shapes: [][]int{{1, 2, 4, 3}, {1, 2, 4, 3}, {1, 2, 4, 2}}, f: func(p []*Tensor) *Tensor {
 			return Attention(p[0], p[1], p[2], &AttentionOptions{Causal: true, Scale: 0.7})
 		}},
+		gradCase{name: "attention-rank2", shapes: [][]int{{3, 4}, {5, 4}, {5, 2}}, f: func(p []*Tensor) *Tensor {
+			return Attention(p[0], p[1], p[2], nil)
+		}},
+		// k and v shared by the heads (broadcast batch dimensions)
+		gradCase{name: "attention-broadcast-kv", shapes: [][]int{{2, 2, 3, 4}, {2, 1, 3, 4}, {1, 1, 3, 2}}, f: func(p []*Tensor) *Tensor {
+			return Attention(p[0], p[1], p[2], &AttentionOptions{Causal: true})
+		}},
 		gradCase{name: "attention-padding-mask", shapes: [][]int{{2, 3, 4}, {2, 3, 4}, {2, 3, 2}}, f: func(p []*Tensor) *Tensor {
 			mask := p[0].dev.Tensor([]float32{1, 1, 0, 0, 0, 0}, 2, 1, 3) // batch 1 has no key
 			return Attention(p[0], p[1], p[2], &AttentionOptions{Mask: mask, Causal: true})
@@ -150,5 +157,127 @@ func TestAttentionMaskMadeOnce(t *testing.T) {
 	}
 	if up[2] != up[0] || len(dev.consts) != 1 {
 		t.Errorf("uploads after each call %v, %d cached constants: want the mask uploaded once and cached", up, len(dev.consts))
+	}
+}
+
+// composite is Attention without the fused kernel: the weights
+// materialized, as with dropout.
+func compositeAttention(q, k, v *Tensor, opt *AttentionOptions) *Tensor {
+	d := q.Shape()[q.Rank()-1]
+	scale := float32(1 / math.Sqrt(float64(d)))
+	var keep *Tensor
+	if opt != nil && opt.Causal {
+		tq, tk := q.Shape()[q.Rank()-2], k.Shape()[k.Rank()-2]
+		tri := make([]float32, tq*tk)
+		for i := range tq {
+			for j := 0; j <= i && j < tk; j++ {
+				tri[i*tk+j] = 1
+			}
+		}
+		keep = q.dev.Tensor(tri, tq, tk)
+	}
+	if opt != nil && opt.Mask != nil {
+		m := opt.Mask
+		if keep != nil {
+			m = Mul(keep, m)
+		}
+		keep = m
+	}
+	w := attentionWeights(Scale(MatMulT(q, k, false, true), scale), keep, true)
+	return MatMul(w, v)
+}
+
+// The fused kernel and the composite agree on values and on every
+// gradient, for batch dimensions that broadcast and masks with empty rows.
+func TestAttentionFusedMatchesComposite(t *testing.T) {
+	dev := open(t)
+	r := rand.New(rand.NewPCG(5, 1))
+	rnd := func(shape ...int) *Tensor {
+		n := 1
+		for _, d := range shape {
+			n *= d
+		}
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		return dev.Param(x, shape...)
+	}
+	pad := dev.Tensor([]float32{1, 1, 1, 0, 0, 0, 0, 0, 0, 0}, 2, 1, 1, 5) // batch 1 attends nothing
+	for _, c := range []struct {
+		name    string
+		q, k, v []int
+		opt     *AttentionOptions
+	}{
+		{"plain", []int{2, 3, 7, 8}, []int{2, 3, 5, 8}, []int{2, 3, 5, 4}, nil},
+		{"causal-heads-share-kv", []int{2, 3, 6, 4}, []int{2, 1, 6, 4}, []int{2, 1, 6, 3}, &AttentionOptions{Causal: true}},
+		{"padding", []int{2, 2, 4, 4}, []int{2, 2, 5, 4}, []int{2, 2, 5, 4}, &AttentionOptions{Mask: pad}},
+		{"rank2", []int{9, 4}, []int{33, 4}, []int{33, 5}, &AttentionOptions{Causal: true}},
+	} {
+		q, k, v := rnd(c.q...), rnd(c.k...), rnd(c.v...)
+		run := func(f func() *Tensor) [][]float32 {
+			y := f()
+			if err := Sum(Mul(y, y)).Backward(); err != nil {
+				t.Fatal(err)
+			}
+			var out [][]float32
+			for _, x := range []*Tensor{y, q.Grad(), k.Grad(), v.Grad()} {
+				d, err := x.Data()
+				if err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, d)
+			}
+			for _, p := range []*Tensor{q, k, v} {
+				p.ZeroGrad()
+			}
+			return out
+		}
+		fused := run(func() *Tensor { return Attention(q, k, v, c.opt) })
+		comp := run(func() *Tensor { return compositeAttention(q, k, v, c.opt) })
+		for i, what := range []string{"output", "dq", "dk", "dv"} {
+			if !near(fused[i], comp[i], 1e-5) {
+				t.Errorf("%s: %s of the fused kernel %v, composite %v", c.name, what, fused[i][:min(6, len(fused[i]))], comp[i][:min(6, len(comp[i]))])
+			}
+		}
+	}
+}
+
+// A key no query attends is not read: a NaN in its v stays out of the
+// forward (flash attention's semantics; the composite's 0 * NaN is NaN).
+func TestAttentionMaskedKeysNotRead(t *testing.T) {
+	dev := open(t)
+	q := dev.Full(0.5, 1, 2, 4)
+	k := dev.Full(0.25, 1, 3, 4)
+	v := dev.Tensor([]float32{1, 2, 3, 4, float32(math.NaN()), float32(math.Inf(1))}, 1, 3, 2)
+	mask := dev.Tensor([]float32{1, 1, 0}, 1, 1, 3)
+	got, err := Attention(q, k, v, &AttentionOptions{Mask: mask}).Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !near(got, []float32{2, 3, 2, 3}, 1e-6) {
+		t.Errorf("attention with a masked NaN key = %v, want [2 3 2 3]", got)
+	}
+}
+
+// Without dropout the forward stores no [Tq, Tk] weights: its memory grows
+// with T, not T².
+func TestAttentionFusedMemory(t *testing.T) {
+	dev := open(t)
+	const b, h, tt, d = 1, 4, 512, 16
+	q := dev.Full(0.1, b, h, tt, d)
+	est := func(drop float32) uint64 {
+		e, err := dev.EstimateMemory(func() error {
+			Sum(Attention(q, q, q, &AttentionOptions{Causal: true, Dropout: drop}))
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e.Intermediates
+	}
+	fused, comp := est(0), est(0.1)
+	if weights := uint64(4 * b * h * tt * tt); fused >= weights || comp < weights {
+		t.Errorf("intermediates fused %d B, composite %d B: want the fused below one [T, T] weight tensor (%d B) and the composite above", fused, comp, weights)
 	}
 }

@@ -93,11 +93,20 @@ func (t *Tensor) Backward() error {
 			// (the profile shows "MatMul" in the backward, not "mul"). m is
 			// this goroutine's own mode: no other goroutine touches it.
 			m.user, m.scope = n.user, n.scope
+			var all []*Tensor // the gradients of every input, made together
+			if n.op == backend.OpAttention {
+				all = attentionVJP(n, order[i].inputs, g, order[i].needs)
+			}
 			for k, in := range order[i].inputs {
 				if !order[i].needs[k] {
 					continue // no work for inputs without gradient (data, labels)
 				}
-				gin := vjp(n, order[i].inputs, g, k)
+				var gin *Tensor
+				if all != nil {
+					gin = all[k]
+				} else {
+					gin = vjp(n, order[i].inputs, g, k)
+				}
 				if gin == nil {
 					continue
 				}

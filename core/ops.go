@@ -616,6 +616,10 @@ func vjp(n *Tensor, in []*Tensor, g *Tensor, k int) *Tensor {
 		default:
 			return MatMulT(g, a, true, ta)
 		}
+	case backend.OpAttention:
+		needs := make([]bool, len(in))
+		needs[k] = true
+		return attentionVJP(n, in, g, needs)[k] // (Backward asks for all at once)
 	case backend.OpMax, backend.OpOneHot, backend.OpFill, backend.OpInside, backend.OpArg, backend.OpAdamW, backend.OpSGD, backend.OpRandUniform:
 		return nil // no gradient flows through a selection, a mask, a constant, an update or a random draw
 	default:
