@@ -45,16 +45,27 @@ func In(data []float32, shape ...int) Input { return Input{data, shape} }
 // draw new numbers at every replay: each replay takes the next numbers of
 // the device's stream, as calling the function again lazily would (see
 // Device.Seed).
+//
+// Host state the function branches on while it records - a layer's
+// training or evaluation mode - becomes part of the recording through
+// Device.Guard: a Call under another mode records for that mode, and the
+// capture keeps one recording per mode (up to maxRecordings), so switching
+// between training and evaluation replays both without recording again.
 type Capture struct {
 	dev  *Device
 	fn   func(in []*Tensor) []*Tensor
-	slot *recSlot // the current recording, in its own object for the cleanup
+	slot *recSlot // the recordings, in their own object for the cleanup
 	recs int
 }
 
-// recSlot holds a Capture's recording apart from the Capture, so that a
-// cleanup can read it after the Capture is collected.
-type recSlot struct{ rec *recording }
+// recSlot holds a Capture's recordings apart from the Capture, so that a
+// cleanup can read them after the Capture is collected. The most recently
+// used comes first.
+type recSlot struct{ recs []*recording }
+
+// maxRecordings bounds the recordings a Capture keeps (each pins its
+// program and its buffers): one per combination of guarded modes.
+const maxRecordings = 4
 
 type recording struct {
 	shapes  [][]int
@@ -73,6 +84,45 @@ type recording struct {
 	// rngBlocks is what the recorded draws take of the random stream: each
 	// replay takes as much more (see random.go).
 	rngBlocks uint64
+	// guards are the host conditions the function read while recording
+	// (Device.Guard), with the values they had.
+	guards []guard
+}
+
+type guard struct {
+	cond func() bool
+	was  bool
+}
+
+// Guard returns cond() and, while a Capture records on this goroutine,
+// makes the recording depend on its value: a later Call under which cond()
+// is different does not replay this recording but records again (or
+// replays the one made under that value). A function of layers whose
+// recording depends on host state calls it for that state: nn.Dropout's
+// Forward guards its Training flag, so one Capture serves training and
+// evaluation. cond must be cheap and must not use the device (it runs
+// under the device's lock at every Call).
+func (d *Device) Guard(cond func() bool) bool {
+	if cond == nil {
+		panic("core.Device.Guard: nil condition")
+	}
+	v := cond()
+	d.lock()
+	if d.recOwner == goid.Get() && d.recording != nil {
+		d.recording.guards = append(d.recording.guards, guard{cond, v})
+	}
+	d.mu.Unlock()
+	return v
+}
+
+// guardsHold reports whether every guard of r has its recorded value now.
+func (r *recording) guardsHold() bool {
+	for _, g := range r.guards {
+		if g.cond() != g.was {
+			return false
+		}
+	}
+	return true
 }
 
 type boundArg struct {
@@ -90,10 +140,12 @@ func NewCapture(dev *Device, fn func(in []*Tensor) []*Tensor) *Capture {
 	// The pinned program of a collected capture is let go at the next sync
 	// (a cleanup may not take the device lock).
 	runtime.AddCleanup(c, func(s *recSlot) {
-		if r := s.rec; r != nil && r.prog != nil {
-			dev.freeMu.Lock()
-			dev.unpinq = append(dev.unpinq, r.prog)
-			dev.freeMu.Unlock()
+		for _, r := range s.recs {
+			if r.prog != nil {
+				dev.freeMu.Lock()
+				dev.unpinq = append(dev.unpinq, r.prog)
+				dev.freeMu.Unlock()
+			}
 		}
 	}, c.slot)
 	return c
@@ -125,24 +177,37 @@ func (c *Capture) Call(in ...Input) ([][]float32, error) {
 	if err := d.syncLocked(nil, "Capture.Call"); err != nil { // earlier work first
 		return nil, err
 	}
-	if c.slot.rec == nil || !c.slot.rec.valid(d, in) {
-		if c.slot.rec != nil {
-			c.slot.rec.release(d)
-			c.slot.rec = nil
+	recs := c.slot.recs
+	for i, r := range recs {
+		if r.valid(d, in) {
+			copy(recs[1:i+1], recs[:i]) // most recently used first
+			recs[0] = r
+			return r.replay(d, in, start)
 		}
-		rec, outs, err := c.record(in)
-		if err != nil {
-			return nil, err
-		}
-		c.slot.rec = rec
-		c.recs++
-		return outs, nil
 	}
-	return c.slot.rec.replay(d, in, start)
+	// A recording made under the modes that hold now is out of date (other
+	// shapes, a parameter reallocated): the new one replaces it. Those of
+	// other modes stay, up to maxRecordings.
+	kept := recs[:0]
+	for _, r := range recs {
+		if r.guardsHold() || len(kept) == maxRecordings-1 {
+			r.release(d)
+			continue
+		}
+		kept = append(kept, r)
+	}
+	c.slot.recs = kept
+	rec, outs, err := c.record(in)
+	if err != nil {
+		return nil, err
+	}
+	c.slot.recs = append([]*recording{rec}, kept...)
+	c.recs++
+	return outs, nil
 }
 
 func (r *recording) valid(d *Device, in []Input) bool {
-	if r.gen != d.gen || len(in) != len(r.shapes) {
+	if r.gen != d.gen || len(in) != len(r.shapes) || !r.guardsHold() {
 		return false
 	}
 	for i, x := range in {
@@ -210,11 +275,13 @@ func (c *Capture) record(in []Input) (*recording, [][]float32, error) {
 	// becomes the recording.
 	d.guard = "Capture recording"
 	d.recOwner = goid.Get()
+	d.recording = rec
 	d.mu.Unlock()
 	outs, err := c.callFn(rec)
 	d.mu.Lock()
 	d.guard = ""
 	d.recOwner = 0
+	d.recording = nil
 	d.recDone.Broadcast()
 	// abort drops what the recording made; the device stays usable.
 	abort := func(lw *lowering, err error) (*recording, [][]float32, error) {

@@ -128,3 +128,46 @@ func TestCaptureConstants(t *testing.T) {
 		t.Errorf("a Tensor made inside the function: error %v, want one saying to pass it as an input", err)
 	}
 }
+
+// A Capture keeps one recording per guarded mode: switching back and forth
+// replays both, and a shape change under one mode replaces only its own.
+func TestCaptureGuardedModes(t *testing.T) {
+	dev := open(t)
+	double := false
+	c := NewCapture(dev, func(in []*Tensor) []*Tensor {
+		if dev.Guard(func() bool { return double }) {
+			return []*Tensor{Scale(in[0], 2)}
+		}
+		return []*Tensor{Scale(in[0], 3)}
+	})
+	call := func(want float32, n int) {
+		t.Helper()
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = 1
+		}
+		out, err := c.Call(In(x, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out[0][0] != want {
+			t.Fatalf("double=%t: got %g, want %g", double, out[0][0], want)
+		}
+	}
+	call(3, 4)
+	double = true
+	call(2, 4)
+	double = false
+	call(3, 4)
+	double = true
+	call(2, 4)
+	if r := c.Records(); r != 2 {
+		t.Errorf("%d recordings after switching modes twice, want 2 (one per mode)", r)
+	}
+	call(2, 5) // new shape under double: replaces that mode's recording
+	double = false
+	call(3, 4)
+	if r, n := c.Records(), len(c.slot.recs); r != 3 || n != 2 {
+		t.Errorf("%d recordings made, %d kept: want 3 made, 2 kept", r, n)
+	}
+}

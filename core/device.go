@@ -23,21 +23,22 @@ type Device struct {
 	name string // driver name as opened ("auto" resolved)
 	id   int    // 1, 2, ... in the order devices were opened: names one of two devices of a kind
 
-	mu       sync.Mutex
-	recDone  sync.Cond // signalled when a Capture recording ends (L is &mu)
-	recOwner uintptr   // the goroutine recording a Capture (others wait); 0 when none
-	modes    map[uintptr]*gmode
-	be       backend.Backend // nil while closed
-	caps     backend.Caps
-	gen      int // backend instances so far: recordings compare it
-	pending  []*Tensor
-	progs    progCache
-	live     map[*storage]struct{}
-	pool     map[int][]backend.Buffer // freed buffers by length, for reuse
-	pooled   int64
-	eager    bool
-	mmPrec   Precision          // SetMatMulPrecision
-	consts   map[string]*Tensor // shape-only Constants (see constant)
+	mu        sync.Mutex
+	recDone   sync.Cond  // signalled when a Capture recording ends (L is &mu)
+	recOwner  uintptr    // the goroutine recording a Capture (others wait); 0 when none
+	recording *recording // what recOwner records (its guards)
+	modes     map[uintptr]*gmode
+	be        backend.Backend // nil while closed
+	caps      backend.Caps
+	gen       int // backend instances so far: recordings compare it
+	pending   []*Tensor
+	progs     progCache
+	live      map[*storage]struct{}
+	pool      map[int][]backend.Buffer // freed buffers by length, for reuse
+	pooled    int64
+	eager     bool
+	mmPrec    Precision          // SetMatMulPrecision
+	consts    map[string]*Tensor // shape-only Constants (see constant)
 	// grads are the leaves whose Grad a pending Backward replaced, with the
 	// gradient they had before: a failed run puts those back.
 	grads []gradUndo

@@ -76,7 +76,7 @@ func (m *MultiHeadAttention) Attend(q, k, v, mask *core.Tensor) *core.Tensor {
 		q.Device().Scope("k", func() { kh = split(m.K.Forward(k)) })
 		q.Device().Scope("v", func() { vh = split(m.V.Forward(v)) })
 		opt := &core.AttentionOptions{Causal: m.Causal, Mask: mask}
-		if m.Training {
+		if q.Device().Guard(m.training) { // a Capture records each mode
 			opt.Dropout = m.Dropout
 		}
 		a := core.Attention(qh, kh, vh, opt) // [batch, heads, Tq, Dim/heads]
@@ -102,6 +102,8 @@ func (m *MultiHeadAttention) Params() []*core.Tensor {
 
 // SetTraining switches the attention-weight dropout on (true) or off.
 func (m *MultiHeadAttention) SetTraining(on bool) { m.Training = on }
+
+func (m *MultiHeadAttention) training() bool { return m.Training }
 
 func concatParams(ms ...Module) []*core.Tensor {
 	var ps []*core.Tensor

@@ -100,7 +100,8 @@ func (b *BatchNorm) Forward(x *core.Tensor) *core.Tensor {
 	checkEps(b.name+".Forward", b.Eps)
 	checkMomentum(b.name+".Forward", b.Momentum)
 	n := x.Len() / b.c // values per channel
-	if b.Training && n < 2 {
+	training := x.Device().Guard(b.training) // a Capture records each mode
+	if training && n < 2 {
 		panic(fmt.Sprintf("%s: input of shape %v has %d value per channel: training needs more than 1 for a variance", fn, x.Shape(), n))
 	}
 	// [C] vectors broadcast as [1, C, 1, ...].
@@ -120,7 +121,7 @@ func (b *BatchNorm) Forward(x *core.Tensor) *core.Tensor {
 	dev.Scope(b.name, func() {
 		dev.Composite(b.name, func() {
 			var d, v *core.Tensor
-			if b.Training {
+			if training {
 				mu := mean(x)
 				d = core.Sub(x, mu)
 				v = mean(core.Mul(d, d)) // biased, two passes
@@ -170,3 +171,5 @@ func (b *BatchNorm) Buffers() []*core.Tensor {
 
 // SetTraining switches between training (true) and evaluation mode.
 func (b *BatchNorm) SetTraining(on bool) { b.Training = on }
+
+func (b *BatchNorm) training() bool { return b.Training }

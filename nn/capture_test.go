@@ -121,3 +121,63 @@ func TestCaptureStepNonFinite(t *testing.T) {
 		}
 	}
 }
+
+// One Capture serves training and evaluation: after Eval the dropout and
+// batch-norm layers record their evaluation forward (no masks, running
+// statistics), which equals the lazy evaluation forward; back in training
+// the training recording replays. Each layer guards its own mode.
+func TestCaptureFollowsTrainEval(t *testing.T) {
+	dev := openDev(t)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for name, m := range map[string]Sequential{
+		"dropout":   {NewLinear(dev, 4, 8, true, rng), NewDropout(0.5)},
+		"batchnorm": {NewLinear(dev, 4, 8, true, rng), NewBatchNorm1d(dev, 8, 1e-5, 0.1, true), Func(core.ReLU)},
+		"attention": {NewMultiHeadAttention(dev, 8, 2, false, 0.5, rng)},
+	} {
+		in := 4
+		if name == "attention" {
+			in = 8
+		}
+		c := core.NewCapture(dev, func(x []*core.Tensor) []*core.Tensor { return []*core.Tensor{m.Forward(x[0])} })
+		x := make([]float32, 6*in)
+		for i := range x {
+			x[i] = float32(i%7)/3 - 1
+		}
+		shape := []int{6, in}
+		if name == "attention" {
+			shape = []int{2, 3, in}
+		}
+		Train(m)
+		tr1, err := c.Call(core.In(x, shape...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		Eval(m)
+		got, err := c.Call(core.In(x, shape...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := m.Forward(dev.Tensor(x, shape...)).Data()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range want {
+			if math.Abs(float64(got[0][i]-want[i])) > 1e-5 {
+				t.Fatalf("%s: captured eval forward %v, lazy eval forward %v", name, got[0][:6], want[:6])
+			}
+		}
+		Train(m)
+		tr2, err := c.Call(core.In(x, shape...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		same := true
+		for i := range tr1[0] {
+			same = same && tr1[0][i] == tr2[0][i]
+		}
+		if c.Records() != 2 || (name != "batchnorm" && same) {
+			t.Errorf("%s: back in training: %d recordings, outputs the same as the first training call: %t: want 2 recordings (one per mode) and new dropout masks", name, c.Records(), same)
+		}
+	}
+}
+

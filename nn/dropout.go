@@ -49,9 +49,10 @@ func (s Sequential) SetTraining(on bool) {
 // the gradient goes through the same mask); in evaluation mode it is the
 // identity.
 //
-// The mode is read when Forward records the op: a Capture (or StepCapture)
-// recorded in training mode keeps dropping at every replay, with new masks;
-// evaluate through a Capture of its own, recorded after Eval.
+// The mode is read when Forward records the op, through Device.Guard: a
+// Capture (or StepCapture) called after Eval records the evaluation step
+// once and from then on replays the recording of whichever mode the layer
+// is in; in training mode each replay draws new masks.
 type Dropout struct {
 	P        float32
 	Training bool
@@ -71,7 +72,8 @@ func (d *Dropout) Forward(x *core.Tensor) *core.Tensor {
 	if x == nil {
 		panic("nn.Dropout.Forward: nil input")
 	}
-	if !d.Training || d.P == 0 {
+	// (guarded: a Capture records again under the other mode)
+	if !x.Device().Guard(d.training) || d.P == 0 {
 		return x
 	}
 	var y *core.Tensor
@@ -84,3 +86,5 @@ func (d *Dropout) Params() []*core.Tensor { return nil }
 
 // SetTraining switches between training (true) and evaluation mode.
 func (d *Dropout) SetTraining(on bool) { d.Training = on }
+
+func (d *Dropout) training() bool { return d.Training }
