@@ -3,7 +3,7 @@
 token + position embeddings, pre-norm blocks with causal multi-head
 attention and a GELU (tanh) MLP of 4x width, final LayerNorm, linear head),
 the same step (AdamW lr 1e-3 wd 0.01, gradient norm clipped to 1, dropout
-0.1) on batches of the same shapes, timed the same way (median of N after
+0.1 or --dropout) on batches of the same shapes, timed the same way (median of N after
 warm-up), as JSON on stdout.
 
   python3 bench/torch_gpt.py --gpt 4x256 --ctx 128 --batch 32 [--device cuda --cuda-graph]
@@ -73,6 +73,7 @@ def main():
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--amp", default="", help="autocast dtype: f16 or bf16 (ag bench -precision); empty: f32")
+    ap.add_argument("--dropout", type=float, default=0.1, help="dropout probability (ag bench -gpt-dropout)")
     ap.add_argument("--cuda-graph", action="store_true")
     a = ap.parse_args()
     global AMP
@@ -85,7 +86,7 @@ def main():
     for spec in a.gpt.split(","):
         layers, d = (int(s) for s in spec.split("x"))
         for b in [int(s) for s in a.batch.split(",") if s]:
-            model = GPT(layers, d, a.ctx, 0.1).to(dev)
+            model = GPT(layers, d, a.ctx, a.dropout).to(dev)
             opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01, capturable=a.cuda_graph)
             x = torch.randint(0, VOCAB, (b, a.ctx), device=dev)
             y = torch.randint(0, VOCAB, (b, a.ctx), device=dev)
@@ -105,7 +106,7 @@ def main():
                 return loss.item()
 
             med, mn = timed(step, a.reps, sync)
-            res = {"kind": "gpt_step", "width": d, "depth": layers, "batch": b, "context": a.ctx, "precision": a.amp or "f32"}
+            res = {"kind": "gpt_step", "width": d, "depth": layers, "batch": b, "context": a.ctx, "dropout": a.dropout, "precision": a.amp or "f32"}
             out["results"].append(dict(res, mode="eager", median_ms=med, min_ms=mn, gflops=flops / med / 1e6))
             if a.cuda_graph and dev.type == "cuda":
                 def body():

@@ -31,6 +31,7 @@ type benchResult struct {
 	Depth   int     `json:"depth,omitempty"`
 	Batch   int     `json:"batch,omitempty"`
 	Context int     `json:"context,omitempty"`   // gpt_step: tokens per sequence
+	Dropout float64 `json:"dropout,omitempty"`   // gpt_step: dropout probability
 	Prec    string  `json:"precision,omitempty"` // matmul precision (core.Precision), f32 when empty
 	MedianM float64 `json:"median_ms"`
 	MinMs   float64 `json:"min_ms"`
@@ -64,6 +65,7 @@ func bench(args []string) error {
 	gpts := fs.String("gpt", "", "character-level transformer steps (models.GPT), comma-separated LAYERSxWIDTH, e.g. 4x256 (heads of 64)")
 	gptCtx := fs.Int("gpt-ctx", 128, "transformer context (tokens per sequence)")
 	gptBatches := fs.String("gpt-batch", "32", "transformer batch sizes (sequences)")
+	gptDrop := fs.Float64("gpt-dropout", 0.1, "transformer dropout probability (0: attention is one fused kernel in training too)")
 	convSides := fs.String("convnet", "", "convnet steps (conv-bn-relu-pool x2, two linear layers, 10 classes) on single-channel images of these sides, comma-separated, e.g. 28")
 	convBatches := fs.String("convnet-batch", "64", "convnet batch sizes")
 	precs := fs.String("precision", "f32", "matmul precisions (core.Device.SetMatMulPrecision), comma-separated: f32, f16, bf16")
@@ -137,11 +139,11 @@ func bench(args []string) error {
 				}
 				for _, b := range ints(*gptBatches) {
 					for _, mode := range splitList(*modes) {
-						g, err := workload.NewGPT(dev, workload.GPTConfig{Layers: layers, Dim: dim, Heads: max(1, dim/64), Context: *gptCtx, Batch: b, Dropout: 0.1, Seed: 1})
+						g, err := workload.NewGPT(dev, workload.GPTConfig{Layers: layers, Dim: dim, Heads: max(1, dim/64), Context: *gptCtx, Batch: b, Dropout: float32(*gptDrop), Seed: 1})
 						if err != nil {
 							return err
 						}
-						r := benchResult{Kind: "gpt_step", Width: dim, Depth: layers, Batch: b, Context: *gptCtx}
+						r := benchResult{Kind: "gpt_step", Width: dim, Depth: layers, Batch: b, Context: *gptCtx, Dropout: *gptDrop}
 						progress("GPT %s batch %d %s%s on %s", spec, b, mode, suffix, name)
 						if err := benchStep(dev, g, workload.Mode(mode), *reps, *profiled, &r); err != nil {
 							return fmt.Errorf("%s GPT step %s batch %d %s: %w", name, spec, b, mode, err)
