@@ -36,6 +36,7 @@ type Device struct {
 	live      map[*storage]struct{}
 	pool      map[int][]backend.Buffer // freed buffers by length, for reuse
 	pooled    int64
+	poolMax   int64 // poolBytes, read from the device once
 	eager     bool
 	mmPrec    Precision          // SetMatMulPrecision
 	consts    map[string]*Tensor // shape-only Constants (see constant)
@@ -325,14 +326,33 @@ func (d *Device) dropStorage(s *storage, reuse bool) {
 	delete(d.live, s)
 }
 
-// poolBytes bounds the device memory kept for reuse. A training step keeps
-// the same set of values (gradients, the loss) every step; reusing their
-// buffers spares an allocation per value per step, which on a GPU costs more
-// than the arithmetic of a small layer.
-const poolBytes = 256 << 20
+// minPoolBytes and poolShare bound the device memory kept for reuse: the
+// larger of 256 MiB and 1/poolShare of the device's memory. A training step
+// keeps the same set of values (gradients, the loss) every step; reusing
+// their buffers spares an allocation per value per step, which on a GPU
+// costs more than the arithmetic of a small layer. The bound must hold a
+// large model's gradients (an 8x4096 MLP's are 512 MiB): with 256 MiB
+// fixed, half of them were allocated anew at every lazy step. Memory kept
+// here is given back when an allocation would not fit without it.
+const (
+	minPoolBytes = 256 << 20
+	poolShare    = 8
+)
+
+// poolBytes is the pool's bound on this device. Called with d.mu held.
+func (d *Device) poolBytes() int64 {
+	if d.poolMax == 0 {
+		d.poolMax = minPoolBytes
+		if _, total, err := d.be.Memory(); err == nil {
+			d.poolMax = max(d.poolMax, int64(total/poolShare))
+		}
+	}
+	return d.poolMax
+}
 
 // getBuf returns a buffer of n floats with undefined contents (run outputs
-// and uploads overwrite all of it).
+// and uploads overwrite all of it). When the device has no room for a new
+// one, the pool's buffers go back first.
 func (d *Device) getBuf(n int) (backend.Buffer, error) {
 	if l := d.pool[n]; len(l) > 0 {
 		b := l[len(l)-1]
@@ -340,12 +360,17 @@ func (d *Device) getBuf(n int) (backend.Buffer, error) {
 		d.pooled -= 4 * int64(n)
 		return b, nil
 	}
-	return d.be.Alloc(n)
+	b, err := d.be.Alloc(n)
+	if err != nil && d.pooled > 0 {
+		d.flushPool()
+		b, err = d.be.Alloc(n)
+	}
+	return b, err
 }
 
 func (d *Device) putBuf(b backend.Buffer) {
 	n := b.Len()
-	if d.pooled+4*int64(n) > poolBytes {
+	if d.pooled+4*int64(n) > d.poolBytes() {
 		d.be.Free(b)
 		return
 	}

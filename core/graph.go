@@ -316,6 +316,12 @@ func (d *Device) dropPending(err error) {
 // compile compiles g and caches the program under key. Called with d.mu held.
 func (d *Device) compile(key string, g *backend.Graph) (*progEntry, error) {
 	prog, err := d.be.Compile(g)
+	if err != nil && d.pooled > 0 {
+		// A program's memory check counts the pool's buffers as used: give
+		// them back and try once more.
+		d.flushPool()
+		prog, err = d.be.Compile(g)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("compiling %d nodes on %s: %w", len(g.Nodes), d.caps.Name, err)
 	}
@@ -500,7 +506,13 @@ func (d *Device) allocOutputs(lw *lowering) error {
 		}
 	}
 	if need > outputCheckBytes {
-		if free, _, err := d.be.Memory(); err == nil && need > free {
+		free, _, err := d.be.Memory()
+		if err == nil && need > free && d.pooled > 0 {
+			// The pool's buffers of other sizes hold memory the run needs.
+			d.flushPool()
+			free, _, err = d.be.Memory()
+		}
+		if err == nil && need > free {
 			return fmt.Errorf("the run keeps %d value(s) needing %s of new memory, more than the %s free on %s", len(lw.kept), bytesText(need), bytesText(free), d.caps.Name)
 		}
 	}

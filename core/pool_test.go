@@ -1,0 +1,61 @@
+package core
+
+import (
+	"testing"
+
+	"github.com/ag-go/ag/backend"
+)
+
+// countingBackend counts allocations of more than one value and reports a memory size of its own.
+type countingBackend struct {
+	backend.Backend
+	allocs int
+	total  uint64
+}
+
+func (c *countingBackend) Alloc(n int) (backend.Buffer, error) {
+	if n > 1 {
+		c.allocs++ // (the loss, one value, is new each step until collected)
+	}
+	return c.Backend.Alloc(n)
+}
+
+func (c *countingBackend) Memory() (free, total uint64, err error) { return c.total, c.total, nil }
+
+// The pool of freed buffers scales with the device (a large model's
+// gradients must fit, or every lazy step allocates them anew), and a lazy
+// step reuses every buffer of the step before.
+func TestPoolReusesStepBuffers(t *testing.T) {
+	dev := open(t)
+	cb := &countingBackend{Backend: dev.be, total: 16 << 30}
+	dev.lock()
+	dev.be = cb
+	got := dev.poolBytes()
+	dev.mu.Unlock()
+	if got != 2<<30 {
+		t.Errorf("pool bound on a 16 GiB device %d, want 2 GiB (1/%d)", got, poolShare)
+	}
+	w1 := dev.Param(make([]float32, 64*64), 64, 64)
+	w2 := dev.Param(make([]float32, 64*8), 64, 8)
+	x := dev.Full(0.5, 16, 64).Keep()
+	step := func() {
+		w1.ZeroGrad()
+		w2.ZeroGrad()
+		loss := Sum(MatMul(Tanh(MatMul(x, w1)), w2))
+		if err := loss.Backward(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := loss.Data(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step()
+	step()
+	before := cb.allocs
+	for range 3 {
+		step()
+	}
+	if cb.allocs != before {
+		t.Errorf("%d allocations of gradients in 3 lazy steps after the first two, want 0 (the pool's buffers)", cb.allocs-before)
+	}
+}
