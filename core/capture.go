@@ -436,7 +436,7 @@ func (r *recording) replay(d *Device, in []Input, start time.Time) ([][]float32,
 			}
 		}
 		rec := profile.Run{Site: "captured", Start: start, Ctx: t0.Sub(start), Upload: t1.Sub(t0), Compute: t2.Sub(t1),
-			Download: time.Since(t2), Nodes: nodes, DownloadPass: profile.PassForward}
+			Download: time.Since(t2), Nodes: nodes, DownloadPass: profile.PassForward, Replayed: true}
 		d.useDeviceTime(&rec, info)
 		profile.RecordRun(&rec)
 	}

@@ -113,3 +113,44 @@ func TestProfileStagesTile(t *testing.T) {
 		y.Release()
 	}
 }
+
+// A captured step's replays count the nodes they run as the passes'
+// operations, as recording them does in lazy mode: the reports of a
+// captured step do not say "0 operations".
+func TestProfileCountsReplayedOps(t *testing.T) {
+	dev := open(t)
+	w := dev.Param([]float32{0.5, -0.25, 0.125, 1}, 2, 2)
+	c := NewCapture(dev, func(in []*Tensor) []*Tensor {
+		w.ZeroGrad()
+		loss := Sum(Tanh(MatMul(in[0], w)))
+		if err := loss.Backward(); err != nil {
+			panic(err)
+		}
+		return []*Tensor{loss}
+	})
+	x := In([]float32{1, 2, 3, 4}, 2, 2)
+	if _, err := c.Call(x); err != nil { // the recording
+		t.Fatal(err)
+	}
+	defer profile.Forward(profile.Forward(true))
+	defer profile.Backward(profile.Backward(true))
+	profile.Reset()
+	defer profile.Reset()
+	for range 3 {
+		if _, err := c.Call(x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := profile.Snapshot()
+	count := func(r *profile.Report, op string) int {
+		for _, o := range r.ByOp {
+			if o.Op == op {
+				return o.Count
+			}
+		}
+		return -1
+	}
+	if p.Forward.Ops == 0 || p.Forward.Ops%3 != 0 || count(p.Forward, "MatMul") != 3 || count(p.Backward, "MatMul") != 3 {
+		t.Errorf("3 replays: forward %d operations, MatMul counted %d (forward), %d (backward): want a multiple of 3 and 3 each", p.Forward.Ops, count(p.Forward, "MatMul"), count(p.Backward, "MatMul"))
+	}
+}

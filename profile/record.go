@@ -33,6 +33,11 @@ type Run struct {
 	// a gradient: backward). Used only when the run has nodes of that pass;
 	// otherwise Download is split by node count like Ctx.
 	DownloadPass Pass
+	// Replayed marks a replay of a recording (a Capture): its nodes were
+	// recorded once, so RecordRun counts them as the operations of the
+	// passes and ops here, as recording them counts them in lazy mode
+	// (otherwise a captured step's reports would say "0 operations").
+	Replayed bool
 }
 
 // NodeTime is one node of a run.
@@ -146,6 +151,10 @@ func RecordRun(r *Run) {
 			n.How = Even
 		}
 		d := &st.pass[n.Pass]
+		if r.Replayed {
+			d.ops++
+			d.op(userName(n)).count++
+		}
 		d.op(userName(n)).addNode(n, sh.node[i])
 		d.layer(n.Scope).addNode(n, sh.node[i])
 	}
