@@ -72,10 +72,17 @@ import (
 //	                  scores (a NaN or +Inf score, from q or an attended
 //	                  key's k, makes the query's result NaN), then IEEE sums
 //	                  of products with v (matmul's rule); a query attending
-//	                  no key is 0. Keys not attended are not read, with one
-//	                  latitude: ggml-vulkan's kernel reads masked keys in
-//	                  blocks of 32, so a NaN or Inf in v at a masked key may
-//	                  reach a query that attends another key of its block
+//	                  no key is 0. Keys not attended are not read, with a
+//	                  latitude for ggml-vulkan: its kernel computes blocks
+//	                  of 32 or 64 keys for groups of up to 8 queries, a
+//	                  block whenever a query of the group attends a key of
+//	                  it, so a NaN or Inf in k or v at a key that a query
+//	                  of the group masks, or in the q of a query attending
+//	                  no key, may make the group's results NaN (a query
+//	                  attending no key included); there a query whose
+//	                  attended scores are all -Inf gives 0, not NaN; and
+//	                  on a device without subgroup shuffle and vote, which
+//	                  the kernel needs, every key of the batch is read
 //	rand_uniform      no float input: finite values in [0, 1), bit for bit
 //	                  those of RandUniformFill (philox.go)
 //
@@ -175,7 +182,8 @@ const (
 	// [..., Tq, Dv] is sum_j w_ij v_j with w_i = softmax over the attended j
 	// of Node.A * q_i·k_j. A key a query does not attend is not read (its k
 	// and v cannot reach that query's result), and a query that attends no
-	// key gives 0. The [Tq, Tk] weights are never stored.
+	// key gives 0 (ggml-vulkan's latitude: see the table of special
+	// values). The [Tq, Tk] weights are never stored.
 	OpAttention
 
 	// OpAdamW updates In[0]=w, In[2]=m, In[3]=v in place (all OpArg) from the

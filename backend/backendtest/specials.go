@@ -117,7 +117,7 @@ func specialCases() []opCase {
 	}
 	cs = append(cs, specialReduce(backend.OpSum), specialReduce(backend.OpMax))
 	cs = append(cs, specialSoftmax(backend.OpSoftmax), specialSoftmax(backend.OpLogSoftmax))
-	cs = append(cs, specialMatmul(), specialRows(), specialScatterSource(), specialMovement(), specialOptimizers(), specialChain())
+	cs = append(cs, specialMatmul(), specialAttention(), specialRows(), specialScatterSource(), specialMovement(), specialOptimizers(), specialChain())
 	return cs
 }
 
@@ -279,6 +279,66 @@ func specialMatmul() opCase {
 				setB(k/2, 0, 1e30)
 				is = append(is, in)
 			}
+		}
+		return is
+	}}
+}
+
+// specialAttention: query 1's q row holds a NaN (its result is NaN); key
+// 3's k holds +Inf where the first query's q is positive and every other
+// query's negative, so that query scores it +Inf (NaN) and the others
+// -Inf (weight 0, their other keys finite); keys 32..39 of 40, which
+// every query masks, hold NaN in k and v, and must not be read. Every
+// query attends key 3: ggml-vulkan's kernel reads a block of keys for all
+// the queries of a workgroup, where +Inf would meet a masked query's -Inf
+// bias (see ir.go); head sizes of 16 and 32 make its blocks 32 keys long,
+// so keys 32..39 form a block no query reads. Tq = 1 is the case
+// ggml-vulkan pads to two queries.
+func specialAttention() opCase {
+	return opCase{"special/attention", "attention", func(r *rand.Rand) []instance {
+		var is []instance
+		for _, c := range []struct {
+			batch     []int
+			tq, d, dv int
+		}{{[]int{2}, 6, 16, 16}, {nil, 5, 32, 16}, {[]int{2, 1}, 1, 16, 32}} {
+			const tk, j0, c0 = 40, 3, 2
+			lead := func(s ...int) []int { return append(append([]int(nil), c.batch...), s...) }
+			batches := backend.NumElems(c.batch)
+			q := uniform(r, batches*c.tq*c.d, -2, 2)
+			k := uniform(r, batches*tk*c.d, -2, 2)
+			v := uniform(r, batches*tk*c.dv, -2, 2)
+			keep := make([]float32, batches*c.tq*tk)
+			for b := range batches {
+				for i := range c.tq {
+					row := b*c.tq + i
+					q[row*c.d+c0] = -0.5
+					if row == 0 {
+						q[row*c.d+c0] = 0.5
+					}
+					if i == 1 {
+						q[row*c.d+c.d-1] = nan32
+					}
+					keep[row*tk+j0] = 1
+					keep[row*tk+(j0+1+r.IntN(28))] = 1 // one finite key at least
+					for j := range 32 {
+						if r.IntN(2) == 0 {
+							keep[row*tk+j] = 1
+						}
+					}
+				}
+				k[(b*tk+j0)*c.d+c0] = inf32
+				for j := 32; j < tk; j++ {
+					k[(b*tk+j)*c.d+j%c.d] = nan32
+					v[(b*tk+j)*c.dv+j%c.dv] = nan32
+				}
+			}
+			var bd builder
+			qa := bd.arg(q, lead(c.tq, c.d)...)
+			ka := bd.arg(k, lead(tk, c.d)...)
+			va := bd.arg(v, lead(tk, c.dv)...)
+			ma := bd.arg(keep, lead(c.tq, tk)...)
+			bd.out(bd.node(backend.Node{Op: backend.OpAttention, In: []int{qa, ka, va, ma}, Shape: lead(c.tq, c.dv), A: 0.25}))
+			is = append(is, bd.inst(0))
 		}
 		return is
 	}}

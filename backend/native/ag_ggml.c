@@ -2,6 +2,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #if defined(__x86_64__)
@@ -284,6 +285,223 @@ void ag_row_max(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
 		}
 		*(float *)row_ptr(dst, r) = m;
 	}
+}
+
+// Attention (ag_attention) takes the queries in blocks of 4 (of one batch),
+// so that each k and v row read serves 4 of them: the union of the keys
+// the block attends (a key no query of it attends is not read), the 4
+// scores of each, per query the maximum of its attended scores (NaN if
+// any is NaN), e = exp(s - max) and sum_j e_j v_j / sum_j e_j over its
+// attended keys alone (a key it masks adds nothing, not 0 times v_j). A
+// +Inf or NaN score, or only -Inf ones, make e NaN for the whole row, as
+// ir.go's softmax rule says; ggml's flash attention, whose online maximum
+// starts at -Inf, does not.
+
+enum { ATTN_ROWS = 4 };
+
+// dot4_plain: out[r] = q[r] . k for the 4 rows.
+static void dot4_plain(const float *const q[ATTN_ROWS], const float *k, int64_t n, float out[ATTN_ROWS]) {
+	for (int r = 0; r < ATTN_ROWS; r++) {
+		float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+		int64_t c = 0;
+		for (; c + 4 <= n; c += 4) {
+			s0 += q[r][c] * k[c], s1 += q[r][c + 1] * k[c + 1];
+			s2 += q[r][c + 2] * k[c + 2], s3 += q[r][c + 3] * k[c + 3];
+		}
+		for (; c < n; c++) {
+			s0 += q[r][c] * k[c];
+		}
+		out[r] = (s0 + s1) + (s2 + s3);
+	}
+}
+
+// axpy_plain: y += a*x (the compiler vectorizes it at O3).
+__attribute__((optimize("O3"))) static void axpy_plain(float *restrict y, const float *restrict x, float a, int64_t n) {
+	for (int64_t c = 0; c < n; c++) {
+		y[c] += a * x[c];
+	}
+}
+
+// axpy4_plain: o[r] += e[r]*v for the 4 rows.
+static void axpy4_plain(float *const o[ATTN_ROWS], const float *v, const float e[ATTN_ROWS], int64_t n) {
+	for (int r = 0; r < ATTN_ROWS; r++) {
+		axpy_plain(o[r], v, e[r], n);
+	}
+}
+
+#if defined(__x86_64__)
+// dot4_avx2: 8 accumulators (4 rows x 2 halves of 16 columns), one load of
+// k per 4 FMAs, and the 4 horizontal sums in 3 hadds.
+__attribute__((target("avx2,fma"))) static void dot4_avx2(const float *const q[ATTN_ROWS], const float *k, int64_t n, float out[ATTN_ROWS]) {
+	__m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+	__m256 b0 = _mm256_setzero_ps(), b1 = _mm256_setzero_ps(), b2 = _mm256_setzero_ps(), b3 = _mm256_setzero_ps();
+	const float *q0 = q[0], *q1 = q[1], *q2 = q[2], *q3 = q[3];
+	int64_t c = 0;
+	for (; c + 16 <= n; c += 16) {
+		const __m256 k0 = _mm256_loadu_ps(k + c), k1 = _mm256_loadu_ps(k + c + 8);
+		a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q0 + c), k0, a0), b0 = _mm256_fmadd_ps(_mm256_loadu_ps(q0 + c + 8), k1, b0);
+		a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q1 + c), k0, a1), b1 = _mm256_fmadd_ps(_mm256_loadu_ps(q1 + c + 8), k1, b1);
+		a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q2 + c), k0, a2), b2 = _mm256_fmadd_ps(_mm256_loadu_ps(q2 + c + 8), k1, b2);
+		a3 = _mm256_fmadd_ps(_mm256_loadu_ps(q3 + c), k0, a3), b3 = _mm256_fmadd_ps(_mm256_loadu_ps(q3 + c + 8), k1, b3);
+	}
+	for (; c + 8 <= n; c += 8) {
+		const __m256 k0 = _mm256_loadu_ps(k + c);
+		a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q0 + c), k0, a0);
+		a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q1 + c), k0, a1);
+		a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q2 + c), k0, a2);
+		a3 = _mm256_fmadd_ps(_mm256_loadu_ps(q3 + c), k0, a3);
+	}
+	a0 = _mm256_add_ps(a0, b0), a1 = _mm256_add_ps(a1, b1), a2 = _mm256_add_ps(a2, b2), a3 = _mm256_add_ps(a3, b3);
+	// hadd(hadd(a0, a1), hadd(a2, a3)) holds each row's lane sums of
+	// the low half in lanes 0..3 and of the high half in lanes 4..7.
+	const __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+	_mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1)));
+	for (; c < n; c++) {
+		out[0] += q0[c] * k[c], out[1] += q1[c] * k[c], out[2] += q2[c] * k[c], out[3] += q3[c] * k[c];
+	}
+}
+
+__attribute__((target("avx2,fma"))) static void axpy_avx2(float *y, const float *x, float a, int64_t n) {
+	const __m256 av = _mm256_set1_ps(a);
+	int64_t c = 0;
+	for (; c + 8 <= n; c += 8) {
+		_mm256_storeu_ps(y + c, _mm256_fmadd_ps(av, _mm256_loadu_ps(x + c), _mm256_loadu_ps(y + c)));
+	}
+	for (; c < n; c++) {
+		y[c] += a * x[c];
+	}
+}
+
+__attribute__((target("avx2,fma"))) static void axpy4_avx2(float *const o[ATTN_ROWS], const float *v, const float e[ATTN_ROWS], int64_t n) {
+	const __m256 e0 = _mm256_set1_ps(e[0]), e1 = _mm256_set1_ps(e[1]), e2 = _mm256_set1_ps(e[2]), e3 = _mm256_set1_ps(e[3]);
+	float *o0 = o[0], *o1 = o[1], *o2 = o[2], *o3 = o[3];
+	int64_t c = 0;
+	for (; c + 8 <= n; c += 8) {
+		const __m256 x = _mm256_loadu_ps(v + c);
+		_mm256_storeu_ps(o0 + c, _mm256_fmadd_ps(e0, x, _mm256_loadu_ps(o0 + c)));
+		_mm256_storeu_ps(o1 + c, _mm256_fmadd_ps(e1, x, _mm256_loadu_ps(o1 + c)));
+		_mm256_storeu_ps(o2 + c, _mm256_fmadd_ps(e2, x, _mm256_loadu_ps(o2 + c)));
+		_mm256_storeu_ps(o3 + c, _mm256_fmadd_ps(e3, x, _mm256_loadu_ps(o3 + c)));
+	}
+	for (; c < n; c++) {
+		o0[c] += e[0] * v[c], o1[c] += e[1] * v[c], o2[c] += e[2] * v[c], o3[c] += e[3] * v[c];
+	}
+}
+#endif
+
+void ag_attention(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
+	const struct ggml_tensor *q = dst->src[0], *k = dst->src[1], *v = dst->src[2], *keep = dst->src[3];
+	const uint32_t bits = (uint32_t)(uintptr_t)userdata;
+	float scale;
+	memcpy(&scale, &bits, sizeof scale);
+	const int64_t D = q->ne[0], Tq = q->ne[1], Tk = k->ne[1], Dv = v->ne[0], A2 = q->ne[2];
+	const int64_t per = (Tq + ATTN_ROWS - 1) / ATTN_ROWS, blocks = per * A2 * q->ne[3];
+	void (*dot4)(const float *const[ATTN_ROWS], const float *, int64_t, float[ATTN_ROWS]) = dot4_plain;
+	void (*axpy)(float *, const float *, float, int64_t) = axpy_plain;
+	void (*axpy4)(float *const[ATTN_ROWS], const float *, const float[ATTN_ROWS], int64_t) = axpy4_plain;
+#if defined(__x86_64__)
+	__builtin_cpu_init(); // see ag_matmul_tn
+	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+		dot4 = dot4_avx2, axpy = axpy_avx2, axpy4 = axpy4_avx2;
+	}
+#endif
+	// The keys the block attends, which of its queries attend each (a bit
+	// per row), and each query's scores, then weights, of those keys.
+	int32_t *idx = malloc((size_t)Tk * sizeof *idx);
+	uint8_t *att = malloc((size_t)Tk);
+	float *sc = malloc((size_t)Tk * ATTN_ROWS * sizeof *sc);
+	GGML_ASSERT(idx != NULL && att != NULL && sc != NULL);
+	// keep's step along the keys: 0 where it broadcasts.
+	const size_t kstep = keep->ne[0] == 1 ? 0 : keep->nb[0];
+	// Blocks interleave among the threads: under a causal mask the later
+	// queries attend more keys.
+	for (int64_t blk = ith; blk < blocks; blk += nth) {
+		const int64_t i0 = (blk % per) * ATTN_ROWS, i2 = (blk / per) % A2, i3 = blk / (per * A2);
+		const int nr = Tq - i0 < ATTN_ROWS ? (int)(Tq - i0) : ATTN_ROWS;
+		const char *kb = (const char *)k->data + i2 * k->nb[2] + i3 * k->nb[3];
+		const char *vb = (const char *)v->data + i2 * v->nb[2] + i3 * v->nb[3];
+		const float *qr[ATTN_ROWS];
+		float *o[ATTN_ROWS];
+		const char *mp[ATTN_ROWS];
+		for (int r = 0; r < ATTN_ROWS; r++) {
+			const int64_t i = i0 + (r < nr ? r : 0); // rows past Tq repeat row 0, unused
+			qr[r] = (const float *)((const char *)q->data + i * q->nb[1] + i2 * q->nb[2] + i3 * q->nb[3]);
+			o[r] = (float *)((char *)dst->data + i * dst->nb[1] + i2 * dst->nb[2] + i3 * dst->nb[3]);
+			mp[r] = (const char *)keep->data + (i % keep->ne[1]) * keep->nb[1] + (i2 % keep->ne[2]) * keep->nb[2] + (i3 % keep->ne[3]) * keep->nb[3];
+		}
+		int64_t n = 0;
+		uint8_t seen = 0; // the rows that attend some key
+		for (int64_t j = 0; j < Tk; j++) {
+			uint8_t a = 0;
+			for (int r = 0; r < nr; r++) {
+				a |= (*(const float *)(mp[r] + j * kstep) != 0) << r; // NaN attends
+			}
+			if (a) {
+				idx[n] = (int32_t)j, att[n] = a;
+				n++;
+				seen |= a;
+			}
+		}
+		float mx[ATTN_ROWS], sum[ATTN_ROWS];
+		for (int r = 0; r < ATTN_ROWS; r++) {
+			mx[r] = -INFINITY, sum[r] = 0;
+		}
+		for (int64_t t = 0; t < n; t++) {
+			float s[ATTN_ROWS];
+			dot4(qr, (const float *)(kb + idx[t] * k->nb[1]), D, s);
+			for (int r = 0; r < nr; r++) {
+				s[r] *= scale;
+				sc[r * Tk + t] = s[r];
+				if (att[t] >> r & 1 && (s[r] > mx[r] || s[r] != s[r])) {
+					mx[r] = s[r]; // a NaN stays: nothing compares above it
+				}
+			}
+		}
+		for (int r = 0; r < nr; r++) {
+			memset(o[r], 0, (size_t)Dv * sizeof(float)); // no key attended: 0
+			float *e = sc + r * Tk;
+			for (int64_t t = 0; t < n; t++) {
+				if (att[t] >> r & 1) {
+					e[t] = expf(e[t] - mx[r]);
+					sum[r] += e[t];
+				}
+			}
+		}
+		for (int64_t t = 0; t < n; t++) {
+			const float *vj = (const float *)(vb + idx[t] * v->nb[1]);
+			if (att[t] == 0xF) {
+				const float e[ATTN_ROWS] = {sc[t], sc[Tk + t], sc[2 * Tk + t], sc[3 * Tk + t]};
+				axpy4(o, vj, e, Dv);
+				continue;
+			}
+			for (int r = 0; r < nr; r++) {
+				if (att[t] >> r & 1) {
+					axpy(o[r], vj, sc[r * Tk + t], Dv);
+				}
+			}
+		}
+		for (int r = 0; r < nr; r++) {
+			if (!(seen >> r & 1)) {
+				continue; // attends no key: 0
+			}
+			const float inv = 1 / sum[r];
+			for (int64_t c = 0; c < Dv; c++) {
+				o[r][c] *= inv;
+			}
+		}
+	}
+	free(idx);
+	free(att);
+	free(sc);
+}
+
+struct ggml_tensor *ag_attention_op(struct ggml_context *ctx, struct ggml_tensor *q, struct ggml_tensor *k, struct ggml_tensor *v, struct ggml_tensor *keep, float scale) {
+	struct ggml_tensor *src[4] = {q, k, v, keep};
+	uint32_t bits;
+	memcpy(&bits, &scale, sizeof bits);
+	struct ggml_tensor *t = ggml_custom_4d(ctx, GGML_TYPE_F32, v->ne[0], q->ne[1], q->ne[2], q->ne[3], src, 4, ag_attention, GGML_N_TASKS_MAX, (void *)(uintptr_t)bits);
+	ggml_set_name(t, "ATTENTION(custom)"); // its label in profiles (nodetimer.go)
+	return t;
 }
 
 // Philox4x32-10 (backend/philox.go is the reference; see there).

@@ -85,6 +85,19 @@ void ag_relu(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 void ag_clamp(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 void ag_row_max(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 
+// ag_attention is OpAttention of backend/ir.go as a ggml custom op
+// (ggml-cpu only): dst [Dv, Tq, A2, A3] (contiguous) from q = src[0]
+// [D, Tq, A2, A3], k = src[1] [D, Tk, A2, A3], v = src[2] [Dv, Tk, A2, A3]
+// (rows contiguous, any row strides) and keep = src[3], each dim 1
+// (broadcast) or the scores' [Tk, Tq, A2, A3]. Queries go in blocks of 4,
+// which share each k and v row read; a key a query masks never reaches
+// its result, and one no query of the block attends is not read. The
+// scale is in userdata (ag_attention_op). ggml's own flash attention
+// differs from ir.go at special values: one +Inf score gives that key's v
+// (not NaN), a first attended score of -Inf gives NaN.
+void ag_attention(struct ggml_tensor *dst, int ith, int nth, void *userdata);
+struct ggml_tensor *ag_attention_op(struct ggml_context *ctx, struct ggml_tensor *q, struct ggml_tensor *k, struct ggml_tensor *v, struct ggml_tensor *keep, float scale);
+
 // ag_rand_uniform is rand_uniform of backend/ir.go as a ggml custom op
 // (ggml-cpu only): dst (contiguous) gets Philox4x32-10 uniforms for the
 // state src[0] (8 f32 16-bit pieces) and the counter offset in userdata.

@@ -28,8 +28,10 @@
 // custom ops (ag_ggml.c) replace ggml's slow paths: A^T B (weight
 // gradients) runs a 6x16 register-tiled kernel with no transposed copies,
 // and the remaining transposed operands are copied in 8x8 tiles instead of
-// ggml's element-wise CONT. Programs implement backend.NodeTimer (one
-// graph compute per ggml node).
+// ggml's element-wise CONT. Attention is a third custom op there
+// (ag_attention: exact to ir.go's special values, which ggml's flash
+// attention is not); ggml-vulkan runs ggml's flash attention (attention.go).
+// Programs implement backend.NodeTimer (one graph compute per ggml node).
 //
 // Environment: ggml-vulkan skips CPU-type devices (lavapipe) unless
 // GGML_VK_VISIBLE_DEVICES=0 selects one; Open sets GGML_VK_DISABLE_F16=1
@@ -37,7 +39,8 @@
 // H200 without matrix cores no faster, ~5e-5 relative error instead of
 // ~1e-7), and on lavapipe LP_NUM_THREADS=1 (see driver.go). For
 // experiments: AG_GGML_MM_ROWS (0: never split matmuls, a number: that many
-// rows per block), AG_GGML_SLAB=0 (a ggml buffer per Alloc), AG_GGML_DUMP=1
+// rows per block), AG_GGML_ATTN (flash or composite: attention's lowering,
+// see attention.go), AG_GGML_SLAB=0 (a ggml buffer per Alloc), AG_GGML_DUMP=1
 // or 2 (print each compiled graph's ggml op counts, or every node),
 // AG_GGML_PROFILE=1 (time every ggml node, print per-op means), and
 // GGML_VK_PERF_LOGGER=1 (ggml's own per-op GPU times).

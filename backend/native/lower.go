@@ -52,9 +52,11 @@ type lowering struct {
 	copies []outCopy
 	// Copies made once and shared by later users (each ggml node costs a
 	// dispatch): contiguous transposes by source, clamped indices by source
-	// and row count. Cleared at every in-place update, whose arg they may copy.
-	tmemo   map[tensor]tensor
-	idxmemo map[idxKey][2]tensor
+	// and row count, attention masks by keep (maskKey). Cleared at every
+	// in-place update, whose arg they may copy.
+	tmemo    map[tensor]tensor
+	idxmemo  map[idxKey][2]tensor
+	maskmemo map[maskKey][2]tensor
 	// uses[j] counts the nodes and outputs that read IR node j.
 	uses []int
 }
@@ -83,6 +85,8 @@ func tensorsFor(n *backend.Node) int {
 	switch n.Op {
 	case backend.OpAdamW:
 		return 48
+	case backend.OpAttention:
+		return 64 // the composite path, its mask and a long-K split (attention.go)
 	case backend.OpSGD:
 		return 24
 	case backend.OpPowConst, backend.OpOneHot, backend.OpScatterAddRows, backend.OpLogSoftmax, backend.OpInside, backend.OpMax, backend.OpMaximum, backend.OpKeep, backend.OpMatMul, backend.OpSum:
@@ -182,7 +186,7 @@ func (l *lowering) build() error {
 			v = C.ggml_cont(l.ctx, v)
 		}
 		if n.Op.InPlace() {
-			l.tmemo, l.idxmemo = nil, nil
+			l.tmemo, l.idxmemo, l.maskmemo = nil, nil, nil
 		}
 		if used := l.tensorsUsed() - before; used > tensorsFor(n) {
 			return fmt.Errorf("node %d (%s): lowering made %d ggml tensors, more than its budget %d (a bug in package native)", i, n.Op, used, tensorsFor(n))
@@ -388,6 +392,8 @@ func (l *lowering) lowerNode(i int, n *backend.Node) (tensor, []tensor, error) {
 		return C.ggml_relu(ctx, l.scaleBias(d, -1, 1)), nil, nil
 	case n.Op == backend.OpMatMul:
 		return l.lowerMatMul(n), nil, nil
+	case n.Op == backend.OpAttention:
+		return l.lowerAttention(n), nil, nil
 	case n.Op == backend.OpAdamW:
 		return l.lowerAdamW(i, n)
 	case n.Op == backend.OpSGD:
