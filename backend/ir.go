@@ -72,17 +72,14 @@ import (
 //	                  scores (a NaN or +Inf score, from q or an attended
 //	                  key's k, makes the query's result NaN), then IEEE sums
 //	                  of products with v (matmul's rule); a query attending
-//	                  no key is 0. Keys not attended are not read, with a
-//	                  latitude for ggml-vulkan: its kernel computes blocks
-//	                  of 32 or 64 keys for groups of up to 8 queries, a
-//	                  block whenever a query of the group attends a key of
-//	                  it, so a NaN or Inf in k or v at a key that a query
-//	                  of the group masks, or in the q of a query attending
-//	                  no key, may make the group's results NaN (a query
-//	                  attending no key included); there a query whose
-//	                  attended scores are all -Inf gives 0, not NaN; and
-//	                  on a device without subgroup shuffle and vote, which
-//	                  the kernel needs, every key of the batch is read
+//	                  no key is 0. Keys not attended are not read: their
+//	                  values never matter - on ggml-vulkan only their finite
+//	                  values, since ggml's flash attention computes keys in
+//	                  blocks of 32 or 64 for groups of up to 8 queries, so
+//	                  there a NaN or Inf at a key some query of the group
+//	                  masks, or in the q of a query attending no key, may
+//	                  make the group's results NaN, and a query whose
+//	                  attended scores are all -Inf gives 0
 //	rand_uniform      no float input: finite values in [0, 1), bit for bit
 //	                  those of RandUniformFill (philox.go)
 //
@@ -183,7 +180,8 @@ const (
 	// of Node.A * q_i·k_j. A key a query does not attend is not read (its k
 	// and v cannot reach that query's result), and a query that attends no
 	// key gives 0 (ggml-vulkan's latitude: see the table of special
-	// values). The [Tq, Tk] weights are never stored.
+	// values). The [Tq, Tk] weights are never stored (but by ggml-vulkan
+	// on a device without the subgroup operations its kernel needs).
 	OpAttention
 
 	// OpAdamW updates In[0]=w, In[2]=m, In[3]=v in place (all OpArg) from the
