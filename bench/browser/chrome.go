@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/systeminfo"
 	"github.com/chromedp/chromedp"
 
 	"github.com/ag-go/ag/internal/chrome"
@@ -32,13 +35,152 @@ type Browser struct {
 	ctx     context.Context
 	stop    func()
 	Version string
+	// CommandLine is the browser's command line as it reports it
+	// (SystemInfo.getInfo): every flag it really got, the wrapper's too.
+	CommandLine string
 }
 
-// startBrowser starts Chromium with the flags of notes/PLATFORM.md: WebGPU
-// on the SwiftShader adapter (--enable-unsafe-webgpu, since CPU adapters
-// are blocklisted), headless as root, no network but 127.0.0.1.
-func startBrowser(exe, profileDir string, timeout time.Duration) (*Browser, error) {
+// browserConfig is how startBrowser starts Chromium beyond the flags of
+// internal/chrome.
+type browserConfig struct {
+	GPU   bool       // add gpuFlags
+	Extra []flagSpec // -chrome-args, last: they override the others
+	Log   io.Writer  // Chromium's stdout and stderr (nil: dropped)
+}
+
+// flagSpec is one Chromium switch: Value true for --name, a string for
+// --name=value, false to drop a switch set before.
+type flagSpec struct {
+	Name  string
+	Value any
+}
+
+func (f flagSpec) String() string {
+	switch v := f.Value.(type) {
+	case bool:
+		if !v {
+			return "(no --" + f.Name + ")"
+		}
+		return "--" + f.Name
+	default:
+		return fmt.Sprintf("--%s=%v", f.Name, v)
+	}
+}
+
+// chromedpFeatures is the --enable-features list of
+// chromedp.DefaultExecAllocatorOptions: a later enable-features flag
+// replaces it, so ours are appended to it.
+const chromedpFeatures = "NetworkService,NetworkServiceInProcess"
+
+// gpuFlags are the switches of -gpu: WebGPU (Dawn) on a real GPU through
+// Vulkan in headless Chromium on Linux without a display. After Chrome's
+// own recipe for headless Chrome on NVIDIA GPUs
+// (developer.chrome.com/blog/supercharge-web-ai-testing,
+// github.com/jasonmayes/headless-chrome-nvidia-t4-gpu-support) and
+// Chromium's source (gpu/command_buffer/service/webgpu_decoder_impl.cc,
+// service_utils.cc, gpu/config/gpu_util.cc):
+//   - enable-features=Vulkan: on Linux, requestAdapter fails unless Skia's
+//     context is Vulkan ("WebGPU on Linux requires ... --enable-features=Vulkan");
+//   - use-vulkan=native: the system Vulkan loader and ICD (the NVIDIA one),
+//     not SwiftShader's;
+//   - use-gl=angle, use-angle=vulkan: GL on the GPU through ANGLE's Vulkan
+//     backend, which needs no display or EGL driver; when GL falls back to
+//     SwiftShader, Chromium marks WebGPU "software" and forces Dawn's
+//     fallback adapter (SwiftShader) even with a GPU present;
+//   - disable-vulkan-surface: no VK_KHR_surface / swapchain, there is no
+//     display;
+//   - ignore-gpu-blocklist: the GPU blocklist must not send a server GPU to
+//     software compositing (same effect as above);
+//   - enable-unsafe-webgpu (from internal/chrome): no WebGPU adapter
+//     blocklist, WebGPU on Linux at all;
+//   - enable-webgpu-developer-features: adapter.info also says driver,
+//     backend ("vulkan") and type ("discrete GPU"), which the probe prints;
+//   - disable-gpu-sandbox: the GPU process may open /dev/nvidia* and an ICD
+//     outside the sandbox's allowed paths (as root --no-sandbox already
+//     covers it).
+func gpuFlags() []flagSpec {
+	return []flagSpec{
+		{"enable-features", chromedpFeatures + ",Vulkan"},
+		{"use-vulkan", "native"},
+		{"use-gl", "angle"},
+		{"use-angle", "vulkan"},
+		{"disable-vulkan-surface", true},
+		{"ignore-gpu-blocklist", true},
+		{"enable-webgpu-developer-features", true},
+		{"disable-gpu-sandbox", true},
+	}
+}
+
+// parseChromeArgs reads -chrome-args: switches separated by spaces,
+// "--name" or "--name=value"; "--name=false" drops a switch the recipe
+// sets. --enable-features and --disable-features add to the lists set
+// before instead of replacing them.
+func parseChromeArgs(s string) ([]flagSpec, error) {
+	var out []flagSpec
+	for _, f := range strings.Fields(s) {
+		name, value, hasValue := strings.Cut(strings.TrimLeft(f, "-"), "=")
+		if !strings.HasPrefix(f, "--") || name == "" {
+			return nil, fmt.Errorf("-chrome-args: %q: want --name or --name=value", f)
+		}
+		switch {
+		case !hasValue:
+			out = append(out, flagSpec{name, true})
+		case value == "false":
+			out = append(out, flagSpec{name, false})
+		default:
+			out = append(out, flagSpec{name, value})
+		}
+	}
+	return out, nil
+}
+
+// effectiveFlags is the list startBrowser adds to internal/chrome's: the
+// GPU recipe with -gpu, then the extra switches. As with chromedp.Flag, a
+// switch set again keeps its place and takes the new value;
+// --enable-features and --disable-features add to their lists instead
+// (chromedp's defaults included).
+func effectiveFlags(cfg browserConfig) []flagSpec {
+	var in []flagSpec
+	if cfg.GPU {
+		in = gpuFlags()
+	}
+	in = append(in, cfg.Extra...)
+	lists := map[string]string{"enable-features": chromedpFeatures, "disable-features": "Translate,BlinkGenPropertyTrees"}
+	var out []flagSpec
+	at := map[string]int{}
+	for _, f := range in {
+		if v, ok := f.Value.(string); ok {
+			if cur, merge := lists[f.Name]; merge {
+				if !strings.HasPrefix(v+",", cur+",") { // gpuFlags' list starts with chromedp's
+					v = cur + "," + v
+				}
+				lists[f.Name], f.Value = v, v
+			}
+		}
+		if i, seen := at[f.Name]; seen {
+			out[i] = f
+			continue
+		}
+		at[f.Name] = len(out)
+		out = append(out, f)
+	}
+	return out
+}
+
+// startBrowser starts Chromium with the flags of notes/PLATFORM.md
+// (internal/chrome: WebGPU on the SwiftShader adapter with
+// --enable-unsafe-webgpu, since CPU adapters are blocklisted; headless as
+// root; no network but 127.0.0.1), then cfg's. exe may be a wrapper script
+// that execs Chromium; the browser inherits this process's environment
+// (LD_LIBRARY_PATH, VK_DRIVER_FILES...).
+func startBrowser(exe, profileDir string, timeout time.Duration, cfg browserConfig) (*Browser, error) {
 	opts := append(chrome.Options(exe, profileDir), chromedp.WindowSize(1024, 768))
+	for _, f := range effectiveFlags(cfg) {
+		opts = append(opts, chromedp.Flag(f.Name, f.Value))
+	}
+	if cfg.Log != nil {
+		opts = append(opts, chromedp.CombinedOutput(cfg.Log))
+	}
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(alloc)
 	b := &Browser{ctx: ctx, stop: func() { cancelCtx(); cancelAlloc() }}
@@ -59,7 +201,18 @@ func startBrowser(exe, profileDir string, timeout time.Duration) (*Browser, erro
 		return nil, fmt.Errorf("startBrowser: starting %s (timeout %s): %w", exe, timeout, err)
 	}
 	b.Version = v.Product
+	if info, err := b.SystemInfo(); err == nil {
+		b.CommandLine = info.CommandLine
+	}
 	return b, nil
+}
+
+// SystemInfo is the browser's SystemInfo.getInfo (chrome://gpu's data:
+// GPU devices, driver, feature status, command line).
+func (b *Browser) SystemInfo() (systeminfo.GetInfoResult, error) {
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	return chromedp.CallBrowser(ctx, systeminfo.GetInfo, cdp.Empty{})
 }
 
 // Close stops the browser.

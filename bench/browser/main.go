@@ -16,6 +16,14 @@
 // goal <= 0.5; (2) ag's best / tfjs's best, goal <= 1.0 - and ag's profile
 // of each configuration, and writes everything as JSON with -json.
 //
+// Before the runs it opens a probe page that reports the WebGPU adapter a
+// page gets (info, fallback or not, features), printed in the header and
+// written to the JSON with each WebGPU run's own; -probe stops there. -gpu
+// starts Chromium with the flags for WebGPU on a real GPU (gpuFlags) and
+// refuses a software adapter. -wasm and -node-modules serve prebuilt files
+// (pack.sh makes a folder of them and of this command) on a machine
+// without Go or npm.
+//
 // The machines are noisy: compare ratios of one round, not numbers of
 // different runs.
 package main
@@ -24,6 +32,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,16 +56,27 @@ type Options struct {
 	TfjsBackends        []string // "webgpu", "wasm", "cpu", "webgl"
 	JSON                string
 	AgSrc               string // the ag checkout ag.wasm is built from
+	WasmDir             string // a prebuilt web dist instead (web/build.sh DIR, pack.sh)
+	NodeModules         string // where the tfjs files are ("": bench/browser/node_modules)
 	Chromium            string
+	ChromeArgs          string // more Chromium switches (parseChromeArgs)
+	ChromeLog           string // Chromium's output goes here ("": a temporary file)
+	GPU                 bool   // real-GPU flags (gpuFlags); the adapter must be a GPU
+	Probe               bool   // only report the WebGPU adapter
 	Timeout, Load       time.Duration
 	NoInstall, Verbose  bool
 }
 
 // Report is the JSON the command writes.
 type Report struct {
-	Command  string   `json:"command"`
-	AgSrc    string   `json:"ag_src"` // the checkout ag.wasm was built from
-	AgRev    string   `json:"ag_rev"` // its git commit, "+dirty" with uncommitted changes
+	Command string `json:"command"`
+	AgSrc   string `json:"ag_src"` // the checkout ag.wasm was built from, or the -wasm folder
+	AgRev   string `json:"ag_rev"` // its git commit, "+dirty" with uncommitted changes
+	GPUMode bool   `json:"gpu_mode"`
+	// Adapter is the WebGPU adapter the probe page got before the runs;
+	// each WebGPU run's own is in its info.adapter.
+	Adapter  *Adapter `json:"webgpu_adapter"`
+	Probe    *Probe   `json:"probe"` // the browser's GPU, its command line and the flags added
 	Model    any      `json:"model"`
 	Steps    int      `json:"steps"`
 	Rounds   int      `json:"rounds"`
@@ -107,10 +127,16 @@ func main() {
 	flag.IntVar(&o.TfjsWasmThreads, "tfjs-wasm-threads", 0, "threads of tfjs's wasm backend (0: its default, which is 1 on 2 cores)")
 	flag.StringVar(&o.JSON, "json", "", "write the report as JSON to this file")
 	flag.StringVar(&o.AgSrc, "ag-src", "", "build ag.wasm from this ag checkout (default: the one this runs in); the pages and peers stay the same")
-	flag.StringVar(&o.Chromium, "chromium", "", "Chromium binary (default: $AG_CHROMIUM, then chromium on PATH)")
+	flag.StringVar(&o.WasmDir, "wasm", "", "serve this prebuilt web dist (ag.wasm, wasm_exec.js: web/build.sh DIR or pack.sh's webdist) instead of building ag.wasm")
+	flag.StringVar(&o.NodeModules, "node-modules", "", "serve tfjs from this node_modules folder (default: bench/browser/node_modules, installed by npm ci when missing)")
+	flag.StringVar(&o.Chromium, "chromium", "", "Chromium binary or a wrapper script that execs it (default: $AG_CHROMIUM, then chromium on PATH); it inherits the environment")
+	flag.BoolVar(&o.GPU, "gpu", false, "real-GPU mode: Chromium flags for WebGPU on the GPU through Vulkan, headless, no display; fails when the adapter is a software one")
+	flag.StringVar(&o.ChromeArgs, "chrome-args", "", "more Chromium switches, space-separated: --name or --name=value; --name=false drops one of -gpu's; enable/disable-features add to the lists")
+	flag.StringVar(&o.ChromeLog, "chrome-log", "", "write Chromium's stdout and stderr to this file (default: a temporary one, whose GPU lines are shown when the probe fails)")
+	flag.BoolVar(&o.Probe, "probe", false, "only start the browser, print the WebGPU adapter it gives a page (info, features, limits, a compute check) and chrome://gpu's status; exit 1 without an adapter (-gpu: without a GPU one)")
 	flag.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "limit for one run (warm-up, timing, profile)")
 	flag.DurationVar(&o.Load, "load-timeout", time.Minute, "limit for a page to load")
-	flag.BoolVar(&o.NoInstall, "no-install", false, "fail instead of running npm ci when node_modules is missing")
+	flag.BoolVar(&o.NoInstall, "no-install", false, "fail instead of running npm ci when node_modules lacks a file")
 	flag.BoolVar(&o.Verbose, "v", false, "echo the pages' console")
 	flag.Parse()
 	o.AgDevices, o.AgModes, o.TfjsBackends = list(agDevices), list(agModes), list(tfjsBackends)
@@ -198,15 +224,14 @@ func run(o Options) error {
 			return fmt.Errorf("-ag-modes: %q: want captured, lazy or eager", m)
 		}
 	}
-	root, err := repoRoot()
+	extra, err := parseChromeArgs(o.ChromeArgs)
 	if err != nil {
 		return err
 	}
-	here := filepath.Join(root, "bench", "browser")
-	if len(o.TfjsBackends) > 0 {
-		if err := ensureTfjs(here, !o.NoInstall, logf); err != nil {
-			return err
-		}
+	bcfg := browserConfig{GPU: o.GPU, Extra: extra}
+	flags := []string{}
+	for _, f := range effectiveFlags(bcfg) {
+		flags = append(flags, f.String())
 	}
 	exe, err := chromiumPath(o.Chromium)
 	if err != nil {
@@ -217,36 +242,113 @@ func run(o Options) error {
 		return fmt.Errorf("temporary folder: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	buildDir := filepath.Join(tmp, "build")
-	t0 := time.Now()
-	agSrc := root
-	if o.AgSrc != "" {
-		agSrc = o.AgSrc
+	logPath, logName := o.ChromeLog, o.ChromeLog
+	if logPath == "" {
+		logPath = filepath.Join(tmp, "chrome.log")
+		logName = "temporary: -chrome-log FILE keeps it"
 	}
-	if err := buildWasm(agSrc, buildDir); err != nil {
-		return err
+	chromeLog, err := os.Create(logPath)
+	if err != nil {
+		return fmt.Errorf("-chrome-log: %w", err)
 	}
-	logf("built ag.wasm from %s in %.1f s", agSrc, time.Since(t0).Seconds())
-	base, stopServer, err := serve(handler(buildDir, filepath.Join(here, "node_modules")))
+	defer chromeLog.Close()
+	bcfg.Log = chromeLog
+
+	// What the pages need: the wasm build and tfjs (the probe needs
+	// neither). The checkout is needed only to build or install them.
+	buildDir, nodeModules, installDir := filepath.Join(tmp, "build"), o.NodeModules, ""
+	agSrc, agRev := "", ""
+	if !o.Probe {
+		root := ""
+		if o.WasmDir == "" || (o.NodeModules == "" && len(o.TfjsBackends) > 0) {
+			if root, err = repoRoot(); err != nil {
+				return fmt.Errorf("%w (or pass -wasm and -node-modules)", err)
+			}
+		}
+		if nodeModules == "" && root != "" {
+			installDir = filepath.Join(root, "bench", "browser")
+			nodeModules = filepath.Join(installDir, "node_modules")
+		}
+		if len(o.TfjsBackends) > 0 {
+			if err := ensureTfjs(nodeModules, installDir, !o.NoInstall, logf); err != nil {
+				return err
+			}
+		}
+		if o.WasmDir != "" {
+			if buildDir, err = filepath.Abs(o.WasmDir); err != nil {
+				return fmt.Errorf("-wasm: %w", err)
+			}
+			if err := checkWasmDir(buildDir, "-wasm: found"); err != nil {
+				return err
+			}
+			agSrc = buildDir
+			if b, err := os.ReadFile(filepath.Join(buildDir, agRevFile)); err == nil {
+				agRev = strings.TrimSpace(string(b))
+			}
+			logf("serving the prebuilt ag.wasm of %s (ag %s)", buildDir, orDash(agRev))
+		} else {
+			t0 := time.Now()
+			agSrc = root
+			if o.AgSrc != "" {
+				agSrc = o.AgSrc
+			}
+			if err := buildWasm(agSrc, buildDir); err != nil {
+				return err
+			}
+			agRev = gitRev(agSrc)
+			logf("built ag.wasm from %s in %.1f s", agSrc, time.Since(t0).Seconds())
+		}
+	}
+	if nodeModules == "" {
+		nodeModules = filepath.Join(tmp, "no-node-modules") // served empty
+	}
+	base, stopServer, err := serve(handler(buildDir, nodeModules))
 	if err != nil {
 		return err
 	}
 	defer stopServer()
-	br, err := startBrowser(exe, filepath.Join(tmp, "chrome-profile"), o.Load)
+	logf("starting %s; flags added to internal/chrome's: %s", exe, orDash(strings.Join(flags, " ")))
+	br, err := startBrowser(exe, filepath.Join(tmp, "chrome-profile"), o.Load, bcfg)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w\nchromium's output (%s):\n%s", err, logName, logTail(logPath, 30, false))
 	}
 	defer br.Close()
 	logf("%s serving %s", br.Version, base)
 
-	rep := &Report{Command: strings.Join(os.Args, " "), AgSrc: agSrc, AgRev: gitRev(agSrc), Steps: o.Steps, Rounds: o.Rounds, Browser: br.Version,
-		Go: runtime.Version(), CPUs: runtime.NumCPU(), Started: time.Now().UTC().Format(time.RFC3339),
-		Model: map[string]any{"width": o.Width, "depth": o.Depth, "batch": o.Batch, "lr": o.LR, "flops_per_step": 6.0 * float64(o.Batch*o.Width*o.Width*o.Depth)},
-		Goals: map[string]float64{"webgpu_ratio": GoalWebGPU, "best_ratio": GoalBest}}
 	var echo func(string)
 	if o.Verbose {
 		echo = func(s string) { fmt.Fprintf(os.Stderr, "    console: %s\n", s) }
 	}
+	pb, perr := probe(br, base, flags, o.Load, o.Timeout, echo)
+	if perr == nil {
+		perr = pb.check(o.GPU)
+	}
+	if o.Probe {
+		pb.print(os.Stdout)
+		if o.JSON != "" {
+			if err := writeJSON(o.JSON, pb); err != nil {
+				return err
+			}
+		}
+		if perr != nil {
+			return fmt.Errorf("%w\nchromium's GPU lines (%s):\n%s", perr, logName, logTail(logPath, 40, true))
+		}
+		return nil
+	}
+	if perr != nil {
+		if o.GPU {
+			pb.print(os.Stdout)
+			return fmt.Errorf("%w\nchromium's GPU lines (%s):\n%s", perr, logName, logTail(logPath, 40, true))
+		}
+		logf("probe: %v (WebGPU runs will be skipped or fail)", perr)
+	}
+	logf("WebGPU adapter: %s", pb.Adapter().Summary())
+
+	rep := &Report{Command: strings.Join(os.Args, " "), AgSrc: agSrc, AgRev: agRev, GPUMode: o.GPU, Adapter: pb.Adapter(), Probe: pb,
+		Steps: o.Steps, Rounds: o.Rounds, Browser: br.Version,
+		Go: runtime.Version(), CPUs: runtime.NumCPU(), Started: time.Now().UTC().Format(time.RFC3339),
+		Model: map[string]any{"width": o.Width, "depth": o.Depth, "batch": o.Batch, "lr": o.LR, "flops_per_step": 6.0 * float64(o.Batch*o.Width*o.Width*o.Depth)},
+		Goals: map[string]float64{"webgpu_ratio": GoalWebGPU, "best_ratio": GoalBest}}
 	js := jobs(o)
 	for round := 1; round <= o.Rounds; round++ {
 		order := slices.Clone(js)
@@ -285,18 +387,16 @@ func run(o Options) error {
 
 	fmt.Printf("ag vs TensorFlow.js %s in %s, MLP %dx%d, batch %d, Adam, MSE; %d timed steps per run, %d rounds\n",
 		tfjsVersion(rep.Runs), br.Version, o.Depth, o.Width, o.Batch, o.Steps, o.Rounds)
+	fmt.Printf("ag %s; WebGPU adapter: %s\n", orDash(agRev), rep.Adapter.Summary())
+	fmt.Printf("chromium flags added: %s\n", orDash(strings.Join(flags, " ")))
 	printRuns(os.Stdout, rep.Runs)
+	printAdapters(os.Stdout, rep.Runs, rep.Adapter)
 	printRatios(os.Stdout, rep.PerRound, rep.Summary)
 	printBreakdowns(os.Stdout, rep.Runs)
 	if o.JSON != "" {
-		b, err := json.MarshalIndent(rep, "", " ")
-		if err != nil {
-			return fmt.Errorf("encoding the report: %w", err)
+		if err := writeJSON(o.JSON, rep); err != nil {
+			return err
 		}
-		if err := os.WriteFile(o.JSON, append(b, '\n'), 0o644); err != nil {
-			return fmt.Errorf("writing %s: %w", o.JSON, err)
-		}
-		logf("wrote %s", o.JSON)
 	}
 	for _, r := range rep.Runs {
 		if r.Error != "" {
@@ -338,4 +438,54 @@ func tfjsVersion(runs []*Run) string {
 		}
 	}
 	return ""
+}
+
+// writeJSON writes v as indented JSON to path.
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", " ")
+	if err != nil {
+		return fmt.Errorf("encoding the report: %w", err)
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	logf("wrote %s", path)
+	return nil
+}
+
+// logTail is the last n lines of Chromium's output at path; with gpuOnly
+// only those about the GPU (Vulkan, Dawn, ANGLE, GL, WebGPU).
+func logTail(path string, n int, gpuOnly bool) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Sprintf("(unreadable: %v)", err)
+	}
+	defer f.Close()
+	// The last MiB: a GPU process that fails in a loop writes hundreds of
+	// MiB.
+	const last = 1 << 20
+	if st, err := f.Stat(); err == nil && st.Size() > last {
+		if _, err := f.Seek(st.Size()-last, io.SeekStart); err != nil {
+			return fmt.Sprintf("(unreadable: %v)", err)
+		}
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return fmt.Sprintf("(unreadable: %v)", err)
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+		low := strings.ToLower(l)
+		if !gpuOnly || strings.Contains(low, "vulkan") || strings.Contains(low, "gpu") || strings.Contains(low, "dawn") ||
+			strings.Contains(low, "angle") || strings.Contains(low, "gl") || strings.Contains(low, "vk") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	if len(lines) == 0 || (len(lines) == 1 && lines[0] == "") {
+		return "(nothing)"
+	}
+	return strings.Join(lines, "\n")
 }

@@ -451,3 +451,29 @@ func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
 	return s
 }
+
+// printAdapters writes the WebGPU adapter each WebGPU run's page got, one
+// line per distinct adapter, so that a run on another adapter than the
+// probe's (a SwiftShader fallback beside a GPU) shows.
+func printAdapters(w io.Writer, runs []*Run, probed *Adapter) {
+	var order []string
+	names := map[string][]string{}
+	for _, r := range runs {
+		a := adapterOf(r)
+		if a == nil {
+			continue
+		}
+		s := a.Summary()
+		if _, seen := names[s]; !seen {
+			order = append(order, s)
+		}
+		names[s] = append(names[s], fmt.Sprintf("%d:%s", r.Round, r.Name()))
+	}
+	for _, s := range order {
+		note := ""
+		if probed != nil && s != probed.Summary() {
+			note = "  <- NOT the probe's adapter"
+		}
+		fmt.Fprintf(w, "adapter of %d WebGPU runs: %s%s\n", len(names[s]), s, note)
+	}
+}

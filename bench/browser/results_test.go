@@ -187,7 +187,7 @@ func TestHandler(t *testing.T) {
 		path, ctype string
 		code        int
 	}{
-		{"/ag.html", "text/html", 200}, {"/tfjs.js", "text/javascript", 200}, {"/build/ag.wasm", "application/wasm", 200},
+		{"/ag.html", "text/html", 200}, {"/tfjs.js", "text/javascript", 200}, {"/probe.html", "text/html", 200}, {"/build/ag.wasm", "application/wasm", 200},
 		{"/node_modules/pkg/a.js", "text/javascript", 200}, {"/build/missing.wasm", "", 404},
 	} {
 		res, err := http.Get(srv.URL + c.path)

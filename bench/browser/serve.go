@@ -12,16 +12,23 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 //go:embed static
 var static embed.FS
 
-// tfjsMarker is a file every complete install of the pinned packages has.
-var tfjsMarker = []string{
-	"node_modules/@tensorflow/tfjs/dist/tf.min.js",
-	"node_modules/@tensorflow/tfjs-backend-webgpu/dist/tf-backend-webgpu.min.js",
-	"node_modules/@tensorflow/tfjs-backend-wasm/dist/tf-backend-wasm.min.js",
+// tfjsFiles are the files of the pinned npm packages the pages load
+// (static/tfjs.html, tfjs.js: the scripts, and the wasm backend's binaries,
+// which it picks by SIMD and thread support), relative to node_modules.
+// pack.sh copies the same list.
+var tfjsFiles = []string{
+	"@tensorflow/tfjs/dist/tf.min.js",
+	"@tensorflow/tfjs-backend-webgpu/dist/tf-backend-webgpu.min.js",
+	"@tensorflow/tfjs-backend-wasm/dist/tf-backend-wasm.min.js",
+	"@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm.wasm",
+	"@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm-simd.wasm",
+	"@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm-threaded-simd.wasm",
 }
 
 // repoRoot finds the module root of github.com/ag-go/ag from the working
@@ -49,35 +56,48 @@ func repoRoot() (string, error) {
 	}
 }
 
-// ensureTfjs installs the pinned npm packages into dir/node_modules when
-// they are missing (npm ci from package-lock.json).
-func ensureTfjs(dir string, install bool, log func(string, ...any)) error {
-	missing := ""
-	for _, m := range tfjsMarker {
-		if _, err := os.Stat(filepath.Join(dir, m)); err != nil {
-			missing = m
-			break
+// ensureTfjs checks that nodeModules has the tfjs files the pages load.
+// When they are missing and installDir is not "" (nodeModules is
+// installDir/node_modules, the default), it installs the pinned packages
+// there (npm ci from package-lock.json) if install is set.
+func ensureTfjs(nodeModules, installDir string, install bool, log func(string, ...any)) error {
+	missing := func() string {
+		for _, f := range tfjsFiles {
+			if _, err := os.Stat(filepath.Join(nodeModules, f)); err != nil {
+				return f
+			}
 		}
+		return ""
 	}
-	if missing == "" {
+	m := missing()
+	if m == "" {
 		return nil
 	}
-	how := fmt.Sprintf("(cd %s && npm ci)", dir)
+	if installDir == "" {
+		return fmt.Errorf("ensureTfjs: %s is missing in -node-modules %s (bench/browser/pack.sh copies them)", m, nodeModules)
+	}
+	how := fmt.Sprintf("(cd %s && npm ci)", installDir)
 	if !install {
-		return fmt.Errorf("ensureTfjs: %s is missing: install the tfjs peer with %s", missing, how)
+		return fmt.Errorf("ensureTfjs: %s is missing in %s: install the tfjs peer with %s, or pass -node-modules", m, nodeModules, how)
 	}
 	npm, err := exec.LookPath("npm")
 	if err != nil {
-		return fmt.Errorf("ensureTfjs: %s is missing and there is no npm (install Node.js, then %s): %w", missing, how, err)
+		return fmt.Errorf("ensureTfjs: %s is missing and there is no npm (install Node.js, then %s): %w", m, how, err)
 	}
-	log("installing the tfjs packages: npm ci in %s", dir)
+	log("installing the tfjs packages: npm ci in %s", installDir)
 	cmd := exec.Command(npm, "ci", "--no-audit", "--no-fund")
-	cmd.Dir = dir
+	cmd.Dir = installDir
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("ensureTfjs: npm ci in %s: %w\n%s", dir, err, out)
+		return fmt.Errorf("ensureTfjs: npm ci in %s: %w\n%s", installDir, err, out)
+	}
+	if m := missing(); m != "" {
+		return fmt.Errorf("ensureTfjs: npm ci in %s installed no %s", installDir, m)
 	}
 	return nil
 }
+
+// wasmFiles are what ag.html loads from /build/ (web/build.sh writes both).
+var wasmFiles = []string{"ag.wasm", "wasm_exec.js"}
 
 // buildWasm builds ag.wasm and wasm_exec.js into dir with web/build.sh.
 func buildWasm(root, dir string) error {
@@ -86,13 +106,22 @@ func buildWasm(root, dir string) error {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("buildWasm: bash web/build.sh %s: %w\n%s", dir, err, out)
 	}
-	for _, f := range []string{"ag.wasm", "wasm_exec.js"} {
+	return checkWasmDir(dir, "web/build.sh wrote")
+}
+
+// checkWasmDir checks that dir has the files ag.html loads.
+func checkWasmDir(dir, what string) error {
+	for _, f := range wasmFiles {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-			return fmt.Errorf("buildWasm: web/build.sh wrote no %s: %w", f, err)
+			return fmt.Errorf("%s no %s in %s (web/build.sh DIR, or bench/browser/pack.sh, writes it): %w", what, f, dir, err)
 		}
 	}
 	return nil
 }
+
+// agRevFile is the file of a packed web dist (pack.sh) that names the ag
+// commit ag.wasm was built from.
+const agRevFile = "ag-rev.txt"
 
 // handler serves the pages at /, the wasm build at /build/ and the npm
 // packages at /node_modules/. Every answer is cross-origin isolated
@@ -107,13 +136,41 @@ func handler(buildDir, nodeModules string) http.Handler {
 	mux.Handle("/build/", http.StripPrefix("/build/", http.FileServer(http.Dir(buildDir))))
 	mux.Handle("/node_modules/", http.StripPrefix("/node_modules/", http.FileServer(http.Dir(nodeModules))))
 	mux.Handle("/", http.FileServerFS(pages))
+	var mu sync.Mutex
+	reported := map[string]bool{}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Cross-Origin-Opener-Policy", "same-origin")
 		h.Set("Cross-Origin-Embedder-Policy", "require-corp")
 		h.Set("Cache-Control", "no-store")
-		mux.ServeHTTP(w, r)
+		sw := &statusWriter{ResponseWriter: w}
+		mux.ServeHTTP(sw, r)
+		// A file a page asked for and did not get (a packed folder that
+		// lacks one): say so once, source maps aside (the pages work
+		// without them).
+		if sw.status == http.StatusNotFound && !strings.HasSuffix(r.URL.Path, ".map") {
+			mu.Lock()
+			first := !reported[r.URL.Path]
+			reported[r.URL.Path] = true
+			mu.Unlock()
+			if first {
+				fmt.Fprintf(os.Stderr, "bench/browser: server: 404 for %s\n", r.URL.Path)
+			}
+		}
 	})
+}
+
+// statusWriter remembers the status of an answer.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
 }
 
 // serve listens on 127.0.0.1 at a random port and returns the base URL and

@@ -34,6 +34,7 @@ async function runBench(cfg) {
       return bench.done({skip: `ag.build asked for ${cfg.device} and got ${info.name}: ${info.fallback}`});
     }
     const out = {device: info.device, params: info.params, flops: info.flops, version: ag.version, webgpu: devs.webgpu.why};
+    if (cfg.device === "webgpu") out.adapter = await bench.adapterInfo();
     if (cfg.mode === "lazy") {
       const step = async () => (await ag.train(1)).last_loss;
       out.warmup = await bench.warmup(step, cfg.warmup);

@@ -58,6 +58,41 @@ const bench = {
     document.querySelector("#status").textContent = text;
   },
 
+  // adapterInfo requests a WebGPU adapter as ag does (high-performance) and
+  // describes it: adapter.info (vendor, architecture, device, description;
+  // driver, backend and type too with --enable-webgpu-developer-features),
+  // whether it is a fallback (software) adapter, its features, and with
+  // withLimits its limits. {available: false, why} when there is none. Every
+  // WebGPU run reports it, so a SwiftShader run is never taken for a GPU one.
+  async adapterInfo(withLimits = false) {
+    if (!navigator.gpu) {
+      return {available: false, why: "navigator.gpu is undefined (WebGPU off, or not a secure context)"};
+    }
+    let a;
+    try {
+      a = await navigator.gpu.requestAdapter({powerPreference: "high-performance"});
+    } catch (e) {
+      return {available: false, why: "requestAdapter threw: " + e};
+    }
+    if (!a) return {available: false, why: "requestAdapter returned null"};
+    const i = a.info || {};
+    const out = {
+      available: true, vendor: i.vendor || "", architecture: i.architecture || "", device: i.device || "", description: i.description || "",
+      is_fallback: !!(i.isFallbackAdapter ?? a.isFallbackAdapter),
+      features: [...a.features].sort(),
+    };
+    for (const k of ["driver", "backend", "type", "subgroupMinSize", "subgroupMaxSize"]) {
+      if (i[k] !== undefined && i[k] !== "") out[k] = i[k];
+    }
+    if (withLimits) {
+      out.limits = {};
+      for (const k in a.limits) {
+        if (typeof a.limits[k] === "number") out.limits[k] = a.limits[k];
+      }
+    }
+    return out;
+  },
+
   // done publishes a result (or an error) on window for the driver.
   done(result) {
     window.benchResult = result;

@@ -41,10 +41,7 @@ async function useBackend(name, wasmThreads) {
     info.hardware_concurrency = navigator.hardwareConcurrency;
   }
   if (name === "webgpu") {
-    const a = await navigator.gpu.requestAdapter();
-    const ai = a && a.info;
-    info.adapter = ai ? [ai.vendor, ai.architecture, ai.device, ai.description].filter(Boolean).join(" ") : "";
-    info.fallback_adapter = !!(ai && ai.isFallbackAdapter);
+    info.adapter = await bench.adapterInfo();
   }
   return info;
 }
