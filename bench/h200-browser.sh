@@ -1,0 +1,84 @@
+#!/bin/bash
+# The browser on a real GPU: headless Chromium with WebGPU on the H200 (Dawn
+# over the NVIDIA Vulkan driver), `make bench-browser`'s MLP step next to
+# tfjs-webgpu, and the same step natively (ag bench -device webgpu) in the
+# same call. The GPU machine has no network, no Go, no npm and no Chromium;
+# Chromium and its libraries (about 120 MB compressed) exceed one call's
+# 64 MiB working tree, so they travel in parts over consecutive calls (a
+# machine stays warm 30 s after a call and keeps what earlier calls left
+# outside the repository).
+#
+# Here, from the repository root (as root, Debian bookworm; .chr/ is
+# ignored through .git/info/exclude):
+#   bash bench/h200-browser.sh prepare
+# It downloads chromium and every library it loads (apt-get download, no
+# install), unpacks them into one tree, drops what a headless run does not
+# need (docs, locales but en-US, the Vulkan validation layer), packs it as
+# .chr/p00 p01 p02 (41 MB each), packs the harness (bench/browser/pack.sh)
+# into .chr/agbrow and a native ag into .chr/agnat.gz, and writes the
+# launcher .chr/run-chr.sh. Then, in consecutive device calls:
+#   1. carry .chr/p00:  mkdir -p /root/chr && cp .chr/p00 /root/chr/
+#   2. carry .chr/p01:  cp .chr/p01 /root/chr/
+#   3. carry .chr/p02 .chr/agbrow .chr/run-chr.sh .chr/agnat.gz and .run
+#      (Debian's libvulkan1 and GL dispatch .debs, see bench/h200.sh):
+#      bash bench/h200-browser.sh run
+set -euo pipefail
+
+prepare() {
+  mkdir -p .chr
+  local root=/tmp/ag-chr-root debs=/tmp/ag-chr-debs
+  rm -rf "$root" "$debs" && mkdir -p "$root" "$debs"
+  command -v chromium >/dev/null || apt-get install -y --no-install-recommends chromium
+  # chromium, chromium-common and the package of every library the binary
+  # loads, found by file name (dpkg -S by path misses merged-/usr paths);
+  # the C and C++ runtimes are the GPU machine's own (Ubuntu 24.04, newer).
+  local pkgs="chromium chromium-common" so p
+  for so in $(ldd /usr/lib/chromium/chromium | awk '/=>/{print $1}'); do
+    p=$(dpkg -S "*/$so" 2>/dev/null | head -1 | cut -d: -f1) || true
+    case "$p" in "" | libc6 | libstdc++6 | libgcc-s1) ;; *) pkgs="$pkgs $p" ;; esac
+  done
+  (cd "$debs" && apt-get download $(echo "$pkgs" | tr ' ' '\n' | sort -u))
+  for f in "$debs"/*.deb; do dpkg-deb -x "$f" "$root"; done
+  rm -rf "$root"/usr/share/{doc,man,locale,lintian} "$root"/usr/lib/chromium/libVkLayer_khronos_validation.so* \
+    "$root"/usr/lib/chromium/libVkICD_mock_icd.so*
+  find "$root"/usr/lib/chromium/locales -name '*.pak' ! -name 'en-US*' -delete
+  rm -f .chr/p0*
+  tar -C "$root" -cf - . | xz -6 -T2 | split -b 41M -d - .chr/p
+  cat >.chr/run-chr.sh <<'EOF'
+#!/bin/sh
+# Debian bookworm's chromium unpacked in /opt/chr, its libraries beside it
+R=/opt/chr
+export LD_LIBRARY_PATH=$R/usr/lib/chromium:$R/usr/lib/x86_64-linux-gnu:$R/usr/lib/x86_64-linux-gnu/pulseaudio:$R/lib/x86_64-linux-gnu
+export VK_ICD_FILENAMES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+export VK_DRIVER_FILES=$VK_ICD_FILENAMES
+exec $R/usr/lib/chromium/chromium "$@"
+EOF
+  chmod +x .chr/run-chr.sh
+  rm -rf .chr/agbrow && bash bench/browser/pack.sh .chr/agbrow
+  go build -ldflags="-s -w" -o .chr/agnat ./cmd/ag && gzip -f -9 .chr/agnat
+  ls -la .chr
+}
+
+run() {
+  mkdir -p /opt/chr
+  cp .chr/p02 /root/chr/
+  cat /root/chr/p0* | xz -dc | tar -C /opt/chr -xf -
+  cp .chr/run-chr.sh /opt/chr/run.sh
+  rm -rf /root/agbrow && cp -r .chr/agbrow /root/agbrow
+  (cd .run && for f in *.deb; do dpkg -x "$f" /; done) && ldconfig
+  export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+  gunzip -c .chr/agnat.gz >/root/agnat && chmod +x /root/agnat
+  local out=${OUT:-/tmp}
+  (cd /root/agbrow && ./run.sh -probe -gpu -chromium /opt/chr/run.sh -json "$out/browser-probe.json")
+  (cd /root/agbrow && ./run.sh -gpu -chromium /opt/chr/run.sh -json "$out/browser-gpu.json")
+  local n="/root/agnat bench -device webgpu -matmul '' -width 256 -depth 4 -batch 64 -modes lazy,captured -reps 50"
+  eval "$n"
+  (cd /root/agbrow && ./run.sh -gpu -rounds 1 -chromium /opt/chr/run.sh -json "$out/browser-gpu-vs-native.json")
+  eval "$n"
+}
+
+case "${1:-}" in
+prepare) prepare ;;
+run) run ;;
+*) echo "usage: $0 prepare|run (see the comment at the top)" >&2; exit 2 ;;
+esac
