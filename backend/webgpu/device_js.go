@@ -33,6 +33,16 @@ type dev struct {
 	qs                 js.Value
 	qCount             uint32
 	qResolve, qReadout js.Value
+
+	// Every wait on a promise is a round trip to the GPU process (about a
+	// millisecond in Chromium on an H200, where a small training step
+	// computes in a tenth of that), so a step waits once, when it reads its
+	// loss. Validation error scopes are popped without waiting (pending)
+	// and settled with the next wait, which reports their first error;
+	// reads reuse one staging buffer (stage) rather than making one each.
+	pending   []js.Value
+	stage     js.Value
+	stageSize uint64
 }
 
 // GPUBufferUsage, GPUMapMode and GPUShaderStage flags.
@@ -188,24 +198,57 @@ func openDev() (*dev, error) {
 	return d, nil
 }
 
-// scoped runs f inside a validation error scope and returns its error.
+// scoped runs f inside a validation error scope and waits for its error
+// (and those pending).
 func (d *dev) scoped(f func()) error {
+	d.scopedLater(f)
+	_, err := d.settle(js.Value{})
+	return err
+}
+
+// scopedLater runs f inside a validation error scope whose error the next
+// settle reports: for calls whose errors are bugs of this package (a bind
+// group, a buffer within the limits Alloc checked), not worth a wait.
+func (d *dev) scopedLater(f func()) {
 	d.device.Call("pushErrorScope", "validation")
 	f()
-	e, err := await(d.device.Call("popErrorScope"))
+	d.pending = append(d.pending, d.device.Call("popErrorScope"))
+}
+
+// settle waits for p (undefined: nothing) and the pending error scopes
+// together, one round trip, and returns p's value or the first error.
+func (d *dev) settle(p js.Value) (js.Value, error) {
+	all := make([]any, 0, len(d.pending)+1)
+	for _, e := range d.pending {
+		all = append(all, e)
+	}
+	n := len(all)
+	d.pending = d.pending[:0]
+	if !p.IsUndefined() {
+		all = append(all, p)
+	}
+	if len(all) == 0 {
+		return js.Value{}, nil
+	}
+	res, err := await(js.Global().Get("Promise").Call("all", all))
 	if err != nil {
-		return err
+		return js.Value{}, err
 	}
-	if e.Truthy() {
-		return errors.New(e.Get("message").String())
+	for i := range n {
+		if e := res.Index(i); e.Truthy() {
+			return js.Value{}, errors.New(e.Get("message").String())
+		}
 	}
-	return nil
+	if p.IsUndefined() {
+		return js.Value{}, nil
+	}
+	return res.Index(n), nil
 }
 
 func (d *dev) rawBuffer(size uint64, usage int) (js.Value, error) {
 	var b js.Value
-	err := d.scoped(func() { b = d.device.Call("createBuffer", map[string]any{"size": size, "usage": usage}) })
-	return b, err
+	d.scopedLater(func() { b = d.device.Call("createBuffer", map[string]any{"size": size, "usage": usage}) })
+	return b, nil
 }
 
 func (d *dev) newBuffer(size uint64, _ bufUsage) (*gbuf, error) {
@@ -232,16 +275,24 @@ func (d *dev) write(b *gbuf, off uint64, data []byte) error {
 func (d *dev) read(b *gbuf, off uint64, dst []byte) error {
 	for len(dst) > 0 {
 		n := uint64(min(len(dst), maxStaging))
-		st, err := d.rawBuffer(n, jsMapRead|jsCopyDst)
-		if err != nil {
-			return err
+		if d.stageSize < n {
+			if d.stageSize > 0 {
+				d.stage.Call("destroy")
+			}
+			// (a multiple of 4 at least 64 KiB: small reads share one)
+			size := max((n+3)&^3, 64<<10)
+			st, err := d.rawBuffer(size, jsMapRead|jsCopyDst)
+			if err != nil {
+				return err
+			}
+			d.stage, d.stageSize = st, size
 		}
-		enc := d.device.Call("createCommandEncoder")
-		enc.Call("copyBufferToBuffer", b.v, off, st, 0, n)
-		d.queue.Call("submit", []any{enc.Call("finish")})
-		err = d.mapRead(st, n, dst[:n])
-		st.Call("destroy")
-		if err != nil {
+		d.scopedLater(func() {
+			enc := d.device.Call("createCommandEncoder")
+			enc.Call("copyBufferToBuffer", b.v, off, d.stage, 0, n)
+			d.queue.Call("submit", []any{enc.Call("finish")})
+		})
+		if err := d.mapRead(d.stage, n, dst[:n]); err != nil {
 			return err
 		}
 		dst, off = dst[n:], off+n
@@ -249,9 +300,10 @@ func (d *dev) read(b *gbuf, off uint64, dst []byte) error {
 	return nil
 }
 
-// mapRead maps a MapRead buffer, copies n bytes out and unmaps.
+// mapRead maps a MapRead buffer, copies n bytes out and unmaps; the wait
+// settles the pending error scopes too.
 func (d *dev) mapRead(buf js.Value, n uint64, dst []byte) error {
-	if _, err := await(buf.Call("mapAsync", jsModeRead, 0, n)); err != nil {
+	if _, err := d.settle(buf.Call("mapAsync", jsModeRead, 0, n)); err != nil {
 		return fmt.Errorf("mapAsync: %w", err)
 	}
 	arr := js.Global().Get("Uint8Array").New(buf.Call("getMappedRange", 0, n))
@@ -291,10 +343,7 @@ func (d *dev) newBindGroup(p *gpipe, entries []bindEntry) (*gbind, error) {
 		es[i] = map[string]any{"binding": i, "resource": map[string]any{"buffer": e.buf.v, "offset": e.off, "size": e.size}}
 	}
 	var g js.Value
-	err := d.scoped(func() { g = d.device.Call("createBindGroup", map[string]any{"layout": p.bgl, "entries": es}) })
-	if err != nil {
-		return nil, err
-	}
+	d.scopedLater(func() { g = d.device.Call("createBindGroup", map[string]any{"layout": p.bgl, "entries": es}) })
 	return &gbind{g: g}, nil
 }
 
@@ -323,17 +372,18 @@ func (d *dev) releaseQueries() {
 	d.qCount = 0
 }
 
-// run records the passes into one encoder, submits once and waits. With
-// timed, the first pass writes a timestamp at its start and every pass one
-// at its end (len(passes)+1 ticks, ns per the WebGPU spec).
-func (d *dev) run(passes [][]dispatch, copies []copyOp, timed bool) ([]uint64, error) {
+// run records the passes into one encoder and submits once; with wait (or
+// timed) it waits for the work, else the next read does. With timed, the
+// first pass writes a timestamp at its start and every pass one at its end
+// (len(passes)+1 ticks, ns per the WebGPU spec), read back in the wait.
+func (d *dev) run(passes [][]dispatch, copies []copyOp, timed, wait bool) ([]uint64, error) {
 	nq := uint32(len(passes) + 1)
 	if timed {
 		if err := d.ensureQueries(nq); err != nil {
 			return nil, err
 		}
 	}
-	err := d.scoped(func() {
+	d.scopedLater(func() {
 		enc := d.device.Call("createCommandEncoder")
 		for i, pass := range passes {
 			desc := map[string]any{}
@@ -361,15 +411,14 @@ func (d *dev) run(passes [][]dispatch, copies []copyOp, timed bool) ([]uint64, e
 		}
 		d.queue.Call("submit", []any{enc.Call("finish")})
 	})
-	if err != nil {
-		return nil, err
-	}
-	if _, err := await(d.queue.Call("onSubmittedWorkDone")); err != nil {
-		return nil, err
-	}
 	if !timed {
-		return nil, nil
+		if !wait {
+			return nil, nil
+		}
+		_, err := d.settle(d.queue.Call("onSubmittedWorkDone"))
+		return nil, err
 	}
+	// Mapping the timestamps waits for the run: one round trip.
 	raw := make([]uint64, nq)
 	if err := d.mapRead(d.qReadout, 8*uint64(nq), u64Bytes(raw)); err != nil {
 		return nil, fmt.Errorf("timestamps: %w", err)
@@ -379,5 +428,9 @@ func (d *dev) run(passes [][]dispatch, copies []copyOp, timed bool) ([]uint64, e
 
 func (d *dev) close() {
 	d.releaseQueries()
+	if d.stageSize > 0 {
+		d.stage.Call("destroy")
+		d.stageSize = 0
+	}
 	d.device.Call("destroy")
 }

@@ -103,27 +103,30 @@ func (p *program) run(args []backend.Buffer, nodeTimes *backend.NodeTimes) (back
 			}
 			return info, err
 		}
-		info, host, err := p.runWhole(ds, copies)
+		info, host, err := p.runWhole(ds, copies, true)
 		if err != nil {
 			return backend.RunInfo{}, fmt.Errorf("webgpu.RunTimed: %w", err)
 		}
 		p.cal.spread(info.DeviceTime, host, nodeTimes)
 		return info, nil
 	}
-	info, _, err := p.runWhole(ds, copies)
+	// A plain run is neither timed nor waited for where the device can
+	// leave that to the next read (the browser: each wait is a round trip
+	// to the GPU process, about a millisecond): nobody reads its times.
+	info, _, err := p.runWhole(ds, copies, false)
 	if err != nil {
 		return backend.RunInfo{}, fmt.Errorf("webgpu.Run: %w", err)
 	}
 	return info, nil
 }
 
-// runWhole runs every dispatch in one pass and one submission, timed by
-// timestamps around it where the device has them, else by the host clock
-// (which it also returns).
-func (p *program) runWhole(ds []dispatch, copies []copyOp) (backend.RunInfo, time.Duration, error) {
+// runWhole runs every dispatch in one pass and one submission. With
+// profiled it waits for the run, timed by timestamps around it where the
+// device has them, else by the host clock (which it also returns).
+func (p *program) runWhole(ds []dispatch, copies []copyOp, profiled bool) (backend.RunInfo, time.Duration, error) {
 	d := p.b.d
 	start := time.Now()
-	ticks, err := d.run([][]dispatch{ds}, copies, d.info.timestamps)
+	ticks, err := d.run([][]dispatch{ds}, copies, profiled && d.info.timestamps, profiled)
 	host := time.Since(start)
 	if err != nil {
 		return backend.RunInfo{}, host, err
@@ -167,7 +170,7 @@ func (p *program) runPerNode(ds []dispatch, copies []copyOp, nodeTimes *backend.
 	// small kernels (on lavapipe an empty pass costs about 60 us).
 	if d.info.timestamps && len(passes)+2 <= 4096 {
 		start := time.Now()
-		ticks, err := d.run(append([][]dispatch{nil}, passes...), copies, true)
+		ticks, err := d.run(append([][]dispatch{nil}, passes...), copies, true, true)
 		host := time.Since(start)
 		if err != nil {
 			return backend.RunInfo{}, fmt.Errorf("webgpu.RunTimed: %w", err)
@@ -189,7 +192,7 @@ func (p *program) runPerNode(ds []dispatch, copies []copyOp, nodeTimes *backend.
 			cs = copies
 		}
 		start := time.Now()
-		if _, err := d.run([][]dispatch{pass}, cs, false); err != nil {
+		if _, err := d.run([][]dispatch{pass}, cs, false, true); err != nil {
 			return backend.RunInfo{}, fmt.Errorf("webgpu.RunTimed: node %d: %w", owners[k], err)
 		}
 		dt := time.Since(start)
@@ -198,7 +201,7 @@ func (p *program) runPerNode(ds []dispatch, copies []copyOp, nodeTimes *backend.
 	}
 	if len(passes) == 0 && len(copies) > 0 {
 		start := time.Now()
-		if _, err := d.run(nil, copies, false); err != nil {
+		if _, err := d.run(nil, copies, false, true); err != nil {
 			return backend.RunInfo{}, fmt.Errorf("webgpu.RunTimed: %w", err)
 		}
 		total += time.Since(start)
