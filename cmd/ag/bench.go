@@ -65,7 +65,7 @@ func bench(args []string) error {
 	gpts := fs.String("gpt", "", "character-level transformer steps (models.GPT), comma-separated LAYERSxWIDTH, e.g. 4x256 (heads of 64)")
 	gptCtx := fs.Int("gpt-ctx", 128, "transformer context (tokens per sequence)")
 	gptBatches := fs.String("gpt-batch", "32", "transformer batch sizes (sequences)")
-	gptDrop := fs.Float64("gpt-dropout", 0.1, "transformer dropout probability (0: attention is one fused kernel in training too)")
+	gptDrops := fs.String("gpt-dropout", "0.1", "transformer dropout probabilities, comma-separated (0: attention is one fused kernel in training too)")
 	convSides := fs.String("convnet", "", "convnet steps (conv-bn-relu-pool x2, two linear layers, 10 classes) on single-channel images of these sides, comma-separated, e.g. 28")
 	convBatches := fs.String("convnet-batch", "64", "convnet batch sizes")
 	precs := fs.String("precision", "f32", "matmul precisions (core.Device.SetMatMulPrecision), comma-separated: f32, f16, bf16")
@@ -132,25 +132,31 @@ func bench(args []string) error {
 					printResult(r, fmt.Sprintf("%dx%d b%d", *depth, *width, b)+suffix)
 				}
 			}
+			dropouts, err := probabilities(*gptDrops)
+			if err != nil {
+				return err
+			}
 			for _, spec := range splitList(*gpts) {
 				var layers, dim int
 				if _, err := fmt.Sscanf(spec, "%dx%d", &layers, &dim); err != nil || layers < 1 || dim < 1 {
 					return fmt.Errorf("ag bench: -gpt %q: want LAYERSxWIDTH, e.g. 4x256", spec)
 				}
-				for _, b := range ints(*gptBatches) {
-					for _, mode := range splitList(*modes) {
-						g, err := workload.NewGPT(dev, workload.GPTConfig{Layers: layers, Dim: dim, Heads: max(1, dim/64), Context: *gptCtx, Batch: b, Dropout: float32(*gptDrop), Seed: 1})
-						if err != nil {
-							return err
+				for _, drop := range dropouts {
+					for _, b := range ints(*gptBatches) {
+						for _, mode := range splitList(*modes) {
+							g, err := workload.NewGPT(dev, workload.GPTConfig{Layers: layers, Dim: dim, Heads: max(1, dim/64), Context: *gptCtx, Batch: b, Dropout: float32(drop), Seed: 1})
+							if err != nil {
+								return err
+							}
+							r := benchResult{Kind: "gpt_step", Width: dim, Depth: layers, Batch: b, Context: *gptCtx, Dropout: drop}
+							progress("GPT %s batch %d dropout %g %s%s on %s", spec, b, drop, mode, suffix, name)
+							if err := benchStep(dev, g, workload.Mode(mode), *reps, *profiled, &r); err != nil {
+								return fmt.Errorf("%s GPT step %s batch %d %s: %w", name, spec, b, mode, err)
+							}
+							r.Prec = prec.String()
+							rep.Results = append(rep.Results, r)
+							printResult(r, fmt.Sprintf("gpt %dx%d b%d p%g", layers, dim, b, drop)+suffix)
 						}
-						r := benchResult{Kind: "gpt_step", Width: dim, Depth: layers, Batch: b, Context: *gptCtx, Dropout: *gptDrop}
-						progress("GPT %s batch %d %s%s on %s", spec, b, mode, suffix, name)
-						if err := benchStep(dev, g, workload.Mode(mode), *reps, *profiled, &r); err != nil {
-							return fmt.Errorf("%s GPT step %s batch %d %s: %w", name, spec, b, mode, err)
-						}
-						r.Prec = prec.String()
-						rep.Results = append(rep.Results, r)
-						printResult(r, fmt.Sprintf("gpt %dx%d b%d", layers, dim, b)+suffix)
 					}
 				}
 			}
@@ -329,6 +335,19 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// probabilities parses a comma-separated list of dropout probabilities.
+func probabilities(s string) ([]float64, error) {
+	var out []float64
+	for _, f := range splitList(s) {
+		p, err := strconv.ParseFloat(f, 64)
+		if err != nil || !(p >= 0 && p < 1) {
+			return nil, fmt.Errorf("ag bench: -gpt-dropout %q: want probabilities in [0, 1), comma-separated", s)
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 func ints(s string) []int {
