@@ -343,7 +343,7 @@ func probabilities(s string) ([]float64, error) {
 	for _, f := range splitList(s) {
 		p, err := strconv.ParseFloat(f, 64)
 		if err != nil || !(p >= 0 && p < 1) {
-			return nil, fmt.Errorf("ag bench: -gpt-dropout %q: want probabilities in [0, 1), comma-separated", s)
+			return nil, fmt.Errorf("-gpt-dropout %q: want probabilities in [0, 1), comma-separated", s)
 		}
 		out = append(out, p)
 	}
