@@ -117,6 +117,7 @@ func limitCases() []limitCase {
 	cs = append(cs, limitRows()...)
 	cs = append(cs, limitMatmul()...)
 	cs = append(cs, limitOptim()...)
+	cs = append(cs, limitAttention()...)
 	return cs
 }
 
@@ -562,4 +563,76 @@ func (s *suite) checkPrefix(t *testing.T, b backend.Buffer, n int, want func(i i
 	if bad > 0 {
 		t.Fatalf("%s: %d of %d elements out of tolerance %+v:%s", what, bad, n, tol, first)
 	}
+}
+
+// limitAttention: one query over more keys than 8 lanes cover in 65535
+// iterations (the keys of a part, or a workgroup's loop over tiles), and
+// more queries than 65535 workgroups of 64 hold. A key not attended holds
+// a k that would dominate every score and a v far from the others, so
+// reading it shows. In the long case the scores are 1 (every 4099th key,
+// and the last) or -200, whose weight after subtracting the maximum 1 is
+// 0 in f32: the result is the mean of the v of the attended ones, as in
+// limitSoftmax.
+func limitAttention() []limitCase {
+	var cs []limitCase
+	{
+		const tk = longAxis
+		attended := func(j int) bool { return j%3 != 0 }
+		one := func(j int) bool { return j == tk-1 || j%4099 == 1 }
+		val := func(j int) float32 { return float32(j%5) * 0.25 }
+		sum, ones := 0.0, 0
+		for j := range tk {
+			if attended(j) && one(j) {
+				sum += float64(val(j))
+				ones++
+			}
+		}
+		b := newLimit(fmt.Sprintf("attention/keys-%d", tk), "attention")
+		q := b.arg(func(int) float32 { return 1 }, 1, 1, 1)
+		k := b.arg(func(j int) float32 {
+			switch {
+			case !attended(j):
+				return 1000
+			case one(j):
+				return 1
+			}
+			return -200
+		}, 1, tk, 1)
+		v := b.arg(func(j int) float32 {
+			if !attended(j) {
+				return 1e6
+			}
+			return val(j)
+		}, 1, tk, 1)
+		keep := b.arg(func(j int) float32 {
+			if attended(j) {
+				return 1
+			}
+			return 0
+		}, 1, 1, tk)
+		b.out(b.op(backend.Node{Op: backend.OpAttention, Shape: []int{1, 1, 1}, A: 1}, q, k, v, keep),
+			func(int) float64 { return sum / float64(ones) })
+		cs = append(cs, b.done())
+	}
+	{
+		// Queries i score s_i*k_j against the keys k = (1, 1000, -1), the
+		// middle one masked: the softmax of (x, -x) with x = s_i/2 over v
+		// = (2, 1e6, -1).
+		const tq = 65535*64 + 4099
+		s := func(i int) float32 { return float32(i%9-4) * 0.5 }
+		b := newLimit(fmt.Sprintf("attention/queries-%d", tq), "attention")
+		q := b.arg(s, 1, tq, 1)
+		kv := []float32{1, 1000, -1}
+		vv := []float32{2, 1e6, -1}
+		k := b.arg(func(j int) float32 { return kv[j] }, 1, 3, 1)
+		v := b.arg(func(j int) float32 { return vv[j] }, 1, 3, 1)
+		keep := b.arg(func(j int) float32 { return float32(1 - j%2) }, 1, 1, 3)
+		b.out(b.op(backend.Node{Op: backend.OpAttention, Shape: []int{1, tq, 1}, A: 0.5}, q, k, v, keep), func(i int) float64 {
+			x := float64(s(i)) * 0.5
+			e0, e2 := math.Exp(x), math.Exp(-x)
+			return (2*e0 - e2) / (e0 + e2)
+		})
+		cs = append(cs, b.done())
+	}
+	return cs
 }

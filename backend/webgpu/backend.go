@@ -77,6 +77,8 @@ type Backend struct {
 	// matmulForce forces the tiling and K split of the register-blocked
 	// matmul (tests).
 	matmulForce *mmPlan
+	// attnForce replaces attention's tiling (tests and benchmarks).
+	attnForce *attnTuning
 	// noFuse turns fusion off (tests and benchmarks compare both ways).
 	noFuse bool
 	// maxTrips is the bound on a data-sized loop of one invocation

@@ -57,6 +57,18 @@
 // outputs (a dot product, a row times a few columns) run as dot products,
 // one workgroup per output and part of K.
 //
+// # Attention
+//
+// attention.go runs attention as one kernel in the manner of
+// FlashAttention: a workgroup owns a block of queries (one per
+// invocation), streams the keys through workgroup memory in tiles, and
+// keeps the softmax's running maximum and sum and the output in registers,
+// so the [Tq, Tk] scores are never stored. A tile's keep values are read
+// together (coalesced) and masked keys are skipped; D past 64 is taken in
+// chunks, Dv past 64 in slices (a workgroup each), and key ranges past the
+// loop bound, or spread over more workgroups where few would run, in parts
+// that a second kernel combines.
+//
 // # Reductions
 //
 // A sum/max along the last axis runs one workgroup per row; with fewer than
@@ -76,17 +88,18 @@
 // fills, AdamW/SGD and get_rows over buffers larger than one binding run as
 // several dispatches over bound ranges (they are not fused); the other ops
 // (broadcasting binaries, reductions, softmax, permute/expand/
-// slice/concat copies, scatter_add_rows, one_hot, matmul) fail to compile
-// with an error naming the binding size and the limit.
+// slice/concat copies, scatter_add_rows, one_hot, matmul, attention) fail
+// to compile with an error naming the binding size and the limit.
 //
 // Every dispatch folds its workgroups (and a matmul its tiles) into two
 // dimensions of at most maxComputeWorkgroupsPerDimension each. No
 // invocation loops more than maxTrips (16384) times over data: lavapipe
 // ends an invocation's loops after 65535 iterations in all and carries on
 // as if they had finished (a sum over 1M rows kept 524280 of them). Longer
-// reduced axes, softmax rows and matmul K extents run in parts that a
-// second kernel combines (a tree of sequential runs, so precision stays),
-// and scatter_add_rows over many source rows as several dispatches.
+// reduced axes, softmax rows, matmul K extents and attention's keys run in
+// parts that a second kernel combines (a tree of sequential runs, so
+// precision stays), and scatter_add_rows over many source rows as several
+// dispatches.
 //
 // # Device time
 //

@@ -96,8 +96,8 @@ func TestLoopBudget(t *testing.T) {
 }
 
 // TestLoopSplits runs the op cases and fused patterns with the loop bound
-// lowered to a few iterations, so every reduction, softmax, scatter-add
-// and matmul takes its split path, and with 16 workgroups per dimension,
+// lowered to a few iterations, so every reduction, softmax, scatter-add,
+// matmul and attention takes its split path, and with 16 workgroups per dimension,
 // so every grid folds, against the float64 reference.
 func TestLoopSplits(t *testing.T) {
 	be := openTest(t)
@@ -105,11 +105,13 @@ func TestLoopSplits(t *testing.T) {
 		t.Run(fmt.Sprintf("maxTrips=%d", trips), func(t *testing.T) {
 			withMaxTrips(t, be, trips)
 			testOps(t, be, false)
+			testAttention(t, be)
 		})
 	}
 	t.Run("maxWorkgroups=16", func(t *testing.T) {
 		withMaxWorkgroups(t, be, 16)
 		testOps(t, be, false)
+		testAttention(t, be)
 	})
 	withMaxTrips(t, be, 2)
 	t.Run("fused-step", func(t *testing.T) {

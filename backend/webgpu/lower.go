@@ -72,6 +72,8 @@ func (p *program) lower(g *backend.Graph, i int, locs []loc) error {
 		p.add(i, oneHotKernel(), []bref{in(0), out}, []uint32{uint32(ne), uint32(n.Shape[1])}, x, y, 1)
 	case n.Op == backend.OpMatMul:
 		return p.lowerMatmul(i, i, locs)
+	case n.Op == backend.OpAttention:
+		return p.attention(i, n, in(0), in(1), in(2), in(3), out, inShape(0), inShape(1), inShape(2), inShape(3))
 	case n.Op == backend.OpAdamW:
 		p.split(i, adamWKernel(), []bref{in(0), in(1), in(2), in(3), in(4)}, []bool{true, true, true, true, false}, ne)
 	case n.Op == backend.OpSGD:

@@ -4,6 +4,7 @@ package webgpu
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -424,4 +425,118 @@ func sweepStep(t *testing.T, be *Backend, batch int) {
 	be.noFuse, be.matmulForce = false, nil
 	// The step again after the program experiments.
 	t.Logf("batch %d after: core step lazy %v captured %v", batch, med(workload.Lazy), med(workload.Captured))
+}
+
+// attnSweepGraph is attention over [bh, t, d] heads with a keep of ones
+// (broadcast) or a causal [t, t] mask, or, with unfused, the same without
+// a mask as matmul, scale, softmax, matmul (the [t, t] scores stored).
+func attnSweepGraph(bh, t, d int, causal, unfused bool) (*backend.Graph, []int) {
+	s := []int{bh, t, d}
+	ks := []int{1, 1, 1}
+	if causal {
+		ks = []int{1, t, t}
+	}
+	g := &backend.Graph{NumArgs: 5, Nodes: []backend.Node{
+		{Op: backend.OpArg, Arg: 0, Shape: s}, {Op: backend.OpArg, Arg: 1, Shape: s}, {Op: backend.OpArg, Arg: 2, Shape: s}, {Op: backend.OpArg, Arg: 3, Shape: ks}}}
+	scale := float32(1 / math.Sqrt(float64(d)))
+	if unfused {
+		st := []int{bh, t, t}
+		g.Nodes = append(g.Nodes,
+			backend.Node{Op: backend.OpMatMul, In: []int{0, 1}, Shape: st, TransB: true},
+			backend.Node{Op: backend.OpAffine, In: []int{4}, Shape: st, A: scale},
+			backend.Node{Op: backend.OpSoftmax, In: []int{5}, Shape: st},
+			backend.Node{Op: backend.OpMatMul, In: []int{6, 2}, Shape: s})
+	} else {
+		g.Nodes = append(g.Nodes, backend.Node{Op: backend.OpAttention, In: []int{0, 1, 2, 3}, Shape: s, A: scale})
+	}
+	g.Outputs = []backend.Output{{Node: len(g.Nodes) - 1, Arg: 4}}
+	return g, []int{bh * t * d, bh * t * d, bh * t * d, backend.NumElems(ks), bh * t * d}
+}
+
+// TestSweepAttention times attention on transformer shapes by the device
+// clock (TFLOP/s counting 4*T*T*D per head, a causal mask's skipped half
+// included), under tilings other than the default (BK is halved where a
+// tiling does not fit in 16 KiB) and against the unfused
+// matmul-softmax-matmul.
+func TestSweepAttention(t *testing.T) {
+	be := sweepOn(t)
+	type shape struct{ bh, t, d int }
+	shapes := []shape{{32, 128, 64}, {64, 256, 64}, {32, 512, 64}, {32, 1024, 64}, {128, 1024, 64}, {16, 2048, 64},
+		{128, 256, 32}, {32, 1024, 32}, {32, 512, 128}, {32, 1024, 128}, {8, 1024, 256}, {1, 64, 64}}
+	d := attnDefault
+	tunings := []struct {
+		name string
+		tu   attnTuning
+	}{{"default", d}}
+	alt := func(name string, f func(*attnTuning)) {
+		tu := d
+		f(&tu)
+		tunings = append(tunings, struct {
+			name string
+			tu   attnTuning
+		}{name, tu})
+	}
+	alt("BQ128", func(tu *attnTuning) { tu.BQ = 128 })
+	alt("BQ32", func(tu *attnTuning) { tu.BQ = 32 })
+	alt("BK8", func(tu *attnTuning) { tu.BK, tu.BKChunks = 8, 8 })
+	alt("nosplit", func(tu *attnTuning) { tu.SplitBelow = 0 })
+	alt("split512", func(tu *attnTuning) { tu.SplitBelow = 512 })
+	alt("chunk32", func(tu *attnTuning) { tu.Chunk4 = 32 })
+	alt("slice32", func(tu *attnTuning) { tu.Slice4 = 32; tu.BKChunks = 8 })
+	alt("c32s32", func(tu *attnTuning) { tu.Chunk4, tu.Slice4, tu.BK = 32, 32, 8 })
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-16s %-6s", "bh x t x d", "mask")
+	for _, tu := range tunings {
+		fmt.Fprintf(&b, " %9s", tu.name)
+	}
+	fmt.Fprintf(&b, " %9s %s\n", "unfused", "(TFLOP/s; default's ms and dispatches)")
+	for _, s := range shapes {
+		for _, causal := range []bool{false, true} {
+			flops := 4 * float64(s.bh) * float64(s.t) * float64(s.t) * float64(s.d)
+			g, sizes := attnSweepGraph(s.bh, s.t, s.d, causal, false)
+			bufs := make([]backend.Buffer, len(sizes))
+			for i, n := range sizes {
+				bufs[i] = allocFilled(t, be, n)
+			}
+			keep := make([]float32, sizes[3])
+			for i := range keep {
+				if !causal || i%s.t <= i/s.t {
+					keep[i] = 1
+				}
+			}
+			if err := be.Write(bufs[3], 0, keep); err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(&b, "%-16s %-6s", fmt.Sprintf("%dx%dx%d", s.bh, s.t, s.d), map[bool]string{true: "causal", false: "all"}[causal])
+			var info string
+			for k, tu := range tunings {
+				be.attnForce = &tu.tu
+				fmt.Fprintf(&b, " %9s", measureTF(t, be, g, bufs, flops))
+				if k == 0 {
+					p, err := be.Compile(g)
+					if err == nil {
+						p.Run(bufs)
+						dt, wt := devTimes(t, p, bufs, 5)
+						var names []string
+						for _, st := range p.(*program).steps {
+							names = append(names, fmt.Sprintf("%s[%dx%d]", st.k.name, st.x, st.y))
+						}
+						info = fmt.Sprintf("%.3f ms (wall %.3f) %v", dt.Seconds()*1e3, wt.Seconds()*1e3, names)
+						p.Release()
+					}
+				}
+			}
+			be.attnForce = nil
+			un := "-"
+			if !causal && s.bh*s.t*s.t*4 <= int(be.bindLimit) {
+				ug, _ := attnSweepGraph(s.bh, s.t, s.d, false, true)
+				un = measureTF(t, be, ug, bufs, flops)
+			}
+			fmt.Fprintf(&b, " %9s %s\n", un, info)
+			for _, x := range bufs {
+				be.Free(x)
+			}
+		}
+	}
+	t.Logf("attention TFLOP/s by the device clock:\n%s", b.String())
 }
