@@ -37,12 +37,17 @@
 // GGML_VK_VISIBLE_DEVICES=0 selects one; Open sets GGML_VK_DISABLE_F16=1
 // so f32 matmuls stay f32 (AG_GGML_VK_F16=1 keeps ggml's f16 tiles: on an
 // H200 without matrix cores no faster, ~5e-5 relative error instead of
-// ~1e-7), and on lavapipe LP_NUM_THREADS=1 (see driver.go). For
-// experiments: AG_GGML_MM_ROWS (0: never split matmuls, a number: that many
-// rows per block), AG_GGML_ATTN (flash or composite: attention's lowering,
-// see attention.go), AG_GGML_SLAB=0 (a ggml buffer per Alloc), AG_GGML_DUMP=1
-// or 2 (print each compiled graph's ggml op counts, or every node),
-// AG_GGML_PROFILE=1 (time every ggml node, print per-op means), and
+// ~1e-7), and on lavapipe LP_NUM_THREADS=1 (see driver.go). A ggml built
+// with AG_GGML_COOPMAT=1 (ggml/build.sh) has ggml-vulkan's tensor-core
+// (cooperative-matrix) shaders too: f16-precision matmuls use them on a
+// device that has them, f32 ones and flash attention stay on the fp32
+// shaders (which GGML_VK_DISABLE_F16 alone would not ensure:
+// ggml/patches/*.coopmat.patch). For experiments: AG_GGML_MM_ROWS (0: never
+// split matmuls, a number: that many rows per block), AG_GGML_ATTN (flash or
+// composite: attention's lowering, see attention.go), AG_GGML_SLAB=0 (a ggml
+// buffer per Alloc), AG_GGML_DUMP=1 or 2 (print each compiled graph's ggml op
+// counts, or every node), AG_GGML_PROFILE=1 (time every ggml node, print
+// per-op means), and
 // GGML_VK_PERF_LOGGER=1 (ggml's own per-op GPU times).
 package native
 

@@ -12,6 +12,13 @@
 # Usage: build.sh [--print-prefix]
 #   AG_CACHE     cache root (default $HOME/.cache/ag)
 #   AG_GGML_JOBS parallel compile jobs (default 2)
+#   AG_GGML_COOPMAT=1  also compile ggml's cooperative-matrix (tensor-core)
+#                matmul and flash-attention shaders: builds a newer glslc and
+#                takes newer Vulkan headers with glslc.sh (cold: about 25 min
+#                more, once), applies patches/*.coopmat.patch too, and
+#                installs into its own prefix (ggml-ollama-<version>-coopmat-*).
+#                Without it nothing changes: bookworm's glslc and headers,
+#                which know no coopmat, and the usual prefix.
 set -euo pipefail
 
 VERSION=v0.17.4
@@ -25,9 +32,27 @@ JOBS="${AG_GGML_JOBS:-2}"
 # gives a fresh build instead of a stale one.
 CMAKE_OPTS=(-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DGGML_VULKAN=ON -DGGML_NATIVE=OFF)
 hash_inputs() {
-  { echo "$VERSION ${CMAKE_OPTS[*]}"; cat "$HERE/CMakeLists.txt" "$HERE"/patches/*.patch; } | sha256sum | cut -c1-12
+  { echo "$VERSION ${CMAKE_OPTS[*]}"; cat "$HERE/CMakeLists.txt" "${PATCHES[@]}"; } | sha256sum | cut -c1-12
 }
-PREFIX="$CACHE/ggml-ollama-$VERSION-$(hash_inputs)"
+COOPMAT="${AG_GGML_COOPMAT:-0}"
+if [[ "$COOPMAT" == 1 ]]; then
+  # glslc.sh's folder name carries its own hash; patches/*.coopmat.patch
+  # apply to this build only (each says why).
+  GLSLC_DIR="$(bash "$HERE/glslc.sh" --print-path)"
+  PATCHES=("$HERE"/patches/*.patch)
+  hash_inputs() {
+    { echo "$VERSION ${CMAKE_OPTS[*]} coopmat $(basename "$GLSLC_DIR")"; cat "$HERE/CMakeLists.txt" "${PATCHES[@]}"; } | sha256sum | cut -c1-12
+  }
+  PREFIX="$CACHE/ggml-ollama-$VERSION-coopmat-$(hash_inputs)"
+else
+  # The default build: the same inputs (and hash) as before coopmat builds
+  # existed; *.coopmat.patch stay out.
+  PATCHES=()
+  for p in "$HERE"/patches/*.patch; do
+    [[ "$p" == *.coopmat.patch ]] || PATCHES+=("$p")
+  done
+  PREFIX="$CACHE/ggml-ollama-$VERSION-$(hash_inputs)"
+fi
 STAMP="$PREFIX/.built"
 
 if [[ "${1:-}" == "--print-prefix" ]]; then
@@ -54,7 +79,9 @@ need go golang
 need cmake cmake
 need g++ g++
 need gcc gcc
-need glslc glslc
+if [[ "$COOPMAT" != 1 ]]; then
+  need glslc glslc
+fi
 need glslangValidator glslang-tools
 need patch patch
 need sha256sum coreutils
@@ -69,6 +96,17 @@ if [[ ${#missing[@]} -gt 0 ]]; then
   printf '  %s\n' "${missing[@]}" >&2
   echo "install them with: apt-get install -y cmake g++ patch libvulkan-dev glslc glslang-tools spirv-headers" >&2
   exit 1
+fi
+
+if [[ "$COOPMAT" == 1 ]]; then
+  # Builds glslc on the first run (long), prints its folder in a second later.
+  log "coopmat build: glslc and Vulkan headers from glslc.sh"
+  GLSLC_DIR="$(bash "$HERE/glslc.sh")"
+  # The new glslc compiles the coopmat shaders; the headers (1.4.309) declare
+  # VK_KHR_cooperative_matrix / VK_NV_cooperative_matrix2 for ggml-vulkan.cpp
+  # and are the only Vulkan include folder of this build; the library linked
+  # stays bookworm's libvulkan.
+  CMAKE_OPTS+=(-DVulkan_GLSLC_EXECUTABLE="$GLSLC_DIR/bin/glslc" -DVulkan_INCLUDE_DIR="$GLSLC_DIR/include")
 fi
 
 log "fetching $MODULE@$VERSION (checksum-verified by go mod download)"
@@ -92,7 +130,7 @@ done
 chmod -R u+w "$SRC"   # the module cache is read-only
 cp "$HERE/CMakeLists.txt" "$SRC/CMakeLists.txt"
 
-for p in "$HERE"/patches/*.patch; do
+for p in "${PATCHES[@]}"; do
   log "applying $(basename "$p")"
   patch -s -p1 -d "$SRC" --forward <"$p"
 done
@@ -103,6 +141,18 @@ cmake -S "$SRC" -B "$BUILD" "${CMAKE_OPTS[@]}" >"$BUILD/configure.log" 2>&1 || {
   exit 1
 }
 grep -E "supported by glslc|Including|Vulkan found" "$BUILD/configure.log" | sed 's/^/ggml build:   /' >&2 || true
+if [[ "$COOPMAT" == 1 ]]; then
+  # Asked for coopmat: a glslc that turns out not to support it must not
+  # give a build that silently lacks it.
+  for ext in GL_KHR_cooperative_matrix GL_NV_cooperative_matrix2; do
+    if ! grep -q -- "-- $ext supported by glslc" "$BUILD/configure.log"; then
+      echo "ggml build: AG_GGML_COOPMAT=1 but CMake reports no $ext support by $GLSLC_DIR/bin/glslc (see $BUILD/configure.log)" >&2
+      exit 1
+    fi
+  done
+  grep -E "Found Vulkan" "$BUILD/configure.log" | sed 's/^/ggml build:   /' >&2 || true
+  log "coopmat: GL_KHR_cooperative_matrix and GL_NV_cooperative_matrix2 shaders enabled"
+fi
 
 start=$(date +%s)
 log "compiling with $JOBS jobs (cold: about 5 min on 2 cores); log in $BUILD/build.log"
