@@ -99,7 +99,7 @@ func (b *BatchNorm) Forward(x *core.Tensor) *core.Tensor {
 	}
 	checkEps(b.name+".Forward", b.Eps)
 	checkMomentum(b.name+".Forward", b.Momentum)
-	n := x.Len() / b.c // values per channel
+	n := x.Len() / b.c                       // values per channel
 	training := x.Device().Guard(b.training) // a Capture records each mode
 	if training && n < 2 {
 		panic(fmt.Sprintf("%s: input of shape %v has %d value per channel: training needs more than 1 for a variance", fn, x.Shape(), n))

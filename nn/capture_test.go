@@ -180,4 +180,3 @@ func TestCaptureFollowsTrainEval(t *testing.T) {
 		}
 	}
 }
-
