@@ -14,7 +14,7 @@
 #   AG_GGML_JOBS parallel compile jobs (default 2)
 #   AG_GGML_COOPMAT=1  also compile ggml's cooperative-matrix (tensor-core)
 #                matmul and flash-attention shaders: builds a newer glslc and
-#                takes newer Vulkan headers with glslc.sh (cold: about 25 min
+#                takes newer Vulkan headers with glslc.sh (cold: 13-37 min
 #                more, once), applies patches/*.coopmat.patch too, and
 #                installs into its own prefix (ggml-ollama-<version>-coopmat-*).
 #                Without it nothing changes: bookworm's glslc and headers,
@@ -155,7 +155,9 @@ if [[ "$COOPMAT" == 1 ]]; then
 fi
 
 start=$(date +%s)
-log "compiling with $JOBS jobs (cold: about 5 min on 2 cores); log in $BUILD/build.log"
+cold="about 5 min"
+[[ "$COOPMAT" == 1 ]] && cold="13-17 min, with the coopmat shaders"
+log "compiling with $JOBS jobs (cold: $cold on 2 cores); log in $BUILD/build.log"
 cmake --build "$BUILD" --target ggml ggml-base ggml-cpu ggml-vulkan -j "$JOBS" >"$BUILD/build.log" 2>&1 || {
   tail -40 "$BUILD/build.log" >&2
   exit 1
