@@ -213,7 +213,9 @@ func TestAttentionInGraph(t *testing.T) {
 	if _, err := p.(backend.NodeTimer).RunTimed(bufs, times); err != nil {
 		t.Fatal(err)
 	}
-	if times.How[at] != backend.TimeMeasured || times.Dur[at] <= 0 {
+	// (its duration may be 0: an empty pass's time is taken off each
+	// kernel's, and on a loaded CPU device the empty pass can take longer)
+	if times.How[at] != backend.TimeMeasured || times.Dur[at] < 0 {
 		t.Errorf("attention node timed %v (%v), want its kernel's time measured", times.Dur[at], times.How[at])
 	}
 }

@@ -125,6 +125,7 @@ func (b *Backend) Caps() backend.Caps {
 		MaxBufferElems: int(b.d.info.maxBuffer / 4),
 		DeviceTimer:    b.d.info.timestamps,
 		Timer:          b.timerText(),
+		Unsupported:    b.d.info.unsupported,
 	}
 }
 

@@ -117,6 +117,11 @@ func (b *Backend) Compile(g *backend.Graph) (backend.Program, error) {
 	if b.closed {
 		return nil, errors.New("webgpu.Compile: backend closed")
 	}
+	for i, n := range g.Nodes {
+		if slices.Contains(b.d.info.unsupported, n.Op) {
+			return nil, fmt.Errorf("webgpu.Compile: node %d: op %v is not supported on %s (Caps.Unsupported)", i, n.Op, b.d.info.name)
+		}
+	}
 	p := &program{b: b, nodes: len(g.Nodes), numArgs: g.NumArgs, argNeed: make([]int, g.NumArgs)}
 	if b.liveProgs == nil {
 		b.liveProgs = map[*program]struct{}{}

@@ -3,6 +3,8 @@ package webgpu
 import (
 	"fmt"
 	"unsafe"
+
+	"github.com/ag-go/ag/backend"
 )
 
 // This file holds what the two device layers (device_native.go through
@@ -31,6 +33,8 @@ type devInfo struct {
 	kind   string // "discrete GPU", "integrated GPU", "CPU", "unknown"
 	// gpu: a real GPU (discrete or integrated), the only kind "auto" picks.
 	gpu bool
+	// unsupported are ops this device does not run (Caps.Unsupported).
+	unsupported []backend.Op
 
 	maxBuffer         uint64 // maxBufferSize, bytes
 	maxBinding        uint64 // maxStorageBufferBindingSize, bytes

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"syscall/js"
+
+	"github.com/ag-go/ag/backend"
 )
 
 // The browser device layer, written against syscall/js and the WebGPU
@@ -129,6 +131,12 @@ func jsDesc(ad js.Value) devInfo {
 	fallback := ad.Get("isFallbackAdapter").Truthy() || (ai.Truthy() && ai.Get("isFallbackAdapter").Truthy())
 	if fallback || strings.Contains(strings.ToLower(info.name), "swiftshader") {
 		info.kind, info.gpu = "software (fallback adapter)", false
+		// Chromium drops the device when SwiftShader compiles the attention
+		// kernel ("Instance dropped in popErrorScope" from then on; seen in
+		// the browser suite, cause not established - its compiler is slow
+		// on the kernel, and the GPU watchdog is the suspect): core runs
+		// attention as its composite there.
+		info.unsupported = []backend.Op{backend.OpAttention}
 	}
 	return info
 }
