@@ -110,19 +110,22 @@ func (p *program) run(args []backend.Buffer, nodeTimes *backend.NodeTimes) (back
 		p.cal.spread(info.DeviceTime, host, nodeTimes)
 		return info, nil
 	}
-	// A plain run is neither timed nor waited for where the device can
-	// leave that to the next read (the browser: each wait is a round trip
-	// to the GPU process, about a millisecond): nobody reads its times.
-	info, _, err := p.runWhole(ds, copies, false)
+	// A plain run waits and reports its device time too (RunInfo's
+	// contract; backendtest's profile-shares sizes its product by it). Not
+	// waiting would spare the browser a round trip per step: that needs a
+	// RunInfo that may say "not measured" first.
+	info, _, err := p.runWhole(ds, copies, true)
 	if err != nil {
 		return backend.RunInfo{}, fmt.Errorf("webgpu.Run: %w", err)
 	}
 	return info, nil
 }
 
-// runWhole runs every dispatch in one pass and one submission. With
-// profiled it waits for the run, timed by timestamps around it where the
-// device has them, else by the host clock (which it also returns).
+// runWhole runs every dispatch in one pass and one submission and waits,
+// timed by timestamps around it where the device has them, else by the host
+// clock (which it also returns); without profiled it neither waits nor
+// times where the device can leave the wait to the next read (unused yet:
+// see Run).
 func (p *program) runWhole(ds []dispatch, copies []copyOp, profiled bool) (backend.RunInfo, time.Duration, error) {
 	d := p.b.d
 	start := time.Now()
