@@ -22,7 +22,7 @@ import (
 //	(*dev).releasePipeline(*gpipe)
 //	(*dev).newBindGroup(p *gpipe, entries []bindEntry) (*gbind, error)
 //	(*dev).releaseBindGroup(*gbind)
-//	(*dev).run(passes [][]dispatch, copies []copyOp, timed, wait bool) (ticks []uint64, err error)
+//	(*dev).run(passes [][]dispatch, copies []copyOp, timed bool) (ticks []uint64, err error)
 //	(*dev).close()
 
 // devInfo describes the adapter and the limits the device was created with.

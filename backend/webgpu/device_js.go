@@ -380,11 +380,11 @@ func (d *dev) releaseQueries() {
 	d.qCount = 0
 }
 
-// run records the passes into one encoder and submits once; with wait (or
-// timed) it waits for the work, else the next read does. With timed, the
-// first pass writes a timestamp at its start and every pass one at its end
+// run records the passes into one encoder, submits once and waits, in one
+// round trip with the pending error scopes. With timed, the first pass
+// writes a timestamp at its start and every pass one at its end
 // (len(passes)+1 ticks, ns per the WebGPU spec), read back in the wait.
-func (d *dev) run(passes [][]dispatch, copies []copyOp, timed, wait bool) ([]uint64, error) {
+func (d *dev) run(passes [][]dispatch, copies []copyOp, timed bool) ([]uint64, error) {
 	nq := uint32(len(passes) + 1)
 	if timed {
 		if err := d.ensureQueries(nq); err != nil {
@@ -420,9 +420,6 @@ func (d *dev) run(passes [][]dispatch, copies []copyOp, timed, wait bool) ([]uin
 		d.queue.Call("submit", []any{enc.Call("finish")})
 	})
 	if !timed {
-		if !wait {
-			return nil, nil
-		}
 		_, err := d.settle(d.queue.Call("onSubmittedWorkDone"))
 		return nil, err
 	}

@@ -473,12 +473,11 @@ func (d *dev) releaseQueries() {
 }
 
 // run records every pass into one command encoder, submits it once and
-// waits, whatever wait says (waiting is a poll here, cheaper than a later
-// read's wait would make it). With timed it writes a timestamp before the first pass and after
+// waits. With timed it writes a timestamp before the first pass and after
 // each pass and returns them (len(passes)+1 ticks, in ns: wgpu-native on
 // Vulkan reports raw ticks and the binding does not expose the period;
 // NVIDIA's and lavapipe's period is 1 ns).
-func (d *dev) run(passes [][]dispatch, copies []copyOp, timed, _ bool) ([]uint64, error) {
+func (d *dev) run(passes [][]dispatch, copies []copyOp, timed bool) ([]uint64, error) {
 	d.pendingWrites = 0
 	nq := uint32(len(passes) + 1)
 	if timed {

@@ -59,7 +59,7 @@ func TestLongRunWait(t *testing.T) {
 	run := func(groups int) time.Duration {
 		x := min(groups, int(be.d.info.maxWGPerDim))
 		start := time.Now()
-		if _, err := be.d.run([][]dispatch{{{pipe: pipe, bind: bg, x: uint32(x), y: uint32(ceilDiv(groups, x)), z: 1}}}, nil, false, true); err != nil {
+		if _, err := be.d.run([][]dispatch{{{pipe: pipe, bind: bg, x: uint32(x), y: uint32(ceilDiv(groups, x)), z: 1}}}, nil, false); err != nil {
 			t.Fatal(err)
 		}
 		return time.Since(start)

@@ -68,7 +68,7 @@ func runLoops(t *testing.T, be *Backend, trips [3]uint32) uint32 {
 		t.Fatal(err)
 	}
 	defer be.d.releaseBindGroup(bg)
-	if _, err := be.d.run([][]dispatch{{{pipe: pipe, bind: bg, x: 1, y: 1, z: 1}}}, nil, false, true); err != nil {
+	if _, err := be.d.run([][]dispatch{{{pipe: pipe, bind: bg, x: 1, y: 1, z: 1}}}, nil, false); err != nil {
 		t.Fatal(err)
 	}
 	out := make([]float32, 1)

@@ -103,7 +103,7 @@ func (p *program) run(args []backend.Buffer, nodeTimes *backend.NodeTimes) (back
 			}
 			return info, err
 		}
-		info, host, err := p.runWhole(ds, copies, true)
+		info, host, err := p.runWhole(ds, copies)
 		if err != nil {
 			return backend.RunInfo{}, fmt.Errorf("webgpu.RunTimed: %w", err)
 		}
@@ -114,7 +114,7 @@ func (p *program) run(args []backend.Buffer, nodeTimes *backend.NodeTimes) (back
 	// contract; backendtest's profile-shares sizes its product by it). Not
 	// waiting would spare the browser a round trip per step: that needs a
 	// RunInfo that may say "not measured" first.
-	info, _, err := p.runWhole(ds, copies, true)
+	info, _, err := p.runWhole(ds, copies)
 	if err != nil {
 		return backend.RunInfo{}, fmt.Errorf("webgpu.Run: %w", err)
 	}
@@ -123,13 +123,11 @@ func (p *program) run(args []backend.Buffer, nodeTimes *backend.NodeTimes) (back
 
 // runWhole runs every dispatch in one pass and one submission and waits,
 // timed by timestamps around it where the device has them, else by the host
-// clock (which it also returns); without profiled it neither waits nor
-// times where the device can leave the wait to the next read (unused yet:
-// see Run).
-func (p *program) runWhole(ds []dispatch, copies []copyOp, profiled bool) (backend.RunInfo, time.Duration, error) {
+// clock (which it also returns).
+func (p *program) runWhole(ds []dispatch, copies []copyOp) (backend.RunInfo, time.Duration, error) {
 	d := p.b.d
 	start := time.Now()
-	ticks, err := d.run([][]dispatch{ds}, copies, profiled && d.info.timestamps, profiled)
+	ticks, err := d.run([][]dispatch{ds}, copies, d.info.timestamps)
 	host := time.Since(start)
 	if err != nil {
 		return backend.RunInfo{}, host, err
@@ -173,7 +171,7 @@ func (p *program) runPerNode(ds []dispatch, copies []copyOp, nodeTimes *backend.
 	// small kernels (on lavapipe an empty pass costs about 60 us).
 	if d.info.timestamps && len(passes)+2 <= 4096 {
 		start := time.Now()
-		ticks, err := d.run(append([][]dispatch{nil}, passes...), copies, true, true)
+		ticks, err := d.run(append([][]dispatch{nil}, passes...), copies, true)
 		host := time.Since(start)
 		if err != nil {
 			return backend.RunInfo{}, fmt.Errorf("webgpu.RunTimed: %w", err)
@@ -195,7 +193,7 @@ func (p *program) runPerNode(ds []dispatch, copies []copyOp, nodeTimes *backend.
 			cs = copies
 		}
 		start := time.Now()
-		if _, err := d.run([][]dispatch{pass}, cs, false, true); err != nil {
+		if _, err := d.run([][]dispatch{pass}, cs, false); err != nil {
 			return backend.RunInfo{}, fmt.Errorf("webgpu.RunTimed: node %d: %w", owners[k], err)
 		}
 		dt := time.Since(start)
@@ -204,7 +202,7 @@ func (p *program) runPerNode(ds []dispatch, copies []copyOp, nodeTimes *backend.
 	}
 	if len(passes) == 0 && len(copies) > 0 {
 		start := time.Now()
-		if _, err := d.run(nil, copies, false, true); err != nil {
+		if _, err := d.run(nil, copies, false); err != nil {
 			return backend.RunInfo{}, fmt.Errorf("webgpu.RunTimed: %w", err)
 		}
 		total += time.Since(start)
