@@ -49,3 +49,70 @@ func TestRoundHalf(t *testing.T) {
 		}
 	}
 }
+
+// Every 16-bit pattern decodes to the reference's value and (but NaN's
+// payload) encodes back to itself, in both formats; random f32 bit
+// patterns pack to the reference's words.
+func TestPackHalves(t *testing.T) {
+	for _, bf := range []bool{false, true} {
+		pack, unpack := OpPackF16, OpUnpackF16
+		dec, enc := F16Value, F16Bits
+		if bf {
+			pack, unpack, dec, enc = OpPackBF16, OpUnpackBF16, BF16Value, BF16Bits
+		}
+		words := make([]float32, 1<<15)
+		for i := range words {
+			words[i] = math.Float32frombits(uint32(2*i) | uint32(2*i+1)<<16)
+		}
+		g := &Graph{Nodes: []Node{{Op: OpArg, Shape: []int{len(words)}}, {Op: unpack, In: []int{0}, Shape: []int{2 * len(words)}}}, Outputs: []Output{{Node: 1, Arg: 1}}, NumArgs: 2}
+		in := make([]float64, len(words))
+		for i, w := range words {
+			in[i] = reference.Widen(w)
+		}
+		ref, err := reference.Eval(g, [][]float64{in, make([]float64, 2*len(words))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make([]float32, 2*len(words))
+		UnpackHalves(got, words, bf)
+		for h := range 1 << 16 {
+			v, want := got[h], ref[1][h]
+			if math.IsNaN(want) != math.IsNaN(float64(v)) || !math.IsNaN(want) && (float64(v) != want || math.Signbit(float64(v)) != math.Signbit(want)) {
+				t.Fatalf("%v of %04x = %g, reference %g", unpack, h, v, want)
+			}
+			if v != dec(uint16(h)) && !math.IsNaN(float64(v)) {
+				t.Fatalf("%v of %04x = %g, single decode %g", unpack, h, v, dec(uint16(h)))
+			}
+			back := enc(v)
+			if math.IsNaN(float64(v)) {
+				if back&0x7fff != map[bool]uint16{false: 0x7e00, true: 0x7fc0}[bf] || back&0x8000 != uint16(h)&0x8000 {
+					t.Fatalf("%v of NaN %04x gives %04x, want the quiet NaN of its sign", pack, h, back)
+				}
+			} else if back != uint16(h) {
+				t.Fatalf("%04x decodes to %g and encodes to %04x", h, v, back)
+			}
+		}
+		r := rand.New(rand.NewPCG(3, 4))
+		xs := make([]float32, 100001)
+		for i := range xs {
+			xs[i] = math.Float32frombits(r.Uint32())
+		}
+		xs[0], xs[1], xs[2] = 65520, 65519.99, 6e-8
+		pg := &Graph{Nodes: []Node{{Op: OpArg, Shape: []int{len(xs)}}, {Op: pack, In: []int{0}, Shape: []int{PackedLen(len(xs))}}}, Outputs: []Output{{Node: 1, Arg: 1}}, NumArgs: 2}
+		xin := make([]float64, len(xs))
+		for i, x := range xs {
+			xin[i] = float64(x)
+		}
+		pref, err := reference.Eval(pg, [][]float64{xin, make([]float64, PackedLen(len(xs)))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pw := make([]float32, PackedLen(len(xs)))
+		PackHalves(pw, xs, bf)
+		for i, w := range pw {
+			if a, b := math.Float32bits(w), math.Float32bits(reference.Narrow(pref[1][i])); a != b {
+				t.Fatalf("%v word %d of %g, %g: %08x, reference %08x", pack, i, xs[2*i], xs[min(2*i+1, len(xs)-1)], a, b)
+			}
+		}
+	}
+}

@@ -82,6 +82,11 @@ import (
 //	                  attended scores are all -Inf gives 0
 //	rand_uniform      no float input: finite values in [0, 1), bit for bit
 //	                  those of RandUniformFill (philox.go)
+//	pack_f16          round_f16's / round_bf16's rounding, then the 16 bits
+//	pack_bf16         (F16Bits, BF16Bits); a NaN is stored as the quiet NaN
+//	                  of its sign (0x7e00 / 0x7fc0), Inf as Inf
+//	unpack_f16        the exact f32 of each 16-bit value (F16Value,
+//	unpack_bf16       BF16Value): NaN stays NaN, f16 subnormals are values
 //
 // Two latitudes the checks allow, because GPUs take them: the sign of a zero
 // result is unspecified (an input -0 still acts as IEEE says, so 1/-0 = -Inf
@@ -207,6 +212,25 @@ const (
 	// in attributes, lets a compiled program draw new numbers on every run.
 	OpRandUniform
 
+	// OpPackF16 stores its input's n values (any shape) as f16, two to a
+	// 32-bit word: Node.Shape is [PackedLen(n)], and word i holds x[2i]
+	// rounded as round_f16 in its low 16 bits and x[2i+1] in its high 16
+	// bits (0 past the end) - an f16 array's bytes in little-endian memory,
+	// WGSL's pack2x16float layout and ggml's F16 tensors. Half the memory of
+	// an f32 value that has to live long (activations saved for backward).
+	// The words are bit patterns, not numbers: only the unpack ops read them
+	// and backends move them as 32-bit words. A NaN is stored as the quiet
+	// f16 NaN 0x7e00 with its sign, so no word is an f32 NaN; a word may be
+	// an f32 subnormal (a flushing device must not compute on it).
+	OpPackF16
+	// OpUnpackF16 is OpPackF16's inverse: In[0] holds [PackedLen(n)] words,
+	// Node.Shape any shape of n values, each the exact f32 of its f16.
+	OpUnpackF16
+	// OpPackBF16 and OpUnpackBF16 are the same for bfloat16 (round_bf16's
+	// rounding; a NaN is stored as 0x7fc0 with its sign).
+	OpPackBF16
+	OpUnpackBF16
+
 	opCount
 )
 
@@ -228,6 +252,7 @@ const (
 	ClassAttention              // fused attention: products, softmax, products
 	ClassUpdate                 // in-place optimizer updates of arg operands
 	ClassRandom                 // random fills read from a state input
+	ClassPack                   // values stored two to a word as 16-bit floats, and back
 )
 
 // OpInfo is what the code every backend shares knows of an op. An op is
@@ -299,6 +324,11 @@ var opInfo = [...]OpInfo{
 	OpSGD:       {Name: "sgd", Class: ClassUpdate, Inputs: 4},
 
 	OpRandUniform: {Name: "rand_uniform", Class: ClassRandom, Inputs: 1, Exact: true},
+
+	OpPackF16:    {Name: "pack_f16", Class: ClassPack, Inputs: 1, Exact: true},
+	OpUnpackF16:  {Name: "unpack_f16", Class: ClassPack, Inputs: 1, Exact: true},
+	OpPackBF16:   {Name: "pack_bf16", Class: ClassPack, Inputs: 1, Exact: true},
+	OpUnpackBF16: {Name: "unpack_bf16", Class: ClassPack, Inputs: 1, Exact: true},
 }
 
 // Info returns the op's description. It panics on an op that is not
@@ -577,6 +607,21 @@ func (g *Graph) validateNode(i int, n *Node) error {
 	if nin := n.Op.Info().Inputs; len(n.In) != nin {
 		return fmt.Errorf("%d inputs, want %d", len(n.In), n.Op.Info().Inputs)
 	}
+	// Packed words are opaque: an unpack of the same format is their only
+	// reader (backends may hold them as 16-bit tensors, not as f32 words),
+	// and an unpack reads a pack or words an arg holds.
+	for _, in := range n.In {
+		if src := g.Nodes[in].Op; src == OpPackF16 || src == OpPackBF16 {
+			if unpackOf[src] != n.Op {
+				return fmt.Errorf("reads the packed words of node %d (%s): only %s reads them", in, src, unpackOf[src])
+			}
+		}
+	}
+	if n.Op == OpUnpackF16 || n.Op == OpUnpackBF16 {
+		if src := g.Nodes[n.In[0]].Op; src != OpArg && unpackOf[src] != n.Op {
+			return fmt.Errorf("unpacks node %d (%s): want an arg or a %s", n.In[0], src, packOf[n.Op])
+		}
+	}
 	in := func(k int) []int { return g.Nodes[n.In[k]].Shape }
 	same := func(a, b []int) bool { return fmt.Sprint(a) == fmt.Sprint(b) }
 	switch {
@@ -686,6 +731,14 @@ func (g *Graph) validateNode(i int, n *Node) error {
 		if math.IsNaN(float64(n.A)) || math.IsInf(float64(n.A), 0) {
 			return fmt.Errorf("scale %g is not finite", n.A)
 		}
+	case n.Op == OpPackF16 || n.Op == OpPackBF16:
+		if want := PackedLen(NumElems(in(0))); len(n.Shape) != 1 || n.Shape[0] != want {
+			return fmt.Errorf("input %v packs into [%d] words", in(0), want)
+		}
+	case n.Op == OpUnpackF16 || n.Op == OpUnpackBF16:
+		if want := PackedLen(NumElems(n.Shape)); len(in(0)) != 1 || in(0)[0] != want {
+			return fmt.Errorf("input %v: %v unpacks from [%d] words", in(0), n.Shape, want)
+		}
 	case n.Op == OpRandUniform:
 		if NumElems(in(0)) != RandStateLen || n.Start < 0 {
 			return fmt.Errorf("state %v (want %d values) and counter offset %d (want >= 0)", in(0), RandStateLen, n.Start)
@@ -715,6 +768,11 @@ func (g *Graph) validateNode(i int, n *Node) error {
 	}
 	return nil
 }
+
+var (
+	unpackOf = map[Op]Op{OpPackF16: OpUnpackF16, OpPackBF16: OpUnpackBF16}
+	packOf   = map[Op]Op{OpUnpackF16: OpPackF16, OpUnpackBF16: OpPackBF16}
+)
 
 // validScalars checks the scalar attributes whose special values the table
 // of Special values leaves undefined: a non-finite exponent (C's rules for it

@@ -87,3 +87,33 @@ func TestValidateScalars(t *testing.T) {
 		}
 	}
 }
+
+// Validate keeps packed words opaque: only an unpack of their format reads
+// a pack's result, and shapes must be the packed length.
+func TestValidatePacks(t *testing.T) {
+	arg := Node{Op: OpArg, Shape: []int{5}}
+	cases := []struct {
+		name  string
+		nodes []Node
+		want  string // "" when valid
+	}{
+		{"roundtrip", []Node{arg, {Op: OpPackF16, In: []int{0}, Shape: []int{3}}, {Op: OpUnpackF16, In: []int{1}, Shape: []int{5}}}, ""},
+		{"arg words", []Node{{Op: OpArg, Shape: []int{3}}, {Op: OpUnpackBF16, In: []int{0}, Shape: []int{1, 5}}}, ""},
+		{"short", []Node{arg, {Op: OpPackF16, In: []int{0}, Shape: []int{2}}}, "packs into [3] words"},
+		{"rank", []Node{arg, {Op: OpPackBF16, In: []int{0}, Shape: []int{3, 1}}}, "packs into [3] words"},
+		{"unpack size", []Node{{Op: OpArg, Shape: []int{3}}, {Op: OpUnpackF16, In: []int{0}, Shape: []int{7}}}, "unpacks from [4] words"},
+		{"read as f32", []Node{arg, {Op: OpPackF16, In: []int{0}, Shape: []int{3}}, {Op: OpNeg, In: []int{1}, Shape: []int{3}}}, "only unpack_f16 reads them"},
+		{"other format", []Node{arg, {Op: OpPackF16, In: []int{0}, Shape: []int{3}}, {Op: OpUnpackBF16, In: []int{1}, Shape: []int{5}}}, "only unpack_f16 reads them"},
+		{"not words", []Node{arg, {Op: OpSliceRows, In: []int{0}, Shape: []int{3}}, {Op: OpUnpackF16, In: []int{1}, Shape: []int{5}}}, "want an arg or a pack_f16"},
+	}
+	for _, c := range cases {
+		g := &Graph{NumArgs: 1, Nodes: c.nodes}
+		err := g.Validate()
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
+		}
+	}
+}

@@ -63,6 +63,15 @@ func SampleGraph(op Op) *Graph {
 		g.Nodes = append(g.Nodes, Node{Op: op, In: ins, Shape: []int{2, 3}})
 	case ClassRandom:
 		g.Nodes = []Node{arg(0, RandStateLen), {Op: op, In: []int{0}, Shape: []int{2, 3}, Start: 3}}
+	case ClassPack:
+		switch op {
+		case OpPackF16, OpPackBF16: // odd: the last word's high half is padding
+			g.Nodes = []Node{arg(0, 5), {Op: op, In: []int{0}, Shape: []int{3}}}
+		case OpUnpackF16, OpUnpackBF16:
+			g.Nodes = []Node{arg(0, 3), {Op: op, In: []int{0}, Shape: []int{5}}}
+		default:
+			Unknown("backend.SampleGraph", op)
+		}
 	default:
 		Unknown("backend.SampleGraph", op)
 	}

@@ -16,6 +16,9 @@ import (
 type Tol struct {
 	Abs, Rel float64
 	Terms    bool
+	// Bits: every element's f32 bits must be the reference's, NaN payloads,
+	// signs of zeros and subnormals included (words of packed values).
+	Bits bool
 }
 
 func (t Tol) bound(want float64, mag []float64, i, n int) float64 {
@@ -30,6 +33,7 @@ func (t Tol) bound(want float64, mag []float64, i, n int) float64 {
 // leave room for GPU built-ins (WGSL exp/log are a few ulp, more for large
 // arguments). Data movement and selection must be exact.
 var tolerances = map[string]Tol{
+	"bits":  {Bits: true},
 	"exact": {}, // fill, neg, relu, clamp, inside, reshape, permute, expand, slices, rows, one-hot
 	"add":   {Rel: 1e-6},
 	"sub":   {Rel: 1e-6},
@@ -241,6 +245,7 @@ func opCases() []opCase {
 	cs = append(cs, attentionCases()...)
 	cs = append(cs, optimizerCases()...)
 	cs = append(cs, randomCases()...)
+	cs = append(cs, packCases()...)
 	cs = append(cs, specialCases()...)
 	cs = append(cs, everyOpCases()...)
 	return cs

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/backend/reference"
 	"github.com/ag-go/ag/internal/testenv"
 )
 
@@ -118,7 +119,7 @@ func (p *refProg) Run(bufs []backend.Buffer) (backend.RunInfo, error) {
 	for i, b := range bufs {
 		d := b.(*refBuf).data
 		for j, x := range args[i] {
-			d[j] = float32(x)
+			d[j] = reference.Narrow(x)
 		}
 	}
 	return backend.RunInfo{Launches: 1}, nil

@@ -212,6 +212,16 @@ func (p *program) nodeFunc(g *backend.Graph, i int) func() {
 	case op == backend.OpSGD:
 		w, gr, vel, hp := n.In[0], n.In[1], n.In[2], n.In[3]
 		return p.rangeFunc(size, grain/2, func(lo, hi int) { sgd(v[w], v[gr], v[vel], v[hp], lo, hi) })
+	case op == backend.OpPackF16 || op == backend.OpPackBF16:
+		bf, ne := op == backend.OpPackBF16, backend.NumElems(in(0))
+		return p.rangeFunc(size, grain/2, func(lo, hi int) {
+			backend.PackHalves(v[i][lo:hi], v[x0][2*lo:min(2*hi, ne)], bf)
+		})
+	case op == backend.OpUnpackF16 || op == backend.OpUnpackBF16:
+		bf := op == backend.OpUnpackBF16
+		return p.rangeFunc(backend.PackedLen(size), grain/2, func(lo, hi int) { // whole words a task
+			backend.UnpackHalves(v[i][2*lo:min(2*hi, size)], v[x0][lo:hi], bf)
+		})
 	case op == backend.OpRandUniform:
 		start := n.Start
 		// The state is read at run time (a compiled program draws new

@@ -101,7 +101,7 @@ func newLowering(d *device, g *backend.Graph) (*lowering, error) {
 	for i := range g.Nodes {
 		budget += tensorsFor(&g.Nodes[i])
 	}
-	budget += 2 * len(g.Outputs)
+	budget += 8 * len(g.Outputs) // a copy, or a pack's conversion into its arg (packSource)
 	mem := C.size_t(budget)*C.ggml_tensor_overhead() + C.ggml_graph_overhead_custom(C.size_t(budget), false)
 	ctx := C.ggml_init(C.struct_ggml_init_params{mem_size: mem, no_alloc: true})
 	// At most two constants per node (ggml-cpu's clamp bounds).
@@ -150,6 +150,53 @@ func (l *lowering) newArg(shape []int, arg int) tensor {
 	t := l.newTensor(l.ctx, shape)
 	l.args = append(l.args, argLeaf{t: t, arg: arg, elems: backend.NumElems(shape)})
 	return t
+}
+
+// newWordsArg is args[arg]'s first words 32-bit words seen as 2*words
+// 16-bit values of typ (F16 or BF16): packed values in an arg.
+func (l *lowering) newWordsArg(typ C.enum_ggml_type, words, arg int) tensor {
+	t := C.ggml_new_tensor_1d(l.ctx, typ, C.int64_t(2*words))
+	l.args = append(l.args, argLeaf{t: t, arg: arg, elems: words})
+	return t
+}
+
+// halfType is the ggml type of a pack or unpack op's 16-bit values.
+func halfType(op backend.Op) C.enum_ggml_type {
+	if op == backend.OpPackBF16 || op == backend.OpUnpackBF16 {
+		return C.GGML_TYPE_BF16
+	}
+	return C.GGML_TYPE_F16
+}
+
+// packSource is the f32 values a pack converts: its input, flat and
+// contiguous, with a 0 after an odd count (the last word's high half).
+// A pack's value is the cast of it, a ggml tensor of 2*PackedLen(n)
+// 16-bit values: the words' bytes (Validate lets only unpack ops and
+// outputs read it).
+func (l *lowering) packSource(n *backend.Node) tensor {
+	x := l.in(n, 0)
+	if !bool(C.ggml_is_contiguous(x)) {
+		x = C.ggml_cont(l.ctx, x)
+	}
+	nv := backend.NumElems(l.inShape(n, 0))
+	x = C.ggml_reshape_1d(l.ctx, x, C.int64_t(nv))
+	if nv%2 == 1 {
+		x = C.ggml_pad(l.ctx, x, 1, 0, 0, 0)
+	}
+	return x
+}
+
+// unpack converts a pack's 16-bit values (or an arg's words) to f32.
+func (l *lowering) unpack(n *backend.Node) tensor {
+	h := l.in(n, 0)
+	if src := &l.g.Nodes[n.In[0]]; src.Op == backend.OpArg {
+		h = l.newWordsArg(halfType(n.Op), src.Shape[0], src.Arg)
+	}
+	f := C.ggml_cast(l.ctx, h, C.GGML_TYPE_F32)
+	if nv := backend.NumElems(n.Shape); nv%2 == 1 {
+		f = C.ggml_view_1d(l.ctx, f, C.int64_t(nv), 0)
+	}
+	return l.reshape(f, n.Shape)
 }
 
 func (l *lowering) constant(shape []int, v float32) tensor {
@@ -202,9 +249,16 @@ func (l *lowering) build() error {
 		if l.holdsArg(o.Node, o.Arg) {
 			continue // the value already lives in that arg
 		}
-		dst := l.newArg(l.g.Nodes[o.Node].Shape, o.Arg)
+		on := &l.g.Nodes[o.Node]
+		var dst, src tensor
+		if on.Op == backend.OpPackF16 || on.Op == backend.OpPackBF16 {
+			// The words go straight into the arg: the cast writes them.
+			dst, src = l.newWordsArg(halfType(on.Op), on.Shape[0], o.Arg), l.packSource(on)
+		} else {
+			dst, src = l.newArg(on.Shape, o.Arg), l.val[o.Node]
+		}
 		l.args[len(l.args)-1].write = true
-		l.expand(C.ggml_cpy(l.ctx, l.val[o.Node], dst))
+		l.expand(C.ggml_cpy(l.ctx, src, dst))
 		l.copies = append(l.copies, outCopy{int(C.ggml_graph_n_nodes(l.gf)), o.Node})
 	}
 	return nil
@@ -400,6 +454,10 @@ func (l *lowering) lowerNode(i int, n *backend.Node) (tensor, []tensor, error) {
 		return l.lowerSGD(n)
 	case n.Op == backend.OpRandUniform:
 		return l.lowerRand(n)
+	case n.Op == backend.OpPackF16 || n.Op == backend.OpPackBF16:
+		return C.ggml_cast(ctx, l.packSource(n), halfType(n.Op)), nil, nil
+	case n.Op == backend.OpUnpackF16 || n.Op == backend.OpUnpackBF16:
+		return l.unpack(n), nil, nil
 	}
 	backend.Unknown("native.lowerNode", n.Op)
 	return nil, nil, nil

@@ -153,6 +153,21 @@ func evalNode(n *backend.Node, in [][]float64, shapes [][]int) []float64 {
 		for i, x := range v {
 			out[i] = float64(x)
 		}
+	case n.Op == backend.OpPackF16 || n.Op == backend.OpPackBF16:
+		h := halfOf(n.Op == backend.OpPackBF16)
+		for i := range out {
+			w := uint32(h.encode(in[0][2*i]))
+			if 2*i+1 < len(in[0]) {
+				w |= uint32(h.encode(in[0][2*i+1])) << 16
+			}
+			out[i] = Widen(math.Float32frombits(w))
+		}
+	case n.Op == backend.OpUnpackF16 || n.Op == backend.OpUnpackBF16:
+		h := halfOf(n.Op == backend.OpUnpackBF16)
+		for i := range out {
+			w := math.Float32bits(Narrow(in[0][i/2]))
+			out[i] = h.decode(uint16(w >> (16 * (i % 2))))
+		}
 	default:
 		backend.Unknown("backendtest.Eval", n.Op)
 	}
@@ -372,6 +387,85 @@ func roundSig(x float64, p, minExp int, maxFinite float64) float64 {
 		return math.Copysign(math.Inf(1), x)
 	}
 	return r
+}
+
+// Widen is float64(x) but that a signaling NaN keeps its bits (the
+// conversion instruction would quiet it): packed words (OpPackBF16 of an
+// infinity in a word's high half is one) must cross the reference's float64
+// values unchanged. Narrow is its inverse. Exact f32 values convert as usual.
+func Widen(x float32) float64 {
+	if x == x {
+		return float64(x)
+	}
+	b := math.Float32bits(x)
+	return math.Float64frombits(uint64(b>>31)<<63 | 0x7ff<<52 | uint64(b&0x7fffff)<<29)
+}
+
+// Narrow is float32(x) for an f32 value held in a float64, but that a NaN
+// keeps the f32 bits Widen gave it (float64 values are rounded to f32).
+func Narrow(x float64) float32 {
+	if x == x {
+		return float32(x)
+	}
+	b := math.Float64bits(x)
+	return math.Float32frombits(uint32(b>>63)<<31 | 0x7f800000 | uint32(b>>29)&0x7fffff)
+}
+
+// half is a 16-bit float format, encoded here by its definition in float64
+// arithmetic (an oracle independent of backend.F16Bits' bit operations).
+type half struct {
+	p, minExp, bias int // significant bits, smallest normal exponent, exponent bias
+	maxFinite       float64
+	nan             uint16 // the quiet NaN a pack stores
+}
+
+func halfOf(bf bool) half {
+	if bf {
+		return half{8, -126, 127, 3.3895313892515355e38, 0x7fc0}
+	}
+	return half{11, -14, 15, 65504, 0x7e00}
+}
+
+// encode rounds x as the format's round op does and returns its 16 bits.
+func (h half) encode(x float64) uint16 {
+	r := roundSig(x, h.p, h.minExp, h.maxFinite)
+	mant := uint(h.p - 1)
+	var s uint16
+	if math.Signbit(r) {
+		s = 0x8000
+	}
+	a := math.Abs(r)
+	switch {
+	case math.IsNaN(r):
+		return s | h.nan
+	case math.IsInf(r, 0):
+		return s | 0x7fff&^(1<<mant-1)
+	case a < math.Ldexp(1, h.minExp): // subnormal: multiples of 2^(minExp-mant)
+		return s | uint16(a/math.Ldexp(1, h.minExp-int(mant)))
+	}
+	f, e := math.Frexp(a) // a = f * 2^e, f in [0.5, 1)
+	return s | uint16(e-1+h.bias)<<mant | uint16((2*f-1)*float64(uint(1)<<mant))
+}
+
+// decode is the value of the 16 bits b.
+func (h half) decode(b uint16) float64 {
+	mant := uint(h.p - 1)
+	e, m := int(b&0x7fff)>>mant, float64(b&(1<<mant-1))
+	var v float64
+	switch {
+	case e == 0:
+		v = m * math.Ldexp(1, h.minExp-int(mant))
+	case e == 0x7fff>>mant && m == 0:
+		v = math.Inf(1)
+	case e == 0x7fff>>mant:
+		v = math.NaN()
+	default:
+		v = math.Ldexp(1+m/float64(uint(1)<<mant), e-h.bias)
+	}
+	if b&0x8000 != 0 {
+		v = -v
+	}
+	return v
 }
 
 // attention is OpAttention: per batch and query, the softmax of the scaled

@@ -57,6 +57,18 @@ func TestSplitLargeBindings(t *testing.T) {
 		}, Outputs: []backend.Output{{Node: 5, Arg: 2}}}
 		checkGraph(t, be, g, [][]float32{fill(2107, -2, 2), fill(2107, -2, 2), make([]float32, 2107)}, 2e-6)
 	})
+	t.Run("pack+unpack", func(t *testing.T) {
+		// 2107 values (9 ranges of them), 1054 words (an odd last word):
+		// each range of words binds the values from twice its start
+		for _, ops := range [][2]backend.Op{{backend.OpPackF16, backend.OpUnpackF16}, {backend.OpPackBF16, backend.OpUnpackBF16}} {
+			g := &backend.Graph{NumArgs: 3, Nodes: []backend.Node{
+				{Op: backend.OpArg, Arg: 0, Shape: []int{7, 301}},
+				{Op: ops[0], In: []int{0}, Shape: []int{1054}},
+				{Op: ops[1], In: []int{1}, Shape: []int{7, 301}},
+			}, Outputs: []backend.Output{{Node: 1, Arg: 1}, {Node: 2, Arg: 2}}}
+			checkGraph(t, be, g, [][]float32{fill(2107, 1, 1000), make([]float32, 1054), make([]float32, 2107)}, 0)
+		}
+	})
 	t.Run("get_rows", func(t *testing.T) {
 		// 500 rows of 3: the table splits into ranges of rows.
 		idx := fill(40, -3, 505)

@@ -48,6 +48,7 @@ type bindDecl struct {
 	name string
 	rw   bool
 	vec4 bool // bound as array<vec4<f32>> (16-byte loads and stores)
+	u32  bool // bound as array<u32>: packed 16-bit values (pack_f16 ...)
 }
 
 // newKernel assembles a shader from its tensor bindings and its body.
@@ -61,8 +62,11 @@ func newKernel(name string, binds []bindDecl, body string) *kernel {
 			acc = "read_write"
 		}
 		typ := "f32"
-		if d.vec4 {
+		switch {
+		case d.vec4:
 			typ = "vec4<f32>"
+		case d.u32:
+			typ = "u32"
 		}
 		fmt.Fprintf(&b, "@group(0) @binding(%d) var<storage, %s> %s: array<%s>;\n", i+1, acc, d.name, typ)
 		ro = append(ro, !d.rw)
@@ -506,6 +510,71 @@ func oneHotKernel() *kernel {
 }
 `)
 }
+
+// packKernel is pack_f16 (bf false) or pack_bf16 over a range of words:
+// word i holds X[2i] (low half) and X[2i+1] (high half, 0 past the
+// values' end). The bits are computed by integer operations, as the Go
+// kernels (backend.F16Bits): pack2x16float leaves overflow undefined.
+// Params [words, values].
+func packKernel(bf bool) *kernel {
+	enc, name := "f16bits", "pack_f16"
+	if bf {
+		enc, name = "bf16bits", "pack_bf16"
+	}
+	return newKernel(name, []bindDecl{{name: "X"}, {name: "Y", rw: true, u32: true}}, halfBits+linearHead+`
+	if (i >= P[0]) { return; }
+	var hi = 0u;
+	if (2u * i + 1u < P[1]) { hi = `+enc+`(X[2u * i + 1u]); }
+	Y[i] = `+enc+`(X[2u * i]) | (hi << 16u);
+}
+`)
+}
+
+// unpackKernel is unpack_f16 (bf false) or unpack_bf16 over a range of
+// words, each writing its two values (one for the last of an odd count).
+// Params [words, values].
+func unpackKernel(bf bool) *kernel {
+	dec, name := "f16val", "unpack_f16"
+	if bf {
+		dec, name = "bf16val", "unpack_bf16"
+	}
+	return newKernel(name, []bindDecl{{name: "X", u32: true}, {name: "Y", rw: true}}, halfBits+linearHead+`
+	if (i >= P[0]) { return; }
+	let w = X[i];
+	Y[2u * i] = `+dec+`(w & 0xffffu);
+	if (2u * i + 1u < P[1]) { Y[2u * i + 1u] = `+dec+`(w >> 16u); }
+}
+`)
+}
+
+// halfBits encodes and decodes 16-bit floats by their bits
+// (backend.F16Bits, F16Value, BF16Bits, BF16Value).
+const halfBits = `
+fn f16bits(x: f32) -> u32 {
+	let r = bitcast<u32>(roundf16(x));
+	let s = (r >> 16u) & 0x8000u;
+	let a = r & 0x7fffffffu;
+	if (a > 0x7f800000u) { return s | 0x7e00u; }
+	if (a == 0x7f800000u) { return s | 0x7c00u; }
+	// an f16 subnormal or zero: a whole multiple of 2^-24, exact in f32
+	if (a < 0x38800000u) { return s | u32(bitcast<f32>(a) * 16777216.0); }
+	return s | (((a >> 23u) - 112u) << 10u) | ((a >> 13u) & 0x3ffu);
+}
+fn f16val(h: u32) -> f32 {
+	let s = (h & 0x8000u) << 16u;
+	let e = (h >> 10u) & 0x1fu;
+	let m = h & 0x3ffu;
+	if (e == 0u) { return bitcast<f32>(s | bitcast<u32>(f32(m) / 16777216.0)); }
+	if (e == 31u) { return bitcast<f32>(s | select(0x7f800000u, 0x7fc00000u | (m << 13u), m != 0u)); }
+	return bitcast<f32>(s | ((e + 112u) << 23u) | (m << 13u));
+}
+fn bf16bits(x: f32) -> u32 {
+	let u = bitcast<u32>(x);
+	if ((u & 0x7fffffffu) > 0x7f800000u) { return ((u >> 16u) & 0x8000u) | 0x7fc0u; }
+	return bitcast<u32>(roundbf16(x)) >> 16u;
+}
+fn bf16val(h: u32) -> f32 { return bitcast<f32>(h << 16u); }
+`
 
 // adamWKernel updates w, m, v in place per ir.go. Params [n].
 func adamWKernel() *kernel {

@@ -80,6 +80,10 @@ func (p *program) lower(g *backend.Graph, i int, locs []loc) error {
 		p.split(i, sgdKernel(), []bref{in(0), in(1), in(2), in(3)}, []bool{true, true, true, false}, ne)
 	case n.Op == backend.OpRandUniform:
 		p.randUniform(i, in(0), out, ne, uint64(n.Start))
+	case n.Op == backend.OpPackF16, n.Op == backend.OpPackBF16:
+		p.halves(i, packKernel(n.Op == backend.OpPackBF16), in(0), out, backend.NumElems(inShape(0)), true)
+	case n.Op == backend.OpUnpackF16, n.Op == backend.OpUnpackBF16:
+		p.halves(i, unpackKernel(n.Op == backend.OpUnpackBF16), out, in(0), ne, false)
 	default:
 		backend.Unknown("webgpu.lower", n.Op) // sum and max lower through lowerFused
 	}
@@ -181,6 +185,32 @@ func (p *program) split(node int, k *kernel, binds []bref, chunked []bool, ne in
 		}
 		x, y := p.grid(l, wg)
 		p.add(node, k, bs, append([]uint32{uint32(l)}, extra...), x, y, 1)
+	}
+}
+
+// halves adds the dispatches of a pack (the n values vals into words) or
+// an unpack (words into vals): one invocation per word, over bound ranges
+// of whole words when the values exceed the binding limit (a range's
+// values start at twice its first word, so they are aligned too). The
+// kernel's bindings are its input, then its output; params [words, values].
+func (p *program) halves(node int, k *kernel, vals, words bref, n int, pack bool) {
+	nw := backend.PackedLen(n)
+	c := nw
+	if uint64(n)*4 > p.b.bindLimit {
+		al := max(int(p.b.d.info.storageAlign)/4, 1)
+		c = p.chunkElems() / 2 / al * al
+	}
+	for off := 0; off < nw; off += c {
+		l := min(c, nw-off)
+		nv := min(2*l, n-2*off)
+		wr := bref{kind: words.kind, idx: words.idx, off: uint64(off) * 4, size: uint64(l) * 4}
+		vr := bref{kind: vals.kind, idx: vals.idx, off: uint64(2*off) * 4, size: uint64(nv) * 4}
+		binds := []bref{wr, vr}
+		if pack {
+			binds = []bref{vr, wr}
+		}
+		x, y := p.grid(l, wg)
+		p.add(node, k, binds, []uint32{uint32(l), uint32(nv)}, x, y, 1)
 	}
 }
 

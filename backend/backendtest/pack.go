@@ -1,0 +1,80 @@
+package backendtest
+
+import (
+	"math"
+	"math/rand/v2"
+
+	"github.com/ag-go/ag/backend"
+)
+
+// packCases check the 16-bit storage ops. Their words are compared bit for
+// bit ("bits"): the layout is a contract (an f16 array's bytes, WGSL's
+// pack2x16float, ggml's F16 tensors), and a word may be an f32 subnormal or
+// signaling NaN that a float comparison would excuse or a float copy change.
+// The values unpacked from them are exact.
+func packCases() []opCase {
+	var cs []opCase
+	for _, f := range []struct {
+		name         string
+		pack, unpack backend.Op
+		lo, hi       float64 // log2 of the magnitudes drawn
+	}{
+		{"f16", backend.OpPackF16, backend.OpUnpackF16, -26, 17},
+		{"bf16", backend.OpPackBF16, backend.OpUnpackBF16, -133, 128},
+	} {
+		// magnitudes across the format's range and past it, with the
+		// specials and the f16 edges (overflow at 65520, subnormals, ties)
+		// at positions that land in both halves of words
+		draw := func(r *rand.Rand, n int) []float32 {
+			d := make([]float32, n)
+			for i := range d {
+				d[i] = float32(math.Copysign(math.Exp2(f.lo+(f.hi-f.lo)*r.Float64()), float64(r.IntN(2)*2-1)))
+			}
+			edges := append(append([]float32(nil), specials...), 65504, 65519.996, 65520, -65520, 5.9604645e-08,
+				2.9802322e-08, -2.9802326e-08, 6.1035156e-05, 1.00048828125, 1.001953125, 1.00390625, 1.01171875, 3.4e38, -3.4e38)
+			for k, v := range edges {
+				d[(k*7)%n] = v
+			}
+			return d
+		}
+		cs = append(cs, opCase{"pack/" + f.name + "/words", "bits", func(r *rand.Rand) []instance {
+			var is []instance
+			for _, n := range []int{1, 2, 37, 1030, 1031, 100003} {
+				var b builder
+				x := b.arg(draw(r, n), n)
+				b.out(b.op(f.pack, []int{backend.PackedLen(n)}, x))
+				is = append(is, b.inst(0))
+			}
+			return is
+		}})
+		cs = append(cs, opCase{"pack/" + f.name + "/roundtrip", "exact", func(r *rand.Rand) []instance {
+			var is []instance
+			for rank := 1; rank <= 4; rank++ {
+				s := randShape(r, rank, maxElems)
+				n := backend.NumElems(s)
+				var b builder
+				x := b.arg(draw(r, n), s...)
+				p := b.op(f.pack, []int{backend.PackedLen(n)}, x)
+				b.out(b.op(f.unpack, s, p))
+				is = append(is, b.inst(0))
+			}
+			return is
+		}})
+		// every 16-bit pattern in both halves of a word: NaNs of every
+		// payload (words that are signaling NaNs as f32 among them),
+		// infinities, subnormals
+		cs = append(cs, opCase{"pack/" + f.name + "/every-pattern", "exact", func(r *rand.Rand) []instance {
+			const words = 1 << 15
+			w := make([]float32, words)
+			for i := range w {
+				w[i] = math.Float32frombits(uint32(2*i) | uint32(2*i+1)<<16)
+			}
+			r.Shuffle(words, func(i, j int) { w[i], w[j] = w[j], w[i] })
+			var b builder
+			x := b.arg(w, words)
+			b.out(b.op(f.unpack, []int{2 * words}, x))
+			return []instance{b.inst(0)}
+		}})
+	}
+	return cs
+}
