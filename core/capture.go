@@ -335,7 +335,7 @@ func (c *Capture) record(in []Input) (*recording, [][]float32, error) {
 			}
 		}
 	}
-	for _, t := range d.pending { // arg nodes do no work: left out
+	for _, t := range lw.profiled(d) { // arg nodes do no work: left out
 		rec.nodes = append(rec.nodes, t.nodeTime(nil, 0))
 		rec.nodeIdx = append(rec.nodeIdx, lw.nodeOf[t])
 	}

@@ -39,6 +39,7 @@ type Device struct {
 	poolMax   int64 // poolBytes, read from the device once
 	eager     bool
 	mmPrec    Precision          // SetMatMulPrecision
+	store     Precision          // SetActivationStorage
 	consts    map[string]*Tensor // shape-only Constants (see constant)
 	// grads are the leaves whose Grad a pending Backward replaced, with the
 	// gradient they had before: a failed run puts those back.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ag-go/ag/backend"
 	"github.com/ag-go/ag/backend/plan"
+	"github.com/ag-go/ag/profile"
 )
 
 // MemoryEstimate is the device memory a step needs, from its recorded
@@ -100,6 +101,11 @@ func (d *Device) EstimateMemory(step func() error) (MemoryEstimate, error) {
 	if len(g.Nodes) == 0 {
 		return e, nil
 	}
+	pass := make([]profile.Pass, len(g.Nodes))
+	for t, i := range nodeOf {
+		pass[i] = t.pass
+	}
+	storeHalf(&g, pass, d.store)
 	pl, err := plan.Make(&g, plan.Options{})
 	if err != nil {
 		return e, fmt.Errorf("core.Device.EstimateMemory: %w", err)

@@ -259,8 +259,8 @@ func (d *Device) run(want []*Tensor, site string) (*profile.Run, error) {
 	var nodes []profile.NodeTime
 	if prof {
 		// arg nodes read bound memory and do no work: they are left out
-		nodes = make([]profile.NodeTime, 0, len(d.pending))
-		for _, t := range d.pending {
+		nodes = make([]profile.NodeTime, 0, len(d.pending)+len(lw.half))
+		for _, t := range lw.profiled(d) {
 			nodes = append(nodes, t.nodeTime(times, lw.nodeOf[t]))
 		}
 	}
@@ -377,6 +377,43 @@ type lowering struct {
 	out    map[*Tensor]backend.Buffer // kept values and their new buffers
 	// rngBlocks is the Philox blocks the run's random draws take.
 	rngBlocks uint64
+	// half are the packs and unpacks of SetActivationStorage, as tensors
+	// outside the pending list (in nodeOf too), so the profile shows their
+	// time: as the op "ActivationStorage", in the layer and pass of the
+	// value stored (a pack) or of its first reader (an unpack).
+	half []*Tensor
+}
+
+// profiled is the tensors whose nodes a run's profile lists: the pending
+// ones and the storage conversions added to them.
+func (lw *lowering) profiled(d *Device) []*Tensor {
+	return append(d.pending[:len(d.pending):len(d.pending)], lw.half...)
+}
+
+// storeHalf applies SetActivationStorage to the lowered graph (see
+// storeHalf): node indices move, and the added nodes join the profile.
+func (lw *lowering) storeHalf(d *Device) {
+	if d.store == PrecisionF32 {
+		return
+	}
+	pass := make([]profile.Pass, len(lw.g.Nodes)) // args read PassForward: storeHalf never stores them
+	from := make([]*Tensor, len(lw.g.Nodes))
+	for _, t := range d.pending {
+		pass[lw.nodeOf[t]], from[lw.nodeOf[t]] = t.pass, t
+	}
+	remap, added := storeHalf(&lw.g, pass, d.store)
+	for t, i := range lw.nodeOf {
+		lw.nodeOf[t] = remap[i]
+	}
+	for s, i := range lw.argOf {
+		lw.argOf[s] = remap[i]
+	}
+	for _, h := range added {
+		f := from[h.from]
+		t := &Tensor{dev: d, op: h.op, user: "ActivationStorage", scope: f.scope, pass: f.pass, shape: lw.g.Nodes[h.node].Shape}
+		lw.nodeOf[t] = h.node
+		lw.half = append(lw.half, t)
+	}
 }
 
 func (lw *lowering) lowerTime() time.Duration { return lw.end.Sub(lw.start) }
@@ -486,6 +523,7 @@ func (d *Device) lower() (*lowering, error) {
 	}
 	lw.g.NumArgs = len(lw.args)
 	d.rng.base += lw.rngBlocks // drawn, whatever becomes of the run
+	lw.storeHalf(d)
 	return lw, nil
 }
 

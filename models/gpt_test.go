@@ -3,6 +3,7 @@ package models
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	_ "github.com/ag-go/ag/backend/all"
@@ -150,8 +151,10 @@ func TestGPTCheckpoint(t *testing.T) {
 }
 
 // Mixed precision: the test transformer trained with f16 (and bf16)
-// matmuls and dynamic loss scaling follows its f32 training: the mean loss
-// of the last steps within mixedLossTol. cpu trains mixedSteps steps,
+// matmuls, its activations stored in f16 (bf16) between forward and
+// backward (core.Device.SetActivationStorage) and dynamic loss scaling
+// follows its f32 training: the mean loss of the last steps within
+// mixedLossTol. cpu trains mixedSteps steps,
 // other devices mixedCheckSteps (each against its own f32 run).
 const (
 	mixedSteps      = 200
@@ -162,6 +165,11 @@ const (
 func trainMixed(t *testing.T, dev *core.Device, prec core.Precision, steps int) []float64 {
 	prev := dev.SetMatMulPrecision(prec)
 	defer dev.SetMatMulPrecision(prev)
+	prevStore, err := dev.SetActivationStorage(prec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.SetActivationStorage(prevStore)
 	if err := dev.Seed(1); err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +221,11 @@ func TestGPTMixedPrecision(t *testing.T) {
 	for _, p := range []core.Precision{core.PrecisionF16, core.PrecisionBF16} {
 		t.Run(p.String(), func(t *testing.T) {
 			if p == core.PrecisionBF16 && dev.Name() == "ggml-vulkan" {
-				testenv.Skipf(t, "bf16 on ggml-vulkan: ggml-vulkan cannot convert bf16 back to f32 (round_bf16 is in its Caps.Unsupported)")
+				// an error, not a silent f32 fallback
+				if _, err := dev.SetActivationStorage(p); err == nil || !strings.Contains(err.Error(), "unpack_bf16") {
+					t.Errorf("SetActivationStorage(bf16) on ggml-vulkan: %v, want an error naming unpack_bf16", err)
+				}
+				testenv.Skipf(t, "bf16 on ggml-vulkan: ggml-vulkan cannot convert bf16 back to f32 (round_bf16 and unpack_bf16 are in its Caps.Unsupported)")
 			}
 			got := tail(trainMixed(t, dev, p, steps))
 			t.Logf("%s: mean loss of the last 10 of %d steps: f32 %.4f, %v %.4f", dev.Name(), steps, ref, p, got)

@@ -289,7 +289,11 @@ func Make(g *backend.Graph, o Options) (*Plan, error) {
 }
 
 // takeSlot picks the smallest free slot that fits, else grows the largest
-// free one, else adds a slot.
+// free one, else adds a slot. A value that would fill less than half of
+// the smallest fitting slot gets a slot of its own instead: the large slot
+// stays free for the large values to come (a training step's 16-bit saved
+// activations, each half the size of the f32 values freed around it, would
+// otherwise take one f32-sized slot each and save nothing).
 func (pl *Plan) takeSlot(free *[]int, need int) int {
 	best, bi := -1, -1
 	for k, s := range *free {
@@ -303,7 +307,7 @@ func (pl *Plan) takeSlot(free *[]int, need int) int {
 			best, bi = s, k
 		}
 	}
-	if best == -1 {
+	if best == -1 || pl.Slots[best] >= 2*need && need > 0 {
 		pl.Slots = append(pl.Slots, need)
 		return len(pl.Slots) - 1
 	}
