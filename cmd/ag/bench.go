@@ -69,6 +69,7 @@ func bench(args []string) error {
 	convSides := fs.String("convnet", "", "convnet steps (conv-bn-relu-pool x2, two linear layers, 10 classes) on single-channel images of these sides, comma-separated, e.g. 28")
 	convBatches := fs.String("convnet-batch", "64", "convnet batch sizes")
 	precs := fs.String("precision", "f32", "matmul precisions (core.Device.SetMatMulPrecision), comma-separated: f32, f16, bf16")
+	store16 := fs.Bool("store16", false, "with -precision f16 or bf16, also hold the activations saved for the backward in that format (core.Device.SetActivationStorage); results say \"f16+store\"")
 	profiled := fs.Bool("profiled", false, "also time each MLP step with per-op profiling on, in turns with steps without, and print the ratio (the profiler's cost)")
 	fs.Parse(args)
 
@@ -102,9 +103,19 @@ func bench(args []string) error {
 		}
 		for _, prec := range precisions {
 			dev.SetMatMulPrecision(prec)
-			suffix := ""
+			suffix, precName := "", prec.String()
+			store := core.PrecisionF32
+			if *store16 {
+				store = prec
+			}
+			if _, err := dev.SetActivationStorage(store); err != nil {
+				return fmt.Errorf("ag bench: -store16: %w", err)
+			}
+			if store != core.PrecisionF32 {
+				precName += "+store"
+			}
 			if prec != core.PrecisionF32 {
-				suffix = " " + prec.String()
+				suffix = " " + precName
 			}
 			for _, n := range ints(*sizes) {
 				progress("matmul %dx%dx%d%s on %s", n, n, n, suffix, name)
@@ -112,7 +123,7 @@ func bench(args []string) error {
 				if err != nil {
 					return fmt.Errorf("%s matmul %d: %w", name, n, err)
 				}
-				r.Prec = prec.String()
+				r.Prec = precName
 				rep.Results = append(rep.Results, r)
 				printResult(r, fmt.Sprintf("%dx%dx%d", n, n, n)+suffix)
 			}
@@ -127,7 +138,7 @@ func bench(args []string) error {
 					if err := benchStep(dev, m, workload.Mode(mode), *reps, *profiled, &r); err != nil {
 						return fmt.Errorf("%s MLP step batch %d %s: %w", name, b, mode, err)
 					}
-					r.Prec = prec.String()
+					r.Prec = precName
 					rep.Results = append(rep.Results, r)
 					printResult(r, fmt.Sprintf("%dx%d b%d", *depth, *width, b)+suffix)
 				}
@@ -153,7 +164,7 @@ func bench(args []string) error {
 							if err := benchStep(dev, g, workload.Mode(mode), *reps, *profiled, &r); err != nil {
 								return fmt.Errorf("%s GPT step %s batch %d %s: %w", name, spec, b, mode, err)
 							}
-							r.Prec = prec.String()
+							r.Prec = precName
 							rep.Results = append(rep.Results, r)
 							printResult(r, fmt.Sprintf("gpt %dx%d b%d p%g", layers, dim, b, drop)+suffix)
 						}
@@ -172,7 +183,7 @@ func bench(args []string) error {
 						if err := benchStep(dev, c, workload.Mode(mode), *reps, *profiled, &r); err != nil {
 							return fmt.Errorf("%s convnet step %d batch %d %s: %w", name, side, b, mode, err)
 						}
-						r.Prec = prec.String()
+						r.Prec = precName
 						rep.Results = append(rep.Results, r)
 						printResult(r, fmt.Sprintf("conv %dx%d b%d", side, side, b)+suffix)
 					}
