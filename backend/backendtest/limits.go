@@ -567,7 +567,7 @@ func (s *suite) checkPrefix(t *testing.T, b backend.Buffer, n int, want func(i i
 
 // limitAttention: one query over more keys than 8 lanes cover in 65535
 // iterations (the keys of a part, or a workgroup's loop over tiles), and
-// more queries than 65535 workgroups of 64 hold. A key not attended holds
+// more queries than 65535 workgroups of 128 hold. A key not attended holds
 // a k that would dominate every score and a v far from the others, so
 // reading it shows. In the long case the scores are 1 (every 4099th key,
 // and the last) or -200, whose weight after subtracting the maximum 1 is
@@ -618,7 +618,7 @@ func limitAttention() []limitCase {
 		// Queries i score s_i*k_j against the keys k = (1, 1000, -1), the
 		// middle one masked: the softmax of (x, -x) with x = s_i/2 over v
 		// = (2, 1e6, -1).
-		const tq = 65535*64 + 4099
+		const tq = 65535*128 + 4099
 		s := func(i int) float32 { return float32(i%9-4) * 0.5 }
 		b := newLimit(fmt.Sprintf("attention/queries-%d", tq), "attention")
 		q := b.arg(s, 1, tq, 1)

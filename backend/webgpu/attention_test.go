@@ -145,6 +145,7 @@ func TestAttention(t *testing.T) {
 		f    func(*attnTuning)
 	}{
 		{"BQ128-BK32", func(tu *attnTuning) { tu.BQ, tu.BK = 128, 32 }},
+		{"BQ64-BK16", func(tu *attnTuning) { tu.BQ, tu.BK, tu.BKChunks = 64, 16, 16 }},
 		{"BQ32-BK8", func(tu *attnTuning) { tu.BQ, tu.BK = 32, 8 }},
 		{"chunk32-slice32-BK8", func(tu *attnTuning) { tu.Chunk4, tu.Slice4, tu.BK, tu.BKChunks = 32, 32, 8, 8 }},
 		{"chunk4-slice2-nosplit", func(tu *attnTuning) { tu.Chunk4, tu.Slice4, tu.SplitBelow = 4, 2, 0 }},

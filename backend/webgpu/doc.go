@@ -67,7 +67,14 @@
 // together (coalesced) and masked keys are skipped; D past 64 is taken in
 // chunks, Dv past 64 in slices (a workgroup each), and key ranges past the
 // loop bound, or spread over more workgroups where few would run, in parts
-// that a second kernel combines.
+// that a second kernel combines. Measured on an H200 by the device clock
+// (counting 4*T*T*D per head): 12-20 TFLOP/s at 16-128 heads of 1024-2048
+// tokens with D 64 (20 at 128 x 1024 and 16 x 2048), causal masks alike;
+// PyTorch's f32 SDPA reaches about 30, matmul-softmax-matmul here 12-15. With D 128 or 256 it falls to 5-10
+// (scores recomputed per slice of Dv; the unfused path reaches 22-24):
+// with one query per invocation, each value read from workgroup memory
+// serves one multiply-add; blocking several queries per invocation is the
+// next step.
 //
 // # Reductions
 //
