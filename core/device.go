@@ -23,24 +23,25 @@ type Device struct {
 	name string // driver name as opened ("auto" resolved)
 	id   int    // 1, 2, ... in the order devices were opened: names one of two devices of a kind
 
-	mu        sync.Mutex
-	recDone   sync.Cond  // signalled when a Capture recording ends (L is &mu)
-	recOwner  uintptr    // the goroutine recording a Capture (others wait); 0 when none
-	recording *recording // what recOwner records (its guards)
-	modes     map[uintptr]*gmode
-	be        backend.Backend // nil while closed
-	caps      backend.Caps
-	gen       int // backend instances so far: recordings compare it
-	pending   []*Tensor
-	progs     progCache
-	live      map[*storage]struct{}
-	pool      map[int][]backend.Buffer // freed buffers by length, for reuse
-	pooled    int64
-	poolMax   int64 // poolBytes, read from the device once
-	eager     bool
-	mmPrec    Precision          // SetMatMulPrecision
-	store     Precision          // SetActivationStorage
-	consts    map[string]*Tensor // shape-only Constants (see constant)
+	mu         sync.Mutex
+	recDone    sync.Cond  // signalled when a Capture recording ends (L is &mu)
+	recOwner   uintptr    // the goroutine recording a Capture (others wait); 0 when none
+	recording  *recording // what recOwner records (its guards)
+	modes      map[uintptr]*gmode
+	be         backend.Backend // nil while closed
+	caps       backend.Caps
+	gen        int // backend instances so far: recordings compare it
+	pending    []*Tensor
+	progs      progCache
+	live       map[*storage]struct{}
+	pool       map[int][]backend.Buffer // freed buffers by length, for reuse
+	pooled     int64
+	poolMax    int64 // poolBytes, read from the device once
+	poolAdapts bool  // the device's memory is unknown: poolFits sets poolMax
+	eager      bool
+	mmPrec     Precision          // SetMatMulPrecision
+	store      Precision          // SetActivationStorage
+	consts     map[string]*Tensor // shape-only Constants (see constant)
 	// grads are the leaves whose Grad a pending Backward replaced, with the
 	// gradient they had before: a failed run puts those back.
 	grads []gradUndo
@@ -346,9 +347,24 @@ func (d *Device) poolBytes() int64 {
 		d.poolMax = minPoolBytes
 		if _, total, err := d.be.Memory(); err == nil {
 			d.poolMax = max(d.poolMax, int64(total/poolShare))
+		} else {
+			d.poolAdapts = true
 		}
 	}
 	return d.poolMax
+}
+
+// poolFits grows the pool's bound, on a device whose memory is unknown
+// (WebGPU on a hardware GPU), to twice the outputs of the largest run so
+// far: a lazy step's values then come back from the pool at the next step
+// (an 8x4096 MLP's gradients, 512 MiB, were otherwise half allocated anew
+// at every step). Allocations that fail still flush the pool first.
+// Called with d.mu held.
+func (d *Device) poolFits(runBytes uint64) {
+	d.poolBytes()
+	if d.poolAdapts {
+		d.poolMax = max(d.poolMax, 2*int64(runBytes))
+	}
 }
 
 // getBuf returns a buffer of n floats with undefined contents (run outputs

@@ -537,12 +537,14 @@ const outputCheckBytes = 64 << 20
 func (d *Device) allocOutputs(lw *lowering) error {
 	a0 := time.Now()
 	defer func() { lw.alloc = time.Since(a0) }() // not in lw.flush: that is the lowering's
-	var need uint64
+	var need, all uint64
 	for _, t := range lw.kept {
+		all += 4 * uint64(t.Len())
 		if len(d.pool[t.Len()]) == 0 {
 			need += 4 * uint64(t.Len())
 		}
 	}
+	d.poolFits(all)
 	if need > outputCheckBytes {
 		free, _, err := d.be.Memory()
 		if err == nil && need > free && d.pooled > 0 {

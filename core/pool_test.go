@@ -59,3 +59,50 @@ func TestPoolReusesStepBuffers(t *testing.T) {
 		t.Errorf("%d allocations of gradients in 3 lazy steps after the first two, want 0 (the pool's buffers)", cb.allocs-before)
 	}
 }
+
+// unknownMemory is a backend whose memory cannot be queried (WebGPU on a
+// hardware GPU).
+type unknownMemory struct{ countingBackend }
+
+func (u *unknownMemory) Memory() (free, total uint64, err error) {
+	return 0, 0, backend.ErrMemoryUnknown
+}
+
+// Where the device's memory is unknown the pool's bound grows to the runs'
+// outputs: a step keeping more than minPoolBytes (shrunk here to 4 KiB)
+// still reuses its buffers at the next step.
+func TestPoolGrowsWithRunsOnUnknownMemory(t *testing.T) {
+	dev := open(t)
+	um := &unknownMemory{countingBackend{Backend: dev.be}}
+	dev.lock()
+	dev.be = um
+	dev.poolMax = 0
+	if dev.poolBytes(); !dev.poolAdapts {
+		t.Fatal("poolAdapts false on a device whose memory is unknown")
+	}
+	dev.poolMax = 4 << 10 // the gradients below are 16 KiB and 2 KiB
+	dev.mu.Unlock()
+	w1 := dev.Param(make([]float32, 64*64), 64, 64)
+	w2 := dev.Param(make([]float32, 64*8), 64, 8)
+	x := dev.Full(0.5, 16, 64).Keep()
+	step := func() {
+		w1.ZeroGrad()
+		w2.ZeroGrad()
+		loss := Sum(MatMul(Tanh(MatMul(x, w1)), w2))
+		if err := loss.Backward(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := loss.Data(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step()
+	step()
+	before := um.allocs
+	for range 3 {
+		step()
+	}
+	if um.allocs != before {
+		t.Errorf("%d allocations of gradients in 3 lazy steps after the first two, want 0 (pool bound %d bytes)", um.allocs-before, dev.poolMax)
+	}
+}
