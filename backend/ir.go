@@ -83,8 +83,8 @@ import (
 //	rand_uniform      no float input: finite values in [0, 1), bit for bit
 //	                  those of RandUniformFill (philox.go)
 //	pack_f16          round_f16's / round_bf16's rounding, then the 16 bits
-//	pack_bf16         (F16Bits, BF16Bits); a NaN is stored as a quiet NaN
-//	                  of its sign (0x7e00 / 0x7fc0 from arithmetic NaNs)
+//	pack_bf16         (F16Bits, BF16Bits); a NaN is stored as a NaN of its
+//	                  sign, its payload the device's (0x7e00 / 0x7fc0 here)
 //	unpack_f16        the exact f32 of each 16-bit value (F16Value,
 //	unpack_bf16       BF16Value): NaN stays NaN, f16 subnormals are values
 //
@@ -221,8 +221,8 @@ const (
 	// The words are bit patterns, not numbers: only the unpack ops read them
 	// and backends move them as 32-bit words (a word may be an f32 subnormal
 	// or NaN, which no float operation may touch). A NaN is stored as a
-	// quiet NaN of its sign: 0x7e00 from the NaNs arithmetic makes (ggml's
-	// conversion keeps the top bits of another payload).
+	// NaN of its sign whose payload is the device's: 0x7e00 here and on
+	// most devices, 0x7fff on NVIDIA's (ggml-vulkan's conversion).
 	OpPackF16
 	// OpUnpackF16 is OpPackF16's inverse: In[0] holds [PackedLen(n)] words,
 	// Node.Shape any shape of n values, each the exact f32 of its f16.

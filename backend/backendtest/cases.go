@@ -16,9 +16,38 @@ import (
 type Tol struct {
 	Abs, Rel float64
 	Terms    bool
-	// Bits: every element's f32 bits must be the reference's, NaN payloads,
-	// signs of zeros and subnormals included (words of packed values).
+	// Bits: every element's f32 bits must be the reference's, signs of
+	// zeros and subnormals included (words of packed values), but that a
+	// 16-bit half that is a NaN of Half's format (1: f16, 2: bf16) in both
+	// matches a NaN of the same sign with any payload (ir.go: NVIDIA's
+	// conversion stores 0x7fff where the reference stores 0x7e00).
 	Bits bool
+	Half int
+}
+
+// halfNaN reports whether the 16 bits h are a NaN of format half (1: f16, 2: bf16).
+func halfNaN(h uint16, half int) bool {
+	if half == 1 {
+		return h&0x7c00 == 0x7c00 && h&0x3ff != 0
+	}
+	return h&0x7f80 == 0x7f80 && h&0x7f != 0
+}
+
+// sameWord reports whether words a and b match under t (see Tol.Bits).
+func (t Tol) sameWord(a, b uint32) bool {
+	if a == b {
+		return true
+	}
+	if t.Half == 0 {
+		return false
+	}
+	for _, sh := range []uint{0, 16} {
+		x, y := uint16(a>>sh), uint16(b>>sh)
+		if x != y && !(halfNaN(x, t.Half) && halfNaN(y, t.Half) && x&0x8000 == y&0x8000) {
+			return false
+		}
+	}
+	return true
 }
 
 func (t Tol) bound(want float64, mag []float64, i, n int) float64 {
@@ -33,12 +62,13 @@ func (t Tol) bound(want float64, mag []float64, i, n int) float64 {
 // leave room for GPU built-ins (WGSL exp/log are a few ulp, more for large
 // arguments). Data movement and selection must be exact.
 var tolerances = map[string]Tol{
-	"bits":  {Bits: true},
-	"exact": {}, // fill, neg, relu, clamp, inside, reshape, permute, expand, slices, rows, one-hot
-	"add":   {Rel: 1e-6},
-	"sub":   {Rel: 1e-6},
-	"mul":   {Rel: 1e-6},
-	"div":   {Rel: 1e-6},
+	"words_f16":  {Bits: true, Half: 1},
+	"words_bf16": {Bits: true, Half: 2},
+	"exact":      {}, // fill, neg, relu, clamp, inside, reshape, permute, expand, slices, rows, one-hot
+	"add":        {Rel: 1e-6},
+	"sub":        {Rel: 1e-6},
+	"mul":        {Rel: 1e-6},
+	"div":        {Rel: 1e-6},
 	// affine's x*A+B may cancel near zero: Abs covers the rounding of x*A.
 	"affine":  {Abs: 1e-6, Rel: 1e-6},
 	"exp":     {Rel: 1e-5},

@@ -314,3 +314,28 @@ func TestCasesValid(t *testing.T) {
 		}
 	}
 }
+
+// Packed words match bit for bit but for the payload of a NaN half of the
+// same sign (NVIDIA's f16 NaN is 0x7fff, the reference's 0x7e00).
+func TestSameWord(t *testing.T) {
+	f16, bf16 := Tol{Bits: true, Half: 1}, Tol{Bits: true, Half: 2}
+	for _, c := range []struct {
+		tol  Tol
+		a, b uint32
+		want bool
+	}{
+		{f16, 0x56407fff, 0x56407e00, true},
+		{f16, 0x7fff3c00, 0x7e003c00, true},
+		{f16, 0x56407fff, 0x56417e00, false}, // the other half differs
+		{f16, 0x0000fe00, 0x00007e00, false}, // the NaN's sign
+		{f16, 0x00007c00, 0x00007e00, false}, // Inf is not a NaN
+		{f16, 0x00000001, 0x00000000, false}, // a subnormal word is not a zero
+		{bf16, 0x7fc17f81, 0x7fc07fc0, true},
+		{bf16, 0x00007f80, 0x00007fc0, false},
+		{Tol{Bits: true}, 0x7fff, 0x7e00, false},
+	} {
+		if got := c.tol.sameWord(c.a, c.b); got != c.want {
+			t.Errorf("Half %d: sameWord(%08x, %08x) = %t, want %t", c.tol.Half, c.a, c.b, got, c.want)
+		}
+	}
+}

@@ -269,7 +269,7 @@ func compare(got []float32, want, mag []float64, tol Tol, terms int, shape []int
 	var worstErr, worstBound float64
 	for i, w := range want {
 		if tol.Bits {
-			if a, b := math.Float32bits(got[i]), math.Float32bits(reference.Narrow(w)); a != b {
+			if a, b := math.Float32bits(got[i]), math.Float32bits(reference.Narrow(w)); !tol.sameWord(a, b) {
 				return fmt.Sprintf("element %d %v of %v: bits %08x, want %08x", i, coords(i, shape, len(want)), shape, a, b)
 			}
 			continue
