@@ -21,6 +21,11 @@ import (
 // optimizer state stay f32, so do index operands (they would not be exact
 // in 16 bits), random draws and values smaller than MinHalfStoreElems.
 //
+// f16 holds magnitudes up to 65504: a larger activation is stored as an
+// infinity, so the gradients that read it become Inf or NaN (and
+// nn.GradScaler skips the step) while the loss stays finite; bf16 has
+// f32's range and 8 significant bits instead of 11.
+//
 // Only a forward and backward in one run share activations this way (the
 // usual step: forward, Backward, optimizer update, then a read). Values
 // kept across runs for a later Backward stay f32. A recorded Capture keeps

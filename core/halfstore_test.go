@@ -239,3 +239,37 @@ func TestActivationStorage(t *testing.T) {
 		}
 	})
 }
+
+// The range SetActivationStorage documents: an f16-stored activation past
+// 65504 reads back as Inf in the backward (the loss stays finite); bf16
+// holds it.
+func TestActivationStorageRange(t *testing.T) {
+	dev := open(t)
+	x := make([]float32, MinHalfStoreElems)
+	for i := range x {
+		x[i] = 1
+	}
+	for _, c := range []struct {
+		p    Precision
+		want float64 // d/dx of sum((1e5 x)^2) at x = 1 as the backward computes it
+	}{{PrecisionF32, 2e10}, {PrecisionF16, math.Inf(1)}, {PrecisionBF16, 2 * 1e5 * float64(backend.RoundBF16(1e5))}} {
+		if _, err := dev.SetActivationStorage(c.p); err != nil {
+			t.Fatal(err)
+		}
+		w := dev.Param(x, len(x))
+		h := Affine(w, 1e5, 0)
+		loss := Sum(Mul(h, h)).Keep()
+		if err := loss.Backward(); err != nil {
+			t.Fatal(err)
+		}
+		g, err := w.Grad().Data()
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, _ := loss.Item()
+		if math.IsInf(float64(l), 0) || !same(g[0], c.want, 1e-6) {
+			t.Errorf("%v storage: loss %g, gradient %g: want a finite loss and %g", c.p, l, g[0], c.want)
+		}
+	}
+	dev.SetActivationStorage(PrecisionF32)
+}
