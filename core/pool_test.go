@@ -22,6 +22,25 @@ func (c *countingBackend) Alloc(n int) (backend.Buffer, error) {
 
 func (c *countingBackend) Memory() (free, total uint64, err error) { return c.total, c.total, nil }
 
+// lazyStep returns a lazy training step of a small two-layer model whose
+// gradients (16 KiB and 2 KiB) are new values at every step.
+func lazyStep(t *testing.T, dev *Device) func() {
+	w1 := dev.Param(make([]float32, 64*64), 64, 64)
+	w2 := dev.Param(make([]float32, 64*8), 64, 8)
+	x := dev.Full(0.5, 16, 64).Keep()
+	return func() {
+		w1.ZeroGrad()
+		w2.ZeroGrad()
+		loss := Sum(MatMul(Tanh(MatMul(x, w1)), w2))
+		if err := loss.Backward(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := loss.Data(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // The pool of freed buffers scales with the device (a large model's
 // gradients must fit, or every lazy step allocates them anew), and a lazy
 // step reuses every buffer of the step before.
@@ -35,20 +54,7 @@ func TestPoolReusesStepBuffers(t *testing.T) {
 	if got != 2<<30 {
 		t.Errorf("pool bound on a 16 GiB device %d, want 2 GiB (1/%d)", got, poolShare)
 	}
-	w1 := dev.Param(make([]float32, 64*64), 64, 64)
-	w2 := dev.Param(make([]float32, 64*8), 64, 8)
-	x := dev.Full(0.5, 16, 64).Keep()
-	step := func() {
-		w1.ZeroGrad()
-		w2.ZeroGrad()
-		loss := Sum(MatMul(Tanh(MatMul(x, w1)), w2))
-		if err := loss.Backward(); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := loss.Data(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	step := lazyStep(t, dev)
 	step()
 	step()
 	before := cb.allocs
@@ -80,22 +86,9 @@ func TestPoolGrowsWithRunsOnUnknownMemory(t *testing.T) {
 	if dev.poolBytes(); !dev.poolAdapts {
 		t.Fatal("poolAdapts false on a device whose memory is unknown")
 	}
-	dev.poolMax = 4 << 10 // the gradients below are 16 KiB and 2 KiB
+	dev.poolMax = 4 << 10 // below lazyStep's gradients
 	dev.mu.Unlock()
-	w1 := dev.Param(make([]float32, 64*64), 64, 64)
-	w2 := dev.Param(make([]float32, 64*8), 64, 8)
-	x := dev.Full(0.5, 16, 64).Keep()
-	step := func() {
-		w1.ZeroGrad()
-		w2.ZeroGrad()
-		loss := Sum(MatMul(Tanh(MatMul(x, w1)), w2))
-		if err := loss.Backward(); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := loss.Data(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	step := lazyStep(t, dev)
 	step()
 	step()
 	before := um.allocs
