@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ag-go/ag/core"
+	"github.com/ag-go/ag/internal/testenv"
 	"github.com/ag-go/ag/profile"
 )
 
@@ -177,6 +178,64 @@ func TestCaptureFollowsTrainEval(t *testing.T) {
 		}
 		if c.Records() != 2 || (name != "batchnorm" && same) {
 			t.Errorf("%s: back in training: %d recordings, outputs the same as the first training call: %t: want 2 recordings (one per mode) and new dropout masks", name, c.Records(), same)
+		}
+	}
+}
+
+// A captured step under SetActivationStorage replays the step it recorded,
+// 16-bit activations included: its losses and parameters follow the lazy
+// step's under the same storage.
+func TestCaptureStepActivationStorage(t *testing.T) {
+	dev := openDev(t)
+	prev, err := dev.SetActivationStorage(core.PrecisionBF16)
+	if err != nil {
+		testenv.Skipf(t, "%s: %v", dev.Name(), err)
+	}
+	defer dev.SetActivationStorage(prev)
+	const b, w = 64, 128 // hidden activations of 8192 values: stored
+	mk := func() (Sequential, *Adam) {
+		m := MLP(dev, []int{w, w, w, 1}, core.Tanh, rand.New(rand.NewPCG(7, 7)))
+		return m, NewAdam(m.Params(), 0.01)
+	}
+	lazyM, lazyOpt := mk()
+	capM, capOpt := mk()
+	step := CaptureStep(capOpt, func(in []*core.Tensor) *core.Tensor {
+		return MSELoss(capM.Forward(in[0]), in[1])
+	})
+	r := rand.New(rand.NewPCG(1, 1))
+	xs, ys := make([]float32, b*w), make([]float32, b)
+	for i := range 4 {
+		for k := range xs {
+			xs[k] = float32(r.NormFloat64())
+		}
+		for k := range ys {
+			ys[k] = float32(r.Float64())
+		}
+		lazyOpt.ZeroGrad()
+		l := MSELoss(lazyM.Forward(dev.Tensor(xs, b, w)), dev.Tensor(ys, b, 1))
+		if err := l.Backward(); err != nil {
+			t.Fatal(err)
+		}
+		lazyOpt.Step()
+		want, err := l.Item()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := step.Step(core.In(xs, b, w), core.In(ys, b, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(float64(got-want)) > 1e-5*(1+math.Abs(float64(want))) {
+			t.Errorf("step %d: captured loss %g, lazy %g", i, got, want)
+		}
+	}
+	for i, p := range capM.Params() {
+		a, _ := p.Data()
+		c, _ := lazyM.Params()[i].Data()
+		for k := range a {
+			if math.Abs(float64(a[k]-c[k])) > 1e-5 {
+				t.Fatalf("param %d element %d: captured %g, lazy %g", i, k, a[k], c[k])
+			}
 		}
 	}
 }
