@@ -261,8 +261,8 @@ func TestErrors(t *testing.T) {
 				t.Errorf("Memory() = %d, %d, %v", f, tot, err)
 			}
 			// the documented gaps only: ggml-vulkan converts f32 to bf16
-			// but not back (core.RoundBF16 says so)
-			want := map[string][]backend.Op{VulkanName: {backend.OpRoundBF16}}[name]
+			// but not back (core.RoundBF16 and SetActivationStorage say so)
+			want := map[string][]backend.Op{VulkanName: {backend.OpRoundBF16, backend.OpUnpackBF16}}[name]
 			if u := be.Caps().Unsupported; !slices.Equal(u, want) {
 				t.Errorf("%s lists unsupported ops %v, want %v", name, u, want)
 			}
