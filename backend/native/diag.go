@@ -55,7 +55,7 @@ func (l *lowering) opCounts() string {
 		t := C.ggml_graph_node(l.gf, C.int(k))
 		name := C.GoString(C.ggml_op_desc(t))
 		if t.op == C.GGML_OP_MUL_MAT {
-			name = fmt.Sprintf("%s[%dx%dx%d b%d]", name, t.ne[1]*t.ne[2], t.ne[0], t.src[0].ne[0], t.ne[2])
+			name = fmt.Sprintf("%s[%dx%dx%d b%d %s]", name, t.ne[1]*t.ne[2], t.ne[0], t.src[0].ne[0], t.ne[2], C.GoString(C.ggml_type_name(t.src[0]._type)))
 		}
 		counts[name]++
 	}

@@ -970,14 +970,15 @@ func (l *lowering) lowerMatMul(n *backend.Node) tensor {
 	return l.mulMat(x, y)
 }
 
-// halfOperands returns f16 copies of the inputs of matmul n when both are
-// round_f16 nodes, on ggml-vulkan (whose f16 matmul is its fast one) and
-// when K needs no splitting (see mulMat); else ok is false.
+// halfOperands returns f16 tensors of the inputs of matmul n when both
+// hold f16 values by construction (halfSource), on ggml-vulkan (whose f16
+// matmul is its fast one) and when K needs no splitting (see mulMat); else
+// ok is false.
 func (l *lowering) halfOperands(n *backend.Node) (a, b tensor, ok bool) {
-	ra, rb := &l.g.Nodes[n.In[0]], &l.g.Nodes[n.In[1]]
-	if l.d.isCPU || ra.Op != backend.OpRoundF16 || rb.Op != backend.OpRoundF16 {
+	if l.d.isCPU {
 		return nil, nil, false
 	}
+	ra := &l.g.Nodes[n.In[0]]
 	k := ra.Shape[len(ra.Shape)-1]
 	if n.TransA {
 		k = ra.Shape[len(ra.Shape)-2]
@@ -985,7 +986,33 @@ func (l *lowering) halfOperands(n *backend.Node) (a, b tensor, ok bool) {
 	if k > maxMatmulK {
 		return nil, nil, false
 	}
-	return C.ggml_cast(l.ctx, l.in(ra, 0), C.GGML_TYPE_F16), C.ggml_cast(l.ctx, l.in(rb, 0), C.GGML_TYPE_F16), true
+	a, okA := l.halfSource(n.In[0])
+	b, okB := l.halfSource(n.In[1])
+	return a, b, okA && okB
+}
+
+// halfSource returns an f16 tensor of node j's values when they are f16
+// values by construction: a round_f16 (the cast of its input), or an
+// unpack_f16 of a pack_f16 (the pack's own 16-bit values: activations that
+// core.Device.SetActivationStorage stored, read by a backward product).
+// The f16 product of such values sums the same exact products.
+func (l *lowering) halfSource(j int) (tensor, bool) {
+	nd := &l.g.Nodes[j]
+	switch nd.Op {
+	case backend.OpRoundF16:
+		return C.ggml_cast(l.ctx, l.in(nd, 0), C.GGML_TYPE_F16), true
+	case backend.OpUnpackF16:
+		if l.g.Nodes[nd.In[0]].Op != backend.OpPackF16 {
+			return nil, false
+		}
+		h := l.in(nd, 0) // 2*PackedLen(n) f16 values (packSource)
+		if nv := backend.NumElems(nd.Shape); nv%2 == 1 {
+			h = C.ggml_view_1d(l.ctx, h, C.int64_t(nv), 0)
+		}
+		w := ne(nd.Shape)
+		return C.ggml_reshape_4d(l.ctx, h, w[0], w[1], w[2], w[3]), true
+	}
+	return nil, false
 }
 
 // rowsContiguous reports whether t is a 2-D f32 matrix whose rows are

@@ -1,0 +1,47 @@
+//go:build ggml
+
+package native
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/ag-go/ag/backend"
+)
+
+// On ggml-vulkan a product of f16 values by construction runs as ggml's f16
+// matmul (its tensor-core path): operands rounded by round_f16, and
+// activations core stored in 16 bits (unpack_f16 of a pack_f16), so that
+// SetActivationStorage does not take the backward's products off it.
+func TestHalfMatMulOperands(t *testing.T) {
+	for _, name := range devices(t) {
+		if name != VulkanName {
+			continue // ggml-cpu multiplies f32: the rule is ggml-vulkan's
+		}
+		t.Run(name, func(t *testing.T) {
+			be := open(t, name)
+			d := be.(*device)
+			g := &backend.Graph{NumArgs: 3, Nodes: []backend.Node{
+				{Op: backend.OpArg, Arg: 0, Shape: []int{8, 16}},
+				{Op: backend.OpArg, Arg: 1, Shape: []int{16, 4}},
+				{Op: backend.OpPackF16, In: []int{0}, Shape: []int{64}},
+				{Op: backend.OpUnpackF16, In: []int{2}, Shape: []int{8, 16}},
+				{Op: backend.OpRoundF16, In: []int{1}, Shape: []int{16, 4}},
+				{Op: backend.OpMatMul, In: []int{3, 4}, Shape: []int{8, 4}},
+			}, Outputs: []backend.Output{{Node: 5, Arg: 2}}}
+			rng := rand.New(rand.NewPCG(4, 4))
+			runAndCompare(t, be, g, [][]float32{randVals(rng, 8*16), randVals(rng, 16*4), make([]float32, 8*4)}, 1e-5)
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			l, err := d.lower(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.free()
+			if c := l.opCounts(); !strings.Contains(c, " f16]=1") {
+				t.Errorf("want one f16 matmul: %s", c)
+			}
+		})
+	}
+}
