@@ -17,4 +17,5 @@ grep -A3 -- '--- FAIL' $OUT/native-conf.txt | head -20
 A="$R/ag bench -device ggml-vulkan -reps 20"
 timeout 200 $A -matmul 1024,2048,4096 -batch "" -modes captured -precision f32,f16 -json $OUT/ag-matmul.json 2>&1 | grep -v -E "$F"
 timeout 200 $A -matmul 4096 -batch 1024 -width 4096 -depth 8 -modes captured -precision f32,f16 -json $OUT/ag-mlp.json 2>&1 | grep -v -E "$F"
+timeout 200 $A -matmul "" -batch 1024 -width 4096 -depth 8 -modes captured -precision f16 -store16 -json $OUT/ag-mlp-store.json 2>&1 | grep -v -E "$F"   # f16 activation storage too
 timeout 200 $A -matmul "" -batch "" -gpt 4x256 -gpt-ctx 128 -gpt-batch 32 -modes captured -precision f32,f16 -json $OUT/ag-gpt.json 2>&1 | grep -v -E "$F"
