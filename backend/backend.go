@@ -52,8 +52,16 @@ func (c Caps) Supports(op Op) bool {
 // RunInfo is what one Program.Run measured.
 type RunInfo struct {
 	// DeviceTime is the compute time of the run: device-measured when
-	// Caps.DeviceTimer, else the host time of the run itself.
+	// Caps.DeviceTimer, else the host time of the run itself; 0 when
+	// Pending.
 	DeviceTime time.Duration
+	// Pending: Run submitted the work and returned without waiting for it
+	// (the browser's WebGPU, where a wait is a round trip to the GPU
+	// process, about a millisecond each). Reads and later runs are ordered
+	// after it, so reading the results is still safe; the run's time is
+	// not measured, and a device error it meets is returned by the next
+	// read or run. RunTimed always waits.
+	Pending bool
 	// Launches counts submissions to the device (kernel launches on a
 	// per-op executor, command buffers / graph computes on a GPU).
 	Launches int
@@ -63,8 +71,9 @@ type RunInfo struct {
 type Program interface {
 	// Run executes the graph once. len(args) must be Graph.NumArgs; each
 	// args[i] must come from the same backend and hold at least as many
-	// elements as the nodes that read or write it. Run returns when the
-	// results are in the output buffers (reading them is then safe).
+	// elements as the nodes that read or write it. Run returns when reading
+	// the results is safe: they are in the output buffers, or (RunInfo.
+	// Pending) every read waits for them.
 	Run(args []Buffer) (RunInfo, error)
 	// Release frees what Compile made. The program must not run afterwards.
 	Release()

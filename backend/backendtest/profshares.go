@@ -39,6 +39,29 @@ func profileGraph(n, m, adds int) *builder {
 	return b
 }
 
+// runTime runs p once and returns its compute time: the device's where
+// Caps.DeviceTimer and the run waited, else the host's around the run and,
+// for a run that did not wait (RunInfo.Pending), a one-value read of its
+// last arg, which waits for it.
+func (s *suite) runTime(t *testing.T, p backend.Program, bufs []backend.Buffer) time.Duration {
+	t.Helper()
+	start := time.Now()
+	info, err := p.Run(bufs)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if info.Pending {
+		if err := s.be.Read(bufs[len(bufs)-1], 0, make([]float32, 1)); err != nil {
+			t.Fatalf("Read after a pending run: %v", err)
+		}
+	}
+	host := time.Since(start)
+	if s.caps.DeviceTimer && !info.Pending {
+		return info.DeviceTime
+	}
+	return host
+}
+
 // minProductTime is the least time the product must take alone: on a fast
 // device a 512^3 product takes 15 us, no more than a launch, and its share
 // would measure launch costs, not the profiler.
@@ -59,16 +82,7 @@ func productSize(t *testing.T, s *suite) int {
 		bufs := s.upload(t, b.args)
 		best := time.Duration(math.MaxInt64)
 		for range 3 {
-			start := time.Now()
-			info, err := p.Run(bufs)
-			host := time.Since(start)
-			if err != nil {
-				t.Fatalf("Run: %v", err)
-			}
-			if !s.caps.DeviceTimer {
-				info.DeviceTime = host
-			}
-			best = min(best, info.DeviceTime)
+			best = min(best, s.runTime(t, p, bufs))
 		}
 		p.Release()
 		if best >= minProductTime {
@@ -130,17 +144,9 @@ func testProfileShares(t *testing.T, s *suite) {
 				t.Fatalf("RunTimed: %v", err)
 			}
 			for _, f := range refs {
-				start := time.Now()
-				info, err := f.p.Run(f.bufs)
-				host := time.Since(start)
-				if err != nil {
-					t.Fatalf("Run: %v", err)
-				}
-				if !s.caps.DeviceTimer {
-					info.DeviceTime = host
-				}
+				d := s.runTime(t, f.p, f.bufs)
 				if r > 0 {
-					f.ds = append(f.ds, float64(info.DeviceTime))
+					f.ds = append(f.ds, float64(d))
 				}
 			}
 			if r == 0 {

@@ -23,6 +23,7 @@ import (
 //	(*dev).newBindGroup(p *gpipe, entries []bindEntry) (*gbind, error)
 //	(*dev).releaseBindGroup(*gbind)
 //	(*dev).run(passes [][]dispatch, copies []copyOp, timed bool) (ticks []uint64, err error)
+//	(*dev).deferRun(passes [][]dispatch, copies []copyOp) (deferred bool, err error)
 //	(*dev).close()
 
 // devInfo describes the adapter and the limits the device was created with.

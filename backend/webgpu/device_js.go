@@ -431,6 +431,30 @@ func (d *dev) run(passes [][]dispatch, copies []copyOp, timed bool) ([]uint64, e
 	return raw, nil
 }
 
+// deferRun records the passes and submits them without waiting: the next
+// settle (a read's map, a run's wait) reports their validation errors. A
+// wait per plain run was a round trip to the GPU process each, a
+// millisecond, most of a small step's time in the browser.
+func (d *dev) deferRun(passes [][]dispatch, copies []copyOp) (deferred bool, err error) {
+	d.scopedLater(func() {
+		enc := d.device.Call("createCommandEncoder")
+		for _, pass := range passes {
+			cp := enc.Call("beginComputePass", map[string]any{})
+			for _, ds := range pass {
+				cp.Call("setPipeline", ds.pipe.p)
+				cp.Call("setBindGroup", 0, ds.bind.g)
+				cp.Call("dispatchWorkgroups", ds.x, ds.y, ds.z)
+			}
+			cp.Call("end")
+		}
+		for _, c := range copies {
+			enc.Call("copyBufferToBuffer", c.src.v, c.srcOff, c.dst.v, c.dstOff, c.size)
+		}
+		d.queue.Call("submit", []any{enc.Call("finish")})
+	})
+	return true, nil
+}
+
 func (d *dev) close() {
 	d.releaseQueries()
 	if d.stageSize > 0 {

@@ -552,6 +552,13 @@ func (d *dev) run(passes [][]dispatch, copies []copyOp, timed bool) ([]uint64, e
 	return raw, nil
 }
 
+// deferRun submits nothing and returns false: a wait costs wgpu-native a
+// poll, not a round trip, so plain runs keep waiting (run) and measuring
+// their device time here.
+func (d *dev) deferRun(passes [][]dispatch, copies []copyOp) (deferred bool, err error) {
+	return false, nil
+}
+
 func (d *dev) close() {
 	d.releaseQueries()
 	if d.staging != nil {

@@ -110,10 +110,16 @@ func (p *program) run(args []backend.Buffer, nodeTimes *backend.NodeTimes) (back
 		p.cal.spread(info.DeviceTime, host, nodeTimes)
 		return info, nil
 	}
-	// A plain run waits and reports its device time too (RunInfo's
-	// contract; backendtest's profile-shares sizes its product by it). Not
-	// waiting would spare the browser a round trip per step: that needs a
-	// RunInfo that may say "not measured" first.
+	// A plain run is not waited for where a wait is a round trip (the
+	// browser): RunInfo.Pending, the next read waits. Elsewhere it waits and
+	// reports its device time.
+	deferred, err := p.b.d.deferRun([][]dispatch{ds}, copies)
+	if err != nil {
+		return backend.RunInfo{}, fmt.Errorf("webgpu.Run: %w", err)
+	}
+	if deferred {
+		return backend.RunInfo{Launches: 1, Pending: true}, nil
+	}
 	info, _, err := p.runWhole(ds, copies)
 	if err != nil {
 		return backend.RunInfo{}, fmt.Errorf("webgpu.Run: %w", err)
