@@ -19,7 +19,7 @@
 # launcher .chr/run-chr.sh. Then, in consecutive device calls:
 #   1. carry .chr/p00:  mkdir -p /root/chr && cp .chr/p00 /root/chr/
 #   2. carry .chr/p01:  cp .chr/p01 /root/chr/
-#   3. carry .chr/p02 .chr/agbrow .chr/run-chr.sh .chr/agnat.gz and .run
+#   3. carry .chr/p02 .chr/extra.tar.xz .chr/agbrow .chr/run-chr.sh .chr/agnat.gz and .run
 #      (Debian's libvulkan1 and GL dispatch .debs, see bench/h200.sh):
 #      bash bench/h200-browser.sh run
 set -euo pipefail
@@ -54,15 +54,32 @@ export VK_DRIVER_FILES=$VK_ICD_FILENAMES
 exec $R/usr/lib/chromium/chromium "$@"
 EOF
   chmod +x .chr/run-chr.sh
+  extras
   rm -rf .chr/agbrow && bash bench/browser/pack.sh .chr/agbrow
   go build -ldflags="-s -w" -o .chr/agnat ./cmd/ag && gzip -f -9 .chr/agnat
   ls -la .chr
+}
+
+# extras packs .chr/extra.tar.xz: the libraries chromium loads from /lib
+# (merged /usr: dpkg -S by name misses them, and the GPU machine lacks
+# libdbus-1, libexpat and others), all but the C and C++ runtimes, which
+# are the GPU machine's own.
+extras() {
+  local x=/tmp/ag-chr-extra so b
+  rm -rf "$x" && mkdir -p "$x/lib/x86_64-linux-gnu"
+  for so in $(ldd /usr/lib/chromium/chromium | awk '/=> \//{print $3}'); do
+    b=$(basename "$so")
+    case "$b" in libc.so* | libm.so* | libpthread* | libdl.so* | librt.so* | libstdc++* | libgcc_s*) continue ;; esac
+    cp -L "$so" "$x/lib/x86_64-linux-gnu/$b"
+  done
+  tar -C "$x" -cJf .chr/extra.tar.xz .
 }
 
 run() {
   mkdir -p /opt/chr
   cp .chr/p02 /root/chr/
   cat /root/chr/p0* | xz -dc | tar -C /opt/chr -xf -
+  tar -C /opt/chr -xJf .chr/extra.tar.xz
   cp .chr/run-chr.sh /opt/chr/run.sh
   rm -rf /root/agbrow && cp -r .chr/agbrow /root/agbrow
   (cd .run && for f in *.deb; do dpkg -x "$f" /; done) && ldconfig
@@ -79,6 +96,7 @@ run() {
 
 case "${1:-}" in
 prepare) prepare ;;
+extras) extras ;;
 run) run ;;
-*) echo "usage: $0 prepare|run (see the comment at the top)" >&2; exit 2 ;;
+*) echo "usage: $0 prepare|extras|run (see the comment at the top)" >&2; exit 2 ;;
 esac
