@@ -54,22 +54,24 @@ export VK_DRIVER_FILES=$VK_ICD_FILENAMES
 exec $R/usr/lib/chromium/chromium "$@"
 EOF
   chmod +x .chr/run-chr.sh
-  extras
+  extras "$root"
   rm -rf .chr/agbrow && bash bench/browser/pack.sh .chr/agbrow
   go build -ldflags="-s -w" -o .chr/agnat ./cmd/ag && gzip -f -9 .chr/agnat
   ls -la .chr
 }
 
-# extras packs .chr/extra.tar.xz: the libraries chromium loads from /lib
-# (merged /usr: dpkg -S by name misses them, and the GPU machine lacks
-# libdbus-1, libexpat and others), all but the C and C++ runtimes, which
-# are the GPU machine's own.
+# extras packs .chr/extra.tar.xz: the libraries chromium loads that the
+# unpacked packages in ROOT (prepare's tree; none given: every one) lack -
+# those under /lib (merged /usr: dpkg -S by name misses them, and the GPU
+# machine lacks libdbus-1, libexpat and others) - but the C and C++
+# runtimes, which are the GPU machine's own.
 extras() {
-  local x=/tmp/ag-chr-extra so b
+  local root=${1:-} x=/tmp/ag-chr-extra so b
   rm -rf "$x" && mkdir -p "$x/lib/x86_64-linux-gnu"
   for so in $(ldd /usr/lib/chromium/chromium | awk '/=> \//{print $3}'); do
     b=$(basename "$so")
     case "$b" in libc.so* | libm.so* | libpthread* | libdl.so* | librt.so* | libstdc++* | libgcc_s*) continue ;; esac
+    if [ -n "$root" ] && [ -n "$(find "$root" -name "$b" -print -quit)" ]; then continue; fi
     cp -L "$so" "$x/lib/x86_64-linux-gnu/$b"
   done
   tar -C "$x" -cJf .chr/extra.tar.xz .
@@ -96,7 +98,7 @@ run() {
 
 case "${1:-}" in
 prepare) prepare ;;
-extras) extras ;;
+extras) extras "${2:-}" ;;
 run) run ;;
 *) echo "usage: $0 prepare|extras|run (see the comment at the top)" >&2; exit 2 ;;
 esac
