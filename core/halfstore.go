@@ -26,6 +26,9 @@ import (
 // nn.GradScaler skips the step) while the loss stays finite; bf16 has
 // f32's range and 8 significant bits instead of 11.
 //
+// A Checkpoint segment is recomputed in the backward from its inputs as
+// they were stored, so its recomputed values carry that rounding too.
+//
 // Only a forward and backward in one run share activations this way (the
 // usual step: forward, Backward, optimizer update, then a read). Values
 // kept across runs for a later Backward stay f32. A recorded Capture keeps
