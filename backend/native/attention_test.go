@@ -73,14 +73,7 @@ func TestAttentionSharedMask(t *testing.T) {
 			if d.isCPU {
 				return
 			}
-			d.mu.Lock()
-			defer d.mu.Unlock()
-			l, err := d.lower(g)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer l.free()
-			if c := l.opCounts(); !strings.Contains(c, " FLASH_ATTN_EXT=2") || !strings.Contains(c, " REPEAT=1") {
+			if c := loweredOps(t, d, g); !strings.Contains(c, " FLASH_ATTN_EXT=2") || !strings.Contains(c, " REPEAT=1") {
 				t.Errorf("want two flash attentions and one mask: %s", c)
 			}
 		})

@@ -32,16 +32,22 @@ func TestHalfMatMulOperands(t *testing.T) {
 			}, Outputs: []backend.Output{{Node: 5, Arg: 2}}}
 			rng := rand.New(rand.NewPCG(4, 4))
 			runAndCompare(t, be, g, [][]float32{randVals(rng, 8*16), randVals(rng, 16*4), make([]float32, 8*4)}, 1e-5)
-			d.mu.Lock()
-			defer d.mu.Unlock()
-			l, err := d.lower(g)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer l.free()
-			if c := l.opCounts(); !strings.Contains(c, " f16]=1") {
+			if c := loweredOps(t, d, g); !strings.Contains(c, " f16]=1") {
 				t.Errorf("want one f16 matmul: %s", c)
 			}
 		})
 	}
+}
+
+// loweredOps lowers g on d and returns its ggml op counts (opCounts).
+func loweredOps(t *testing.T, d *device, g *backend.Graph) string {
+	t.Helper()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	l, err := d.lower(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.free()
+	return l.opCounts()
 }

@@ -391,6 +391,34 @@ func (d *dev) run(passes [][]dispatch, copies []copyOp, timed bool) ([]uint64, e
 			return nil, err
 		}
 	}
+	d.submit(passes, copies, timed)
+	if !timed {
+		_, err := d.settle(d.queue.Call("onSubmittedWorkDone"))
+		return nil, err
+	}
+	// Mapping the timestamps waits for the run: one round trip.
+	raw := make([]uint64, nq)
+	if err := d.mapRead(d.qReadout, 8*uint64(nq), u64Bytes(raw)); err != nil {
+		return nil, fmt.Errorf("timestamps: %w", err)
+	}
+	return raw, nil
+}
+
+// deferRun records the passes and submits them without waiting: the next
+// settle (a read's map, a run's wait) reports their validation errors. A
+// wait per plain run was a round trip to the GPU process each, a
+// millisecond, most of a small step's time in the browser.
+func (d *dev) deferRun(passes [][]dispatch, copies []copyOp) (deferred bool, err error) {
+	d.submit(passes, copies, false)
+	return true, nil
+}
+
+// submit records the passes and copies into one encoder and submits it in
+// an error scope the next settle reports. With timed, the first pass writes
+// a timestamp at its start and every pass one at its end, resolved into
+// the readout buffer (ensureQueries made room).
+func (d *dev) submit(passes [][]dispatch, copies []copyOp, timed bool) {
+	nq := uint32(len(passes) + 1)
 	d.scopedLater(func() {
 		enc := d.device.Call("createCommandEncoder")
 		for i, pass := range passes {
@@ -419,40 +447,6 @@ func (d *dev) run(passes [][]dispatch, copies []copyOp, timed bool) ([]uint64, e
 		}
 		d.queue.Call("submit", []any{enc.Call("finish")})
 	})
-	if !timed {
-		_, err := d.settle(d.queue.Call("onSubmittedWorkDone"))
-		return nil, err
-	}
-	// Mapping the timestamps waits for the run: one round trip.
-	raw := make([]uint64, nq)
-	if err := d.mapRead(d.qReadout, 8*uint64(nq), u64Bytes(raw)); err != nil {
-		return nil, fmt.Errorf("timestamps: %w", err)
-	}
-	return raw, nil
-}
-
-// deferRun records the passes and submits them without waiting: the next
-// settle (a read's map, a run's wait) reports their validation errors. A
-// wait per plain run was a round trip to the GPU process each, a
-// millisecond, most of a small step's time in the browser.
-func (d *dev) deferRun(passes [][]dispatch, copies []copyOp) (deferred bool, err error) {
-	d.scopedLater(func() {
-		enc := d.device.Call("createCommandEncoder")
-		for _, pass := range passes {
-			cp := enc.Call("beginComputePass", map[string]any{})
-			for _, ds := range pass {
-				cp.Call("setPipeline", ds.pipe.p)
-				cp.Call("setBindGroup", 0, ds.bind.g)
-				cp.Call("dispatchWorkgroups", ds.x, ds.y, ds.z)
-			}
-			cp.Call("end")
-		}
-		for _, c := range copies {
-			enc.Call("copyBufferToBuffer", c.src.v, c.srcOff, c.dst.v, c.dstOff, c.size)
-		}
-		d.queue.Call("submit", []any{enc.Call("finish")})
-	})
-	return true, nil
 }
 
 func (d *dev) close() {
