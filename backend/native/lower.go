@@ -188,15 +188,22 @@ func (l *lowering) packSource(n *backend.Node) tensor {
 
 // unpack converts a pack's 16-bit values (or an arg's words) to f32.
 func (l *lowering) unpack(n *backend.Node) tensor {
+	return C.ggml_cast(l.ctx, l.packedValues(n), C.GGML_TYPE_F32)
+}
+
+// packedValues is the 16-bit values unpack node n reads, as a tensor of
+// n's shape: a view of its pack's value (2*PackedLen(n) values, see
+// packSource) or of its arg's words.
+func (l *lowering) packedValues(n *backend.Node) tensor {
 	h := l.in(n, 0)
 	if src := &l.g.Nodes[n.In[0]]; src.Op == backend.OpArg {
 		h = l.newWordsArg(halfType(n.Op), src.Shape[0], src.Arg)
 	}
-	f := C.ggml_cast(l.ctx, h, C.GGML_TYPE_F32)
 	if nv := backend.NumElems(n.Shape); nv%2 == 1 {
-		f = C.ggml_view_1d(l.ctx, f, C.int64_t(nv), 0)
+		h = C.ggml_view_1d(l.ctx, h, C.int64_t(nv), 0)
 	}
-	return l.reshape(f, n.Shape)
+	w := ne(n.Shape)
+	return C.ggml_reshape_4d(l.ctx, h, w[0], w[1], w[2], w[3])
 }
 
 func (l *lowering) constant(shape []int, v float32) tensor {
@@ -1005,12 +1012,7 @@ func (l *lowering) halfSource(j int) (tensor, bool) {
 		if l.g.Nodes[nd.In[0]].Op != backend.OpPackF16 {
 			return nil, false
 		}
-		h := l.in(nd, 0) // 2*PackedLen(n) f16 values (packSource)
-		if nv := backend.NumElems(nd.Shape); nv%2 == 1 {
-			h = C.ggml_view_1d(l.ctx, h, C.int64_t(nv), 0)
-		}
-		w := ne(nd.Shape)
-		return C.ggml_reshape_4d(l.ctx, h, w[0], w[1], w[2], w[3]), true
+		return l.packedValues(nd), true
 	}
 	return nil, false
 }
