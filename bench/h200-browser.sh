@@ -22,6 +22,12 @@
 #   3. carry .chr/p02 .chr/extra.tar.xz .chr/agbrow .chr/run-chr.sh .chr/agnat.gz and .run
 #      (Debian's libvulkan1 and GL dispatch .debs, see bench/h200.sh):
 #      bash bench/h200-browser.sh run
+# or, for the WebGPU tests in that browser on the GPU (TestInBrowser with
+# AG_BROWSERTEST_GPU=1: the conformance suite, the package's tests and the
+# f16 matmul tiles, which need a GPU's shader-f16), carry .chr/browsertest.gz
+# and .chr/btwasm.tar.xz instead of agbrow and agnat.gz:
+#      bash bench/h200-browser.sh tests
+# (`bash bench/h200-browser.sh testbins` rebuilds just those two.)
 set -euo pipefail
 
 prepare() {
@@ -57,7 +63,18 @@ EOF
   extras "$root"
   rm -rf .chr/agbrow && bash bench/browser/pack.sh .chr/agbrow
   go build -ldflags="-s -w" -o .chr/agnat ./cmd/ag && gzip -f -9 .chr/agnat
+  testbins
   ls -la .chr
+}
+
+# testbins builds the browser tests for a machine without Go: the harness
+# (.chr/browsertest.gz) and its wasm binaries with wasm_exec.js
+# (.chr/btwasm.tar.xz).
+testbins() {
+  rm -rf .chr/btwasm && mkdir -p .chr
+  AG_BROWSERTEST_WASM=$PWD/.chr/btwasm go test -count=1 -run '^TestBuildWasm$' ./backend/webgpu/browsertest
+  tar -C .chr -cJf .chr/btwasm.tar.xz btwasm && rm -rf .chr/btwasm
+  go test -c -o .chr/browsertest ./backend/webgpu/browsertest && gzip -f -9 .chr/browsertest
 }
 
 # extras packs .chr/extra.tar.xz: the libraries chromium loads that the
@@ -77,15 +94,30 @@ extras() {
   tar -C "$x" -cJf .chr/extra.tar.xz .
 }
 
-run() {
+# unpack puts chromium (the three parts) and its extra libraries into
+# /opt/chr with the launcher /opt/chr/run.sh, and the Vulkan loader and GL
+# dispatch libraries (.run's .debs) into /.
+unpack() {
   mkdir -p /opt/chr
   cp .chr/p02 /root/chr/
   cat /root/chr/p0* | xz -dc | tar -C /opt/chr -xf -
   tar -C /opt/chr -xJf .chr/extra.tar.xz
   cp .chr/run-chr.sh /opt/chr/run.sh
-  rm -rf /root/agbrow && cp -r .chr/agbrow /root/agbrow
   (cd .run && for f in *.deb; do dpkg -x "$f" /; done) && ldconfig
   export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+}
+
+tests() {
+  unpack
+  local out=${OUT:-/tmp} d=/root/bt
+  rm -rf $d && mkdir -p $d && tar -C $d -xJf .chr/btwasm.tar.xz && gunzip -c .chr/browsertest.gz >$d/browsertest && chmod +x $d/browsertest
+  AG_CHROMIUM=/opt/chr/run.sh AG_BROWSERTEST_GPU=1 AG_BROWSERTEST_WASM=$d/btwasm AG_BROWSERTEST_LOG="$out/bt-" \
+    $d/browsertest -test.run "${BT_RUN:-^TestInBrowser$}" -test.v -test.timeout "${BT_TIMEOUT:-9m}" 2>&1 | tee "$out/browsertest.txt"
+}
+
+run() {
+  unpack
+  rm -rf /root/agbrow && cp -r .chr/agbrow /root/agbrow
   gunzip -c .chr/agnat.gz >/root/agnat && chmod +x /root/agnat
   local out=${OUT:-/tmp}
   (cd /root/agbrow && ./run.sh -probe -gpu -chromium /opt/chr/run.sh -json "$out/browser-probe.json")
@@ -100,5 +132,7 @@ case "${1:-}" in
 prepare) prepare ;;
 extras) extras "${2:-}" ;;
 run) run ;;
-*) echo "usage: $0 prepare|extras|run (see the comment at the top)" >&2; exit 2 ;;
+tests) tests ;;
+testbins) testbins ;;
+*) echo "usage: $0 prepare|extras|testbins|run|tests (see the comment at the top)" >&2; exit 2 ;;
 esac

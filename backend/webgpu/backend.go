@@ -51,7 +51,39 @@ func (driver) Open() (backend.Backend, error) {
 	}
 	b := &Backend{d: d, pipes: map[string]*gpipe{}, bindLimit: d.info.maxBinding, maxTrips: maxTrips}
 	b.total = memoryBudget(d.info)
+	b.noF16 = os.Getenv("AG_WEBGPU_F16") == "off"
+	if d.info.f16 && !b.compilesF16() {
+		d.info.f16 = false
+	}
 	return b, nil
+}
+
+// f16Enable opens every shader that uses f16 (WGSL's enable directive).
+const f16Enable = "enable f16;\n"
+
+// f16Probe uses f16 the way the matmul's f16 tiles do.
+const f16Probe = f16Enable + `@group(0) @binding(0) var<storage, read_write> Y: array<f32>;
+var<workgroup> T: array<vec4<f16>, 4>;
+@compute @workgroup_size(4)
+fn main(@builtin(local_invocation_index) i: u32) {
+	T[i] = vec4<f16>(f16(Y[i]));
+	workgroupBarrier();
+	Y[i] = vec4<f32>(T[3u - i]).x;
+}
+`
+
+// compilesF16 reports whether the device's shader compiler takes f16: an
+// adapter may offer shader-f16 while the WGSL compiler does not know the
+// type (wgpu-native 0.23's Naga on lavapipe and NVIDIA's Vulkan driver).
+func (b *Backend) compilesF16() bool {
+	var err error
+	quietly(func() {
+		var p *gpipe
+		if p, err = b.d.newPipeline("f16_probe", f16Probe, []bool{false}); err == nil {
+			b.d.releasePipeline(p)
+		}
+	})
+	return err == nil
 }
 
 // Backend is an opened WebGPU device. Its methods are safe for concurrent
@@ -81,6 +113,9 @@ type Backend struct {
 	attnForce *attnTuning
 	// noFuse turns fusion off (tests and benchmarks compare both ways).
 	noFuse bool
+	// noF16 keeps matmul tiles f32 on a device with shader-f16 (tests and
+	// benchmarks compare both ways; AG_WEBGPU_F16=off).
+	noF16 bool
 	// maxTrips is the bound on a data-sized loop of one invocation
 	// (the constant maxTrips; tests lower it to exercise the splits on
 	// small tensors).

@@ -161,6 +161,7 @@ func probeDev() (devInfo, error) {
 	info := jsDesc(ad)
 	jsLimits(&info, ad.Get("limits"))
 	info.timestamps = ad.Get("features").Call("has", "timestamp-query").Bool()
+	info.f16 = ad.Get("features").Call("has", "shader-f16").Bool()
 	return info, nil
 }
 
@@ -186,13 +187,18 @@ func openDev() (*dev, error) {
 			"maxStorageBuffersPerShaderStage":   upTo("maxStorageBuffersPerShaderStage", 40),
 		},
 	}
-	ts := ad.Get("features").Call("has", "timestamp-query").Bool()
-	if ts {
-		desc["requiredFeatures"] = []any{"timestamp-query"}
+	var feats []any
+	for _, f := range []string{"timestamp-query", "shader-f16"} {
+		if ad.Get("features").Call("has", f).Bool() {
+			feats = append(feats, f)
+		}
+	}
+	if feats != nil {
+		desc["requiredFeatures"] = feats
 	}
 	device, err := await(ad.Call("requestDevice", desc))
-	if err != nil && ts {
-		ts = false
+	if err != nil && feats != nil {
+		feats = nil
 		delete(desc, "requiredFeatures")
 		device, err = await(ad.Call("requestDevice", desc))
 	}
@@ -202,7 +208,8 @@ func openDev() (*dev, error) {
 	d := &dev{adapter: ad, device: device, queue: device.Get("queue")}
 	d.info = jsDesc(ad)
 	jsLimits(&d.info, device.Get("limits"))
-	d.info.timestamps = ts && device.Get("features").Call("has", "timestamp-query").Bool()
+	d.info.timestamps = feats != nil && device.Get("features").Call("has", "timestamp-query").Bool()
+	d.info.f16 = feats != nil && device.Get("features").Call("has", "shader-f16").Bool()
 	return d, nil
 }
 
@@ -457,3 +464,7 @@ func (d *dev) close() {
 	}
 	d.device.Call("destroy")
 }
+
+// quietly runs f: the browser reports errors through error scopes, not a
+// log.
+func quietly(f func()) { f() }

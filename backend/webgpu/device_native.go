@@ -190,6 +190,7 @@ func probeDev() (devInfo, error) {
 	info := adapterDesc(ad)
 	fillLimits(&info, ad.GetLimits().Limits)
 	info.timestamps = ad.HasFeature(wgpu.FeatureNameTimestampQuery)
+	info.f16 = ad.HasFeature(wgpu.FeatureNameShaderF16)
 	ad.Release()
 	return info, nil
 }
@@ -214,12 +215,15 @@ func openDev() (*dev, error) {
 	lim.MaxComputeWorkgroupSizeY = min(al.MaxComputeWorkgroupSizeY, 1024)
 	lim.MaxStorageBuffersPerShaderStage = min(al.MaxStorageBuffersPerShaderStage, 40)
 	var feats []wgpu.FeatureName
-	if ad.HasFeature(wgpu.FeatureNameTimestampQuery) {
-		feats = append(feats, wgpu.FeatureNameTimestampQuery)
+	for _, f := range []wgpu.FeatureName{wgpu.FeatureNameTimestampQuery, wgpu.FeatureNameShaderF16} {
+		if ad.HasFeature(f) {
+			feats = append(feats, f)
+		}
 	}
 	device, err := ad.RequestDevice(&wgpu.DeviceDescriptor{Label: "ag", RequiredFeatures: feats, RequiredLimits: &wgpu.RequiredLimits{Limits: lim}})
 	if err != nil && feats != nil {
-		// Retry without timestamps: device time then falls back to the host clock.
+		// Retry without features: device time then falls back to the host
+		// clock, and matmul tiles stay f32.
 		feats = nil
 		device, err = ad.RequestDevice(&wgpu.DeviceDescriptor{Label: "ag", RequiredLimits: &wgpu.RequiredLimits{Limits: lim}})
 	}
@@ -231,6 +235,7 @@ func openDev() (*dev, error) {
 	d.info = adapterDesc(ad)
 	fillLimits(&d.info, device.GetLimits().Limits)
 	d.info.timestamps = feats != nil && device.HasFeature(wgpu.FeatureNameTimestampQuery)
+	d.info.f16 = feats != nil && device.HasFeature(wgpu.FeatureNameShaderF16)
 	// Spinning costs a CPU core while the GPU works: worth it on a GPU,
 	// not on a software adapter that needs the cores itself.
 	switch os.Getenv("AG_WEBGPU_WAIT") {

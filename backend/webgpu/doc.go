@@ -57,6 +57,14 @@
 // outputs (a dot product, a row times a few columns) run as dot products,
 // one workgroup per output and part of K.
 //
+// On a device with shader-f16 (requested whenever the adapter offers it) a
+// matmul whose operands are both f16 values - the RoundF16 operands of
+// core's f16 matmul precision, or unpack_f16 outputs - stages its tiles in
+// f16 workgroup memory: exact, since every value is an f16, and bit for bit
+// the f32 kernel's result, since products and sums stay f32 in the same
+// order; half the workgroup memory traffic. AG_WEBGPU_F16=off keeps f32
+// tiles (for comparison).
+//
 // # Attention
 //
 // attention.go runs attention as one kernel in the manner of

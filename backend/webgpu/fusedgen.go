@@ -573,6 +573,23 @@ func (p *program) lowerGroup(fp *fusePlan, last int, locs []loc) error {
 	return nil
 }
 
+// f16Valued reports whether every value of node j is an f16 value (or
+// Inf or NaN) by its op: a RoundF16 (the matmul precision switch's
+// operands) or an unpack_f16, seen through reshapes.
+func f16Valued(g *backend.Graph, j int) bool {
+	for {
+		n := &g.Nodes[j]
+		switch n.Op {
+		case backend.OpReshape:
+			j = n.In[0]
+		case backend.OpRoundF16, backend.OpUnpackF16:
+			return true
+		default:
+			return false
+		}
+	}
+}
+
 // lowerMatmul adds the dispatches of matmul node mi computing root r (r ==
 // mi: a plain matmul; else r's chain is the epilogue): one register-blocked
 // kernel, or with K split, the partial products into the program's scratch
@@ -604,6 +621,7 @@ func (p *program) lowerMatmul(r, mi int, locs []loc) error {
 		pl.cfg = mmMedium
 	}
 	c := pl.cfg
+	half := p.b.d.info.f16 && !p.b.noF16 && f16Valued(g, mn.In[0]) && f16Valued(g, mn.In[1])
 	gx, gy, gz := ceilDiv(N, c.BN), ceilDiv(M, c.BM), batch*pl.split
 	if mx := uint64(max(p.b.d.info.maxWGPerDim, 1)); uint64(gx)*uint64(gy)*uint64(gz) > mx*mx {
 		return fmt.Errorf("matmul grid %dx%dx%d exceeds %d workgroups in two dimensions", gx, gy, gz, mx)
@@ -642,7 +660,7 @@ func (p *program) lowerMatmul(r, mi int, locs []loc) error {
 			e.w.WriteString("fn epi(i: u32, acc: f32) -> f32 { return " + e.name(r) + "(i, acc); }\n")
 			epi.fns = e.w.String()
 		}
-		p.add(r, matmulKernel2(c, mn.TransA, mn.TransB, vec, epi), binds,
+		p.add(r, matmulKernel2(c, mn.TransA, mn.TransB, vec, half, epi), binds,
 			append([]uint32{uint32(M), uint32(N), uint32(K), uint32(kc), 1}, tiles...), x, y, 1)
 		return nil
 	}
@@ -650,7 +668,7 @@ func (p *program) lowerMatmul(r, mi int, locs []loc) error {
 	ne := batch * M * N
 	part := bref{kind: refScratch, size: uint64(S*ne) * 4}
 	p.scratchBytes = max(p.scratchBytes, part.size)
-	p.add(r, matmulKernel2(c, mn.TransA, mn.TransB, vec, nil), []bref{ref(mn.In[0]), ref(mn.In[1]), part},
+	p.add(r, matmulKernel2(c, mn.TransA, mn.TransB, vec, half, nil), []bref{ref(mn.In[0]), ref(mn.In[1]), part},
 		append([]uint32{uint32(M), uint32(N), uint32(K), uint32(splitK(K, S, c.BK)), uint32(S)}, tiles...), x, y, 1)
 	// The sum of the parts, pairwise, and the epilogue.
 	decls := []bindDecl{{name: "Part"}}

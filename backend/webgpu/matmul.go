@@ -133,13 +133,24 @@ type epilogue struct {
 // maxComputeWorkgroupsPerDimension. With S > 1 tile z = b*S + s multiplies
 // K range [s*Kc, s*Kc+Kc) of batch b and stores that partial product as
 // matrix z of Y (epi must be nil: the reduction applies it).
-func matmulKernel2(c mmCfg, transA, transB, vec bool, epi *epilogue) *kernel {
+//
+// half (shader-f16) stages the tiles in workgroup memory as f16: for
+// operands whose values are all f16 values (the matmul precision switch's
+// RoundF16), so the conversion is exact. Products and sums stay f32, each
+// product of two f16 values is exact in f32, and the order of the sums is
+// the same: the result is bit for bit that of the f32 tiles, with half the
+// workgroup memory traffic.
+func matmulKernel2(c mmCfg, transA, transB, vec, half bool, epi *epilogue) *kernel {
 	U := 1 // elements per global load
 	if vec {
 		U = 4
 	}
 	th := c.threads()
 	TX, TY := c.BN/c.TN, c.BM/c.TM
+	scal, tile := "f32", "vec4<f32>" // workgroup memory's element and vec4
+	if half {
+		scal, tile = "f16", "vec4<f16>"
+	}
 	RM, RN := c.TM/4, c.TN/4
 	qA, qB := c.BK*c.BM/4, c.BK*c.BN/4 // vec4s of one A (B) tile
 	var w strings.Builder
@@ -212,19 +223,19 @@ func matmulKernel2(c mmCfg, transA, transB, vec bool, epi *epilogue) *kernel {
 				if vec {
 					fmt.Fprintf(&b, "\t\t  %s{\n", open)
 					for cc := 0; cc < 4; cc++ {
-						fmt.Fprintf(&b, "\t\t    %s[%s + (q * 4u + %du) * %du + r / 4u][r %% 4u] = %s%d[%d];\n", sh, buf, cc, q4, o.reg, l, cc)
+						fmt.Fprintf(&b, "\t\t    %s[%s + (q * 4u + %du) * %du + r / 4u][r %% 4u] = %s(%s%d[%d]);\n", sh, buf, cc, q4, scal, o.reg, l, cc)
 					}
 					b.WriteString("\t\t  } }\n")
 				} else {
-					fmt.Fprintf(&b, "\t\t  %s{ %s[%s + q * %du + r / 4u][r %% 4u] = %s%d; } }\n", open, sh, buf, q4, o.reg, l)
+					fmt.Fprintf(&b, "\t\t  %s{ %s[%s + q * %du + r / 4u][r %% 4u] = %s(%s%d); } }\n", open, sh, buf, q4, scal, o.reg, l)
 				}
 			} else {
 				per := o.rows / U
 				fmt.Fprintf(&b, "\t\t  let r = e / %du; let q = e %% %du;\n", per, per)
 				if vec {
-					fmt.Fprintf(&b, "\t\t  %s{ %s[%s + r * %du + q] = %s%d; } }\n", open, sh, buf, q4, o.reg, l)
+					fmt.Fprintf(&b, "\t\t  %s{ %s[%s + r * %du + q] = %s(%s%d); } }\n", open, sh, buf, q4, tile, o.reg, l)
 				} else {
-					fmt.Fprintf(&b, "\t\t  %s{ %s[%s + r * %du + q / 4u][q %% 4u] = %s%d; } }\n", open, sh, buf, q4, o.reg, l)
+					fmt.Fprintf(&b, "\t\t  %s{ %s[%s + r * %du + q / 4u][q %% 4u] = %s(%s%d); } }\n", open, sh, buf, q4, scal, o.reg, l)
 				}
 			}
 		}
@@ -235,10 +246,10 @@ func matmulKernel2(c mmCfg, transA, transB, vec bool, epi *epilogue) *kernel {
 		for kk := 0; kk < c.BK; kk++ {
 			b.WriteString("\t\t{\n")
 			for q := 0; q < RM; q++ {
-				fmt.Fprintf(&b, "\t\t  let a%d = As[%s + %du + ty + %du];\n", q, bufA, kk*c.BM/4, q*TY)
+				fmt.Fprintf(&b, "\t\t  let a%d = vec4<f32>(As[%s + %du + ty + %du]);\n", q, bufA, kk*c.BM/4, q*TY)
 			}
 			for q := 0; q < RN; q++ {
-				fmt.Fprintf(&b, "\t\t  let b%d = Bs[%s + %du + tx + %du];\n", q, bufB, kk*c.BN/4, q*TX)
+				fmt.Fprintf(&b, "\t\t  let b%d = vec4<f32>(Bs[%s + %du + tx + %du]);\n", q, bufB, kk*c.BN/4, q*TX)
 			}
 			for qa := 0; qa < RM; qa++ {
 				for j := 0; j < 4; j++ {
@@ -258,8 +269,8 @@ func matmulKernel2(c mmCfg, transA, transB, vec bool, epi *epilogue) *kernel {
 	if c.DB {
 		nbuf = 2
 	}
-	pr("var<workgroup> As: array<vec4<f32>, %d>;\n", nbuf*qA)
-	pr("var<workgroup> Bs: array<vec4<f32>, %d>;\n", nbuf*qB)
+	pr("var<workgroup> As: array<%s, %d>;\n", tile, nbuf*qA)
+	pr("var<workgroup> Bs: array<%s, %d>;\n", tile, nbuf*qB)
 	if epi != nil {
 		w.WriteString(epi.fns)
 	}
@@ -361,9 +372,16 @@ func matmulKernel2(c mmCfg, transA, transB, vec bool, epi *epilogue) *kernel {
 		binds = []bindDecl{{name: "A4", vec4: true}, {name: "B4", vec4: true}, {name: "Y4", rw: true, vec4: true}}
 	}
 	name := fmt.Sprintf("matmul_%s_%t_%t", c, transA, transB)
+	if half {
+		name += "_f16"
+	}
 	if epi != nil {
 		binds = append(binds, epi.binds...)
 		name += "_fused"
 	}
-	return newKernel(name, binds, w.String())
+	k := newKernel(name, binds, w.String())
+	if half {
+		k.src = f16Enable + k.src
+	}
+	return k
 }

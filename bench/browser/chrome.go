@@ -67,48 +67,15 @@ func (f flagSpec) String() string {
 	}
 }
 
-// chromedpFeatures is the --enable-features list of
-// chromedp.DefaultExecAllocatorOptions: a later enable-features flag
-// replaces it, so ours are appended to it.
-const chromedpFeatures = "NetworkService,NetworkServiceInProcess"
-
-// gpuFlags are the switches of -gpu: WebGPU (Dawn) on a real GPU through
-// Vulkan in headless Chromium on Linux without a display. After Chrome's
-// own recipe for headless Chrome on NVIDIA GPUs
-// (developer.chrome.com/blog/supercharge-web-ai-testing,
-// github.com/jasonmayes/headless-chrome-nvidia-t4-gpu-support) and
-// Chromium's source (gpu/command_buffer/service/webgpu_decoder_impl.cc,
-// service_utils.cc, gpu/config/gpu_util.cc):
-//   - enable-features=Vulkan: on Linux, requestAdapter fails unless Skia's
-//     context is Vulkan ("WebGPU on Linux requires ... --enable-features=Vulkan");
-//   - use-vulkan=native: the system Vulkan loader and ICD (the NVIDIA one),
-//     not SwiftShader's;
-//   - use-gl=angle, use-angle=vulkan: GL on the GPU through ANGLE's Vulkan
-//     backend, which needs no display or EGL driver; when GL falls back to
-//     SwiftShader, Chromium marks WebGPU "software" and forces Dawn's
-//     fallback adapter (SwiftShader) even with a GPU present;
-//   - disable-vulkan-surface: no VK_KHR_surface / swapchain, there is no
-//     display;
-//   - ignore-gpu-blocklist: the GPU blocklist must not send a server GPU to
-//     software compositing (same effect as above);
-//   - enable-unsafe-webgpu (from internal/chrome): no WebGPU adapter
-//     blocklist, WebGPU on Linux at all;
-//   - enable-webgpu-developer-features: adapter.info also says driver,
-//     backend ("vulkan") and type ("discrete GPU"), which the probe prints;
-//   - disable-gpu-sandbox: the GPU process may open /dev/nvidia* and an ICD
-//     outside the sandbox's allowed paths (as root --no-sandbox already
-//     covers it).
+// gpuFlags are the switches of -gpu: chrome.GPUSwitches, the recipe for
+// WebGPU on a real GPU through Vulkan in headless Chromium without a
+// display (its doc says why each is there).
 func gpuFlags() []flagSpec {
-	return []flagSpec{
-		{"enable-features", chromedpFeatures + ",Vulkan"},
-		{"use-vulkan", "native"},
-		{"use-gl", "angle"},
-		{"use-angle", "vulkan"},
-		{"disable-vulkan-surface", true},
-		{"ignore-gpu-blocklist", true},
-		{"enable-webgpu-developer-features", true},
-		{"disable-gpu-sandbox", true},
+	var out []flagSpec
+	for _, f := range chrome.GPUSwitches() {
+		out = append(out, flagSpec{f.Name, f.Value})
 	}
+	return out
 }
 
 // parseChromeArgs reads -chrome-args: switches separated by spaces,
@@ -145,7 +112,7 @@ func effectiveFlags(cfg browserConfig) []flagSpec {
 		in = gpuFlags()
 	}
 	in = append(in, cfg.Extra...)
-	lists := map[string]string{"enable-features": chromedpFeatures, "disable-features": "Translate,BlinkGenPropertyTrees"}
+	lists := map[string]string{"enable-features": chrome.ChromedpFeatures, "disable-features": "Translate,BlinkGenPropertyTrees"}
 	var out []flagSpec
 	at := map[string]int{}
 	for _, f := range in {

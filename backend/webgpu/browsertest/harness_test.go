@@ -39,15 +39,32 @@ func goCmd(t *testing.T) string {
 	return p
 }
 
+// The environment of runs on a machine without Go and with a GPU (see
+// bench/h200-browser.sh): AG_BROWSERTEST_WASM names a folder holding the
+// wasm binaries (<name>.wasm) and wasm_exec.js built before
+// (AG_BROWSERTEST_WASM=DIR go test -run TestBuildWasm writes them);
+// AG_BROWSERTEST_GPU=1 starts Chromium with chrome.GPUSwitches and requires
+// the tests that need a GPU's features (f16 matmul tiles) to pass.
+const (
+	prebuiltEnv = "AG_BROWSERTEST_WASM"
+	gpuEnv      = "AG_BROWSERTEST_GPU"
+)
+
 // copyWasmExec copies the wasm_exec.js of the Go that builds the binaries
 // into dir: binary and glue must come from the same Go version.
 func copyWasmExec(t *testing.T, dir string) {
 	t.Helper()
-	root, err := exec.Command(goCmd(t), "env", "GOROOT").Output()
-	if err != nil {
-		t.Fatalf("copyWasmExec: go env GOROOT: %v", err)
+	src := ""
+	if pre := os.Getenv(prebuiltEnv); pre != "" {
+		src = filepath.Join(pre, "wasm_exec.js")
+	} else {
+		root, err := exec.Command(goCmd(t), "env", "GOROOT").Output()
+		if err != nil {
+			t.Fatalf("copyWasmExec: go env GOROOT: %v", err)
+		}
+		src = filepath.Join(strings.TrimSpace(string(root)), "lib", "wasm", "wasm_exec.js")
 	}
-	js, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(root)), "lib", "wasm", "wasm_exec.js"))
+	js, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatalf("copyWasmExec: %v", err)
 	}
@@ -57,9 +74,20 @@ func copyWasmExec(t *testing.T, dir string) {
 }
 
 // buildWasm compiles pkg (relative to this folder) as a GOOS=js test binary
-// into dir/bin.
+// into dir/bin, or with AG_BROWSERTEST_WASM set copies the one built there
+// before (a machine without Go).
 func buildWasm(t *testing.T, dir, pkg, bin string) {
 	t.Helper()
+	if pre := os.Getenv(prebuiltEnv); pre != "" {
+		b, err := os.ReadFile(filepath.Join(pre, bin))
+		if err != nil {
+			t.Fatalf("buildWasm: %s=%s: %v", prebuiltEnv, pre, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, bin), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
 	start := time.Now()
 	cmd := exec.Command(goCmd(t), "test", "-c", "-o", filepath.Join(dir, bin), pkg)
 	cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm")
@@ -97,6 +125,12 @@ func browser(t *testing.T) context.Context {
 		testenv.SkipDevice(t, "chromium", err.Error())
 	}
 	opts := chrome.Options(chromium, t.TempDir())
+	if os.Getenv(gpuEnv) != "" {
+		// Dawn on the machine's GPU instead of SwiftShader.
+		for _, f := range chrome.GPUSwitches() {
+			opts = append(opts, chromedp.Flag(f.Name, f.Value))
+		}
+	}
 	var log syncBuffer
 	opts = append(opts, chromedp.CombinedOutput(&log))
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)

@@ -38,7 +38,11 @@ type binary struct {
 // tile variants; every op is in the conformance suite) and
 // TestFusedTrainingStep (~2 min; fused training is covered by the suite's
 // graph/train-step and TestMLPTrains). TestConformance runs in wasmsuite.
-const packageTests = "^(TestAvailable|TestSplitLargeBindings|TestMemoryPlan|TestRebind|TestMemoryEstimate|TestDeviceTime|TestFusionPatterns|TestOptimizerGroups)$"
+const packageTests = "^(TestAvailable|TestSplitLargeBindings|TestMemoryPlan|TestRebind|TestMemoryEstimate|TestDeviceTime|TestFusionPatterns|TestOptimizerGroups|TestMatmulF16Tiles|TestMatmulF16Speed)$"
+
+// gpuTests must pass too on a GPU (AG_BROWSERTEST_GPU): SwiftShader has no
+// shader-f16, so there they skip, saying so.
+var gpuTests = []string{"TestMatmulF16Tiles", "TestMatmulF16Speed"}
 
 // packageSkips: TestFusionPatterns/sgd-group expects its five SGD updates
 // (four buffers each) in one dispatch, which needs 21 storage buffers per
@@ -55,7 +59,7 @@ var binaries = []binary{
 	{"conformance", "./wasmsuite", []string{"-test.v"},
 		[]string{"TestConformance", "TestMLPTrains"}, 300, 6 * time.Minute},
 	{"package", "..", []string{"-test.v", "-test.run=" + packageTests, "-test.skip=" + packageSkips},
-		[]string{"TestAvailable", "TestSplitLargeBindings", "TestMemoryPlan", "TestRebind", "TestMemoryEstimate", "TestDeviceTime", "TestFusionPatterns", "TestOptimizerGroups"}, 15, 2 * time.Minute},
+		[]string{"TestAvailable", "TestSplitLargeBindings", "TestMemoryPlan", "TestRebind", "TestMemoryEstimate", "TestDeviceTime", "TestFusionPatterns", "TestOptimizerGroups"}, 15, 4 * time.Minute},
 }
 
 // TestInBrowser runs the WebGPU backend's tests compiled to wasm inside
@@ -81,6 +85,17 @@ func TestInBrowser(t *testing.T) {
 	for _, b := range binaries {
 		buildWasm(t, dir, b.pkg, b.name+".wasm")
 	}
+	if os.Getenv(gpuEnv) != "" {
+		if !strings.Contains(st.Adapter, "fallback") {
+			for i := range binaries {
+				if binaries[i].pkg == ".." {
+					binaries[i].mustPass = append(slices.Clip(binaries[i].mustPass), gpuTests...)
+				}
+			}
+		} else {
+			t.Errorf("%s is set but the adapter is a software one: %s", gpuEnv, st.Adapter)
+		}
+	}
 	for _, b := range binaries {
 		if testing.Short() {
 			b.args = append(slices.Clip(b.args), "-test.short")
@@ -95,6 +110,23 @@ func TestInBrowser(t *testing.T) {
 		}
 		b.args = append(slices.Clip(b.args), fmt.Sprintf("-test.timeout=%v", b.timeout-20*time.Second))
 		t.Run(b.name, func(t *testing.T) { runBinary(t, ctx, base, b) })
+	}
+}
+
+// TestBuildWasm writes the wasm binaries and wasm_exec.js into the folder
+// AG_BROWSERTEST_WASM names, for TestInBrowser on a machine without Go.
+func TestBuildWasm(t *testing.T) {
+	dir := os.Getenv(prebuiltEnv)
+	if dir == "" {
+		t.Skip("AG_BROWSERTEST_WASM names no folder to build into (only bench/h200-browser.sh prepare needs this)")
+	}
+	t.Setenv(prebuiltEnv, "") // build, don't copy
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	copyWasmExec(t, dir)
+	for _, b := range binaries {
+		buildWasm(t, dir, b.pkg, b.name+".wasm")
 	}
 }
 

@@ -1,0 +1,193 @@
+package webgpu
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/internal/testenv"
+)
+
+// TestMatmulF16Tiles: on a device with shader-f16, a matmul of RoundF16
+// operands stages its tiles as f16 and gives the f32 tiles' result bit for
+// bit - every tiling, transposes, unaligned sizes (scalar loads), K split,
+// a fused epilogue, and operands holding f16 subnormals, the largest
+// finite f16, -0, Inf and NaN.
+func TestMatmulF16Tiles(t *testing.T) {
+	be := openTest(t)
+	needF16(t, be)
+	type mcase struct {
+		m, k, n, batch int
+		ta, tb         bool
+		force          *mmPlan
+		epi            bool
+	}
+	cases := []mcase{
+		{m: 256, k: 128, n: 256, batch: 1, force: &mmPlan{mmLarge, 1}},
+		{m: 128, k: 64, n: 128, batch: 2, ta: true, force: &mmPlan{mmMedium, 1}},
+		{m: 64, k: 512, n: 64, batch: 1, tb: true, force: &mmPlan{mmSmall, 4}},
+		{m: 37, k: 29, n: 41, batch: 1, ta: true, tb: true, force: &mmPlan{mmTiny, 1}},
+		{m: 37, k: 29, n: 41, batch: 3, force: &mmPlan{mmSmall, 1}},
+		{m: 96, k: 64, n: 80, batch: 1, epi: true},
+		{m: 64, k: 1024, n: 64, batch: 1, tb: true}, // picked plan: split K
+	}
+	for _, c := range cases {
+		b := newGB(uint64(c.m*c.k + c.n))
+		sa := []int{c.m, c.k}
+		if c.ta {
+			sa = []int{c.k, c.m}
+		}
+		sb := []int{c.k, c.n}
+		if c.tb {
+			sb = []int{c.n, c.k}
+		}
+		if c.batch > 1 {
+			sa = append([]int{c.batch}, sa...)
+			sb = append([]int{c.batch}, sb...)
+		}
+		a := b.arg(f16Data(b, backend.NumElems(sa)), sa...)
+		bb := b.arg(f16Data(b, backend.NumElems(sb)), sb...)
+		ra := b.op(backend.OpRoundF16, sa, a)
+		rb := b.op(backend.OpRoundF16, sb, bb)
+		so := []int{c.m, c.n}
+		if c.batch > 1 {
+			so = append([]int{c.batch}, so...)
+		}
+		y := b.node(backend.Node{Op: backend.OpMatMul, In: []int{ra, rb}, Shape: so, TransA: c.ta, TransB: c.tb})
+		if c.epi {
+			bias := b.rand(-1, 1, c.n)
+			y = b.op(backend.OpReLU, so, b.op(backend.OpAdd, so, y, bias))
+		}
+		b.out(y)
+		be.matmulForce = c.force
+		var outs [2][]float32
+		for k, off := range []bool{true, false} {
+			be.noF16 = off
+			got, _ := runGraph(t, be, &b.g, b.args, 1, true)
+			outs[k] = got[len(got)-1]
+			if n := f16Kernels(t, be, &b.g); (n > 0) == off {
+				t.Errorf("%+v: shader-f16 off=%t compiled %d kernels with f16 tiles", c, off, n)
+			}
+		}
+		be.matmulForce, be.noF16 = nil, false
+		bad := 0
+		for i := range outs[0] {
+			x, z := outs[0][i], outs[1][i]
+			same := math.Float32bits(x) == math.Float32bits(z) || (x != x && z != z)
+			if !same {
+				if bad < 3 {
+					t.Errorf("%+v: element %d: f32 tiles %g (%#08x), f16 tiles %g (%#08x)", c, i, x, math.Float32bits(x), z, math.Float32bits(z))
+				}
+				bad++
+			}
+		}
+		if bad > 0 {
+			t.Errorf("%+v: %d of %d elements differ", c, bad, len(outs[0]))
+		}
+	}
+}
+
+// needF16 skips t unless be stages matmul tiles in f16.
+func needF16(t *testing.T, be *Backend) {
+	t.Helper()
+	if !be.d.info.f16 {
+		testenv.Skipf(t, "%s: %s offers no shader-f16 that its WGSL compiler takes (wgpu-native 0.23's Naga knows no f16; SwiftShader has no shader-f16): f16 tiles are tested in Chromium on a GPU (bench/h200-browser.sh)", t.Name(), be.d.info)
+	}
+}
+
+// TestMatmulF16Speed measures, on a GPU with shader-f16, matmuls of
+// RoundF16 operands with f16 tiles against f32 tiles side by side
+// (TFLOP/s by the host clock over runs ended by a read). It checks only
+// that they run: speed is for benchmarks, not tests.
+func TestMatmulF16Speed(t *testing.T) {
+	be := openTest(t)
+	needF16(t, be)
+	if !be.d.info.gpu {
+		testenv.Skipf(t, "%s: %s is not a GPU", t.Name(), be.d.info)
+	}
+	for _, n := range []int{1024, 2048, 4096} {
+		b := newGB(1)
+		a := b.rand(-1, 1, n, n)
+		w := b.rand(-1, 1, n, n)
+		y := b.op(backend.OpMatMul, []int{n, n}, b.op(backend.OpRoundF16, []int{n, n}, a), b.op(backend.OpRoundF16, []int{n, n}, w))
+		b.out(y)
+		bufs := make([]backend.Buffer, len(b.args))
+		for i, d := range b.args {
+			buf, err := be.Alloc(len(d))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer be.Free(buf)
+			if err := be.Write(buf, 0, d); err != nil {
+				t.Fatal(err)
+			}
+			bufs[i] = buf
+		}
+		line := fmt.Sprintf("matmul %d (RoundF16 operands, rounding included), TFLOP/s:", n)
+		for round := 0; round < 3; round++ {
+			for _, off := range []bool{true, false} {
+				be.noF16 = off
+				p, err := be.Compile(&b.g)
+				if err != nil {
+					t.Fatal(err)
+				}
+				one := make([]float32, 1)
+				run := func(reps int) time.Duration {
+					t0 := time.Now()
+					for range reps {
+						if _, err := p.Run(bufs); err != nil {
+							t.Fatal(err)
+						}
+					}
+					if err := be.Read(bufs[2], 0, one); err != nil {
+						t.Fatal(err)
+					}
+					return time.Since(t0)
+				}
+				run(2)
+				reps := max(3, int(2e12/(2*float64(n)*float64(n)*float64(n))))
+				d := run(reps)
+				p.Release()
+				tiles := map[bool]string{true: "f32", false: "f16"}[off]
+				line += fmt.Sprintf(" %s %.1f", tiles, 2*float64(n)*float64(n)*float64(n)*float64(reps)/d.Seconds()/1e12)
+			}
+		}
+		be.noF16 = false
+		t.Log(line)
+	}
+}
+
+// f16Data returns n random values in [-2, 2) with a few specials among them
+// (they are rounded to f16 by the graph).
+func f16Data(b *gb, n int) []float32 {
+	specials := []float32{0x1p-20, -0x1p-24, 65504, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.NaN())}
+	d := make([]float32, n)
+	for i := range d {
+		d[i] = float32(4*b.rng.Float64() - 2)
+		if b.rng.IntN(97) == 0 {
+			d[i] = specials[b.rng.IntN(len(specials))]
+		}
+	}
+	return d
+}
+
+// f16Kernels compiles g and counts its dispatches whose kernel stages f16
+// tiles.
+func f16Kernels(t *testing.T, be *Backend, g *backend.Graph) int {
+	t.Helper()
+	p, err := be.Compile(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Release()
+	n := 0
+	for _, s := range p.(*program).steps {
+		if strings.HasPrefix(s.k.src, "enable f16;") {
+			n++
+		}
+	}
+	return n
+}
