@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/ag-go/ag/backend"
@@ -52,8 +53,16 @@ func (driver) Open() (backend.Backend, error) {
 	b := &Backend{d: d, pipes: map[string]*gpipe{}, bindLimit: d.info.maxBinding, maxTrips: maxTrips}
 	b.total = memoryBudget(d.info)
 	b.noF16 = os.Getenv("AG_WEBGPU_F16") == "off"
-	if d.info.f16 && !b.compilesF16() {
-		d.info.f16 = false
+	b.f16Why = "the device has no shader-f16"
+	if d.info.f16 {
+		b.f16Why = "shader-f16"
+		if err := b.compilesF16(); err != nil {
+			d.info.f16 = false
+			b.f16Why = fmt.Sprintf("the device has shader-f16 but its WGSL compiler rejects f16: %.200s", strings.Join(strings.Fields(err.Error()), " "))
+		} else if err := b.checkF16Tiles(); err != nil {
+			d.info.f16 = false
+			b.f16Why = fmt.Sprintf("f16 matmul tiles failed their check, so they stay f32: %v", err)
+		}
 	}
 	return b, nil
 }
@@ -72,10 +81,10 @@ fn main(@builtin(local_invocation_index) i: u32) {
 }
 `
 
-// compilesF16 reports whether the device's shader compiler takes f16: an
+// compilesF16 returns the error of compiling f16 on the device: an
 // adapter may offer shader-f16 while the WGSL compiler does not know the
 // type (wgpu-native 0.23's Naga on lavapipe and NVIDIA's Vulkan driver).
-func (b *Backend) compilesF16() bool {
+func (b *Backend) compilesF16() error {
 	var err error
 	quietly(func() {
 		var p *gpipe
@@ -83,7 +92,7 @@ func (b *Backend) compilesF16() bool {
 			b.d.releasePipeline(p)
 		}
 	})
-	return err == nil
+	return err
 }
 
 // Backend is an opened WebGPU device. Its methods are safe for concurrent
@@ -113,6 +122,8 @@ type Backend struct {
 	attnForce *attnTuning
 	// noFuse turns fusion off (tests and benchmarks compare both ways).
 	noFuse bool
+	// f16Why says whether matmul tiles can be f16 here, and why not.
+	f16Why string
 	// noF16 keeps matmul tiles f32 on a device with shader-f16 (tests and
 	// benchmarks compare both ways; AG_WEBGPU_F16=off).
 	noF16 bool

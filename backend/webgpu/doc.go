@@ -62,8 +62,13 @@
 // core's f16 matmul precision, or unpack_f16 outputs - stages its tiles in
 // f16 workgroup memory: exact, since every value is an f16, and bit for bit
 // the f32 kernel's result, since products and sums stay f32 in the same
-// order; half the workgroup memory traffic. AG_WEBGPU_F16=off keeps f32
-// tiles (for comparison).
+// order; half the workgroup memory traffic. Open enables this only after
+// compiling an f16 shader and checking f16 against f32 tiles bit for bit
+// (f16check.go); AG_WEBGPU_F16=off keeps f32 tiles. Of the adapters
+// measured, none qualifies: wgpu-native 0.23 (Naga) knows no f16 type
+// although lavapipe and the H200 offer the feature, SwiftShader offers
+// none, and Chromium 156 on the H200 offers subgroups and
+// chromium-experimental-subgroup-matrix but not shader-f16.
 //
 // # Attention
 //

@@ -94,7 +94,7 @@ func TestMatmulF16Tiles(t *testing.T) {
 func needF16(t *testing.T, be *Backend) {
 	t.Helper()
 	if !be.d.info.f16 {
-		testenv.Skipf(t, "%s: %s offers no shader-f16 that its WGSL compiler takes (wgpu-native 0.23's Naga knows no f16; SwiftShader has no shader-f16): f16 tiles are tested in Chromium on a GPU (bench/h200-browser.sh)", t.Name(), be.d.info)
+		testenv.Skipf(t, "%s: %s: %s. f16 tiles run where a device offers shader-f16 to a WGSL compiler that takes it, which none of the machines here does (wgpu-native 0.23's Naga knows no f16; SwiftShader and Chromium 156 on the H200 offer no shader-f16); Open checks them against f32 tiles bit for bit before using them (TestCheckF16Tiles)", t.Name(), be.d.info, be.f16Why)
 	}
 }
 
@@ -190,4 +190,36 @@ func f16Kernels(t *testing.T, be *Backend, g *backend.Graph) int {
 		}
 	}
 	return n
+}
+
+// TestCheckF16Tiles runs Open's check of f16 tiles here: it must pass (on a
+// device without f16 tiles both runs use f32 tiles), and its products must
+// run the tiled kernel - f16 tiles where the device has them - not the dot
+// product kernel that small products otherwise take.
+func TestCheckF16Tiles(t *testing.T) {
+	be := openTest(t)
+	if err := be.checkF16Tiles(); err != nil {
+		t.Fatal(err)
+	}
+	g, _ := f16CheckGraph()
+	be.matmulForce = &mmPlan{mmTiny, 1}
+	defer func() { be.matmulForce = nil }()
+	p, err := be.Compile(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Release()
+	var names []string
+	for _, s := range p.(*program).steps {
+		names = append(names, s.k.name)
+	}
+	want := 0
+	for _, n := range names {
+		if strings.HasPrefix(n, "matmul_"+mmTiny.String()) && strings.HasSuffix(n, "_f16") == be.d.info.f16 {
+			want++
+		}
+	}
+	if want != len(f16Shapes) {
+		t.Errorf("the check's kernels are %v: want %d tiled matmuls (f16 tiles %t)", names, len(f16Shapes), be.d.info.f16)
+	}
 }

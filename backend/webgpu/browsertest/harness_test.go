@@ -43,8 +43,8 @@ func goCmd(t *testing.T) string {
 // bench/h200-browser.sh): AG_BROWSERTEST_WASM names a folder holding the
 // wasm binaries (<name>.wasm) and wasm_exec.js built before
 // (AG_BROWSERTEST_WASM=DIR go test -run TestBuildWasm writes them);
-// AG_BROWSERTEST_GPU=1 starts Chromium with chrome.GPUSwitches and requires
-// the tests that need a GPU's features (f16 matmul tiles) to pass.
+// AG_BROWSERTEST_GPU=1 starts Chromium with chrome.GPUSwitches and fails
+// unless the page gets a hardware adapter.
 const (
 	prebuiltEnv = "AG_BROWSERTEST_WASM"
 	gpuEnv      = "AG_BROWSERTEST_GPU"
