@@ -180,6 +180,9 @@ func (b *Backend) Caps() backend.Caps {
 var calibrationText = fmt.Sprintf("other profiled runs timed whole and shared as the last calibration measured (estimated), calibrating as often as a %g%% overhead allows", 100*timingBudget)
 
 func (b *Backend) timerText() string {
+	if b.d.info.insideTS {
+		return "timestamp queries between the kernels of one pass in calibration runs (measured; a fused kernel split among its ops by cost); " + calibrationText
+	}
 	if b.d.info.timestamps {
 		return "timestamp queries around each kernel in calibration runs (measured; a fused kernel split among its ops by cost); " + calibrationText
 	}

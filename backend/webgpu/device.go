@@ -47,6 +47,9 @@ type devInfo struct {
 	maxStorageBuffers uint32 // maxStorageBuffersPerShaderStage
 	// timestamps: the device was created with timestamp-query.
 	timestamps bool
+	// insideTS: timestamps can be written between the dispatches of a
+	// pass (the browser's chromium-experimental-timestamp-query-inside-passes).
+	insideTS bool
 	// f16: the device was created with shader-f16 (matmuls of f16 values
 	// stage their tiles in f16).
 	f16 bool

@@ -3,6 +3,7 @@
 package webgpu
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -482,6 +483,12 @@ func (d *dev) releaseQueries() {
 // each pass and returns them (len(passes)+1 ticks, in ns: wgpu-native on
 // Vulkan reports raw ticks and the binding does not expose the period;
 // NVIDIA's and lavapipe's period is 1 ns).
+// runInside is the browser's timestamps between the dispatches of one pass;
+// natively (info.insideTS false) calibration times a pass per kernel.
+func (d *dev) runInside([]dispatch, []copyOp) ([]uint64, error) {
+	return nil, errors.New("webgpu: timestamps inside passes are not used natively")
+}
+
 func (d *dev) run(passes [][]dispatch, copies []copyOp, timed bool) ([]uint64, error) {
 	d.pendingWrites = 0
 	nq := uint32(len(passes) + 1)

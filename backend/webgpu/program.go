@@ -170,6 +170,27 @@ func (p *program) runPerNode(ds []dispatch, copies []copyOp, nodeTimes *backend.
 		passes[len(passes)-1] = append(passes[len(passes)-1], d)
 	}
 	d := p.b.d
+	if d.info.insideTS && len(ds)+1 <= 4096 {
+		start := time.Now()
+		ticks, err := d.runInside(ds, copies)
+		host := time.Since(start)
+		if err != nil {
+			return backend.RunInfo{}, fmt.Errorf("webgpu.RunTimed: %w", err)
+		}
+		if total, ok := tickSpan(ticks, 0, len(ticks)-1, host); ok {
+			per := map[int]time.Duration{}
+			for k, x := range ds {
+				dt, _ := tickSpan(ticks, k, k+1, host)
+				per[x.node] += dt
+			}
+			for _, n := range owners {
+				p.attribute(n, per[n], nodeTimes)
+				delete(per, n) // a node's dispatches are consecutive: attributed once
+			}
+			return backend.RunInfo{DeviceTime: total, Launches: 1}, nil
+		}
+		// Timestamps unusable: fall through.
+	}
 	// A timestamp query set holds at most 4096 queries. An empty pass goes
 	// first: its interval is what a pass costs with no kernel in it (a
 	// barrier and two timestamps), which is taken off every kernel's
