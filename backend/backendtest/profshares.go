@@ -134,7 +134,7 @@ func testProfileShares(t *testing.T, s *suite) {
 		// the CPU with this test; ggml-cpu's 24 tiny adds cost 4% of some runs
 		// and 20% of others, as its threads spin or sleep between nodes), and
 		// each gives its median.
-		var shares, prod, relu []float64
+		var shares, prod, relu, totals []float64
 		for _, f := range refs {
 			f.ds = nil
 		}
@@ -158,6 +158,7 @@ func testProfileShares(t *testing.T, s *suite) {
 			}
 			// nodes 2 and 3: the product and its ReLU
 			shares = append(shares, float64(times.Dur[2]+times.Dur[3])/float64(total))
+			totals = append(totals, float64(total))
 			prod = append(prod, float64(times.Dur[2]))
 			relu = append(relu, float64(times.Dur[3]))
 		}
@@ -180,8 +181,9 @@ func testProfileShares(t *testing.T, s *suite) {
 		empty := time.Duration(median(refs[0].ds))
 		mm := max(time.Duration(median(refs[1].ds))-empty, 0)
 		whole := max(time.Duration(median(refs[2].ds))-empty, 1)
-		t.Logf("%s (%s): %d^3 product: matmul share %.3f of a timed run (median of %.3f), %.3f by untimed runs (matmul alone %v, whole program %v, one tiny kernel %v)",
-			s.caps.Name, s.caps.Timer, n, got, shares, want, mm, whole, empty)
+		t.Logf("%s (%s): %d^3 product: matmul share %.3f of a timed run (median of %.3f), %.3f by untimed runs (matmul alone %v, whole program %v, one tiny kernel %v); a timed run's medians: product %v, ReLU %v, all nodes %v",
+			s.caps.Name, s.caps.Timer, n, got, shares, want, mm, whole, empty,
+			time.Duration(median(prod)), time.Duration(median(relu)), time.Duration(median(totals)))
 		if math.Abs(got-want) > shareTol {
 			return fmt.Sprintf("the matmul's share of a profiled run is %.3f, untimed runs give it %.3f: more than %.2f apart", got, want, shareTol)
 		}

@@ -98,37 +98,46 @@ func needF16(t *testing.T, be *Backend) {
 	}
 }
 
-// TestMatmulF16Speed measures, on a GPU with shader-f16, matmuls of
-// RoundF16 operands with f16 tiles against f32 tiles side by side
-// (TFLOP/s by the host clock over runs ended by a read). It checks only
-// that they run: speed is for benchmarks, not tests.
-func TestMatmulF16Speed(t *testing.T) {
+// TestMatmulSpeed measures square matmuls on a GPU (in the browser too,
+// where the page's speed is in question): TFLOP/s by the host clock over
+// runs ended by a read, and by the device clock of RunTimed; where f16
+// tiles run, RoundF16 operands with f16 tiles against f32 tiles side by
+// side. It checks only that they run: speed is for benchmarks, not tests.
+func TestMatmulSpeed(t *testing.T) {
 	be := openTest(t)
-	needF16(t, be)
 	if !be.d.info.gpu {
 		testenv.Skipf(t, "%s: %s is not a GPU", t.Name(), be.d.info)
 	}
 	for _, n := range []int{1024, 2048, 4096} {
-		b := newGB(1)
-		a := b.rand(-1, 1, n, n)
-		w := b.rand(-1, 1, n, n)
-		y := b.op(backend.OpMatMul, []int{n, n}, b.op(backend.OpRoundF16, []int{n, n}, a), b.op(backend.OpRoundF16, []int{n, n}, w))
-		b.out(y)
-		bufs := make([]backend.Buffer, len(b.args))
-		for i, d := range b.args {
-			buf, err := be.Alloc(len(d))
-			if err != nil {
-				t.Fatal(err)
+		flops := 2 * float64(n) * float64(n) * float64(n)
+		line := fmt.Sprintf("matmul %d, TFLOP/s:", n)
+		for _, round := range []bool{false, true} {
+			if round && !be.d.info.f16 {
+				continue
 			}
-			defer be.Free(buf)
-			if err := be.Write(buf, 0, d); err != nil {
-				t.Fatal(err)
+			b := newGB(1)
+			a, w := b.rand(-1, 1, n, n), b.rand(-1, 1, n, n)
+			if round {
+				a, w = b.op(backend.OpRoundF16, []int{n, n}, a), b.op(backend.OpRoundF16, []int{n, n}, w)
 			}
-			bufs[i] = buf
-		}
-		line := fmt.Sprintf("matmul %d (RoundF16 operands, rounding included), TFLOP/s:", n)
-		for round := 0; round < 3; round++ {
-			for _, off := range []bool{true, false} {
+			b.out(b.op(backend.OpMatMul, []int{n, n}, a, w))
+			bufs := make([]backend.Buffer, len(b.args))
+			for i, d := range b.args {
+				buf, err := be.Alloc(len(d))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer be.Free(buf)
+				if err := be.Write(buf, 0, d); err != nil {
+					t.Fatal(err)
+				}
+				bufs[i] = buf
+			}
+			offs := []bool{true} // f32 operands: f32 tiles
+			if round {
+				offs = []bool{true, false}
+			}
+			for _, off := range offs {
 				be.noF16 = off
 				p, err := be.Compile(&b.g)
 				if err != nil {
@@ -142,20 +151,32 @@ func TestMatmulF16Speed(t *testing.T) {
 							t.Fatal(err)
 						}
 					}
-					if err := be.Read(bufs[2], 0, one); err != nil {
+					if err := be.Read(bufs[len(bufs)-1], 0, one); err != nil {
 						t.Fatal(err)
 					}
 					return time.Since(t0)
 				}
 				run(2)
-				reps := max(3, int(2e12/(2*float64(n)*float64(n)*float64(n))))
-				d := run(reps)
+				reps := max(3, int(2e12/flops))
+				host := run(reps)
+				nt := backend.NewNodeTimes(len(b.g.Nodes))
+				var dev time.Duration
+				for range 3 {
+					info, err := p.(backend.NodeTimer).RunTimed(bufs, nt)
+					if err != nil {
+						t.Fatal(err)
+					}
+					dev = info.DeviceTime
+				}
 				p.Release()
-				tiles := map[bool]string{true: "f32", false: "f16"}[off]
-				line += fmt.Sprintf(" %s %.1f", tiles, 2*float64(n)*float64(n)*float64(n)*float64(reps)/d.Seconds()/1e12)
+				what := "f32"
+				if round {
+					what = map[bool]string{true: "f16 operands, f32 tiles", false: "f16 operands, f16 tiles"}[off]
+				}
+				line += fmt.Sprintf(" %s: host %.1f, device %.1f (%v);", what, flops*float64(reps)/host.Seconds()/1e12, flops/dev.Seconds()/1e12, dev)
 			}
+			be.noF16 = false
 		}
-		be.noF16 = false
 		t.Log(line)
 	}
 }
