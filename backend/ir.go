@@ -65,7 +65,9 @@ import (
 //	                  as the formula says (never skipped, never clipped)
 //	get_rows          index rounding and clamping as documented at each op: a
 //	scatter_add_rows  NaN index counts as 0, ±Inf clamp to the first and last
-//	one_hot           row; values move unchanged (NaN payloads need not be kept)
+//	one_hot           row; values move unchanged (NaN payloads need not be
+//	                  kept), but a get_rows of packed words moves each
+//	                  word's 32 bits exactly (see OpUnpackF16)
 //	data movement     reshape, permute, expand, slices, concat, fill: values
 //	                  move unchanged
 //	attention         softmax's rule per query over the attended keys' scaled
@@ -162,7 +164,10 @@ const (
 	OpConcatRows
 	// OpGetRows selects rows of In[0] (shape [R, ...]) by the indices In[1]
 	// (shape [n]), giving [n, ...]. Indices are clamped to 0..R-1 so that no
-	// index can read outside the table.
+	// index can read outside the table. The table may be a table of packed
+	// 16-bit values (an arg of shape [R, W] words, see OpUnpackF16): such a
+	// get_rows is read by unpacks of one format only, and moves each word's
+	// 32 bits exactly.
 	OpGetRows
 	// OpScatterAddRows is the adjoint of OpGetRows: output Node.Shape [R, ...]
 	// zero, then row idx[i] += In[0][i] for each i (indices clamped alike).
@@ -219,13 +224,25 @@ const (
 	// WGSL's pack2x16float layout and ggml's F16 tensors. Half the memory of
 	// an f32 value that has to live long (activations saved for backward).
 	// The words are bit patterns, not numbers: only the unpack ops read them
-	// and backends move them as 32-bit words (a word may be an f32 subnormal
+	// (and get_rows, gathering whole rows of words held by an arg) and
+	// backends move them as 32-bit words (a word may be an f32 subnormal
 	// or NaN, which no float operation may touch). A NaN is stored as a
 	// NaN of its sign whose payload is the device's: 0x7e00 here and on
 	// most devices, 0x7fff on NVIDIA's (ggml-vulkan's conversion).
 	OpPackF16
-	// OpUnpackF16 is OpPackF16's inverse: In[0] holds [PackedLen(n)] words,
-	// Node.Shape any shape of n values, each the exact f32 of its f16.
+	// OpUnpackF16 is OpPackF16's inverse, each value the exact f32 of its
+	// f16. In[0] is a pack_f16, an arg, or a get_rows of an arg's words, in
+	// one of two forms, told apart by In[0]'s rank:
+	//
+	//   - flat: In[0] holds [PackedLen(n)] words, Node.Shape is any shape
+	//     of n values (a pack's or an arg's words);
+	//   - rows: In[0] holds [R, W] words, a table of R records of w values
+	//     each padded to whole words (W = PackedLen(w)), and Node.Shape is
+	//     [R, w]: value c of row r is half c%2 of word r*W + c/2, and the
+	//     high half of an odd w's last word is padding, never read. Whole
+	//     words per record let get_rows gather records of a 16-bit table
+	//     (core.HalfTable) on the device; the flat form is the rows form of
+	//     one record.
 	OpUnpackF16
 	// OpPackBF16 and OpUnpackBF16 are the same for bfloat16 (round_bf16's
 	// rounding; a NaN is stored as 0x7fc0 with its sign).
@@ -577,8 +594,9 @@ func BroadcastStrides(in, out []int) []int {
 // order, arg indices and output shapes. Backends call it in Compile so a bad
 // graph is an error, never a crash inside a device library.
 func (g *Graph) Validate() error {
+	words := g.wordReaders()
 	for i, n := range g.Nodes {
-		if err := g.validateNode(i, &n); err != nil {
+		if err := g.validateNode(i, &n, words); err != nil {
 			return fmt.Errorf("backend: node %d (%s %v): %w", i, n.Op, n.Shape, err)
 		}
 	}
@@ -589,11 +607,43 @@ func (g *Graph) Validate() error {
 		if o.Arg < 0 || o.Arg >= g.NumArgs {
 			return fmt.Errorf("backend: output of node %d goes to arg %d of %d", o.Node, o.Arg, g.NumArgs)
 		}
+		if u := words[o.Node]; u != OpInvalid {
+			return fmt.Errorf("backend: output of node %d, a get_rows of packed words: only %s reads them", o.Node, u)
+		}
 	}
 	return nil
 }
 
-func (g *Graph) validateNode(i int, n *Node) error {
+// wordReaders returns, for each get_rows that an unpack reads (a get_rows
+// of packed words), the first such unpack's op; OpInvalid for other nodes.
+// Input indices are not checked here (validateNode does).
+func (g *Graph) wordReaders() []Op {
+	words := make([]Op, len(g.Nodes))
+	for i := range g.Nodes {
+		n := &g.Nodes[i]
+		if (n.Op != OpUnpackF16 && n.Op != OpUnpackBF16) || len(n.In) == 0 {
+			continue
+		}
+		if j := n.In[0]; j >= 0 && j < i && g.Nodes[j].Op == OpGetRows && words[j] == OpInvalid {
+			words[j] = n.Op
+		}
+	}
+	return words
+}
+
+// WordGathers reports, for each node of a valid graph, whether it is a
+// get_rows of packed words (a get_rows that unpacks read, see
+// OpUnpackF16's rows form): its value is 16-bit values two to a word,
+// which the backend must move bit for bit and never compute on.
+func (g *Graph) WordGathers() []bool {
+	out := make([]bool, len(g.Nodes))
+	for i, u := range g.wordReaders() {
+		out[i] = u != OpInvalid
+	}
+	return out
+}
+
+func (g *Graph) validateNode(i int, n *Node, words []Op) error {
 	if n.Op <= OpInvalid || n.Op >= opCount {
 		return fmt.Errorf("unknown op %d", int(n.Op))
 	}
@@ -610,17 +660,22 @@ func (g *Graph) validateNode(i int, n *Node) error {
 	}
 	// Packed words are opaque: an unpack of the same format is their only
 	// reader (backends may hold them as 16-bit tensors, not as f32 words),
-	// and an unpack reads a pack or words an arg holds.
+	// and an unpack reads a pack, words an arg holds, or rows of an arg's
+	// words that a get_rows gathers (which then only unpacks of one format
+	// read: a backend may lower the pair as one gather of 16-bit values).
 	for _, in := range n.In {
 		if src := g.Nodes[in].Op; src == OpPackF16 || src == OpPackBF16 {
 			if unpackOf[src] != n.Op {
 				return fmt.Errorf("reads the packed words of node %d (%s): only %s reads them", in, src, unpackOf[src])
 			}
 		}
+		if u := words[in]; u != OpInvalid && n.Op != u {
+			return fmt.Errorf("reads the packed words that node %d (get_rows) gathers: only %s reads them", in, u)
+		}
 	}
 	if n.Op == OpUnpackF16 || n.Op == OpUnpackBF16 {
-		if src := g.Nodes[n.In[0]].Op; src != OpArg && unpackOf[src] != n.Op {
-			return fmt.Errorf("unpacks node %d (%s): want an arg or a %s", n.In[0], src, packOf[n.Op])
+		if src := g.Nodes[n.In[0]].Op; src != OpArg && src != OpGetRows && unpackOf[src] != n.Op {
+			return fmt.Errorf("unpacks node %d (%s): want an arg, a %s or a get_rows of an arg's words", n.In[0], src, packOf[n.Op])
 		}
 	}
 	in := func(k int) []int { return g.Nodes[n.In[k]].Shape }
@@ -689,6 +744,9 @@ func (g *Graph) validateNode(i int, n *Node) error {
 		if len(t) == 0 || len(idx) != 1 || len(n.Shape) != len(t) || n.Shape[0] != idx[0] || !same(t[1:], n.Shape[1:]) {
 			return fmt.Errorf("table %v, indices %v", t, idx)
 		}
+		if u := words[i]; u != OpInvalid && (g.Nodes[n.In[0]].Op != OpArg || len(t) != 2) {
+			return fmt.Errorf("gathers packed words (%s reads them) from node %d (%s %v): the table must be an arg of shape [rows, words]", u, n.In[0], g.Nodes[n.In[0]].Op, t)
+		}
 	case n.Op == OpScatterAddRows:
 		src, idx := in(0), in(1)
 		if len(src) == 0 || len(idx) != 1 || idx[0] != src[0] || len(n.Shape) != len(src) || !same(src[1:], n.Shape[1:]) {
@@ -737,8 +795,18 @@ func (g *Graph) validateNode(i int, n *Node) error {
 			return fmt.Errorf("input %v packs into [%d] words", in(0), want)
 		}
 	case n.Op == OpUnpackF16 || n.Op == OpUnpackBF16:
-		if want := PackedLen(NumElems(n.Shape)); len(in(0)) != 1 || in(0)[0] != want {
-			return fmt.Errorf("input %v: %v unpacks from [%d] words", in(0), n.Shape, want)
+		w := in(0)
+		switch len(w) {
+		case 1:
+			if want := PackedLen(NumElems(n.Shape)); w[0] != want {
+				return fmt.Errorf("input %v: %v unpacks from [%d] words", w, n.Shape, want)
+			}
+		case 2:
+			if len(n.Shape) != 2 || n.Shape[0] != w[0] || PackedLen(n.Shape[1]) != w[1] {
+				return fmt.Errorf("input %v: rows of %d words unpack to [%d, %d] or [%d, %d]", w, w[1], w[0], 2*w[1]-1, w[0], 2*w[1])
+			}
+		default:
+			return fmt.Errorf("input %v: words are [n] (flat) or [rows, words per row]", w)
 		}
 	case n.Op == OpRandUniform:
 		if NumElems(in(0)) != RandStateLen || n.Start < 0 {

@@ -2,6 +2,7 @@ package backend
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -104,7 +105,7 @@ func TestValidatePacks(t *testing.T) {
 		{"unpack size", []Node{{Op: OpArg, Shape: []int{3}}, {Op: OpUnpackF16, In: []int{0}, Shape: []int{7}}}, "unpacks from [4] words"},
 		{"read as f32", []Node{arg, {Op: OpPackF16, In: []int{0}, Shape: []int{3}}, {Op: OpNeg, In: []int{1}, Shape: []int{3}}}, "only unpack_f16 reads them"},
 		{"other format", []Node{arg, {Op: OpPackF16, In: []int{0}, Shape: []int{3}}, {Op: OpUnpackBF16, In: []int{1}, Shape: []int{5}}}, "only unpack_f16 reads them"},
-		{"not words", []Node{arg, {Op: OpSliceRows, In: []int{0}, Shape: []int{3}}, {Op: OpUnpackF16, In: []int{1}, Shape: []int{5}}}, "want an arg or a pack_f16"},
+		{"not words", []Node{arg, {Op: OpSliceRows, In: []int{0}, Shape: []int{3}}, {Op: OpUnpackF16, In: []int{1}, Shape: []int{5}}}, "want an arg, a pack_f16 or a get_rows of an arg's words"},
 	}
 	for _, c := range cases {
 		g := &Graph{NumArgs: 1, Nodes: c.nodes}
@@ -115,5 +116,55 @@ func TestValidatePacks(t *testing.T) {
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
 		}
+	}
+}
+
+// A 16-bit table: an arg of [rows, words] gathered by get_rows and read
+// back by the rows form of an unpack. The gathered words stay opaque: only
+// unpacks of one format read them, and they never leave the run.
+func TestValidateWordRows(t *testing.T) {
+	tab := Node{Op: OpArg, Arg: 0, Shape: []int{10, 4}} // records of 7 or 8 values
+	idx := Node{Op: OpArg, Arg: 1, Shape: []int{3}}
+	gather := Node{Op: OpGetRows, In: []int{0, 1}, Shape: []int{3, 4}}
+	unpack := func(op Op, shape ...int) Node { return Node{Op: op, In: []int{2}, Shape: shape} }
+	cases := []struct {
+		name    string
+		nodes   []Node
+		outputs []Output
+		want    string // "" when valid
+	}{
+		{"odd width", []Node{tab, idx, gather, unpack(OpUnpackF16, 3, 7)}, nil, ""},
+		{"even width", []Node{tab, idx, gather, unpack(OpUnpackBF16, 3, 8)}, nil, ""},
+		{"two readers", []Node{tab, idx, gather, unpack(OpUnpackF16, 3, 7), unpack(OpUnpackF16, 3, 8)}, nil, ""},
+		{"whole table", []Node{tab, {Op: OpUnpackF16, In: []int{0}, Shape: []int{10, 7}}}, nil, ""},
+		{"gather then f32 op", []Node{tab, idx, gather, unpack(OpUnpackF16, 3, 8), {Op: OpNeg, In: []int{2}, Shape: []int{3, 4}}}, nil,
+			"reads the packed words that node 2 (get_rows) gathers: only unpack_f16 reads them"},
+		{"two formats", []Node{tab, idx, gather, unpack(OpUnpackF16, 3, 8), unpack(OpUnpackBF16, 3, 8)}, nil,
+			"only unpack_f16 reads them"},
+		{"words as output", []Node{tab, idx, gather, unpack(OpUnpackF16, 3, 8)}, []Output{{Node: 2, Arg: 1}},
+			"output of node 2, a get_rows of packed words: only unpack_f16 reads them"},
+		{"width", []Node{tab, idx, gather, unpack(OpUnpackF16, 3, 9)}, nil, "rows of 4 words unpack to [3, 7] or [3, 8]"},
+		{"rows", []Node{tab, idx, gather, unpack(OpUnpackF16, 4, 8)}, nil, "rows of 4 words unpack to [3, 7] or [3, 8]"},
+		{"flat", []Node{tab, idx, gather, unpack(OpUnpackF16, 24)}, nil, "rows of 4 words unpack to"},
+		{"rank 3 words", []Node{{Op: OpArg, Shape: []int{2, 2, 2}}, {Op: OpUnpackF16, In: []int{0}, Shape: []int{2, 2, 4}}}, nil,
+			"words are [n] (flat) or [rows, words per row]"},
+		{"table not an arg", []Node{tab, idx, {Op: OpNeg, In: []int{0}, Shape: []int{10, 4}}, {Op: OpGetRows, In: []int{2, 1}, Shape: []int{3, 4}},
+			{Op: OpUnpackF16, In: []int{3}, Shape: []int{3, 8}}}, nil, "the table must be an arg of shape [rows, words]"},
+		{"flat table", []Node{{Op: OpArg, Arg: 0, Shape: []int{10}}, idx, {Op: OpGetRows, In: []int{0, 1}, Shape: []int{3}},
+			{Op: OpUnpackF16, In: []int{2}, Shape: []int{6}}}, nil, "the table must be an arg of shape [rows, words]"},
+	}
+	for _, c := range cases {
+		g := &Graph{NumArgs: 2, Nodes: c.nodes, Outputs: c.outputs}
+		err := g.Validate()
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
+		}
+	}
+	g := &Graph{NumArgs: 2, Nodes: []Node{tab, idx, gather, unpack(OpUnpackF16, 3, 7), {Op: OpGetRows, In: []int{0, 1}, Shape: []int{3, 4}}}}
+	if got := g.WordGathers(); !slices.Equal(got, []bool{false, false, true, false, false}) {
+		t.Errorf("WordGathers = %v: only node 2 gathers words", got)
 	}
 }

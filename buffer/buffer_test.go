@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ag-go/ag/backend"
 	"github.com/ag-go/ag/core"
 )
 
@@ -20,17 +21,36 @@ func vals(n int, base float32) []float32 {
 	return v
 }
 
-// model is the plain-Go image of a buffer: capacity records of width floats.
+// model is the plain-Go image of a buffer: capacity records of width
+// values, rounded as the storage rounds them.
 type model struct {
-	width int
-	data  []float32
+	width   int
+	storage core.Precision
+	data    []float32
 }
 
 func newModel(width, capacity int) *model {
 	return &model{width: width, data: make([]float32, width*capacity)}
 }
 
-func (m *model) write(off int, recs []float32) { copy(m.data[off*m.width:], recs) }
+func (m *model) write(off int, recs []float32) {
+	copy(m.data[off*m.width:], stored(recs, m.storage))
+}
+
+// stored is what a buffer of the given storage holds of v: v itself for
+// f32, else each value rounded to the format on the host, as Write does.
+func stored(v []float32, storage core.Precision) []float32 {
+	out := slices.Clone(v)
+	for i, x := range v {
+		switch storage {
+		case core.PrecisionF16:
+			out[i] = backend.F16Value(backend.F16Bits(x))
+		case core.PrecisionBF16:
+			out[i] = backend.BF16Value(backend.BF16Bits(x))
+		}
+	}
+	return out
+}
 
 func (m *model) read(off, k int) []float32 {
 	return slices.Clone(m.data[off*m.width : (off+k)*m.width])

@@ -1,4 +1,4 @@
-// Package buffer holds device buffers: large f32 tables that live on a
+// Package buffer holds device buffers: large tables that live on a
 // device, are written in place by record ranges and read by index inside
 // ag's lazy graphs (the port of ggmlR's ag_buffer).
 //
@@ -12,6 +12,12 @@
 // terms, capacity records of width floats each (a core tensor of shape
 // [capacity, width]): the same bytes, and the device's get_rows selects
 // exactly these records. Offsets and indices are 0-based.
+//
+// Storage. The seed's ag_buffer stores f32 only (its dtype = "f16" is
+// refused). NewWithStorage also stores records as f16 or bf16
+// (core.HalfTable): half the memory, so twice the transitions fit, with
+// the values rounded once when written; GetRows still gives f32, converted
+// on the device, and only the indices cross the bus.
 //
 // Lifetime. The table is a persistent core value (core.Device.Zeros), outside
 // the memory a run plans, so it survives any number of steps. Device.Close

@@ -44,3 +44,41 @@ func ExampleBuffer() {
 	// buffer.Write: records 9..10 are outside the buffer (capacity 10)
 	// <buffer> 3 x 10 f32 (freed)
 }
+
+// A replay buffer stored as f16: half the device memory of an f32 one (an
+// odd width takes one value more a record). Values are rounded to f16 when
+// written (0.1 becomes 0.099975586, 1e5 overflows to +Inf); reads and
+// gathers give the stored values as f32, converted on the device.
+func ExampleNewWithStorage() {
+	dev, err := core.Open("cpu")
+	if err != nil {
+		panic(err)
+	}
+	defer dev.Close()
+
+	buf, err := buffer.NewWithStorage(dev, 4, 1_000_000, core.PrecisionF16)
+	if err != nil {
+		panic(err)
+	}
+	defer buf.Free()
+	f32, _ := buffer.New(dev, 4, 1_000_000)
+	fmt.Println(buf, buf.Bytes(), "bytes, f32:", f32.Bytes())
+	f32.Free()
+
+	if err := buf.Write(7, []float32{0.1, -2.5, 1e5, 3}); err != nil {
+		panic(err)
+	}
+	recs, _ := buf.Read(7, 1)
+	fmt.Println(recs)
+
+	rows, err := buf.GetRows([]int{7, 0}) // [2, 4] f32, only the indices cross
+	if err != nil {
+		panic(err)
+	}
+	v, _ := rows.Data()
+	fmt.Println(v)
+	// Output:
+	// <buffer> 4 x 1000000 f16 (device) 8000000 bytes, f32: 16000000
+	// [0.099975586 -2.5 +Inf 3]
+	// [0.099975586 -2.5 +Inf 3 0 0 0 0]
+}

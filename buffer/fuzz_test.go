@@ -11,9 +11,11 @@ import (
 
 // FuzzBuffer runs sequences of Write, Read, GetRows and GetRowsOf decoded
 // from the input against a plain Go slice model: values must agree exactly
-// (copies only), and a call must fail with ErrOutOfRange exactly when the
-// model says its range is outside the buffer. `go test` runs the seed
-// corpus; `go test -fuzz FuzzBuffer ./buffer/` explores further.
+// (copies only, of values the model rounds as the storage does), and a
+// call must fail with ErrOutOfRange exactly when the model says its range
+// is outside the buffer. The first byte picks the width and the storage
+// (f32, f16, bf16). `go test` runs the seed corpus; `go test -fuzz
+// FuzzBuffer ./buffer/` explores further.
 func FuzzBuffer(f *testing.F) {
 	for _, s := range [][]byte{
 		{2, 9, 0, 4, 3, 1, 1, 11, 2, 5, 7, 3, 3, 2},  // write, read, gathers
@@ -21,6 +23,8 @@ func FuzzBuffer(f *testing.F) {
 		{4, 11, 0, 12, 3, 0, 1, 2, 1, 14, 0, 2, 200}, // writes past the end, empty read
 		{1, 5, 0, 6, 2, 2, 3, 9, 2, 200, 40, 3, 7, 9, 1, 255, 255},
 		{3, 2, 0, 1, 3, 0, 2, 1, 0, 2, 5, 3, 0, 255, 3, 1, 0, 0},
+		{7, 9, 0, 4, 3, 1, 1, 11, 2, 5, 7, 3, 3, 2, 0, 9, 200},    // f16, width 3
+		{13, 5, 0, 6, 2, 2, 3, 9, 2, 200, 40, 3, 7, 9, 1, 255, 0}, // bf16, width 4
 	} {
 		f.Add(s)
 	}
@@ -35,12 +39,17 @@ func FuzzBuffer(f *testing.F) {
 			return
 		}
 		width, capacity := 1+int(data[0])%5, 1+int(data[1])%12
-		b, err := New(dev, width, capacity)
+		storage := core.Precision(int(data[0]/5) % 3)
+		b, err := NewWithStorage(dev, width, capacity, storage)
+		if errors.Is(err, core.ErrUnsupported) {
+			return // bf16 on ggml-vulkan
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer b.Free()
 		m := newModel(width, capacity)
+		m.storage = storage
 		inside := func(off, k int) bool { return off >= 0 && k >= 0 && off+k <= capacity }
 		wantErr := func(what string, err error, ok bool) bool {
 			t.Helper()

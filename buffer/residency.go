@@ -1,7 +1,10 @@
 package buffer
 
-import "github.com/ag-go/ag/core"
-
-// onDevice reports whether t's realized value is in device memory (false
-// while Device.Close has moved it to the host).
-func onDevice(t *core.Tensor) bool { return t.OnDevice() }
+// onDevice reports whether t's records are in device memory (false while
+// Device.Close has moved them to the host).
+func onDevice(t tables) bool {
+	if t.half != nil {
+		return t.half.OnDevice()
+	}
+	return t.table.OnDevice()
+}

@@ -12,9 +12,11 @@ const maxExactIndex = 1 << 24
 
 // GetRows selects records of the buffer by 0-based index, as a device
 // operation: only the indices cross the bus. The result is a
-// [len(idx), Width()] tensor without gradient, recorded lazily like every op
-// and usable as an input to any op. Indices may repeat. Each is checked here: an index outside 0..Capacity()-1
-// (or from 2^24 on, which f32 cannot hold exactly) is an ErrOutOfRange error.
+// [len(idx), Width()] f32 tensor without gradient (with 16-bit storage,
+// the stored values converted on the device), recorded lazily like every
+// op and usable as an input to any op. Indices may repeat. Each is checked
+// here: an index outside 0..Capacity()-1 (or from 2^24 on, which f32
+// cannot hold exactly) is an ErrOutOfRange error.
 //
 // Inside a step that repeats, GetRows does not cause recompiling: the indices
 // are an input of the program, so a new index vector of the same length
@@ -68,11 +70,15 @@ func (b *Buffer) GetRowsOf(idx *core.Tensor) *core.Tensor {
 	return b.gather(t, flat)
 }
 
-// gather records the get_rows node. The node holds the table as its input,
-// so a buffer collected while the node is pending keeps its memory until the
+// gather records the get_rows node (with 16-bit storage, the get_rows and
+// the conversion to f32). The node holds the table as its input, so a
+// buffer collected while the node is pending keeps its memory until the
 // node has run. It is recorded without gradient whatever the indices are.
-func (b *Buffer) gather(table, idx *core.Tensor) *core.Tensor {
+func (b *Buffer) gather(t tables, idx *core.Tensor) *core.Tensor {
+	if t.half != nil {
+		return t.half.Gather(idx)
+	}
 	var out *core.Tensor
-	b.dev.NoGrad(func() { out = core.Gather(table, idx) })
+	b.dev.NoGrad(func() { out = core.Gather(t.table, idx) })
 	return out
 }

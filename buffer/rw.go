@@ -5,7 +5,9 @@ import "fmt"
 // Write writes len(records)/Width() whole records at record offset..offset+k-1
 // (0-based); the range must lie inside the buffer, so a ring buffer wraps with
 // two writes. Pending graph nodes that read the buffer run first and see the
-// old value; the write itself has completed when Write returns.
+// old value; the write itself has completed when Write returns. With 16-bit
+// storage (NewWithStorage) each value is rounded to the format on the host
+// first, and half the bytes cross the bus.
 func (b *Buffer) Write(offset int, records []float32) error {
 	t, err := b.live("Write")
 	if err != nil {
@@ -21,17 +23,23 @@ func (b *Buffer) Write(offset int, records []float32) error {
 	if k == 0 {
 		return nil
 	}
-	// core's WriteAt runs the pending nodes that read the table before
-	// writing, which is the ordering promised above.
-	if err := t.WriteAt(offset*b.width, records); err != nil {
+	// core's WriteAt and WriteRows run the pending nodes that read the
+	// table before writing, which is the ordering promised above.
+	if t.half != nil {
+		err = t.half.WriteRows(offset, records)
+	} else {
+		err = t.table.WriteAt(offset*b.width, records)
+	}
+	if err != nil {
 		return fmt.Errorf("buffer.Write(%d, %d records): %w", offset, k, err)
 	}
 	return nil
 }
 
-// Read returns records offset..offset+k-1 as k*Width() values. It is a sync
-// point: pending work on the device runs first. Reading a large buffer in
-// parts bounds the host memory used.
+// Read returns records offset..offset+k-1 as k*Width() values: with 16-bit
+// storage the stored (rounded) values, converted to f32 on the host. It is
+// a sync point: pending work on the device runs first. Reading a large
+// buffer in parts bounds the host memory used.
 func (b *Buffer) Read(offset, k int) ([]float32, error) {
 	t, err := b.live("Read")
 	if err != nil {
@@ -46,7 +54,12 @@ func (b *Buffer) Read(offset, k int) ([]float32, error) {
 	if k == 0 {
 		return []float32{}, nil
 	}
-	v, err := t.ReadAt(offset*b.width, k*b.width)
+	var v []float32
+	if t.half != nil {
+		v, err = t.half.ReadRows(offset, k)
+	} else {
+		v, err = t.table.ReadAt(offset*b.width, k*b.width)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("buffer.Read(%d, %d): %w", offset, k, err)
 	}

@@ -88,6 +88,9 @@ func (d *Device) EstimateMemory(step func() error) (MemoryEstimate, error) {
 			}
 			n.In[i] = idx
 		}
+		if t.gather {
+			gatherNode(&g, t, &n)
+		}
 		nodeOf[t] = len(g.Nodes)
 		g.Nodes = append(g.Nodes, n)
 		if keep[t] {

@@ -114,3 +114,24 @@ func ExampleDevice_SetActivationStorage() {
 	fmt.Printf("intermediates: f32 %d KiB, f16 storage %d KiB\n", f32.Intermediates>>10, f16.Intermediates>>10)
 	// Output: intermediates: f32 448 KiB, f16 storage 352 KiB
 }
+
+// A bf16 table of 1000 rows of 8 values takes 16000 bytes (f32: 32000).
+// Rows are rounded when written (1/3 keeps 8 significant bits) and
+// gathered as f32 on the device: only the indices cross the bus.
+func ExampleHalfTable() {
+	dev, _ := core.Open("cpu")
+	defer dev.Close()
+	h, err := dev.NewHalfTable(1000, 8, core.PrecisionBF16)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer h.Release()
+	fmt.Println(h, h.Bytes())
+	h.WriteRows(42, []float32{1. / 3, 2, 3, 4, 5, 6, 7, 1e30})
+	rows, _ := h.Gather(dev.Tensor([]float32{42, 0}, 2)).Data()
+	fmt.Println(rows)
+	// Output:
+	// HalfTable[1000 8] bf16 (device) 16000
+	// [0.33398438 2 3 4 5 6 7 1.00025555e+30 0 0 0 0 0 0 0 0]
+}

@@ -133,6 +133,12 @@ func (d *Device) record(fn string, op backend.Op, shape []int, attr backend.Node
 // recordGrad is record for ops whose result may carry a gradient (grad) or
 // never does (OpMax, OneHot: no gradient flows through them).
 func (d *Device) recordGrad(fn string, op backend.Op, shape []int, attr backend.Node, grad bool, ins ...*Tensor) *Tensor {
+	return d.push(&Tensor{op: op, shape: shape, attr: attr}, fn, grad, ins...)
+}
+
+// push appends t, a node of op, shape and attr over ins (and any other
+// recipe fields set), to the pending graph: the body of recordGrad.
+func (d *Device) push(t *Tensor, fn string, grad bool, ins ...*Tensor) *Tensor {
 	needTensors(fn, ins...)
 	var t0 time.Time
 	if profiling() {
@@ -143,7 +149,7 @@ func (d *Device) recordGrad(fn string, op backend.Op, shape []int, attr backend.
 			panic(fmt.Sprintf("core.%s: input %d is on device %s, the others on %s: move it with Data and Tensor, or use one device", fn, i, in.dev.label(), d.label()))
 		}
 	}
-	t := &Tensor{dev: d, shape: shape, op: op, attr: attr, g: goid.Get(), user: fn}
+	t.dev, t.g, t.user = d, goid.Get(), fn
 	t.inputs = ins
 	d.lock()
 	defer d.mu.Unlock()
@@ -377,10 +383,12 @@ type lowering struct {
 	out    map[*Tensor]backend.Buffer // kept values and their new buffers
 	// rngBlocks is the Philox blocks the run's random draws take.
 	rngBlocks uint64
-	// half are the packs and unpacks of SetActivationStorage, as tensors
+	// half are the nodes a lowering adds to the pending ones, as tensors
 	// outside the pending list (in nodeOf too), so the profile shows their
-	// time: as the op "ActivationStorage", in the layer and pass of the
-	// value stored (a pack) or of its first reader (an unpack).
+	// time: the packs and unpacks of SetActivationStorage, as the op
+	// "ActivationStorage", in the layer and pass of the value stored (a
+	// pack) or of its first reader (an unpack); and the get_rows of each
+	// HalfTable.Gather, as part of the Gather.
 	half []*Tensor
 }
 
@@ -399,6 +407,9 @@ func (lw *lowering) storeHalf(d *Device) {
 	pass := make([]profile.Pass, len(lw.g.Nodes)) // args read PassForward: storeHalf never stores them
 	from := make([]*Tensor, len(lw.g.Nodes))
 	for _, t := range d.pending {
+		pass[lw.nodeOf[t]], from[lw.nodeOf[t]] = t.pass, t
+	}
+	for _, t := range lw.half { // the gathers' get_rows
 		pass[lw.nodeOf[t]], from[lw.nodeOf[t]] = t.pass, t
 	}
 	remap, added := storeHalf(&lw.g, pass, d.store)
@@ -512,6 +523,13 @@ func (d *Device) lower() (*lowering, error) {
 				return lw, err
 			}
 			n.In[i] = idx
+		}
+		if t.gather {
+			// the get_rows joins the profile as a node of the Gather
+			i := gatherNode(&lw.g, t, &n)
+			x := &Tensor{dev: d, op: backend.OpGetRows, user: t.user, scope: t.scope, pass: t.pass, shape: lw.g.Nodes[i].Shape}
+			lw.nodeOf[x] = i
+			lw.half = append(lw.half, x)
 		}
 		lw.nodeOf[t] = len(lw.g.Nodes)
 		lw.g.Nodes = append(lw.g.Nodes, n)

@@ -34,7 +34,8 @@ import (
 // kept across runs for a later Backward stay f32. A recorded Capture keeps
 // the setting it was recorded with. A device that cannot convert the
 // format back (bf16 on ggml-vulkan: unpack_bf16 is in its
-// Caps.Unsupported) returns an error and keeps its setting.
+// Caps.Unsupported) returns an error wrapping ErrUnsupported and keeps its
+// setting.
 func (d *Device) SetActivationStorage(p Precision) (prev Precision, err error) {
 	if p < PrecisionF32 || p > PrecisionBF16 {
 		return 0, fmt.Errorf("core.Device.SetActivationStorage: unknown precision %d", int(p))
@@ -42,7 +43,7 @@ func (d *Device) SetActivationStorage(p Precision) (prev Precision, err error) {
 	d.lock()
 	defer d.mu.Unlock()
 	if op := unpackOp(p); op != backend.OpInvalid && !d.caps.Supports(op) {
-		return d.store, fmt.Errorf("core.Device.SetActivationStorage(%v): %s cannot read %v values back (%v is in its Caps.Unsupported)", p, d.caps.Name, p, op)
+		return d.store, unsupportedf("core.Device.SetActivationStorage(%v): %s cannot read %v values back (%v is in its Caps.Unsupported)", p, d.caps.Name, p, op)
 	}
 	prev, d.store = d.store, p
 	return prev, nil
@@ -103,8 +104,9 @@ func storeHalf(g *backend.Graph, pass []profile.Pass, p Precision) (remap []int,
 	for _, o := range g.Outputs {
 		out[o.Node] = true
 	}
+	words := g.WordGathers() // a table's words: stored already, and opaque
 	for i := range g.Nodes {
-		stored[i] = pass[i] == profile.PassForward && !out[i] && storable(&g.Nodes[i])
+		stored[i] = pass[i] == profile.PassForward && !out[i] && !words[i] && storable(&g.Nodes[i])
 	}
 	backRead := make([]bool, n)
 	for i := range g.Nodes {

@@ -72,6 +72,10 @@ type Tensor struct {
 	constData    []float32   // a Constant's values (never written)
 	inverse      *inverseMap // Gather's gradient by these constant indices
 	grad         *Tensor
+	// gather, on an unpack recorded by HalfTable.Gather: its inputs are a
+	// 16-bit table's words and the indices, lowered as a get_rows of the
+	// words that the unpack reads (gatherNode), so words never make a Tensor.
+	gather bool
 }
 
 // state is atomic because String reads it without the device lock (it is

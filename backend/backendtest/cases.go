@@ -23,6 +23,10 @@ type Tol struct {
 	// conversion stores 0x7fff where the reference stores 0x7e00).
 	Bits bool
 	Half int
+	// NaN, with Bits: an element that is an f32 NaN in both matches
+	// whatever the payloads if the signs agree (the values an unpack gives:
+	// ir.go leaves a NaN's payload to the device).
+	NaN bool
 }
 
 // halfNaN reports whether the 16 bits h are a NaN of format half (1: f16, 2: bf16).
@@ -36,6 +40,9 @@ func halfNaN(h uint16, half int) bool {
 // sameWord reports whether words a and b match under t (see Tol.Bits).
 func (t Tol) sameWord(a, b uint32) bool {
 	if a == b {
+		return true
+	}
+	if t.NaN && a&0x7fffffff > 0x7f800000 && b&0x7fffffff > 0x7f800000 && a>>31 == b>>31 {
 		return true
 	}
 	if t.Half == 0 {
@@ -64,7 +71,8 @@ func (t Tol) bound(want float64, mag []float64, i, n int) float64 {
 var tolerances = map[string]Tol{
 	"words_f16":  {Bits: true, Half: 1},
 	"words_bf16": {Bits: true, Half: 2},
-	"exact":      {}, // fill, neg, relu, clamp, inside, reshape, permute, expand, slices, rows, one-hot
+	"unpacked":   {Bits: true, NaN: true}, // values of 16-bit words: exact, signed zeros and subnormals included
+	"exact":      {},                      // fill, neg, relu, clamp, inside, reshape, permute, expand, slices, rows, one-hot
 	"add":        {Rel: 1e-6},
 	"sub":        {Rel: 1e-6},
 	"mul":        {Rel: 1e-6},

@@ -319,6 +319,7 @@ func TestCasesValid(t *testing.T) {
 // same sign (NVIDIA's f16 NaN is 0x7fff, the reference's 0x7e00).
 func TestSameWord(t *testing.T) {
 	f16, bf16 := Tol{Bits: true, Half: 1}, Tol{Bits: true, Half: 2}
+	unpacked := tolerances["unpacked"]
 	for _, c := range []struct {
 		tol  Tol
 		a, b uint32
@@ -333,9 +334,16 @@ func TestSameWord(t *testing.T) {
 		{bf16, 0x7fc17f81, 0x7fc07fc0, true},
 		{bf16, 0x00007f80, 0x00007fc0, false},
 		{Tol{Bits: true}, 0x7fff, 0x7e00, false},
+		// unpacked values: any f32 NaN of the same sign, else every bit
+		{unpacked, 0x7fc00000, 0x7fffe000, true},
+		{unpacked, 0xffc00000, 0xff800001, true},
+		{unpacked, 0xffc00000, 0x7fc00000, false}, // the NaN's sign
+		{unpacked, 0x7f800000, 0x7fc00000, false}, // Inf is not a NaN
+		{unpacked, 0x80000000, 0x00000000, false}, // -0 is not +0
+		{unpacked, 0x00000001, 0x00000000, false}, // a subnormal is not flushed
 	} {
 		if got := c.tol.sameWord(c.a, c.b); got != c.want {
-			t.Errorf("Half %d: sameWord(%08x, %08x) = %t, want %t", c.tol.Half, c.a, c.b, got, c.want)
+			t.Errorf("%+v: sameWord(%08x, %08x) = %t, want %t", c.tol, c.a, c.b, got, c.want)
 		}
 	}
 }

@@ -76,6 +76,78 @@ func packCases() []opCase {
 			b.out(b.op(f.unpack, []int{2 * words}, x))
 			return []instance{b.inst(0)}
 		}})
+		// a 16-bit table: records of w values padded to whole words,
+		// gathered by get_rows and unpacked by rows; every word class in
+		// the table, every row read (in a shuffled order), rows repeated,
+		// and indices that clamp
+		cs = append(cs, opCase{"pack/" + f.name + "/get_rows", "unpacked", func(r *rand.Rand) []instance {
+			var is []instance
+			for _, w := range []int{1, 2, 3, 7, 8, 37} {
+				W := backend.PackedLen(w)
+				rows := (2*len(wordClasses)+W-1)/W + r.IntN(8)
+				tab := wordTable(r, rows*W)
+				idx := make([]float32, 0, 2*rows+3)
+				for _, k := range r.Perm(rows) {
+					idx = append(idx, float32(k))
+				}
+				for range rows / 2 {
+					idx = append(idx, float32(r.IntN(rows)))
+				}
+				idx = append(idx, -1, float32(rows), 1e6)
+				n := len(idx)
+				var b builder
+				t := b.arg(tab, rows, W)
+				x := b.arg(idx, n)
+				gw := b.op(backend.OpGetRows, []int{n, W}, t, x)
+				b.out(b.op(f.unpack, []int{n, w}, gw))
+				is = append(is, b.inst(0))
+			}
+			return is
+		}})
+		// the rows form without a gather: a whole table read back
+		cs = append(cs, opCase{"pack/" + f.name + "/rows", "unpacked", func(r *rand.Rand) []instance {
+			var is []instance
+			for _, w := range []int{1, 6, 37} {
+				W := backend.PackedLen(w)
+				rows := (2*len(wordClasses)+W-1)/W + r.IntN(8)
+				var b builder
+				t := b.arg(wordTable(r, rows*W), rows, W)
+				b.out(b.op(f.unpack, []int{rows, w}, t))
+				is = append(is, b.inst(0))
+			}
+			return is
+		}})
 	}
 	return cs
+}
+
+// wordClasses are 32-bit words of every class a table of 16-bit values
+// holds, which a get_rows must move bit for bit: f32 subnormal words (the
+// f16 pair [1, 0] is 0x00003c00, and [-0, 0] is 0x00008000), f32
+// signaling NaN words (0x7f803c00 holds a bf16 +Inf in its high half: a
+// quieted copy would hold a NaN), f32 quiet NaNs and infinities, f16
+// infinities and NaNs (quiet and signaling) in either half, zeros of both
+// signs (0x80000000 is f32 -0) and ordinary values.
+var wordClasses = []uint32{
+	0x00003c00, 0x00000001, 0x007fffff, 0x80003c00, 0x807f0001, 0x00008000,
+	0x7f803c00, 0x7fa00001, 0xffbfffff, 0xff800001, 0x7f800001,
+	0x7fc00000, 0xffffffff, 0x7f800000, 0xff800000,
+	0x7c00fc00, 0x7e007c01, 0xfc017e00, 0x7bff0400, 0x03ff8001,
+	0x00000000, 0x80008000, 0x80000000,
+	0x3c003c00, 0x40490fdb, 0xc2f6e979,
+}
+
+// wordTable returns n words: every word class twice among random bits,
+// shuffled (twice: with odd records a word may land last in a record,
+// where its high half is padding that no unpack reads).
+func wordTable(r *rand.Rand, n int) []float32 {
+	w := make([]float32, n)
+	for i := range w {
+		w[i] = math.Float32frombits(r.Uint32())
+	}
+	for k, c := range wordClasses {
+		w[2*k], w[2*k+1] = math.Float32frombits(c), math.Float32frombits(c)
+	}
+	r.Shuffle(n, func(i, j int) { w[i], w[j] = w[j], w[i] })
+	return w
 }

@@ -219,6 +219,16 @@ func (p *program) nodeFunc(g *backend.Graph, i int) func() {
 		})
 	case op == backend.OpUnpackF16 || op == backend.OpUnpackBF16:
 		bf := op == backend.OpUnpackBF16
+		if ws := in(0); len(ws) == 2 {
+			// rows form: each row of w values from its own W words (an odd
+			// w leaves the last word's high half unread)
+			w, W := n.Shape[1], ws[1]
+			return p.rangeFunc(ws[0], grain/w, func(lo, hi int) {
+				for r := lo; r < hi; r++ {
+					backend.UnpackHalves(v[i][r*w:(r+1)*w], v[x0][r*W:(r+1)*W], bf)
+				}
+			})
+		}
 		return p.rangeFunc(backend.PackedLen(size), grain/2, func(lo, hi int) { // whole words a task
 			backend.UnpackHalves(v[i][2*lo:min(2*hi, size)], v[x0][lo:hi], bf)
 		})

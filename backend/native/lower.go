@@ -10,6 +10,7 @@ import "C"
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/ag-go/ag/backend"
 )
@@ -59,6 +60,10 @@ type lowering struct {
 	maskmemo map[maskKey][2]tensor
 	// uses[j] counts the nodes and outputs that read IR node j.
 	uses []int
+	// words marks the get_rows of packed words (Graph.WordGathers): they
+	// get no ggml node of their own; each unpack that reads one gathers
+	// its 16-bit records itself (see unpackRows).
+	words []bool
 }
 
 type outCopy struct{ end, node int }
@@ -109,7 +114,7 @@ func newLowering(d *device, g *backend.Graph) (*lowering, error) {
 	if ctx == nil || cctx == nil {
 		return nil, fmt.Errorf("ggml_init of %d bytes failed", mem)
 	}
-	l := &lowering{d: d, g: g, ctx: ctx, cctx: cctx, val: make([]tensor, len(g.Nodes)), nodeEnd: make([]int, len(g.Nodes)), uses: make([]int, len(g.Nodes))}
+	l := &lowering{d: d, g: g, ctx: ctx, cctx: cctx, val: make([]tensor, len(g.Nodes)), nodeEnd: make([]int, len(g.Nodes)), uses: make([]int, len(g.Nodes)), words: g.WordGathers()}
 	for i := range g.Nodes {
 		for _, j := range g.Nodes[i].In {
 			l.uses[j]++
@@ -187,8 +192,41 @@ func (l *lowering) packSource(n *backend.Node) tensor {
 }
 
 // unpack converts a pack's 16-bit values (or an arg's words) to f32.
-func (l *lowering) unpack(n *backend.Node) tensor {
-	return C.ggml_cast(l.ctx, l.packedValues(n), C.GGML_TYPE_F32)
+func (l *lowering) unpack(n *backend.Node) (tensor, error) {
+	if len(l.inShape(n, 0)) == 2 {
+		return l.unpackRows(n)
+	}
+	return C.ggml_cast(l.ctx, l.packedValues(n), C.GGML_TYPE_F32), nil
+}
+
+// unpackRows lowers the rows form of an unpack: records of w 16-bit values
+// in an arg's table of [R, W] words, read with a row stride of W words (an
+// odd w's padding half is skipped), gathered by the indices of the
+// get_rows it reads - ggml's get_rows of an F16 or BF16 table gives f32,
+// so the pair is one node - or converted whole. A format whose flat
+// unpack the device cannot run (Caps.Unsupported: bf16 on ggml-vulkan) is
+// refused here too, though its get_rows might run: the capability is the
+// op's, one answer for both forms.
+func (l *lowering) unpackRows(n *backend.Node) (tensor, error) {
+	if slices.Contains(l.d.caps.Unsupported, n.Op) {
+		return nil, fmt.Errorf("%s cannot run %s (Caps.Unsupported)", l.d.name, n.Op)
+	}
+	src := &l.g.Nodes[n.In[0]]
+	tab := src
+	if src.Op == backend.OpGetRows {
+		tab = &l.g.Nodes[src.In[0]]
+	}
+	if tab.Op != backend.OpArg {
+		return nil, fmt.Errorf("the rows form reads the words of %s, want an arg's (a bug: Validate checks it)", tab.Op)
+	}
+	rows, words, w := tab.Shape[0], tab.Shape[1], n.Shape[1]
+	h := l.newWordsArg(halfType(n.Op), rows*words, tab.Arg)
+	recs := C.ggml_view_2d(l.ctx, h, C.int64_t(w), C.int64_t(rows), C.size_t(4*words), 0)
+	if src.Op == backend.OpGetRows {
+		_, idx := l.indices(l.in(src, 1), rows)
+		return C.ggml_get_rows(l.ctx, recs, idx), nil
+	}
+	return C.ggml_cast(l.ctx, recs, C.GGML_TYPE_F32), nil
 }
 
 // packedValues is the 16-bit values unpack node n reads, as a tensor of
@@ -225,9 +263,10 @@ func (l *lowering) tensorsUsed() int {
 func (l *lowering) build() error {
 	for i := range l.g.Nodes {
 		n := &l.g.Nodes[i]
-		if l.needed != nil && !l.needed[i] {
+		if l.needed != nil && !l.needed[i] || l.words[i] {
+			// no output depends on it, or its unpacks gather the words
 			l.nodeEnd[i] = int(C.ggml_graph_n_nodes(l.gf))
-			continue // no output depends on it
+			continue
 		}
 		before := l.tensorsUsed()
 		v, effects, err := l.lowerNode(i, n)
@@ -464,7 +503,8 @@ func (l *lowering) lowerNode(i int, n *backend.Node) (tensor, []tensor, error) {
 	case n.Op == backend.OpPackF16 || n.Op == backend.OpPackBF16:
 		return C.ggml_cast(ctx, l.packSource(n), halfType(n.Op)), nil, nil
 	case n.Op == backend.OpUnpackF16 || n.Op == backend.OpUnpackBF16:
-		return l.unpack(n), nil, nil
+		v, err := l.unpack(n)
+		return v, nil, err
 	}
 	backend.Unknown("native.lowerNode", n.Op)
 	return nil, nil, nil

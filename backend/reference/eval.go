@@ -164,9 +164,15 @@ func evalNode(n *backend.Node, in [][]float64, shapes [][]int) []float64 {
 		}
 	case n.Op == backend.OpUnpackF16 || n.Op == backend.OpUnpackBF16:
 		h := halfOf(n.Op == backend.OpUnpackBF16)
+		// rows of w values from rows of W words; the flat form is one row
+		w, W := len(out), len(in[0])
+		if len(shapes[0]) == 2 {
+			w, W = n.Shape[1], shapes[0][1]
+		}
 		for i := range out {
-			w := math.Float32bits(Narrow(in[0][i/2]))
-			out[i] = h.decode(uint16(w >> (16 * (i % 2))))
+			r, c := i/w, i%w
+			word := math.Float32bits(Narrow(in[0][r*W+c/2]))
+			out[i] = h.decode(uint16(word >> (16 * (c % 2))))
 		}
 	default:
 		backend.Unknown("backendtest.Eval", n.Op)

@@ -42,6 +42,10 @@ type fusePlan struct {
 	// of them); deferred marks the other members.
 	group    [][]int
 	deferred []bool
+	// words marks the get_rows of packed words (Graph.WordGathers): bits
+	// that a generated kernel would move as f32 values, so nothing is
+	// inlined into them (and only unpacks, which inline nothing, read them).
+	words []bool
 }
 
 // isPointwise reports whether a node's value at one index can be computed
@@ -85,7 +89,7 @@ type fuseLimits struct {
 func planFusion(g *backend.Graph, lim fuseLimits, enabled bool) *fusePlan {
 	nn := len(g.Nodes)
 	fg := &backend.Graph{Nodes: append([]backend.Node(nil), g.Nodes...), Outputs: g.Outputs, NumArgs: g.NumArgs}
-	fp := &fusePlan{g: fg, inl: make([]bool, nn), core: make([]int, nn), group: make([][]int, nn), deferred: make([]bool, nn)}
+	fp := &fusePlan{g: fg, inl: make([]bool, nn), core: make([]int, nn), group: make([][]int, nn), deferred: make([]bool, nn), words: g.WordGathers()}
 	for i := range fp.core {
 		fp.core[i] = -1
 	}
@@ -158,7 +162,7 @@ func planFusion(g *backend.Graph, lim fuseLimits, enabled bool) *fusePlan {
 		}
 		all := true
 		for _, u := range users[j] {
-			all = all && acceptsInline(nodes[u].Op)
+			all = all && acceptsInline(nodes[u].Op) && !fp.words[u]
 		}
 		crosses := false
 		for _, u := range users[j] {

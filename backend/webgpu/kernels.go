@@ -465,9 +465,14 @@ func softmaxApplyKernel(log bool) *kernel {
 
 // getRowsKernel: Y[i] = T[idx(I[i / W]) * W + i %% W] for the table rows
 // r0..r0+rc-1 bound (large tables run as several dispatches over bound
-// ranges). Params [n, W, R, r0, rc].
-func getRowsKernel() *kernel {
-	return newKernel("get_rows", []bindDecl{{name: "T"}, {name: "I"}, {name: "Y", rw: true}}, linearHead+`
+// ranges). With words, T and Y are bound as u32: the table holds packed
+// 16-bit values, whose words are copied as bits. Params [n, W, R, r0, rc].
+func getRowsKernel(words bool) *kernel {
+	name, t, y := "get_rows", bindDecl{name: "T"}, bindDecl{name: "Y", rw: true}
+	if words {
+		name, t.u32, y.u32 = "get_rows_words", true, true
+	}
+	return newKernel(name, []bindDecl{t, {name: "I"}, y}, linearHead+`
 	if (i >= P[0]) { return; }
 	let W = P[1];
 	let r = idx(I[i / W], P[2]);

@@ -64,7 +64,7 @@ func (p *program) lower(g *backend.Graph, i int, locs []loc) error {
 		p.strided(i, in(0), out, na, 0, 0, []int{na}, []int{1})
 		p.strided(i, in(1), out, nb, na, 0, []int{nb}, []int{1})
 	case n.Op == backend.OpGetRows:
-		return p.getRows(i, in(0), in(1), out, inShape(0), ne)
+		return p.getRows(i, in(0), in(1), out, inShape(0), ne, p.fp.words[i])
 	case n.Op == backend.OpScatterAddRows:
 		p.scatterAdd(i, in(0), in(1), out, n.Shape, inShape(1)[0])
 	case n.Op == backend.OpOneHot:
@@ -83,6 +83,9 @@ func (p *program) lower(g *backend.Graph, i int, locs []loc) error {
 	case n.Op == backend.OpPackF16, n.Op == backend.OpPackBF16:
 		p.halves(i, packKernel(n.Op == backend.OpPackBF16), in(0), out, backend.NumElems(inShape(0)), true)
 	case n.Op == backend.OpUnpackF16, n.Op == backend.OpUnpackBF16:
+		if s := inShape(0); len(s) == 2 {
+			return p.unpackRows(i, n.Op == backend.OpUnpackBF16, in(0), out, s[0], n.Shape[1], s[1])
+		}
 		p.halves(i, unpackKernel(n.Op == backend.OpUnpackBF16), out, in(0), ne, false)
 	default:
 		backend.Unknown("webgpu.lower", n.Op) // sum and max lower through lowerFused
@@ -246,7 +249,8 @@ func (p *program) strided(node int, x, y bref, n, dstOff, srcOff int, d, strides
 
 // getRows selects rows, splitting a table larger than one binding into
 // ranges of rows, each dispatch writing the outputs whose index falls in it.
-func (p *program) getRows(node int, table, ids, out bref, tshape []int, ne int) error {
+// words: the table holds packed 16-bit values (see words.go).
+func (p *program) getRows(node int, table, ids, out bref, tshape []int, ne int, words bool) error {
 	r := tshape[0]
 	w := backend.NumElems(tshape[1:])
 	rc := r
@@ -263,7 +267,7 @@ func (p *program) getRows(node int, table, ids, out bref, tshape []int, ne int) 
 		t := table
 		t.off, t.size = uint64(r0*w)*4, uint64(l*w)*4
 		x, y := p.grid(ne, wg)
-		p.add(node, getRowsKernel(), []bref{t, ids, out}, []uint32{uint32(ne), uint32(w), uint32(r), uint32(r0), uint32(l)}, x, y, 1)
+		p.add(node, getRowsKernel(words), []bref{t, ids, out}, []uint32{uint32(ne), uint32(w), uint32(r), uint32(r0), uint32(l)}, x, y, 1)
 	}
 	return nil
 }

@@ -731,6 +731,74 @@ func bufferCases() []adCase {
 			_, err := b.Read(0, 1)
 			return errIs(err, buffer.ErrFreed, "buffer.Read")
 		}},
+		// 16-bit storage: the same checks, and the values rounded once.
+		{"NewWithStorage unknown storage", func(e *env) result {
+			_, err := buffer.NewWithStorage(e.d, 3, 10, core.Precision(9))
+			return errs(err, "buffer.NewWithStorage", "storage precision 9")
+		}},
+		{"NewWithStorage bf16 refused or exact", func(e *env) result {
+			b, err := buffer.NewWithStorage(e.d, 3, 10, core.PrecisionBF16)
+			if err != nil {
+				return errIs(err, core.ErrUnsupported, "buffer.NewWithStorage", "bf16")
+			}
+			defer b.Free()
+			_ = b.Write(2, []float32{nan, pinf, 1.00390625}) // the last rounds to 1 (ties to even)
+			v, err := b.GetRowsOf(e.d.Tensor([]float32{2, -4}, 2)).Data()
+			return value(v, err, []float32{nan, pinf, 1, 0, 0, 0}, 0)
+		}},
+		{"f16 Write rounds, Read and GetRowsOf agree", func(e *env) result {
+			b, err := buffer.NewWithStorage(e.d, 3, 10, core.PrecisionF16)
+			if err != nil {
+				return fail(wrong, "%v", err)
+			}
+			defer b.Free()
+			if err := b.Write(8, []float32{nan, 7e4, -0.1, 1e-45, 65519, 3}); err != nil {
+				return fail(wrong, "%v", err)
+			}
+			want := []float32{nan, pinf, -0.099975586, 0, 65504, 3}
+			v, err := b.Read(8, 2)
+			if r := value(v, err, want, 0); r.out != handled {
+				return r
+			}
+			v, err = b.GetRowsOf(e.d.Tensor([]float32{8, 99}, 2)).Data()
+			return value(v, err, want, 0)
+		}},
+		{"f16 GetRows index 10 of 10", func(e *env) result {
+			b, err := buffer.NewWithStorage(e.d, 3, 10, core.PrecisionF16)
+			if err != nil {
+				return fail(wrong, "%v", err)
+			}
+			defer b.Free()
+			_, err = b.GetRows([]int{3, 10})
+			return errIs(err, buffer.ErrOutOfRange, "buffer.GetRows")
+		}},
+		{"f16 use after Free", func(e *env) result {
+			b, err := buffer.NewWithStorage(e.d, 3, 10, core.PrecisionF16)
+			if err != nil {
+				return fail(wrong, "%v", err)
+			}
+			_ = b.Free()
+			if r := panics("buffer.GetRowsOf", func() { b.GetRowsOf(e.d.Tensor([]float32{0}, 1)) }); r.out != handled {
+				return r
+			}
+			return errIs(b.Write(0, []float32{1, 2, 3}), buffer.ErrFreed, "buffer.Write")
+		}},
+		{"HalfTable.Gather of 2-D indices", func(e *env) result {
+			h, err := e.d.NewHalfTable(4, 3, core.PrecisionF16)
+			if err != nil {
+				return fail(wrong, "%v", err)
+			}
+			defer h.Release()
+			return panics("core.HalfTable.Gather", func() { h.Gather(t23(e.d)) })
+		}},
+		{"HalfTable.WriteRows past the end", func(e *env) result {
+			h, err := e.d.NewHalfTable(4, 3, core.PrecisionF16)
+			if err != nil {
+				return fail(wrong, "%v", err)
+			}
+			defer h.Release()
+			return errs(h.WriteRows(3, make([]float32, 6)), "core.HalfTable.WriteRows", "rows 3..4")
+		}},
 	}
 }
 
