@@ -88,7 +88,8 @@ import (
 //	pack_bf16         (F16Bits, BF16Bits); a NaN is stored as a NaN of its
 //	                  sign, its payload the device's (0x7e00 / 0x7fc0 here)
 //	unpack_f16        the exact f32 of each 16-bit value (F16Value,
-//	unpack_bf16       BF16Value): NaN stays NaN, f16 subnormals are values
+//	unpack_bf16       BF16Value): NaN stays NaN (its sign and payload the
+//	                  device's: NVIDIA's gives 0x7fffffff), f16 subnormals are values
 //
 // Two latitudes the checks allow, because GPUs take them: the sign of a zero
 // result is unspecified (an input -0 still acts as IEEE says, so 1/-0 = -Inf

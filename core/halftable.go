@@ -39,7 +39,8 @@ func unsupportedf(format string, args ...any) error {
 // magnitudes up to 65504, values from 65520 on becoming ±Inf; bf16 keeps 8
 // significant bits and f32's range. A NaN is stored as a quiet NaN of its
 // sign. ReadRows and Gather give back exactly the stored values (every
-// f16 and bf16 value is an f32).
+// f16 and bf16 value is an f32), but that a NaN's sign and payload from
+// Gather are the device's (NVIDIA's conversion gives 0x7fffffff).
 //
 // Layout. A row is backend.PackedLen(width) 32-bit words on the device, two
 // values to a word, an odd width's last word padded with a zero half, so

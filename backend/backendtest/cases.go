@@ -24,8 +24,9 @@ type Tol struct {
 	Bits bool
 	Half int
 	// NaN, with Bits: an element that is an f32 NaN in both matches
-	// whatever the payloads if the signs agree (the values an unpack gives:
-	// ir.go leaves a NaN's payload to the device).
+	// whatever the signs and payloads (the values an unpack gives: ir.go
+	// leaves a NaN's sign and payload to the device; NVIDIA's f16
+	// conversion gives 0x7fffffff for every NaN).
 	NaN bool
 }
 
@@ -42,7 +43,7 @@ func (t Tol) sameWord(a, b uint32) bool {
 	if a == b {
 		return true
 	}
-	if t.NaN && a&0x7fffffff > 0x7f800000 && b&0x7fffffff > 0x7f800000 && a>>31 == b>>31 {
+	if t.NaN && a&0x7fffffff > 0x7f800000 && b&0x7fffffff > 0x7f800000 {
 		return true
 	}
 	if t.Half == 0 {

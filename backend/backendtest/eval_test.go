@@ -334,10 +334,10 @@ func TestSameWord(t *testing.T) {
 		{bf16, 0x7fc17f81, 0x7fc07fc0, true},
 		{bf16, 0x00007f80, 0x00007fc0, false},
 		{Tol{Bits: true}, 0x7fff, 0x7e00, false},
-		// unpacked values: any f32 NaN of the same sign, else every bit
+		// unpacked values: any f32 NaN, else every bit
 		{unpacked, 0x7fc00000, 0x7fffe000, true},
 		{unpacked, 0xffc00000, 0xff800001, true},
-		{unpacked, 0xffc00000, 0x7fc00000, false}, // the NaN's sign
+		{unpacked, 0xffc00000, 0x7fffffff, true}, // NVIDIA's NaN for -NaN
 		{unpacked, 0x7f800000, 0x7fc00000, false}, // Inf is not a NaN
 		{unpacked, 0x80000000, 0x00000000, false}, // -0 is not +0
 		{unpacked, 0x00000001, 0x00000000, false}, // a subnormal is not flushed
