@@ -337,7 +337,7 @@ func TestSameWord(t *testing.T) {
 		// unpacked values: any f32 NaN, else every bit
 		{unpacked, 0x7fc00000, 0x7fffe000, true},
 		{unpacked, 0xffc00000, 0xff800001, true},
-		{unpacked, 0xffc00000, 0x7fffffff, true}, // NVIDIA's NaN for -NaN
+		{unpacked, 0xffc00000, 0x7fffffff, true},  // NVIDIA's NaN for -NaN
 		{unpacked, 0x7f800000, 0x7fc00000, false}, // Inf is not a NaN
 		{unpacked, 0x80000000, 0x00000000, false}, // -0 is not +0
 		{unpacked, 0x00000001, 0x00000000, false}, // a subnormal is not flushed

@@ -40,7 +40,6 @@ type binary struct {
 // graph/train-step and TestMLPTrains). TestConformance runs in wasmsuite.
 const packageTests = "^(TestAvailable|TestSplitLargeBindings|TestMemoryPlan|TestRebind|TestMemoryEstimate|TestDeviceTime|TestFusionPatterns|TestOptimizerGroups|TestMatmulF16Tiles|TestMatmulSpeed)$"
 
-
 // packageSkips: TestFusionPatterns/sgd-group expects its five SGD updates
 // (four buffers each) in one dispatch, which needs 21 storage buffers per
 // kernel; SwiftShader offers 10, so the backend correctly makes 3. The
