@@ -17,9 +17,14 @@ import (
 // value back (OpUnpackF16) where it first needs it: the activations take
 // half the memory, the forward's own arithmetic is unchanged, and the
 // backward computes with the values rounded as f16 or bf16 (autocast's f16
-// activations round the same way). Parameters, inputs, gradients and
-// optimizer state stay f32, so do index operands (they would not be exact
-// in 16 bits), random draws and values smaller than MinHalfStoreElems.
+// activations round the same way). Parameters (the f32 master weights),
+// inputs, gradients and optimizer state stay f32, so do index operands
+// (they would not be exact in 16 bits), random draws and values smaller
+// than MinHalfStoreElems. With SetMatMulPrecision(PrecisionF16) too, a
+// parameter's f16 working copy (the RoundF16 its forward product reads and
+// the backward's product reads again) is such a value: it is held in 16
+// bits between the passes, apex's "f16 model weights, f32 master weights"
+// without a second persistent copy.
 //
 // f16 holds magnitudes up to 65504: a larger activation is stored as an
 // infinity, so the gradients that read it become Inf or NaN (and

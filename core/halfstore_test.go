@@ -273,3 +273,46 @@ func TestActivationStorageRange(t *testing.T) {
 	}
 	dev.SetActivationStorage(PrecisionF32)
 }
+
+// Under f16 matmuls and f16 activation storage a parameter's f16 working
+// copy (the RoundF16 the forward product reads and the backward's dX
+// product reads again) is held in 16 bits between the passes, while the
+// parameter itself, the f32 master weight, stays an f32 arg.
+func TestActivationStorageKeepsWeightCopiesInHalf(t *testing.T) {
+	dev := open(t)
+	prevP := dev.SetMatMulPrecision(PrecisionF16)
+	defer dev.SetMatMulPrecision(prevP)
+	if _, err := dev.SetActivationStorage(PrecisionF16); err != nil {
+		t.Skipf("%s: %v", dev.Name(), err)
+	}
+	defer dev.SetActivationStorage(PrecisionF32)
+	const n = 64 // n*n = MinHalfStoreElems: large enough to be stored
+	w := dev.Param(make([]float32, n*n), n, n)
+	x := dev.Param(make([]float32, n*n), n, n) // a dX product needs x's gradient
+	y := MatMul(x, w)
+	Sum(Mul(y, y)).Backward()
+	dev.lock()
+	defer dev.mu.Unlock()
+	defer dev.dropPending(errGradcheck)
+	lw, err := dev.lower()
+	if lw != nil {
+		defer lw.free(dev)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &lw.g
+	found := false
+	for _, nd := range g.Nodes {
+		if nd.Op != backend.OpPackF16 {
+			continue
+		}
+		r := g.Nodes[nd.In[0]]
+		if r.Op == backend.OpRoundF16 && g.Nodes[r.In[0]].Op == backend.OpArg && lw.argOf[w.stor] == r.In[0] {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no pack_f16 of the weight's RoundF16 copy:\n%s", g)
+	}
+}
