@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/backend/backendtest"
 	"github.com/ag-go/ag/core"
 	"github.com/ag-go/ag/internal/testenv"
 )
@@ -62,21 +63,6 @@ func records(r *rand.Rand, k, width int) []float32 {
 	return v
 }
 
-// bitsEqual reports the first element where got and want differ in their
-// bits (a NaN matching a NaN of its sign: its payload is the device's), or -1.
-func bitsEqual(got, want []float32) int {
-	if len(got) != len(want) {
-		return 0
-	}
-	for i := range got {
-		a, b := math.Float32bits(got[i]), math.Float32bits(want[i])
-		if a != b && !(a&0x7fffffff > 0x7f800000 && b&0x7fffffff > 0x7f800000 && a>>31 == b>>31) {
-			return i
-		}
-	}
-	return -1
-}
-
 // A 16-bit buffer holds the host-rounded records bit for bit - signed
 // zeros, subnormals, infinities - in Read, GetRows and GetRowsOf alike, on
 // the test device, for odd and even widths; after Device.Close too.
@@ -112,7 +98,7 @@ func TestStorageValues(t *testing.T) {
 					if err != nil {
 						t.Fatalf("%s: %v", what, err)
 					}
-					if i := bitsEqual(got, want); i >= 0 {
+					if i := backendtest.FirstBitDiff(got, want); i >= 0 {
 						t.Fatalf("%s: value %d = %g (bits %08x), want %g (%08x)", what, i, got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
 					}
 				}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/backend/backendtest"
 	"github.com/ag-go/ag/internal/testenv"
 )
 
@@ -39,21 +40,6 @@ func rounded(v []float32, p Precision) []float32 {
 		}
 	}
 	return out
-}
-
-// sameBits reports the first element where got and want differ in their
-// bits (a NaN matching a NaN of its sign, whatever the payload), or -1.
-func sameBits(got, want []float32) int {
-	if len(got) != len(want) {
-		return 0
-	}
-	for i := range got {
-		a, b := math.Float32bits(got[i]), math.Float32bits(want[i])
-		if a != b && !(a&0x7fffffff > 0x7f800000 && b&0x7fffffff > 0x7f800000 && a>>31 == b>>31) {
-			return i
-		}
-	}
-	return -1
 }
 
 // halfTables opens a table of each format the device converts back, and
@@ -97,7 +83,7 @@ func TestHalfTableValues(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if i := sameBits(got, all); i >= 0 {
+					if i := backendtest.FirstBitDiff(got, all); i >= 0 {
 						t.Fatalf("ReadRows: value %d (row %d) = %g (%08x), want %g", i, i/width, got[i], math.Float32bits(got[i]), all[i])
 					}
 					idx := []float32{34, 5, 5, 0, 12, 39, 34, -3, 1e6}
@@ -114,7 +100,7 @@ func TestHalfTableValues(t *testing.T) {
 					for _, k := range rowsOf {
 						want = append(want, all[k*width:(k+1)*width]...)
 					}
-					if i := sameBits(gv, want); i >= 0 {
+					if i := backendtest.FirstBitDiff(gv, want); i >= 0 {
 						t.Fatalf("Gather: value %d (row %d of the table) = %g (%08x), want %g", i, rowsOf[i/width], gv[i], math.Float32bits(gv[i]), want[i])
 					}
 				})
@@ -144,13 +130,13 @@ func TestHalfTableCloseKeepsBits(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if i := sameBits(got, vals); i >= 0 {
+			if i := backendtest.FirstBitDiff(got, vals); i >= 0 {
 				t.Fatalf("after Close and a gather: %v, want %v", got, vals)
 			}
 			if err := dev.Close(); err != nil {
 				t.Fatal(err)
 			}
-			if got, err := h.ReadRows(0, 3); err != nil || sameBits(got, vals) >= 0 {
+			if got, err := h.ReadRows(0, 3); err != nil || backendtest.FirstBitDiff(got, vals) >= 0 {
 				t.Fatalf("ReadRows on the host copy: %v, %v; want %v", got, err, vals)
 			}
 		})

@@ -58,6 +58,23 @@ func (t Tol) sameWord(a, b uint32) bool {
 	return true
 }
 
+// FirstBitDiff returns the first index where got and want differ in their
+// bits, an f32 NaN matching any NaN (the values of 16-bit words: ir.go
+// leaves a NaN's sign and payload to the device), or -1 where none does
+// (0 when the lengths differ).
+func FirstBitDiff(got, want []float32) int {
+	if len(got) != len(want) {
+		return 0
+	}
+	unpacked := Tol{Bits: true, NaN: true}
+	for i := range got {
+		if !unpacked.sameWord(math.Float32bits(got[i]), math.Float32bits(want[i])) {
+			return i
+		}
+	}
+	return -1
+}
+
 func (t Tol) bound(want float64, mag []float64, i, n int) float64 {
 	if t.Terms && mag != nil {
 		return t.Abs + t.Rel*math.Sqrt(float64(max(n, 1)))*mag[i]

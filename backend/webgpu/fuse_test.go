@@ -132,18 +132,7 @@ func mlpStep(seed uint64, batch, width, depth, rows int) *gb {
 func runGraph(t *testing.T, be *Backend, g *backend.Graph, args [][]float32, runs int, fuse bool) ([][]float32, int) {
 	t.Helper()
 	withFusion(t, be, fuse)
-	bufs := make([]backend.Buffer, len(args))
-	for i, a := range args {
-		buf, err := be.Alloc(len(a))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer be.Free(buf)
-		if err := be.Write(buf, 0, a); err != nil {
-			t.Fatal(err)
-		}
-		bufs[i] = buf
-	}
+	bufs := uploadArgs(t, be, args)
 	p, err := be.Compile(g)
 	if err != nil {
 		t.Fatalf("Compile: %v\n%s", err, g)
@@ -162,6 +151,25 @@ func runGraph(t *testing.T, be *Backend, g *backend.Graph, args [][]float32, run
 		}
 	}
 	return out, len(p.(*program).steps)
+}
+
+// uploadArgs allocates a buffer per arg, holding its data, freed when the
+// test ends.
+func uploadArgs(t *testing.T, be *Backend, args [][]float32) []backend.Buffer {
+	t.Helper()
+	bufs := make([]backend.Buffer, len(args))
+	for i, a := range args {
+		buf, err := be.Alloc(len(a))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { be.Free(buf) })
+		if err := be.Write(buf, 0, a); err != nil {
+			t.Fatal(err)
+		}
+		bufs[i] = buf
+	}
+	return bufs
 }
 
 // reference evaluates g runs times in float64 (backendtest.Eval).

@@ -121,18 +121,7 @@ func TestMatmulSpeed(t *testing.T) {
 				a, w = b.op(backend.OpRoundF16, []int{n, n}, a), b.op(backend.OpRoundF16, []int{n, n}, w)
 			}
 			b.out(b.op(backend.OpMatMul, []int{n, n}, a, w))
-			bufs := make([]backend.Buffer, len(b.args))
-			for i, d := range b.args {
-				buf, err := be.Alloc(len(d))
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer be.Free(buf)
-				if err := be.Write(buf, 0, d); err != nil {
-					t.Fatal(err)
-				}
-				bufs[i] = buf
-			}
+			bufs := uploadArgs(t, be, b.args)
 			offs := []bool{true} // f32 operands: f32 tiles
 			if round {
 				offs = []bool{true, false}

@@ -217,18 +217,9 @@ func testOps(t *testing.T, be *Backend, onlyMatmul bool) {
 // backendtest.Eval in float64: |got-want| <= tol*(1+|want|) (tol 0: exact).
 func checkGraph(t *testing.T, be *Backend, g *backend.Graph, args [][]float32, tol float64) {
 	t.Helper()
-	bufs := make([]backend.Buffer, len(args))
+	bufs := uploadArgs(t, be, args)
 	ref := make([][]float64, len(args))
 	for i, a := range args {
-		b, err := be.Alloc(len(a))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer be.Free(b)
-		if err := be.Write(b, 0, a); err != nil {
-			t.Fatal(err)
-		}
-		bufs[i] = b
 		ref[i] = make([]float64, len(a))
 		for j, v := range a {
 			ref[i][j] = float64(v)
