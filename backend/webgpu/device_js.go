@@ -193,14 +193,16 @@ func openDev() (*dev, error) {
 			feats = append(feats, f)
 		}
 	}
-	if feats != nil {
+	// A refused request is retried without the last feature asked for (so
+	// that shader-f16 failing keeps timestamps).
+	var device js.Value
+	for {
 		desc["requiredFeatures"] = feats
-	}
-	device, err := await(ad.Call("requestDevice", desc))
-	if err != nil && feats != nil {
-		feats = nil
-		delete(desc, "requiredFeatures")
 		device, err = await(ad.Call("requestDevice", desc))
+		if err == nil || len(feats) == 0 {
+			break
+		}
+		feats = feats[:len(feats)-1]
 	}
 	if err != nil || !device.Truthy() {
 		return nil, fmt.Errorf("webgpu: requestDevice: %v", err)
@@ -208,8 +210,8 @@ func openDev() (*dev, error) {
 	d := &dev{adapter: ad, device: device, queue: device.Get("queue")}
 	d.info = jsDesc(ad)
 	jsLimits(&d.info, device.Get("limits"))
-	d.info.timestamps = feats != nil && device.Get("features").Call("has", "timestamp-query").Bool()
-	d.info.f16 = feats != nil && device.Get("features").Call("has", "shader-f16").Bool()
+	d.info.timestamps = device.Get("features").Call("has", "timestamp-query").Bool()
+	d.info.f16 = device.Get("features").Call("has", "shader-f16").Bool()
 	d.info.insideTS = d.info.timestamps && device.Get("features").Call("has", insidePasses).Bool()
 	return d, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -221,12 +222,16 @@ func openDev() (*dev, error) {
 			feats = append(feats, f)
 		}
 	}
-	device, err := ad.RequestDevice(&wgpu.DeviceDescriptor{Label: "ag", RequiredFeatures: feats, RequiredLimits: &wgpu.RequiredLimits{Limits: lim}})
-	if err != nil && feats != nil {
-		// Retry without features: device time then falls back to the host
-		// clock, and matmul tiles stay f32.
-		feats = nil
-		device, err = ad.RequestDevice(&wgpu.DeviceDescriptor{Label: "ag", RequiredLimits: &wgpu.RequiredLimits{Limits: lim}})
+	// A refused request is retried without the last feature asked for, so
+	// that shader-f16 failing keeps timestamps; without timestamps device
+	// time falls back to the host clock, without shader-f16 tiles stay f32.
+	var device *wgpu.Device
+	for {
+		device, err = ad.RequestDevice(&wgpu.DeviceDescriptor{Label: "ag", RequiredFeatures: feats, RequiredLimits: &wgpu.RequiredLimits{Limits: lim}})
+		if err == nil || len(feats) == 0 {
+			break
+		}
+		feats = feats[:len(feats)-1]
 	}
 	if err != nil {
 		ad.Release()
@@ -235,8 +240,8 @@ func openDev() (*dev, error) {
 	d := &dev{inst: inst, adapter: ad, device: device, queue: device.GetQueue()}
 	d.info = adapterDesc(ad)
 	fillLimits(&d.info, device.GetLimits().Limits)
-	d.info.timestamps = feats != nil && device.HasFeature(wgpu.FeatureNameTimestampQuery)
-	d.info.f16 = feats != nil && device.HasFeature(wgpu.FeatureNameShaderF16)
+	d.info.timestamps = slices.Contains(feats, wgpu.FeatureNameTimestampQuery) && device.HasFeature(wgpu.FeatureNameTimestampQuery)
+	d.info.f16 = slices.Contains(feats, wgpu.FeatureNameShaderF16) && device.HasFeature(wgpu.FeatureNameShaderF16)
 	// Spinning costs a CPU core while the GPU works: worth it on a GPU,
 	// not on a software adapter that needs the cores itself.
 	switch os.Getenv("AG_WEBGPU_WAIT") {
