@@ -11,6 +11,14 @@ bash scripts/deps.sh peers
 # Debian's torch calls the system libblas.so.3, which must be OpenBLAS's
 blas=$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 || true)
 case "$blas" in *openblas*) ;; *) echo "bench-peers: libblas.so.3 is $blas, not OpenBLAS: PyTorch would run on the reference BLAS (update-alternatives --config libblas.so.3-x86_64-linux-gnu)" >&2; exit 1 ;; esac
+# PyTorch's CPU allocator takes each tensor of more than 128 KiB from glibc,
+# which maps it fresh (mmap) and unmaps it on free: every step then pays a
+# page fault per 4 KiB of its activations, gradients and Adam temporaries.
+# On these machines that made torch's 4x1024 step 85-125 ms instead of 15.
+# These keep freed memory in the heap for reuse (PyTorch's own performance
+# tuning guide suggests tcmalloc or jemalloc for the same reason); ag's CPU
+# backend plans its memory and allocates nothing per step.
+torch_malloc=(MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=4294967296 MALLOC_TOP_PAD_=268435456)
 rounds=${1:-3}
 device=${2:-cpu}
 out=${AG_BENCH_OUT:-bench/out}
@@ -24,7 +32,7 @@ fi
 go build "${tags[@]}" -o "$out/ag" ./cmd/ag
 for r in $(seq 1 "$rounds"); do
   "$out/ag" bench -device "$device" -json "$out/ag-$r.json" >/dev/null
-  env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 bench/torch_mlp.py > "$out/torch-$r.json"
+  env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "${torch_malloc[@]}" /usr/bin/python3 bench/torch_mlp.py > "$out/torch-$r.json"
 done
 python3 - "$out" "$rounds" <<'PY'
 import json, sys

@@ -10,6 +10,7 @@ package cpu
 // gemmScratch is the packing memory of a backend.
 type gemmScratch struct {
 	bShared []float32   // kc x nc packed B block, shared by the workers
+	aAll    []float32   // all of op(A) packed, depth block after block (directB)
 	worker  []gemmLocal // per worker
 }
 
@@ -50,7 +51,7 @@ type gemm struct {
 	p0, kc, j0, nc int
 	accum          bool
 
-	packTask, compTask, batchTask, swapTask func(w, t int)
+	packTask, compTask, batchTask, swapTask, directTask func(w, t int)
 }
 
 // Work below this many multiply-adds runs on one goroutine: a million
@@ -95,7 +96,11 @@ func newGemm(cpu *CPU, k microKernel, batch, m, n, kk int, transA, transB bool) 
 	// With few rows, each B element is used only m times: packing it would
 	// cost as much as the arithmetic. Row-major B panels are read in place
 	// (nr contiguous floats per row); only the ragged last panel is packed.
-	g.directB = !transB && m <= directBMaxRows
+	// Such a product takes a few hundred microseconds, and a parallel call
+	// per depth block, each first waiting on one thread packing A, left the
+	// second core idle a third of the time: A (small) is packed whole up
+	// front instead, and one parallel call runs every depth block.
+	g.directB = !transB && m <= directBMaxRows && !g.perBatch
 	// Transposed B with few rows of A: packing B would transpose the big
 	// matrix. Instead compute C^T = B_stored * op(A)^T: the kernel reads the
 	// stored rows of B in place as its A operand, only op(A) is packed, and
@@ -106,6 +111,7 @@ func newGemm(cpu *CPU, k microKernel, batch, m, n, kk int, transA, transB bool) 
 	}
 	g.packTask = g.packB
 	g.swapTask = g.swapCompute
+	g.directTask = g.directCompute
 	g.compTask = g.compute
 	g.batchTask = g.serialBatch
 	// Scratch for the largest blocks this product uses.
@@ -115,7 +121,11 @@ func newGemm(cpu *CPU, k microKernel, batch, m, n, kk int, transA, transB bool) 
 		g.s.bShared = grow(g.s.bShared, kc*nc)
 	}
 	if g.swap {
-		g.s.bShared = grow(g.s.bShared, kc*roundUp(m, k.nr))
+		g.s.bShared = grow(g.s.bShared, kk*roundUp(m, k.nr))
+	}
+	if g.directB {
+		g.s.aAll = grow(g.s.aAll, kk*roundUp(m, k.mr))
+		g.s.bShared = grow(g.s.bShared, kk*k.nr) // the ragged last panel
 	}
 	for len(g.s.worker) < t {
 		g.s.worker = append(g.s.worker, gemmLocal{})
@@ -151,24 +161,30 @@ func (g *gemm) run(a, b, c []float32) {
 	for i := range g.batch {
 		g.a, g.b, g.c = a[i*g.sa:(i+1)*g.sa], b[i*g.sb:(i+1)*g.sb], c[i*g.sc:(i+1)*g.sc]
 		if g.swap {
+			// B' = op(A)^T: B'(p, i) = op(A)(i, p), all m columns, every
+			// depth block (block p0 at p0*roundUp(m, nr)).
+			packB(g.k.nr, g.s.bShared, g.a, g.csA, g.rsA, 0, g.kk, 0, g.m, 0)
+			g.p.do(min(ceilDiv(g.n, g.k.mr), 4*threads()), g.swapTask)
+			continue
+		}
+		if g.directB {
+			mp, nr := roundUp(g.m, g.k.mr), g.k.nr
+			last := g.n / nr * nr // first column of the ragged panel
 			for p0 := 0; p0 < g.kk; p0 += g.k.kc {
-				g.p0, g.kc, g.accum = p0, min(g.k.kc, g.kk-p0), p0 > 0
-				// B' = op(A)^T: B'(p, i) = op(A)(i, p), all m columns.
-				packB(g.k.nr, g.s.bShared, g.a, g.csA, g.rsA, g.p0, g.kc, 0, g.m, 0)
-				g.p.do(min(ceilDiv(g.n, g.k.mr), 4*threads()), g.swapTask)
+				kc := min(g.k.kc, g.kk-p0)
+				packA(g.k.mr, g.s.aAll[p0*mp:], g.a, g.rsA, g.csA, 0, g.m, p0, kc)
 			}
+			if last < g.n {
+				packB(nr, g.s.bShared, g.b, g.rsB, g.csB, 0, g.kk, last, g.n-last, 0)
+			}
+			g.p.do(min(ceilDiv(g.n, nr), 4*threads()), g.directTask)
 			continue
 		}
 		for j0 := 0; j0 < g.n; j0 += g.k.nc {
 			g.j0, g.nc = j0, min(g.k.nc, g.n-j0)
 			for p0 := 0; p0 < g.kk; p0 += g.k.kc {
 				g.p0, g.kc, g.accum = p0, min(g.k.kc, g.kk-p0), p0 > 0
-				panels := ceilDiv(g.nc, g.k.nr)
-				if !g.directB {
-					g.p.do(min(panels, 2*threads()), g.packTask)
-				} else if g.nc%g.k.nr != 0 {
-					g.packB(0, -1)
-				}
+				g.p.do(min(ceilDiv(g.nc, g.k.nr), 2*threads()), g.packTask)
 				g.p.do(g.nIC*g.nJ, g.compTask)
 			}
 		}
@@ -177,9 +193,11 @@ func (g *gemm) run(a, b, c []float32) {
 }
 
 // swapCompute computes task t's share of the mr-row groups of C^T (groups
-// of mr output columns) for the current depth block.
+// of mr output columns). A tile sums its depth blocks in the tile scratch
+// (the kernel adds each block's sum to it, so rounding is that of the
+// blocked product) and is stored transposed once, not once per block.
 func (g *gemm) swapCompute(w, t int) {
-	mr, nr := g.k.mr, g.k.nr
+	mr, nr, kk := g.k.mr, g.k.nr, g.kk
 	groups := ceilDiv(g.n, mr)
 	lo, hi := span(groups, min(groups, 4*threads()), t)
 	l := &g.s.worker[w]
@@ -187,31 +205,23 @@ func (g *gemm) swapCompute(w, t int) {
 	for gi := lo; gi < hi; gi++ {
 		j0 := gi * mr
 		rows := min(mr, g.n-j0)
-		var a []float32
-		if rows == mr { // stored rows of B, read in place
-			a = g.b[j0*g.csB+g.p0:]
-		} else { // ragged last group: pack it, zero-padded
-			packA(mr, l.a, g.b, g.csB, g.rsB, j0, rows, g.p0, g.kc)
-		}
 		for jp := range panels {
-			bp := g.s.bShared[jp*g.kc*nr : (jp+1)*g.kc*nr]
-			if rows == mr {
-				g.k.fnRA(g.kc, a, g.csB, bp, nr, l.tile, nr, false)
-			} else {
-				g.k.fn(g.kc, l.a[:mr*g.kc], bp, nr, l.tile, nr, false)
+			bp := g.s.bShared[jp*kk*nr : (jp+1)*kk*nr] // depth p at bp[p*nr:]
+			for p0 := 0; p0 < kk; p0 += g.k.kc {
+				kc := min(g.k.kc, kk-p0)
+				if rows == mr { // stored rows of B, read in place
+					g.k.fnRA(kc, g.b[j0*g.csB+p0:], g.csB, bp[p0*nr:], nr, l.tile, nr, p0 > 0)
+				} else { // ragged last group: pack it, zero-padded
+					packA(mr, l.a, g.b, g.csB, g.rsB, j0, rows, p0, kc)
+					g.k.fn(kc, l.a[:mr*kc], bp[p0*nr:], nr, l.tile, nr, p0 > 0)
+				}
 			}
 			// tile[r][c] = C(jp*nr+c, j0+r): store transposed.
 			cols := min(nr, g.m-jp*nr)
 			for c := range cols {
 				dst := g.c[(jp*nr+c)*g.n+j0 : (jp*nr+c)*g.n+j0+rows]
-				if g.accum {
-					for r := range dst {
-						dst[r] += l.tile[r*nr+c]
-					}
-				} else {
-					for r := range dst {
-						dst[r] = l.tile[r*nr+c]
-					}
+				for r := range dst {
+					dst[r] = l.tile[r*nr+c]
 				}
 			}
 		}
@@ -219,13 +229,10 @@ func (g *gemm) swapCompute(w, t int) {
 }
 
 // packB packs task t's share of the current B block into the shared
-// scratch; t = -1 packs only the last panel.
+// scratch.
 func (g *gemm) packB(_, t int) {
 	panels := ceilDiv(g.nc, g.k.nr)
-	lo, hi := panels-1, panels
-	if t >= 0 {
-		lo, hi = span(panels, min(panels, 2*threads()), t)
-	}
+	lo, hi := span(panels, min(panels, 2*threads()), t)
 	packB(g.k.nr, g.s.bShared, g.b, g.rsB, g.csB, g.p0, g.kc, g.j0+lo*g.k.nr, min(g.nc-lo*g.k.nr, (hi-lo)*g.k.nr), lo)
 }
 
@@ -238,7 +245,22 @@ func (g *gemm) compute(w, t int) {
 	packA(g.k.mr, l.a, g.a, g.rsA, g.csA, i0, mc, g.p0, g.kc)
 	panels := ceilDiv(g.nc, g.k.nr)
 	lo, hi := span(panels, g.nJ, jb)
-	g.macro(l, g.s.bShared, lo, hi, i0, mc)
+	g.macroOn(l, l.a, g.s.bShared, 0, g.c, g.j0, g.nc, g.kc, g.p0, g.accum, false, lo, hi, i0, mc)
+}
+
+// directCompute runs task t's range of column panels of a directB product
+// through every depth block, from the A packed whole.
+func (g *gemm) directCompute(w, t int) {
+	nr, mp := g.k.nr, roundUp(g.m, g.k.mr)
+	panels := ceilDiv(g.n, nr)
+	lo, hi := span(panels, min(panels, 4*threads()), t)
+	for p0 := 0; p0 < g.kk; p0 += g.k.kc {
+		// The ragged last panel is the only packed one, all depths at
+		// bShared[0:]: offset so that panel panels-1 of this block lands
+		// on its rows p0...
+		g.macroOn(&g.s.worker[w], g.s.aAll[p0*mp:], g.s.bShared[p0*nr:], g.n/nr, g.c, 0, g.n,
+			min(g.k.kc, g.kk-p0), p0, p0 > 0, true, lo, hi, 0, g.m)
+	}
 }
 
 // serialBatch computes batch item i on worker w alone, packing into the
@@ -254,32 +276,32 @@ func (g *gemm) serialBatch(w, i int) {
 			for i0 := 0; i0 < g.m; i0 += g.mc {
 				mc := min(g.mc, g.m-i0)
 				packA(g.k.mr, l.a, a, g.rsA, g.csA, i0, mc, p0, kc)
-				g.macroOn(l, l.b, c, j0, nc, kc, p0 > 0, false, 0, ceilDiv(nc, g.k.nr), i0, mc)
+				g.macroOn(l, l.a, l.b, 0, c, j0, nc, kc, p0, p0 > 0, false, 0, ceilDiv(nc, g.k.nr), i0, mc)
 			}
 		}
 	}
 }
 
-func (g *gemm) macro(l *gemmLocal, bp []float32, plo, phi, i0, mc int) {
-	g.macroOn(l, bp, g.c, g.j0, g.nc, g.kc, g.accum, g.directB, plo, phi, i0, mc)
-}
-
-// macroOn multiplies the packed A block (rows i0..i0+mc) by packed B panels
-// plo..phi of the block starting at column j0, into c. The B micro-panel of
-// the outer loop stays in L1 while the A micro-panels stream from L2.
+// macroOn multiplies the packed A block ap (rows i0..i0+mc, depth p0..p0+kc)
+// by packed B panels plo..phi of the block starting at column j0, into c;
+// panel jp is packed at bp[(jp-bOff)*kc*nr:]. The B micro-panel of the
+// outer loop stays in L1 while the A micro-panels stream from L2.
 // direct: full B panels are read in place from g.b (see directB).
-func (g *gemm) macroOn(l *gemmLocal, bp, c []float32, j0, nc, kc int, accum, direct bool, plo, phi, i0, mc int) {
+func (g *gemm) macroOn(l *gemmLocal, ap, bp []float32, bOff int, c []float32, j0, nc, kc, p0 int, accum, direct bool, plo, phi, i0, mc int) {
 	mr, nr, ldc := g.k.mr, g.k.nr, g.n
 	fn := g.k.fn
 	for jp := plo; jp < phi; jp++ {
 		col := j0 + jp*nr
 		cols := min(nr, j0+nc-col)
-		b, ldb := bp[jp*kc*nr:(jp+1)*kc*nr], nr
+		var b []float32
+		ldb := nr
 		if direct && cols == nr {
-			b, ldb = g.b[g.p0*g.rsB+col:], g.rsB
+			b, ldb = g.b[p0*g.rsB+col:], g.rsB
+		} else {
+			b = bp[(jp-bOff)*kc*nr : (jp-bOff+1)*kc*nr]
 		}
 		for ir := 0; ir < mc; ir += mr {
-			a := l.a[ir*kc : (ir+mr)*kc]
+			a := ap[ir*kc : (ir+mr)*kc]
 			rows := min(mr, mc-ir)
 			off := (i0+ir)*ldc + col
 			if rows == mr && cols == nr {

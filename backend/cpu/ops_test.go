@@ -346,6 +346,7 @@ func TestMatMulPaths(t *testing.T) {
 				{"packed TT", nil, 290, 130, 270, true, true, "packed"},
 				{"direct B", nil, 40, 301, 600, false, false, "direct"},
 				{"direct B, T A", nil, 67, 250, 520, true, false, "direct"},
+				{"direct B batched", []int{2}, 40, 301, 600, false, false, "direct"},
 				{"swapped NT", nil, 64, 301, 600, false, true, "swap"},
 				{"swapped TT", nil, 37, 203, 530, true, true, "swap"},
 				{"swapped NT batched", []int{2}, 50, 230, 300, false, true, "swap"},
