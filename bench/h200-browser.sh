@@ -21,7 +21,7 @@
 #   2. carry .chr/p01:  cp .chr/p01 /root/chr/
 #   3. carry .chr/p02 .chr/extra.tar.xz .chr/agbrow .chr/run-chr.sh .chr/agnat.gz and .run
 #      (Debian's libvulkan1 and GL dispatch .debs, see bench/h200.sh):
-#      bash bench/h200-browser.sh run
+#      bash bench/h200-browser.sh run     (sizes: BR_SIZES, see run below)
 # or, for the WebGPU tests in that browser on the GPU (TestInBrowser with
 # AG_BROWSERTEST_GPU=1: the conformance suite, the package's tests and the
 # f16 matmul tiles, which need a GPU's shader-f16), carry .chr/browsertest.gz
@@ -115,17 +115,27 @@ tests() {
     $d/browsertest -test.run "${BT_RUN:-^TestInBrowser$}" -test.v -test.timeout "${BT_TIMEOUT:-9m}" 2>&1 | tee "$out/browsertest.txt"
 }
 
+# run: the probe, then for each size WIDTHxDEPTHxBATCH of $BR_SIZES the
+# native step (ag bench -device webgpu), the page's step (ag webgpu captured
+# and lazy, each timed in the page around ag.train; tfjs-webgpu next to it
+# up to width 1024) and the native step again, one JSON per size. Every
+# step reads its loss back on both sides.
 run() {
   unpack
   rm -rf /root/agbrow && cp -r .chr/agbrow /root/agbrow
   gunzip -c .chr/agnat.gz >/root/agnat && chmod +x /root/agnat
-  local out=${OUT:-/tmp}
+  local out=${OUT:-/tmp} s w d b tf
   (cd /root/agbrow && ./run.sh -probe -gpu -chromium /opt/chr/run.sh -json "$out/browser-probe.json")
-  (cd /root/agbrow && ./run.sh -gpu -chromium /opt/chr/run.sh -json "$out/browser-gpu.json")
-  local n="/root/agnat bench -device webgpu -matmul '' -width 256 -depth 4 -batch 64 -modes lazy,captured -reps 50"
-  eval "$n"
-  (cd /root/agbrow && ./run.sh -gpu -rounds 1 -chromium /opt/chr/run.sh -json "$out/browser-gpu-vs-native.json")
-  eval "$n"
+  for s in ${BR_SIZES:-256x4x64 1024x4x256 1024x4x1024 4096x8x1024}; do
+    IFS=x read -r w d b <<<"$s"
+    tf=webgpu
+    [ "$w" -le 1024 ] || tf=
+    echo "== $s"
+    /root/agnat bench -device webgpu -matmul '' -width "$w" -depth "$d" -batch "$b" -modes lazy,captured -reps 30 -json "$out/native-$s-a.json" 2>&1 | grep -v measuring
+    (cd /root/agbrow && timeout "${BR_TIMEOUT:-240}" ./run.sh -gpu -rounds 1 -width "$w" -depth "$d" -batch "$b" -steps 30 \
+      -ag-devices webgpu -tfjs-backends "$tf" -chromium /opt/chr/run.sh -json "$out/browser-$s.json" | grep -E "^1 |median|ratio" ) || echo "browser $s: rc=$?"
+    /root/agnat bench -device webgpu -matmul '' -width "$w" -depth "$d" -batch "$b" -modes lazy,captured -reps 30 -json "$out/native-$s-b.json" 2>&1 | grep -v measuring
+  done
 }
 
 case "${1:-}" in

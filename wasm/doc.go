@@ -4,7 +4,7 @@
 //
 //	ag.devices()                          drivers, the best device, WebGPU's adapter or why none
 //	ag.build({width, depth, batch, lr, device})  a fresh MLP workload on device ("best": webgpu when it runs, else cpu)
-//	ag.train(steps, onProgress(step, loss, ms))  trains; resolves with the losses and step times
+//	ag.train(steps, onProgress(step, loss, ms), {mode})  trains ("lazy" by default, or "captured", "eager"); resolves with the losses and step times
 //	ag.profile({mode, steps})             profiles steps in mode "eager", "lazy" or "captured" (see ModeEager...)
 //	ag.trace(mode?)                       the Chrome trace JSON (a string) of the last profile
 //	ag.stop()                             ends a running train after its current step

@@ -44,7 +44,8 @@ func main() {
 			if cb.Type() == js.TypeFunction {
 				progress = func(step int, loss float32, ms float64) { cb.Invoke(step, loss, ms) }
 			}
-			return jsbridge.Promise(q, func() (any, error) { return s.train(steps, progress) })
+			mode := jsbridge.Str(jsbridge.Arg(args, 2), "mode", ModeLazy)
+			return jsbridge.Promise(q, func() (any, error) { return s.train(steps, mode, progress) })
 		}),
 		"profile": js.FuncOf(func(_ js.Value, args []js.Value) any {
 			o := jsbridge.Arg(args, 0)

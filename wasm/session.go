@@ -41,6 +41,7 @@ type BuildInfo struct {
 
 // TrainResult is ag.train's answer.
 type TrainResult struct {
+	Mode      string    `json:"mode"`       // how the steps ran (ModeLazy...)
 	Steps     int       `json:"steps"`      // steps run by this call
 	Total     int       `json:"total"`      // steps trained since build
 	FirstLoss float64   `json:"first_loss"` // loss of this call's first step
@@ -187,17 +188,25 @@ func (s *session) build(cfg BuildConfig) (BuildInfo, error) {
 
 var errNoModel = errors.New("no model: call ag.build first")
 
-// train runs steps training steps, calling progress after each.
-func (s *session) train(steps int, progress func(step int, loss float32, ms float64)) (TrainResult, error) {
+// train runs steps training steps in mode (ModeLazy, ModeCaptured or
+// ModeEager; "" is lazy), calling progress after each. The modes train the
+// same model the same way; captured skips recording and lowering each step.
+func (s *session) train(steps int, mode string, progress func(step int, loss float32, ms float64)) (TrainResult, error) {
 	if s.m == nil {
 		return TrainResult{}, fmt.Errorf("train: %w", errNoModel)
 	}
 	if steps < 1 || steps > 100000 {
 		return TrainResult{}, fmt.Errorf("train: steps %d: want 1..100000", steps)
 	}
+	if mode == "" {
+		mode = ModeLazy
+	}
+	if _, ok := modeNotes[mode]; !ok {
+		return TrainResult{}, fmt.Errorf("train: mode %q: want %q, %q or %q", mode, ModeEager, ModeLazy, ModeCaptured)
+	}
 	s.stop.Store(false)
 	s.dev.SetEager(false)
-	r := TrainResult{StepMS: []float64{}}
+	r := TrainResult{Mode: mode, StepMS: []float64{}}
 	lastYield := time.Now()
 	for i := range steps {
 		if s.stop.Load() {
@@ -205,9 +214,9 @@ func (s *session) train(steps int, progress func(step int, loss float32, ms floa
 			break
 		}
 		t0 := time.Now()
-		loss, err := s.m.Step()
+		loss, err := s.m.StepMode(workload.Mode(mode))
 		if err != nil {
-			return r, fmt.Errorf("train: step %d on %s: %w", s.total+1, s.dev, err)
+			return r, fmt.Errorf("train: %s step %d on %s: %w", mode, s.total+1, s.dev, err)
 		}
 		dt := pageapi.MS(time.Since(t0))
 		s.total++

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 
 	_ "github.com/ag-go/ag/backend/cpu"
@@ -19,7 +20,7 @@ func TestBuildTrainLossFalls(t *testing.T) {
 		t.Fatalf("build: name %q params %d, want cpu and %d", info.Name, info.Params, 2*(32*32+32))
 	}
 	var calls int
-	r, err := s.train(40, func(step int, loss float32, ms float64) {
+	r, err := s.train(40, "", func(step int, loss float32, ms float64) {
 		calls++
 		if step != calls || math.IsNaN(float64(loss)) || ms < 0 {
 			t.Errorf("progress(%d, %g, %g) at call %d", step, loss, ms, calls)
@@ -33,6 +34,41 @@ func TestBuildTrainLossFalls(t *testing.T) {
 	}
 	if !(r.LastLoss < 0.5*r.FirstLoss) {
 		t.Fatalf("loss %g -> %g: want at least halved", r.FirstLoss, r.LastLoss)
+	}
+}
+
+// TestTrainModes trains the same model from the same start in each mode:
+// the modes differ in how a step reaches the device, not in what it
+// computes, so the losses agree step for step.
+func TestTrainModes(t *testing.T) {
+	cfg := BuildConfig{Width: 24, Depth: 3, Batch: 8, LR: 1e-2, Device: "cpu"}
+	losses := map[string][]float32{}
+	for _, mode := range []string{ModeLazy, ModeCaptured, ModeEager} {
+		s := newSession()
+		if _, err := s.build(cfg); err != nil {
+			t.Fatal(err)
+		}
+		r, err := s.train(12, mode, func(_ int, loss float32, _ float64) { losses[mode] = append(losses[mode], loss) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Mode != mode || r.Steps != 12 {
+			t.Fatalf("train(12, %q): result %+v", mode, r)
+		}
+	}
+	for _, mode := range []string{ModeCaptured, ModeEager} {
+		for i, l := range losses[mode] {
+			if want := losses[ModeLazy][i]; math.Abs(float64(l-want)) > 1e-5*math.Abs(float64(want)) {
+				t.Fatalf("%s step %d: loss %g, lazy %g", mode, i+1, l, want)
+			}
+		}
+	}
+	s := newSession()
+	if _, err := s.build(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.train(1, "jit", nil); err == nil || !strings.Contains(err.Error(), `mode "jit"`) {
+		t.Fatalf(`train mode "jit": error %v, want one naming the mode`, err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -175,7 +176,7 @@ func TestOps(t *testing.T) {
 	t.Run("auto", func(t *testing.T) { testOps(t, be, false) })
 	// Every tiling, with and without double buffering, on the matmul cases;
 	// two of them with K split in 3 and 5 parts (uneven, some parts empty).
-	for i, c := range []mmCfg{mmLarge, mmMedium, mmSmall, mmTiny} {
+	for i, c := range append([]mmCfg{mmLarge, mmMedium, mmSmall, mmTiny}, extraTilings(t)...) {
 		for _, db := range []bool{false, true} {
 			for _, split := range []int{1, 3, 5} {
 				c.DB = db
@@ -188,6 +189,25 @@ func TestOps(t *testing.T) {
 		}
 	}
 	be.matmulForce = nil
+}
+
+// extraTilings parses $AG_WEBGPU_MM_TILINGS, tilings to try besides the
+// four matmul picks from (TestOps checks them, TestSweepMatmul times them):
+// comma-separated BMxBNxBK/TMxTN, e.g. 128x256x8/8x16.
+func extraTilings(t *testing.T) []mmCfg {
+	var cs []mmCfg
+	for _, f := range strings.Split(os.Getenv("AG_WEBGPU_MM_TILINGS"), ",") {
+		if f == "" {
+			continue
+		}
+		var c mmCfg
+		if _, err := fmt.Sscanf(f, "%dx%dx%d/%dx%d", &c.BM, &c.BN, &c.BK, &c.TM, &c.TN); err != nil ||
+			c.TM%4 != 0 || c.TN%4 != 0 || c.BM%c.TM != 0 || c.BN%c.TN != 0 || c.BK%4 != 0 {
+			t.Fatalf("AG_WEBGPU_MM_TILINGS: %q: want BMxBNxBK/TMxTN, TM and TN multiples of 4 dividing BM and BN, BK a multiple of 4 (%v)", f, err)
+		}
+		cs = append(cs, c)
+	}
+	return cs
 }
 
 // testOps runs every case, or with onlyMatmul only the matmuls (the other

@@ -106,6 +106,11 @@ func TestSweepMatmul(t *testing.T) {
 	big := []shape{{4096, 4096, 4096, false, false}, {4096, 4096, 4096, true, false}, {4096, 4096, 4096, false, true},
 		{2048, 2048, 2048, false, false}, {1024, 1024, 1024, false, false}, {1024, 1024, 1024, false, true}, {1024, 1024, 1024, true, false}}
 	bigCfgs := []mmCfg{mmLarge, {128, 128, 16, 8, 8, false}, {128, 128, 8, 8, 8, true}, mmMedium, mmSmall, {64, 64, 8, 8, 8, false}}
+	for _, c := range extraTilings(t) {
+		bigCfgs = append(bigCfgs, c)
+		c.DB = true
+		bigCfgs = append(bigCfgs, c)
+	}
 	skinny := []shape{{256, 1024, 1024, false, false}, {256, 1024, 1024, false, true}, {1024, 256, 1024, true, false},
 		{64, 1024, 1024, false, false}, {64, 1024, 1024, false, true}, {1024, 64, 1024, true, false},
 		{1024, 1024, 1024, false, true}, {512, 1024, 1024, false, false}}

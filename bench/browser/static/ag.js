@@ -17,10 +17,11 @@ const agLoaded = new Promise((resolve, reject) => {
 // cfg.device ("webgpu" or "cpu") in cfg.mode:
 //   lazy:     ag.train(1) per step, timed here around the call (as tfjs.js
 //             times its steps): recorded, lowered, cached program, loss read.
-//             A profile of the same mode follows, for the stage breakdown.
-//   captured: ag.profile({mode: "captured"}): the step times the profiler
-//             measured in Go around each replayed step (the API has no
-//             unprofiled captured run), so they include profiling overhead.
+//   captured: ag.train(1, null, {mode: "captured"}) per step, timed the same
+//             way: the recorded step replayed, loss read.
+//   eager:    ag.profile({mode: "eager"}): the profiler's step times.
+//   A profile of the same mode follows lazy and captured runs, for the
+//   stage breakdown.
 // It resolves with {skip: reason} when the device is not there.
 async function runBench(cfg) {
   try {
@@ -35,13 +36,13 @@ async function runBench(cfg) {
     }
     const out = {device: info.device, params: info.params, flops: info.flops, version: ag.version, webgpu: devs.webgpu.why};
     if (cfg.device === "webgpu") out.adapter = await bench.adapterInfo();
-    if (cfg.mode === "lazy") {
-      const step = async () => (await ag.train(1)).last_loss;
+    if (cfg.mode === "lazy" || cfg.mode === "captured") {
+      const step = async () => (await ag.train(1, null, {mode: cfg.mode})).last_loss;
       out.warmup = await bench.warmup(step, cfg.warmup);
       const t = await bench.timed(step, cfg.steps);
       Object.assign(out, bench.summary(t.ms), {first_loss: t.losses[0], last_loss: t.losses[t.losses.length - 1], profiled: false});
-      out.profile = await ag.profile({mode: "lazy", steps: cfg.profileSteps});
-    } else if (cfg.mode === "captured" || cfg.mode === "eager") {
+      out.profile = await ag.profile({mode: cfg.mode, steps: cfg.profileSteps});
+    } else if (cfg.mode === "eager") {
       const step = () => ag.profile({mode: cfg.mode, steps: 1});
       out.warmup = await bench.warmup(step, cfg.warmup);
       const p = await ag.profile({mode: cfg.mode, steps: cfg.steps});
