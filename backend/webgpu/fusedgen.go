@@ -614,8 +614,8 @@ func (p *program) lowerMatmul(r, mi int, locs []loc) error {
 		return p.lowerDot(r, mi, locs)
 	}
 	vec := M%4 == 0 && N%4 == 0 && K%4 == 0
-	pl := p.matmulPlan(M, N, K, batch)
-	if r != mi && pl.cfg == mmLarge && p.b.matmulForce == nil {
+	pl := p.matmulPlan(M, N, K, batch, mn.TransB)
+	if r != mi && (pl.cfg == mmLarge || pl.cfg == mmWide) && p.b.matmulForce == nil {
 		// With an epilogue the 8x8 tiling ran twice as slow as plain on
 		// an H200 (TestSweepStep); 128x64 is within 3% of it unfused.
 		pl.cfg = mmMedium

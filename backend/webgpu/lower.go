@@ -138,8 +138,8 @@ func (p *program) scatterAdd(node int, src, ids, out bref, s []int, n int) {
 
 // matmulPlan picks the matmul tiling and split (pickMatmul, or what a test
 // forces).
-func (p *program) matmulPlan(m, n, k, batch int) mmPlan {
-	pl := pickMatmul(p.b.d.info, m, n, k, batch, p.b.bindLimit)
+func (p *program) matmulPlan(m, n, k, batch int, transB bool) mmPlan {
+	pl := pickMatmul(p.b.d.info, m, n, k, batch, transB, p.b.bindLimit)
 	if f := p.b.matmulForce; f != nil {
 		pl = *f
 	}

@@ -53,12 +53,16 @@ func (c mmCfg) fits(info devInfo) bool {
 }
 
 // The tilings matmul picks from. Measured on an H200 (TestSweepMatmul, by
-// the device clock): mmLarge reaches 31-33 TFLOP/s from 2048 up, mmMedium
+// the device clock): mmLarge reaches 30-33 TFLOP/s from 2048 up, mmMedium
 // 23-25 at 1024; products with fewer than splitBelow mmSmall tiles (a
 // batch of 64 or 256 rows through a 1024-wide layer) run mmSmall with K
 // split so that about splitTarget workgroups share the work: 16 TFLOP/s at
 // 256x1024x1024 against 9 unsplit, 7.7 against 2.2 at 64x1024x1024.
+// Where B is not transposed, mmWide (128 invocations of 8x8, double
+// buffered) does 35-36 at 2048 and 4096 where mmLarge does 30-34; with B
+// transposed it does 29-30 and mmLarge stays.
 var (
+	mmWide   = mmCfg{BM: 128, BN: 64, BK: 16, TM: 8, TN: 8, DB: true}
 	mmLarge  = mmCfg{BM: 128, BN: 128, BK: 8, TM: 8, TN: 8}
 	mmMedium = mmCfg{BM: 128, BN: 64, BK: 16, TM: 8, TN: 4}
 	mmSmall  = mmCfg{BM: 64, BN: 64, BK: 16, TM: 4, TN: 4}
@@ -74,7 +78,7 @@ type mmPlan struct {
 }
 
 const (
-	largeGroups  = 200 // mmLarge from this many workgroups up
+	largeGroups  = 200 // mmLarge (mmWide) from this many workgroups up
 	mediumGroups = 120 // mmMedium from this many
 	splitBelow   = 200 // split K below this many mmSmall workgroups
 	splitTarget  = 512 // workgroups a split aims at
@@ -82,11 +86,14 @@ const (
 	splitMax     = 16
 )
 
-// pickMatmul returns the plan for a batch of m x n x k products, the
-// partial products of a split kept within maxPart bytes.
-func pickMatmul(info devInfo, m, n, k, batch int, maxPart uint64) mmPlan {
+// pickMatmul returns the plan for a batch of m x n x k products (B stored
+// transposed: transB), the partial products of a split kept within maxPart
+// bytes.
+func pickMatmul(info devInfo, m, n, k, batch int, transB bool, maxPart uint64) mmPlan {
 	groups := func(c mmCfg) int { return ((m + c.BM - 1) / c.BM) * ((n + c.BN - 1) / c.BN) * batch }
 	switch {
+	case !transB && mmWide.fits(info) && groups(mmLarge) >= largeGroups:
+		return mmPlan{mmWide, 1}
 	case mmLarge.fits(info) && groups(mmLarge) >= largeGroups:
 		return mmPlan{mmLarge, 1}
 	case mmMedium.fits(info) && groups(mmMedium) >= mediumGroups:

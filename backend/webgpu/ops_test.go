@@ -176,7 +176,7 @@ func TestOps(t *testing.T) {
 	t.Run("auto", func(t *testing.T) { testOps(t, be, false) })
 	// Every tiling, with and without double buffering, on the matmul cases;
 	// two of them with K split in 3 and 5 parts (uneven, some parts empty).
-	for i, c := range append([]mmCfg{mmLarge, mmMedium, mmSmall, mmTiny}, extraTilings(t)...) {
+	for i, c := range append([]mmCfg{mmLarge, mmMedium, mmSmall, mmTiny, mmWide}, extraTilings(t)...) {
 		for _, db := range []bool{false, true} {
 			for _, split := range []int{1, 3, 5} {
 				c.DB = db

@@ -105,7 +105,7 @@ func TestSweepMatmul(t *testing.T) {
 	}
 	big := []shape{{4096, 4096, 4096, false, false}, {4096, 4096, 4096, true, false}, {4096, 4096, 4096, false, true},
 		{2048, 2048, 2048, false, false}, {1024, 1024, 1024, false, false}, {1024, 1024, 1024, false, true}, {1024, 1024, 1024, true, false}}
-	bigCfgs := []mmCfg{mmLarge, {128, 128, 16, 8, 8, false}, {128, 128, 8, 8, 8, true}, mmMedium, mmSmall, {64, 64, 8, 8, 8, false}}
+	bigCfgs := []mmCfg{mmLarge, mmWide, {128, 128, 16, 8, 8, false}, {128, 128, 8, 8, 8, true}, mmMedium, mmSmall, {64, 64, 8, 8, 8, false}}
 	for _, c := range extraTilings(t) {
 		bigCfgs = append(bigCfgs, c)
 		c.DB = true
@@ -131,7 +131,7 @@ func TestSweepMatmul(t *testing.T) {
 			fmt.Fprintf(&b, " %9s", measureTF(t, be, g, bufs, flops))
 		}
 		be.matmulForce = nil
-		auto := pickMatmul(be.d.info, s.m, s.n, s.k, 1, be.bindLimit)
+		auto := pickMatmul(be.d.info, s.m, s.n, s.k, 1, s.tb, be.bindLimit)
 		fmt.Fprintf(&b, "  auto %s %s/%d\n", measureTF(t, be, g, bufs, flops), auto.cfg, auto.split)
 		for _, x := range bufs {
 			be.Free(x)
@@ -396,7 +396,8 @@ func sweepStep(t *testing.T, be *Backend, batch int) {
 	}
 	for _, v := range []variant{{"auto fused", true, nil}, {"auto unfused", false, nil},
 		{"medium/1 fused", true, &mmPlan{mmMedium, 1}}, {"small/1 fused", true, &mmPlan{mmSmall, 1}},
-		{"small/2 fused", true, &mmPlan{mmSmall, 2}}, {"large/1 fused", true, &mmPlan{mmLarge, 1}}} {
+		{"small/2 fused", true, &mmPlan{mmSmall, 2}}, {"large/1 fused", true, &mmPlan{mmLarge, 1}},
+		{"wide/1 fused", true, &mmPlan{mmWide, 1}}} {
 		be.noFuse, be.matmulForce = !v.fuse, v.force
 		p, err := be.Compile(g)
 		if err != nil {
