@@ -122,6 +122,9 @@ type Backend struct {
 	attnForce *attnTuning
 	// noFuse turns fusion off (tests and benchmarks compare both ways).
 	noFuse bool
+	// gpuPlans plans matmuls for a GPU on a software adapter too, so that
+	// tests there reach the GPU's tilings, K splits and dot kernels.
+	gpuPlans bool
 	// f16Why says whether matmul tiles can be f16 here, and why not.
 	f16Why string
 	// noF16 keeps matmul tiles f32 on a device with shader-f16 (tests and

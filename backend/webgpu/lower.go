@@ -139,13 +139,17 @@ func (p *program) scatterAdd(node int, src, ids, out bref, s []int, n int) {
 // matmulPlan picks the matmul tiling and split (pickMatmul, or what a test
 // forces).
 func (p *program) matmulPlan(m, n, k, batch int, transB bool) mmPlan {
-	pl := pickMatmul(p.b.d.info, m, n, k, batch, transB, p.b.bindLimit)
+	pl := pickMatmul(p.b.d.info, p.gpuPlans(), m, n, k, batch, transB, p.b.bindLimit)
 	if f := p.b.matmulForce; f != nil {
 		pl = *f
 	}
 	pl.split = max(pl.split, 1, minSplit(k, pl.cfg.BK, p.b.maxTrips))
 	return pl
 }
+
+// gpuPlans reports whether matmuls are planned for a GPU (see
+// Backend.gpuPlans and mmSoft).
+func (p *program) gpuPlans() bool { return p.b.d.info.gpu || p.b.gpuPlans }
 
 // add appends one dispatch; binds[0] (the parameters) is filled in later.
 func (p *program) add(node int, k *kernel, binds []bref, params []uint32, x, y, z uint32) {

@@ -174,13 +174,20 @@ func randArgs(rng *rand.Rand, c opCase) [][]float32 {
 func TestOps(t *testing.T) {
 	be := openTest(t)
 	t.Run("auto", func(t *testing.T) { testOps(t, be, false) })
+	// A software adapter plans every matmul as mmSoft tiles: run the GPU's
+	// plans (splits, dot products, the large tilings) here as well.
+	be.gpuPlans = true
+	t.Run("gpu-plans", func(t *testing.T) { testOps(t, be, true) })
+	be.gpuPlans = false
 	// Every tiling, with and without double buffering, on the matmul cases;
 	// two of them with K split in 3 and 5 parts (uneven, some parts empty).
 	for i, c := range append([]mmCfg{mmLarge, mmMedium, mmSmall, mmTiny, mmWide}, extraTilings(t)...) {
 		for _, db := range []bool{false, true} {
 			for _, split := range []int{1, 3, 5} {
 				c.DB = db
-				if !c.fits(be.d.info) || (split > 1 && (db || i%2 == 1)) {
+				// (mmWide runs split for deep products: both of its
+				// variants are tried split)
+				if !c.fits(be.d.info) || (split > 1 && (db || i%2 == 1) && c != mmWide) {
 					continue
 				}
 				be.matmulForce = &mmPlan{cfg: c, split: split}

@@ -104,7 +104,7 @@ func TestSweepMatmul(t *testing.T) {
 		ta, tb  bool
 	}
 	big := []shape{{4096, 4096, 4096, false, false}, {4096, 4096, 4096, true, false}, {4096, 4096, 4096, false, true},
-		{2048, 2048, 2048, false, false}, {1024, 1024, 1024, false, false}, {1024, 1024, 1024, false, true}, {1024, 1024, 1024, true, false}}
+		{2048, 2048, 2048, false, false}, {1024, 4096, 1024, true, false}, {1024, 4096, 1024, false, true}, {1024, 1024, 1024, false, false}, {1024, 1024, 1024, false, true}, {1024, 1024, 1024, true, false}}
 	bigCfgs := []mmCfg{mmLarge, mmWide, {128, 128, 16, 8, 8, false}, {128, 128, 8, 8, 8, true}, mmMedium, mmSmall, {64, 64, 8, 8, 8, false}}
 	for _, c := range extraTilings(t) {
 		bigCfgs = append(bigCfgs, c)
@@ -131,7 +131,7 @@ func TestSweepMatmul(t *testing.T) {
 			fmt.Fprintf(&b, " %9s", measureTF(t, be, g, bufs, flops))
 		}
 		be.matmulForce = nil
-		auto := pickMatmul(be.d.info, s.m, s.n, s.k, 1, s.tb, be.bindLimit)
+		auto := pickMatmul(be.d.info, be.d.info.gpu, s.m, s.n, s.k, 1, s.tb, be.bindLimit)
 		fmt.Fprintf(&b, "  auto %s %s/%d\n", measureTF(t, be, g, bufs, flops), auto.cfg, auto.split)
 		for _, x := range bufs {
 			be.Free(x)

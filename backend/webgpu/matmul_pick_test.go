@@ -1,0 +1,44 @@
+package webgpu
+
+import "testing"
+
+// TestPickMatmul pins the tiling rules on a device where every tiling fits
+// and on one with WebGPU's default limits.
+func TestPickMatmul(t *testing.T) {
+	gpu := devInfo{maxInvocations: 1024, maxWGSizeX: 1024, maxWGStorage: 48 << 10}
+	base := devInfo{maxInvocations: 256, maxWGSizeX: 256, maxWGStorage: 16 << 10}
+	const part = 1 << 30
+	for _, tc := range []struct {
+		name       string
+		info       devInfo
+		m, n, k    int
+		transB     bool
+		want       mmPlan
+		wantReason string
+	}{
+		{"square 4096", gpu, 4096, 4096, 4096, false, mmPlan{mmWide, 1}, "B not transposed: the wide tiles"},
+		{"square 4096 NT", gpu, 4096, 4096, 4096, true, mmPlan{mmLarge, 1}, "B transposed: the large tiles"},
+		{"default limits", base, 4096, 4096, 4096, false, mmPlan{mmLarge, 1}, "the wide tiles need 24 KiB of workgroup memory"},
+		{"square 1024", gpu, 1024, 1024, 1024, false, mmPlan{mmMedium, 1}, "too few large tiles, K shallow"},
+		{"deep weight gradient", gpu, 1024, 1024, 4096, false, mmPlan{mmWide, 2}, "K split in two fills the GPU with wide tiles"},
+		{"deep NT", gpu, 1024, 1024, 4096, true, mmPlan{mmLarge, 4}, "K split in four fills the GPU with large tiles"},
+		{"deep but the parts would be shallow", gpu, 256, 256, 2048, false, mmPlan{mmSmall, 16}, "a wide split would need parts under 512"},
+		{"skinny", gpu, 64, 1024, 1024, false, mmPlan{mmSmall, 16}, "the small tiles with K split"},
+	} {
+		if got := pickMatmul(tc.info, true, tc.m, tc.n, tc.k, 1, tc.transB, part); got != tc.want {
+			t.Errorf("%s: pickMatmul(gpu, %dx%dx%d, transB %v) = %s/%d, want %s/%d (%s)", tc.name, tc.m, tc.n, tc.k, tc.transB,
+				got.cfg, got.split, tc.want.cfg, tc.want.split, tc.wantReason)
+		}
+	}
+}
+
+// TestPickMatmulSoftware: a software adapter runs every product as mmSoft
+// tiles, unsplit (the invocation-loop limit can still split it, later).
+func TestPickMatmulSoftware(t *testing.T) {
+	info := devInfo{maxInvocations: 256, maxWGSizeX: 256, maxWGStorage: 16 << 10}
+	for _, s := range [][3]int{{64, 256, 256}, {4096, 4096, 4096}, {1, 1, 1}, {1024, 1024, 4096}} {
+		if got := pickMatmul(info, false, s[0], s[1], s[2], 1, false, 1<<30); got != (mmPlan{mmSoft, 1}) {
+			t.Errorf("pickMatmul(software, %v) = %s/%d, want %s/1", s, got.cfg, got.split, mmSoft)
+		}
+	}
+}
