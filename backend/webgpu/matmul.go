@@ -66,7 +66,8 @@ func (c mmCfg) fits(info devInfo) bool {
 // run a few workgroups at a time on CPU cores: a K split for occupancy only
 // adds a reduction, and more outputs per invocation win. On SwiftShader a
 // 64x256x256 product took 3.2 ms with it and 14.7 ms with the GPU's plan
-// (mmSmall, K in four parts); on lavapipe 1.2 and 1.7 ms.
+// (mmSmall, K in four parts); on lavapipe 1.2 and 1.7 ms. (Its vec4 kernel
+// only, see pickMatmul.)
 var (
 	mmSoft   = mmCfg{BM: 64, BN: 64, BK: 16, TM: 8, TN: 8}
 	mmWide   = mmCfg{BM: 128, BN: 64, BK: 16, TM: 8, TN: 8, DB: true}
@@ -107,8 +108,17 @@ func pickLarge(info devInfo, transB bool) mmCfg {
 // transposed: transB) on a GPU (gpu) or a software adapter, the partial
 // products of a split kept within maxPart bytes.
 func pickMatmul(info devInfo, gpu bool, m, n, k, batch int, transB bool, maxPart uint64) mmPlan {
-	if !gpu && mmSoft.fits(info) {
-		return mmPlan{mmSoft, 1}
+	if !gpu {
+		// The scalar kernel (a dimension not a multiple of 4) of mmSoft's
+		// 8x8 blocks is a shader large enough that compiling it in
+		// Chromium's SwiftShader lost the device; mmSmall's compiles.
+		if m%4 == 0 && n%4 == 0 && k%4 == 0 && mmSoft.fits(info) {
+			return mmPlan{mmSoft, 1}
+		}
+		if mmSmall.fits(info) {
+			return mmPlan{mmSmall, 1}
+		}
+		return mmPlan{mmTiny, 1}
 	}
 	groups := func(c mmCfg) int { return ((m + c.BM - 1) / c.BM) * ((n + c.BN - 1) / c.BN) * batch }
 	if big := pickLarge(info, transB); big.fits(info) && groups(mmLarge) >= largeGroups {

@@ -32,13 +32,18 @@ func TestPickMatmul(t *testing.T) {
 	}
 }
 
-// TestPickMatmulSoftware: a software adapter runs every product as mmSoft
-// tiles, unsplit (the invocation-loop limit can still split it, later).
+// TestPickMatmulSoftware: a software adapter runs every product unsplit
+// (the invocation-loop limit can still split it, later), as mmSoft tiles
+// where the vec4 kernel applies.
 func TestPickMatmulSoftware(t *testing.T) {
 	info := devInfo{maxInvocations: 256, maxWGSizeX: 256, maxWGStorage: 16 << 10}
-	for _, s := range [][3]int{{64, 256, 256}, {4096, 4096, 4096}, {1, 1, 1}, {1024, 1024, 4096}} {
-		if got := pickMatmul(info, false, s[0], s[1], s[2], 1, false, 1<<30); got != (mmPlan{mmSoft, 1}) {
-			t.Errorf("pickMatmul(software, %v) = %s/%d, want %s/1", s, got.cfg, got.split, mmSoft)
+	for _, s := range [][3]int{{64, 256, 256}, {4096, 4096, 4096}, {4, 4, 4}, {1024, 1024, 4096}, {1, 1, 1}, {64, 256, 255}} {
+		want := mmPlan{mmSoft, 1}
+		if s[0]%4 != 0 || s[2]%4 != 0 || s[1]%4 != 0 {
+			want = mmPlan{mmSmall, 1} // mmSoft's scalar kernel is not used (see pickMatmul)
+		}
+		if got := pickMatmul(info, false, s[0], s[1], s[2], 1, false, 1<<30); got != want {
+			t.Errorf("pickMatmul(software, %v) = %s/%d, want %s/1", s, got.cfg, got.split, want.cfg)
 		}
 	}
 }
