@@ -13,7 +13,7 @@
 // -warmup-steps steps and -warmup-ms, which keeps WebGPU shader compiles
 // out) and then times -steps steps, each reading the loss back. It prints
 // the runs, the two ratios per round - (1) ag WebGPU / tfjs-webgpu,
-// goal <= 0.5; (2) ag's best / tfjs's best, goal <= 1.0 - and ag's profile
+// goal <= 0.4; (2) ag's best / tfjs's best, goal <= 0.5 - and ag's profile
 // of each configuration, and writes everything as JSON with -json.
 //
 // Before the runs it opens a probe page that reports the WebGPU adapter a
