@@ -44,7 +44,12 @@ func main() {
 			if cb.Type() == js.TypeFunction {
 				progress = func(step int, loss float32, ms float64) { cb.Invoke(step, loss, ms) }
 			}
-			mode := jsbridge.Str(jsbridge.Arg(args, 2), "mode", ModeLazy)
+			// A mode that is not a string reaches train as its JS text
+			// ("<number: 5>"), which train refuses, naming it.
+			mode := ModeLazy
+			if o := jsbridge.Arg(args, 2); o.Type() == js.TypeObject && !o.Get("mode").IsUndefined() {
+				mode = o.Get("mode").String()
+			}
 			return jsbridge.Promise(q, func() (any, error) { return s.train(steps, mode, progress) })
 		}),
 		"profile": js.FuncOf(func(_ js.Value, args []js.Value) any {

@@ -121,13 +121,14 @@ func pickMatmul(info devInfo, gpu bool, m, n, k, batch int, transB bool, maxPart
 		return mmPlan{mmTiny, 1}
 	}
 	groups := func(c mmCfg) int { return ((m + c.BM - 1) / c.BM) * ((n + c.BN - 1) / c.BN) * batch }
-	if big := pickLarge(info, transB); big.fits(info) && groups(mmLarge) >= largeGroups {
+	big := pickLarge(info, transB)
+	if big.fits(info) && groups(mmLarge) >= largeGroups {
 		return mmPlan{big, 1}
 	}
 	// Deep products with a small output (a weight gradient X^T dY over a
 	// large batch): split K so that the large tiles fill the GPU, where
 	// the medium tiles would leave it underused.
-	if big := pickLarge(info, transB); k >= deepK && big.fits(info) {
+	if k >= deepK && big.fits(info) {
 		g := groups(big)
 		s := 1
 		for g*s < largeGroups && s*2 <= splitMax && k/(s*2) >= deepMinK && uint64(s*2)*uint64(m*n*batch)*4 <= maxPart {
