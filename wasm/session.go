@@ -77,6 +77,16 @@ var modeNotes = map[string]string{
 	ModeCaptured: "the step recorded once and replayed: one upload, the cached program, one download (after one warm-up step)",
 }
 
+// modeNote returns mode's note, or an error naming fn and the mode when it
+// is none of the three.
+func modeNote(fn, mode string) (string, error) {
+	note, ok := modeNotes[mode]
+	if !ok {
+		return "", fmt.Errorf("%s: mode %q: want %q, %q or %q", fn, mode, ModeEager, ModeLazy, ModeCaptured)
+	}
+	return note, nil
+}
+
 // WebProfile is ag.profile's answer: the native profile JSON (profile.Profile,
 // the schema `ag demo -profile-json` writes) plus what the page labels it with.
 type WebProfile struct {
@@ -201,8 +211,8 @@ func (s *session) train(steps int, mode string, progress func(step int, loss flo
 	if mode == "" {
 		mode = ModeLazy
 	}
-	if _, ok := modeNotes[mode]; !ok {
-		return TrainResult{}, fmt.Errorf("train: mode %q: want %q, %q or %q", mode, ModeEager, ModeLazy, ModeCaptured)
+	if _, err := modeNote("train", mode); err != nil {
+		return TrainResult{}, err
 	}
 	s.stop.Store(false)
 	s.dev.SetEager(false)
@@ -248,9 +258,9 @@ func (s *session) profile(mode string, steps int) (*WebProfile, error) {
 	if steps < 1 || steps > 1000 {
 		return nil, fmt.Errorf("profile: steps %d: want 1..1000", steps)
 	}
-	note, ok := modeNotes[mode]
-	if !ok {
-		return nil, fmt.Errorf("profile: mode %q: want %q, %q or %q", mode, ModeEager, ModeLazy, ModeCaptured)
+	note, merr := modeNote("profile", mode)
+	if merr != nil {
+		return nil, merr
 	}
 	t0 := time.Now()
 	wm := workload.Mode(mode)

@@ -161,8 +161,8 @@ func (g *gemm) run(a, b, c []float32) {
 	for i := range g.batch {
 		g.a, g.b, g.c = a[i*g.sa:(i+1)*g.sa], b[i*g.sb:(i+1)*g.sb], c[i*g.sc:(i+1)*g.sc]
 		if g.swap {
-			// B' = op(A)^T: B'(p, i) = op(A)(i, p), all m columns, every
-			// depth block (block p0 at p0*roundUp(m, nr)).
+			// B' = op(A)^T: B'(p, i) = op(A)(i, p), all m columns and the
+			// whole depth (panel jp at jp*kk*nr, depth p at p*nr in it).
 			packB(g.k.nr, g.s.bShared, g.a, g.csA, g.rsA, 0, g.kk, 0, g.m, 0)
 			g.p.do(min(ceilDiv(g.n, g.k.mr), 4*threads()), g.swapTask)
 			continue
@@ -245,7 +245,7 @@ func (g *gemm) compute(w, t int) {
 	packA(g.k.mr, l.a, g.a, g.rsA, g.csA, i0, mc, g.p0, g.kc)
 	panels := ceilDiv(g.nc, g.k.nr)
 	lo, hi := span(panels, g.nJ, jb)
-	g.macroOn(l, l.a, g.s.bShared, 0, g.c, g.j0, g.nc, g.kc, g.p0, g.accum, false, lo, hi, i0, mc)
+	g.macroOn(l, l.a, g.s.bShared, 0, g.c, g.j0, g.nc, g.kc, g.p0, g.accum, lo, hi, i0, mc)
 }
 
 // directCompute runs task t's range of column panels of a directB product
@@ -257,9 +257,9 @@ func (g *gemm) directCompute(w, t int) {
 	for p0 := 0; p0 < g.kk; p0 += g.k.kc {
 		// The ragged last panel is the only packed one, all depths at
 		// bShared[0:]: offset so that panel panels-1 of this block lands
-		// on its rows p0...
+		// on its depths p0 on.
 		g.macroOn(&g.s.worker[w], g.s.aAll[p0*mp:], g.s.bShared[p0*nr:], g.n/nr, g.c, 0, g.n,
-			min(g.k.kc, g.kk-p0), p0, p0 > 0, true, lo, hi, 0, g.m)
+			min(g.k.kc, g.kk-p0), p0, p0 > 0, lo, hi, 0, g.m)
 	}
 }
 
@@ -276,7 +276,7 @@ func (g *gemm) serialBatch(w, i int) {
 			for i0 := 0; i0 < g.m; i0 += g.mc {
 				mc := min(g.mc, g.m-i0)
 				packA(g.k.mr, l.a, a, g.rsA, g.csA, i0, mc, p0, kc)
-				g.macroOn(l, l.a, l.b, 0, c, j0, nc, kc, p0, p0 > 0, false, 0, ceilDiv(nc, g.k.nr), i0, mc)
+				g.macroOn(l, l.a, l.b, 0, c, j0, nc, kc, p0, p0 > 0, 0, ceilDiv(nc, g.k.nr), i0, mc)
 			}
 		}
 	}
@@ -286,8 +286,8 @@ func (g *gemm) serialBatch(w, i int) {
 // by packed B panels plo..phi of the block starting at column j0, into c;
 // panel jp is packed at bp[(jp-bOff)*kc*nr:]. The B micro-panel of the
 // outer loop stays in L1 while the A micro-panels stream from L2.
-// direct: full B panels are read in place from g.b (see directB).
-func (g *gemm) macroOn(l *gemmLocal, ap, bp []float32, bOff int, c []float32, j0, nc, kc, p0 int, accum, direct bool, plo, phi, i0, mc int) {
+// With directB, full B panels are read in place from g.b.
+func (g *gemm) macroOn(l *gemmLocal, ap, bp []float32, bOff int, c []float32, j0, nc, kc, p0 int, accum bool, plo, phi, i0, mc int) {
 	mr, nr, ldc := g.k.mr, g.k.nr, g.n
 	fn := g.k.fn
 	for jp := plo; jp < phi; jp++ {
@@ -295,7 +295,7 @@ func (g *gemm) macroOn(l *gemmLocal, ap, bp []float32, bOff int, c []float32, j0
 		cols := min(nr, j0+nc-col)
 		var b []float32
 		ldb := nr
-		if direct && cols == nr {
+		if g.directB && cols == nr {
 			b, ldb = g.b[p0*g.rsB+col:], g.rsB
 		} else {
 			b = bp[(jp-bOff)*kc*nr : (jp-bOff+1)*kc*nr]
