@@ -32,6 +32,7 @@ type Device struct {
 	caps       backend.Caps
 	gen        int // backend instances so far: recordings compare it
 	pending    []*Tensor
+	markGen    uint64 // keepSet's current marks (see Tensor.keptGen)
 	progs      progCache
 	live       map[*storage]struct{}
 	pool       map[int][]backend.Buffer // freed buffers by length, for reuse

@@ -62,7 +62,7 @@ func (d *Device) EstimateMemory(step func() error) (MemoryEstimate, error) {
 	defer d.mu.Unlock()
 	defer d.dropPending(errEstimate)
 	var e MemoryEstimate
-	keep := d.keepSet()
+	d.keepSet()
 	var g backend.Graph
 	nodeOf := make(map[*Tensor]int, len(d.pending))
 	argOf := map[*storage]int{}
@@ -93,7 +93,7 @@ func (d *Device) EstimateMemory(step func() error) (MemoryEstimate, error) {
 		}
 		nodeOf[t] = len(g.Nodes)
 		g.Nodes = append(g.Nodes, n)
-		if keep[t] {
+		if d.kept(t) {
 			g.Outputs = append(g.Outputs, backend.Output{Node: nodeOf[t], Arg: g.NumArgs})
 			g.NumArgs++
 			if !t.op.InPlace() {

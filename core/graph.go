@@ -221,8 +221,11 @@ func (d *Device) run(want []*Tensor, site string) (*profile.Run, error) {
 		if t.dev != d {
 			return nil, fmt.Errorf("core: %s: a tensor of device %s synced on %s", site, t.dev.label(), d.label())
 		}
-		if err := t.readable(site); err != nil && t.state() != statePending {
-			return nil, err
+		if t.state() != statePending {
+			// readable formats its error: only worth it off the hot path
+			if err := t.readable(site); err != nil {
+				return nil, err
+			}
 		}
 		t.keep = t.keep || t.state() == statePending
 	}
@@ -436,23 +439,32 @@ func (lw *lowering) free(d *Device) {
 	clear(lw.out)
 }
 
-// keepSet is the pending values that outlive a run of d.pending: results
-// (values no other pending node consumes, but for a Checkpoint's
-// recomputed copies: no one asked for those), values marked Keep, values a
-// Backward still to come needs (nodes that require grad and their
-// inputs), and other goroutines' values. Called with d.mu held.
-func (d *Device) keepSet() map[*Tensor]bool {
-	consumed := make(map[*Tensor]bool, len(d.pending))
-	keep := make(map[*Tensor]bool)
+// keepSet marks the pending values that outlive a run of d.pending
+// (kept(t) is true for them afterwards, until the next keepSet) and returns
+// how many there are: results (values no other pending node consumes, but
+// for a Checkpoint's recomputed copies: no one asked for those), values
+// marked Keep, values a Backward still to come needs (nodes that require
+// grad and their inputs), and other goroutines' values. Marks on the
+// tensors rather than maps: a lazy step asks this of every node, every
+// step. Called with d.mu held.
+func (d *Device) keepSet() int {
+	d.markGen++
+	gen, n := d.markGen, 0
+	mark := func(t *Tensor) {
+		if t.keptGen != gen {
+			t.keptGen = gen
+			n++
+		}
+	}
 	for _, t := range d.pending {
 		for _, in := range t.inputs {
-			consumed[in] = true
+			in.consumedGen = gen
 		}
 		if t.requiresGrad && !t.backwarded {
-			keep[t] = true
+			mark(t)
 			for _, in := range t.inputs {
 				if in.state() == statePending {
-					keep[in] = true
+					mark(in)
 				}
 			}
 		}
@@ -461,12 +473,15 @@ func (d *Device) keepSet() map[*Tensor]bool {
 	// it may still use them as inputs, and it did not ask for this run.
 	me := goid.Get()
 	for _, t := range d.pending {
-		if t.keep || (!consumed[t] && !t.recomputed || t.g != me) && !t.op.InPlace() {
-			keep[t] = true
+		if t.keep || (t.consumedGen != gen && !t.recomputed || t.g != me) && !t.op.InPlace() {
+			mark(t)
 		}
 	}
-	return keep
+	return n
 }
+
+// kept reports whether the last keepSet marked t.
+func (d *Device) kept(t *Tensor) bool { return t.keptGen == d.markGen }
 
 // lower translates d.pending into lw.g. It decides which values outlive the
 // run: results (values no other pending node consumes), values marked Keep or
@@ -476,14 +491,26 @@ func (d *Device) keepSet() map[*Tensor]bool {
 // allocOutputs once the program is compiled, so that a program too large for
 // the device fails before any of its memory is taken.
 func (d *Device) lower() (*lowering, error) {
-	lw := &lowering{
-		argOf:  map[*storage]int{},
-		nodeOf: make(map[*Tensor]int, len(d.pending)),
-		out:    map[*Tensor]backend.Buffer{},
-		start:  time.Now(),
-	}
+	lw := &lowering{start: time.Now()}
 	defer func() { lw.end = time.Now() }()
-	keep := d.keepSet()
+	nkeep := d.keepSet()
+	// Sized once: a lazy step lowers a few hundred nodes every time, and
+	// growing these (and a slice of inputs per node) was a tenth of its
+	// host time.
+	ins, outer := 0, 0
+	for _, t := range d.pending {
+		ins += len(t.inputs)
+		for _, in := range t.inputs {
+			if in.state() != statePending {
+				outer++
+			}
+		}
+	}
+	lw.argOf = make(map[*storage]int, outer)
+	lw.nodeOf = make(map[*Tensor]int, len(d.pending))
+	lw.out = make(map[*Tensor]backend.Buffer, nkeep)
+	lw.args = make([]backend.Buffer, 0, outer+nkeep)
+	inSlab := make([]int, ins)
 	// Random draws take their place in the device's stream here, in
 	// recording order: the state tensor gets the stream's position for this
 	// run, and each draw its offset from it (see random.go).
@@ -495,7 +522,9 @@ func (d *Device) lower() (*lowering, error) {
 			break
 		}
 	}
-	lw.g.Nodes = make([]backend.Node, 0, len(d.pending)+8)
+	lw.g.Nodes = make([]backend.Node, 0, len(d.pending)+outer+8)
+	lw.g.Outputs = make([]backend.Output, 0, nkeep)
+	lw.kept = make([]*Tensor, 0, nkeep)
 	for _, t := range d.pending {
 		if err := checkLabels(t); err != nil {
 			return lw, err
@@ -516,7 +545,7 @@ func (d *Device) lower() (*lowering, error) {
 		}
 		n.Op = t.op
 		n.Shape = t.shape
-		n.In = make([]int, len(t.inputs))
+		n.In, inSlab = inSlab[:len(t.inputs):len(t.inputs)], inSlab[len(t.inputs):]
 		for i, in := range t.inputs {
 			idx, err := lw.input(d, in)
 			if err != nil {
@@ -533,7 +562,7 @@ func (d *Device) lower() (*lowering, error) {
 		}
 		lw.nodeOf[t] = len(lw.g.Nodes)
 		lw.g.Nodes = append(lw.g.Nodes, n)
-		if keep[t] {
+		if d.kept(t) {
 			lw.g.Outputs = append(lw.g.Outputs, backend.Output{Node: lw.nodeOf[t], Arg: len(lw.args)})
 			lw.args = append(lw.args, nil) // allocOutputs
 			lw.kept = append(lw.kept, t)

@@ -76,6 +76,9 @@ type Tensor struct {
 	// 16-bit table's words and the indices, lowered as a get_rows of the
 	// words that the unpack reads (gatherNode), so words never make a Tensor.
 	gather bool
+	// keepSet's marks: equal to the device's markGen when the last
+	// keepSet found t consumed by a pending node (kept: to outlive the run).
+	consumedGen, keptGen uint64
 }
 
 // state is atomic because String reads it without the device lock (it is

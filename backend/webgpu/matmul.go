@@ -60,7 +60,10 @@ func (c mmCfg) fits(info devInfo) bool {
 // 256x1024x1024 against 9 unsplit, 7.7 against 2.2 at 64x1024x1024.
 // Where B is not transposed, mmWide (128 invocations of 8x8, double
 // buffered) does 35-36 at 2048 and 4096 where mmLarge does 30-34; with B
-// transposed it does 29-30 and mmLarge stays.
+// transposed it does 29-30 and mmLarge stays. Padding each k row of the
+// workgroup tiles by a vec4 (the transposing store of A then meets 2 banks
+// per address where it met 4) gained nothing: 32.4 against 36.2 at 4096,
+// 20.2 double-buffered (bench/results/h200-2026-12-03-s7-sweep-padded.txt).
 //
 // mmSoft is the tiling of software adapters (SwiftShader, lavapipe), which
 // run a few workgroups at a time on CPU cores: a K split for occupancy only

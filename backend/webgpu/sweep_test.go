@@ -105,7 +105,7 @@ func TestSweepMatmul(t *testing.T) {
 	}
 	big := []shape{{4096, 4096, 4096, false, false}, {4096, 4096, 4096, true, false}, {4096, 4096, 4096, false, true},
 		{2048, 2048, 2048, false, false}, {1024, 4096, 1024, true, false}, {1024, 4096, 1024, false, true}, {1024, 1024, 1024, false, false}, {1024, 1024, 1024, false, true}, {1024, 1024, 1024, true, false}}
-	bigCfgs := []mmCfg{mmLarge, mmWide, {128, 128, 16, 8, 8, false}, {128, 128, 8, 8, 8, true}, mmMedium, mmSmall, {64, 64, 8, 8, 8, false}}
+	bigCfgs := []mmCfg{mmLarge, mmWide, {BM: 128, BN: 128, BK: 16, TM: 8, TN: 8}, {BM: 128, BN: 128, BK: 8, TM: 8, TN: 8, DB: true}, mmMedium, mmSmall, {BM: 64, BN: 64, BK: 8, TM: 8, TN: 8}}
 	for _, c := range extraTilings(t) {
 		bigCfgs = append(bigCfgs, c)
 		c.DB = true
@@ -114,7 +114,7 @@ func TestSweepMatmul(t *testing.T) {
 	skinny := []shape{{256, 1024, 1024, false, false}, {256, 1024, 1024, false, true}, {1024, 256, 1024, true, false},
 		{64, 1024, 1024, false, false}, {64, 1024, 1024, false, true}, {1024, 64, 1024, true, false},
 		{1024, 1024, 1024, false, true}, {512, 1024, 1024, false, false}}
-	skinnyCfgs := []mmCfg{mmSmall, {64, 32, 16, 4, 4, true}, mmMedium}
+	skinnyCfgs := []mmCfg{mmSmall, {BM: 64, BN: 32, BK: 16, TM: 4, TN: 4, DB: true}, mmMedium}
 	splits := []int{1, 2, 4, 8, 16}
 	var b strings.Builder
 	row := func(s shape, plans []mmPlan) {
