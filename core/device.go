@@ -27,7 +27,9 @@ type Device struct {
 	recDone    sync.Cond  // signalled when a Capture recording ends (L is &mu)
 	recOwner   uintptr    // the goroutine recording a Capture (others wait); 0 when none
 	recording  *recording // what recOwner records (its guards)
-	modes      map[uintptr]*gmode
+	modes      map[uintptr]*modeStack
+	spareMode  *modeStack      // a stack to reuse (see withMode)
+	popMode    func()          // restoreMode's method value, made once (see withMode)
 	be         backend.Backend // nil while closed
 	caps       backend.Caps
 	gen        int // backend instances so far: recordings compare it
@@ -95,6 +97,7 @@ func Open(name string) (*Device, error) {
 		rng:  rng{key: DefaultSeed},
 	}
 	d.recDone.L = &d.mu
+	d.popMode = d.restoreMode
 	d.name = d.caps.Name
 	d.progs.init(DefaultCachePrograms, d.defaultCacheBytes())
 	return d, nil

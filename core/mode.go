@@ -55,6 +55,13 @@ func (d *Device) lock() {
 	}
 }
 
+// modeStack is a goroutine's current mode and the ones its nested
+// changes will restore.
+type modeStack struct {
+	cur   gmode
+	saved []gmode
+}
+
 // modeOf returns the recording mode of the calling goroutine: gradient
 // recording on or off, and the profiler pass of new nodes. Called with d.mu
 // held; free of goroutine lookups while no goroutine is in a mode.
@@ -62,34 +69,57 @@ func (d *Device) modeOf() *gmode {
 	if len(d.modes) == 0 {
 		return nil
 	}
-	return d.modes[goid.Get()]
+	if st := d.modes[goid.Get()]; st != nil {
+		return &st.cur
+	}
+	return nil
 }
 
-// withMode changes the calling goroutine's mode by set, until the returned
-// func restores it; it returns the mode, which only this goroutine reads
-// and writes while the change lasts. Modes nest.
+// withMode changes the calling goroutine's mode by set, until restore is
+// called (on the same goroutine); it returns the mode, which only this
+// goroutine reads and writes while the change lasts. Modes nest: each
+// change pushes the mode it replaces. restore is one func made at Open,
+// not a closure per call: layers and composites change modes at every op
+// they record, and those closures were a sixth of a lazy step's
+// allocations.
 func (d *Device) withMode(set func(m *gmode)) (m *gmode, restore func()) {
 	g := goid.Get()
 	d.lock()
 	if d.modes == nil {
-		d.modes = map[uintptr]*gmode{}
+		d.modes = map[uintptr]*modeStack{}
 	}
-	m = d.modes[g]
-	if m == nil {
-		m = &gmode{pass: profile.PassForward}
-		d.modes[g] = m
-	}
-	prev := *m
-	set(m)
-	d.mu.Unlock()
-	return m, func() {
-		d.lock()
-		if prev == (gmode{pass: profile.PassForward}) {
-			delete(d.modes, g)
+	st := d.modes[g]
+	if st == nil {
+		// the stack the last goroutine to leave its modes left behind
+		if st = d.spareMode; st != nil {
+			d.spareMode = nil
 		} else {
-			*m = prev
+			st = &modeStack{}
 		}
-		d.mu.Unlock()
+		st.cur = gmode{pass: profile.PassForward}
+		d.modes[g] = st
+	}
+	st.saved = append(st.saved, st.cur)
+	set(&st.cur)
+	d.mu.Unlock()
+	return &st.cur, d.popMode
+}
+
+// restoreMode undoes the calling goroutine's latest withMode (Device.popMode
+// is this method's value).
+func (d *Device) restoreMode() {
+	g := goid.Get()
+	d.lock()
+	defer d.mu.Unlock()
+	st := d.modes[g]
+	if st == nil || len(st.saved) == 0 {
+		panic("core: internal: a mode restored that was not entered on this goroutine")
+	}
+	st.cur = st.saved[len(st.saved)-1]
+	st.saved = st.saved[:len(st.saved)-1]
+	if len(st.saved) == 0 {
+		delete(d.modes, g)
+		d.spareMode = st
 	}
 }
 

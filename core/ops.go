@@ -15,14 +15,18 @@ import (
 
 func unary(fn string, op backend.Op, x *Tensor, a, b float32) *Tensor {
 	needTensors(fn, x)
-	return x.dev.record(fn, op, slices.Clone(x.shape), backend.Node{A: a, B: b}, x)
+	// shapes never change once made, so the result shares its input's
+	return x.dev.record(fn, op, x.shape, backend.Node{A: a, B: b}, x)
 }
 
 func binary(fn string, op backend.Op, a, b *Tensor) *Tensor {
 	needTensors(fn, a, b)
-	s, err := backend.BroadcastShape(a.shape, b.shape)
-	if err != nil {
-		panic(fmt.Sprintf("core.%s: %v", fn, err))
+	s := a.shape // shared, as in unary
+	if !slices.Equal(a.shape, b.shape) {
+		var err error
+		if s, err = backend.BroadcastShape(a.shape, b.shape); err != nil {
+			panic(fmt.Sprintf("core.%s: %v", fn, err))
+		}
 	}
 	return a.dev.record(fn, op, s, backend.Node{}, a, b)
 }

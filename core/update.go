@@ -30,12 +30,17 @@ func SGDUpdate(w, g, vel, hp *Tensor) {
 }
 
 func checkUpdate(fn string, w, g, hp *Tensor, nhp int, state ...*Tensor) {
-	needTensors(fn, append([]*Tensor{w, g, hp}, state...)...)
+	var buf [5]*Tensor // on the stack for Adam's and SGD's states
+	needTensors(fn, append(append(buf[:0], w, g, hp), state...)...)
 	w.dev.lock()
 	defer w.dev.mu.Unlock()
-	for i, t := range append([]*Tensor{w}, state...) {
+	for i := -1; i < len(state); i++ {
+		t := w
+		if i >= 0 {
+			t = state[i]
+		}
 		if t.op != backend.OpInvalid || t.state() != stateRealized || t.dev != w.dev {
-			panic(fmt.Sprintf("core.%s: operand %d (%v) must be a realized persistent tensor (Param or Zeros) of the parameter's device", fn, i, t))
+			panic(fmt.Sprintf("core.%s: operand %d (%v) must be a realized persistent tensor (Param or Zeros) of the parameter's device", fn, i+1, t))
 		}
 		if !slices.Equal(t.shape, w.shape) {
 			panic(fmt.Sprintf("core.%s: state of shape %v for a parameter of shape %v", fn, t.shape, w.shape))
@@ -51,5 +56,5 @@ func checkUpdate(fn string, w, g, hp *Tensor, nhp int, state ...*Tensor) {
 
 func (d *Device) recordUpdate(fn string, op backend.Op, ins ...*Tensor) {
 	defer d.enterMode(profile.PassUpdate, true, false)()
-	d.record(fn, op, slices.Clone(ins[0].shape), backend.Node{}, ins...)
+	d.record(fn, op, ins[0].shape, backend.Node{}, ins...) // shapes never change: shared
 }
