@@ -118,20 +118,29 @@ func BenchmarkReduce(b *testing.B) {
 
 // BenchmarkMatMulSkinny times the three products of a batch-64 step through
 // a 1024-wide Linear layer: forward X*W, weight gradient X^T*dY and input
-// gradient dY*W^T.
+// gradient dY*W^T; the "256" ones are those of the browser benchmark's
+// 256-wide MLP (bench/browser).
 func BenchmarkMatMulSkinny(b *testing.B) {
-	const m, n = 64, 1024
-	for _, tc := range []struct {
+	const m = 64
+	type skinny struct {
 		name   string
 		a, bb  []int
 		out    []int
 		ta, tb bool
 		k      int
-	}{
-		{"fwd", []int{m, n}, []int{n, n}, []int{m, n}, false, false, n},
-		{"dW", []int{m, n}, []int{m, n}, []int{n, n}, true, false, m},
-		{"dX", []int{m, n}, []int{n, n}, []int{m, n}, false, true, n},
-	} {
+	}
+	var cases []skinny
+	for _, n := range []int{1024, 256} {
+		sfx := ""
+		if n != 1024 {
+			sfx = fmt.Sprint(n)
+		}
+		cases = append(cases,
+			skinny{"fwd" + sfx, []int{m, n}, []int{n, n}, []int{m, n}, false, false, n},
+			skinny{"dW" + sfx, []int{m, n}, []int{m, n}, []int{n, n}, true, false, m},
+			skinny{"dX" + sfx, []int{m, n}, []int{n, n}, []int{m, n}, false, true, n})
+	}
+	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
 			g := &gb{}
 			g.out(g.node(backend.Node{Op: backend.OpMatMul, In: []int{g.arg(tc.a...), g.arg(tc.bb...)}, Shape: tc.out, TransA: tc.ta, TransB: tc.tb}))
