@@ -36,11 +36,16 @@ func matmulGraph(n int, ta, tb bool) *gb {
 }
 
 // BenchmarkMLPStep is one Adam training step of a 4x1024 MLP (the issue's
-// yardstick), batch 64 and 256.
+// yardstick), batch 64 and 256, and of the browser benchmark's 4x256 MLP
+// at batch 64 ("256wide/64").
 func BenchmarkMLPStep(b *testing.B) {
-	for _, batch := range []int{64, 256} {
-		b.Run(fmt.Sprint(batch), func(b *testing.B) {
-			g := mlpStep(batch, []int{1024, 1024, 1024, 1024, 1024})
+	for _, tc := range []struct {
+		name         string
+		batch, width int
+	}{{"64", 64, 1024}, {"256", 256, 1024}, {"256wide/64", 64, 256}} {
+		b.Run(tc.name, func(b *testing.B) {
+			w := tc.width
+			g := mlpStep(tc.batch, []int{w, w, w, w, w})
 			flops := 0.0 // of the matmuls: 2*M*N*K each
 			for _, n := range g.g.Nodes {
 				if n.Op == backend.OpMatMul {
