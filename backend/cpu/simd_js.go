@@ -73,12 +73,10 @@ func (m *simdModule) run(bc *blockCall) {
 	if bc.rows <= 0 || bc.cols <= 0 {
 		return
 	}
-	if bc.kc <= 0 { // the module's loops run at least once
-		for i := range bc.rows {
+	if bc.kc <= 0 { // the module's loops run at least once: C = accum ? C : 0
+		for i := 0; i < bc.rows && !bc.accum; i++ {
 			for j := range bc.cols {
-				if !bc.accum {
-					bc.c[i*bc.crs+j*bc.ccs] = 0
-				}
+				bc.c[i*bc.crs+j*bc.ccs] = 0
 			}
 		}
 		return

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/ag-go/ag/backend"
@@ -36,18 +37,9 @@ func TestSIMDKernelSelected(t *testing.T) {
 	if kern.name != k.name {
 		t.Fatalf("kern is %s, want %s", kern.name, k.name)
 	}
-	if d := New().Caps().Device; !contains(d, k.name) {
+	if d := New().Caps().Device; !strings.Contains(d, k.name) {
 		t.Fatalf("Caps().Device %q does not name %s", d, k.name)
 	}
-}
-
-func contains(s, sub string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return true
-		}
-	}
-	return false
 }
 
 // TestSIMDBlock calls the block kernel directly on every layout it serves
