@@ -20,7 +20,8 @@ import (
 // vectors, one broadcast A value and a product, well within V8's 16 xmm
 // registers. In Node 20 on a Zen 5 core (BenchmarkSIMDTiles) it ran 32-41
 // GFLOP/s on the browser MLP's products and 512 squares, 5x8 27-33, 4x12
-// and 6x8 (register spills) 19-25, the Go kernel 3-4.
+// and 6x8 (register spills) 19-25, the Go kernel 3-4. Unrolling its depth
+// loop twice made it slower (30 against 45 at 512).
 const simdMR, simdNR = 4, 8
 
 // simdMod is the instantiated module, nil where it is unavailable; simdWhy
