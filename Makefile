@@ -26,9 +26,11 @@ comma := ,
 REQUIRED_DEVICES := cpu,webgpu,chromium$(if $(HAVE_GGML),$(comma)ggml-cpu$(comma)ggml-vulkan)
 ifeq ($(REQUIRE_INSTALLED),1)
   export AG_REQUIRE_DEVICES := $(REQUIRED_DEVICES)
+  # Node (deps) runs WebAssembly SIMD: wasm-test fails without the SIMD kernel.
+  export AG_REQUIRE_WASM_SIMD := 1
 endif
 
-.PHONY: demo test test-devices deps vulkan vet unit adversarial devices-test wasm-check wasm serve bench bench-peers bench-browser build clean-cache
+.PHONY: demo test test-devices deps vulkan vet unit adversarial devices-test wasm-check wasm-test wasm serve bench bench-peers bench-browser build clean-cache
 
 demo:
 	$(GO) run $(TAGS) ./cmd/ag demo -profile
@@ -63,7 +65,7 @@ vulkan:
 # (AG_SKIP_LOG) and listed at the end, pass or fail.
 test: deps vulkan
 	@log=$$(mktemp); trap 'rm -f "$$log"' EXIT; \
-	AG_SKIP_LOG="$$log" $(MAKE) --no-print-directory REQUIRE_INSTALLED=1 test-devices vet unit adversarial devices-test wasm-check; rc=$$?; \
+	AG_SKIP_LOG="$$log" $(MAKE) --no-print-directory REQUIRE_INSTALLED=1 test-devices vet unit adversarial devices-test wasm-check wasm-test; rc=$$?; \
 	echo "== skipped ($$(sort -u "$$log" | wc -l), see internal/testenv):"; sort -u "$$log"; \
 	[ $$rc = 0 ] && echo "== make test: passed; every required device ran" || echo "== make test: FAILED"; \
 	exit $$rc
@@ -96,6 +98,12 @@ devices-test:
 wasm-check:
 	GOOS=js GOARCH=wasm $(GO) build ./core/ ./nn/ ./backend/... ./buffer/ ./data/ ./profile/ ./wasm/ ./app/ ./examples/...
 	GOOS=js GOARCH=wasm $(GO) vet ./core/ ./nn/ ./backend/cpu/ ./profile/
+
+# The CPU backend's tests compiled to wasm and run in Node (Go's
+# go_js_wasm_exec), as the page runs it: the wasm SIMD matmul kernel, checked
+# against the Go kernel, and every other test of the package (~15 s).
+wasm-test:
+	GOOS=js GOARCH=wasm $(GO) test -count=1 -exec="$$($(GO) env GOROOT)/lib/wasm/go_js_wasm_exec" ./backend/cpu/
 
 bench:
 	$(GO) run $(TAGS) ./cmd/ag bench -json bench.json

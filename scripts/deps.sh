@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Installs, when missing, what `make test` needs on Debian/Ubuntu: Mesa's
 # lavapipe (Vulkan on the CPU, for the WebGPU and ggml-Vulkan tests), Chromium
-# (browser tests, SwiftShader WebGPU), and the ggml build tools. Needs root;
+# (browser tests, SwiftShader WebGPU), Node (the CPU backend's tests under
+# GOOS=js, make wasm-test), and the ggml build tools. Needs root;
 # without root it only says what is missing.
 #   scripts/deps.sh          what make test needs
 #   scripts/deps.sh peers    what make bench-peers needs: Debian's PyTorch and the
 #                            threaded OpenBLAS (without it PyTorch runs on the
 #                            reference BLAS, ~10x slower, and the comparison is void)
 set -euo pipefail
-pkgs=(mesa-vulkan-drivers libvulkan1 libvulkan-dev chromium cmake g++ glslc glslang-tools spirv-headers libgomp1)
+pkgs=(mesa-vulkan-drivers libvulkan1 libvulkan-dev chromium nodejs cmake g++ glslc glslang-tools spirv-headers libgomp1)
 [ "${1:-}" = peers ] && pkgs=(python3-torch libopenblas0-pthread)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -36,11 +36,16 @@ func matmulGraph(n int, ta, tb bool) *gb {
 }
 
 // BenchmarkMLPStep is one Adam training step of a 4x1024 MLP (the issue's
-// yardstick), batch 64 and 256.
+// yardstick), batch 64 and 256, and of the browser benchmark's 4x256 MLP
+// at batch 64 ("256wide/64").
 func BenchmarkMLPStep(b *testing.B) {
-	for _, batch := range []int{64, 256} {
-		b.Run(fmt.Sprint(batch), func(b *testing.B) {
-			g := mlpStep(batch, []int{1024, 1024, 1024, 1024, 1024})
+	for _, tc := range []struct {
+		name         string
+		batch, width int
+	}{{"64", 64, 1024}, {"256", 256, 1024}, {"256wide/64", 64, 256}} {
+		b.Run(tc.name, func(b *testing.B) {
+			w := tc.width
+			g := mlpStep(tc.batch, []int{w, w, w, w, w})
 			flops := 0.0 // of the matmuls: 2*M*N*K each
 			for _, n := range g.g.Nodes {
 				if n.Op == backend.OpMatMul {
@@ -118,20 +123,29 @@ func BenchmarkReduce(b *testing.B) {
 
 // BenchmarkMatMulSkinny times the three products of a batch-64 step through
 // a 1024-wide Linear layer: forward X*W, weight gradient X^T*dY and input
-// gradient dY*W^T.
+// gradient dY*W^T; the "256" ones are those of the browser benchmark's
+// 256-wide MLP (bench/browser).
 func BenchmarkMatMulSkinny(b *testing.B) {
-	const m, n = 64, 1024
-	for _, tc := range []struct {
+	const m = 64
+	type skinny struct {
 		name   string
 		a, bb  []int
 		out    []int
 		ta, tb bool
 		k      int
-	}{
-		{"fwd", []int{m, n}, []int{n, n}, []int{m, n}, false, false, n},
-		{"dW", []int{m, n}, []int{m, n}, []int{n, n}, true, false, m},
-		{"dX", []int{m, n}, []int{n, n}, []int{m, n}, false, true, n},
-	} {
+	}
+	var cases []skinny
+	for _, n := range []int{1024, 256} {
+		sfx := ""
+		if n != 1024 {
+			sfx = fmt.Sprint(n)
+		}
+		cases = append(cases,
+			skinny{"fwd" + sfx, []int{m, n}, []int{n, n}, []int{m, n}, false, false, n},
+			skinny{"dW" + sfx, []int{m, n}, []int{m, n}, []int{n, n}, true, false, m},
+			skinny{"dX" + sfx, []int{m, n}, []int{n, n}, []int{m, n}, false, true, n})
+	}
+	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
 			g := &gb{}
 			g.out(g.node(backend.Node{Op: backend.OpMatMul, In: []int{g.arg(tc.a...), g.arg(tc.bb...)}, Shape: tc.out, TransA: tc.ta, TransB: tc.tb}))

@@ -9,7 +9,9 @@
 // into a few reused slabs (by liveness) and precomputes one closure per node,
 // so Run allocates nothing. Matrix products use a cache-blocked, packed GEMM
 // whose register-tiled micro-kernel is AVX-512 or AVX2+FMA Go assembly on
-// amd64 CPUs that have it (chosen at start-up, no cgo) and plain Go elsewhere
-// (wasm, arm64, or the purego build tag). Large ops are split over a
+// amd64 CPUs that have it (chosen at start-up, no cgo), WebAssembly SIMD128
+// under GOOS=js (a small wasm module generated at start-up that works on
+// Go's memory in place, simd_js.go), and plain Go elsewhere (arm64, the
+// purego build tag, a wasm host without SIMD). Large ops are split over a
 // persistent pool of GOMAXPROCS goroutines.
 package cpu

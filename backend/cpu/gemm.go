@@ -18,6 +18,7 @@ type gemmLocal struct {
 	a    []float32 // mc x kc packed A block
 	b    []float32 // packed B block for batch-parallel products
 	tile []float32 // mr x nr tile for ragged edges
+	blk  blockCall // a block kernel's call (kept off the stack: it escapes)
 }
 
 func grow(s []float32, n int) []float32 {
@@ -201,6 +202,19 @@ func (g *gemm) swapCompute(w, t int) {
 	groups := ceilDiv(g.n, mr)
 	lo, hi := span(groups, min(groups, 4*threads()), t)
 	l := &g.s.worker[w]
+	if g.k.block != nil {
+		// All of the task's groups and panels per call, depth block by
+		// depth block: C^T(i, j) = C(j, i) is stored at column stride n.
+		j0 := lo * mr
+		rows := min(hi*mr, g.n) - j0
+		for p0 := 0; p0 < kk && rows > 0; p0 += g.k.kc {
+			l.blk = blockCall{kc: min(g.k.kc, kk-p0), a: g.b[j0*g.csB+p0*g.rsB:], ars: g.csB, aks: g.rsB, aps: mr * g.csB,
+				rows: rows, b: g.s.bShared[p0*nr:], ldb: nr, bps: kk * nr, cols: g.m,
+				c: g.c[j0:], crs: 1, ccs: g.n, accum: p0 > 0, tile: l.tile}
+			g.k.block(&l.blk)
+		}
+		return
+	}
 	panels := ceilDiv(g.m, nr)
 	for gi := lo; gi < hi; gi++ {
 		j0 := gi * mr
@@ -289,6 +303,24 @@ func (g *gemm) serialBatch(w, i int) {
 // With directB, full B panels are read in place from g.b.
 func (g *gemm) macroOn(l *gemmLocal, ap, bp []float32, bOff int, c []float32, j0, nc, kc, p0 int, accum bool, plo, phi, i0, mc int) {
 	mr, nr, ldc := g.k.mr, g.k.nr, g.n
+	if g.k.block != nil {
+		// Every tile in one call; with directB two: the full panels read
+		// in place, then the ragged last one from its packing.
+		l.blk = blockCall{kc: kc, a: ap, ars: 1, aks: mr, aps: mr * kc, rows: mc,
+			crs: ldc, ccs: 1, accum: accum, tile: l.tile}
+		if full := min(phi, nc/nr); g.directB && plo < full {
+			l.blk.b, l.blk.ldb, l.blk.bps = g.b[p0*g.rsB+j0+plo*nr:], g.rsB, nr
+			l.blk.cols, l.blk.c = (full-plo)*nr, c[i0*ldc+j0+plo*nr:]
+			g.k.block(&l.blk)
+			plo = full
+		}
+		if plo < phi {
+			l.blk.b, l.blk.ldb, l.blk.bps = bp[(plo-bOff)*kc*nr:], nr, kc*nr
+			l.blk.cols, l.blk.c = min(nc, phi*nr)-plo*nr, c[i0*ldc+j0+plo*nr:]
+			g.k.block(&l.blk)
+		}
+		return
+	}
 	fn := g.k.fn
 	for jp := plo; jp < phi; jp++ {
 		col := j0 + jp*nr

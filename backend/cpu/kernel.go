@@ -9,16 +9,50 @@ type microKernel struct {
 	fn     func(kc int, a, b []float32, ldb int, c []float32, ldc int, accum bool)
 	// fnRA is fn reading A in place (row r at a[r*lda:]); nil if absent.
 	fnRA func(kc int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, accum bool)
+	// block, when set, computes every tile of a block in one call (the wasm
+	// SIMD kernel, whose calls cost a microsecond each); the GEMM then calls
+	// it instead of fn and fnRA.
+	block func(*blockCall)
 	// Blocking: kc steps per packed panel (the B micro-panel kc x nr stays in
 	// L1), mc rows per packed A block (L2), nc columns per packed B block.
 	kc, mc, nc int
+}
+
+// blockCall is one call of a block kernel: C = (accum ? C : 0) + A*B over
+// kc steps for every mr x nr tile of a rows x cols block of C. Strides
+// count floats. A tile's rows past the block come from A rows that exist
+// (packed, zero-padded) or are not read (see simdgen_js.go); B is read nr
+// columns wide per tile.
+type blockCall struct {
+	kc            int
+	a             []float32 // A(i, p) = a[(i/mr)*aps + (i%mr)*ars + p*aks]
+	ars, aks, aps int
+	rows          int
+	b             []float32 // B(p, j) = b[(j/nr)*bps + p*ldb + j%nr]
+	ldb, bps      int
+	cols          int
+	c             []float32 // C(i, j) = c[i*crs + j*ccs]
+	crs, ccs      int
+	accum         bool
+	tile          []float32 // mr*nr floats of scratch
 }
 
 // kern is the micro-kernel used by every matmul; selected at start-up by
 // kernels_*.go (the best the CPU supports) and switched by tests.
 var kern = bestKernel()
 
-func kernelName() string { return kern.name }
+// kernelName names the running kernel, and why it is the portable one
+// where this platform has a faster one it could not use.
+func kernelName() string {
+	if kern.name == goKernel.name && fallbackWhy != "" {
+		return kern.name + " (" + fallbackWhy + ")"
+	}
+	return kern.name
+}
+
+// fallbackWhy says why the best kernel of this platform cannot run here, or
+// is "" (set by kernels_js.go).
+var fallbackWhy string
 
 // goKernel is the portable micro-kernel (wasm, -tags purego, CPUs without
 // the assembly kernels): 4x3 accumulators, 24 flops per 7 loads. Go's wasm
