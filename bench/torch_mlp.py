@@ -27,6 +27,8 @@ def main():
                     help="CPU threads (default 0: torch's own choice; OpenBLAS adds its own pool)")
     ap.add_argument("--amp", default="", help="autocast dtype: f16 or bf16 (ag bench -precision); empty: f32")
     ap.add_argument("--cuda-graph", action="store_true", help="also time the step captured in a CUDA graph")
+    ap.add_argument("--matmul-dtypes", default="f32",
+                    help="the matmul rows' types: f32 (TF32 off), tf32, bf16, f16 (comma-separated)")
     a = ap.parse_args()
     global AMP
     if a.amp:
@@ -38,11 +40,19 @@ def main():
     torch.manual_seed(1)
     out = {"peer": "pytorch", "version": torch.__version__, "device": str(dev),
            "threads": torch.get_num_threads(), "results": []}
+    dtypes = {"f32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
     for n in [int(s) for s in a.matmul.split(",") if s]:
-        x, y = torch.randn(n, n, device=dev), torch.randn(n, n, device=dev)
-        med, mn = timed(lambda: torch.matmul(x, y), a.reps, sync)
-        out["results"].append({"kind": "matmul", "n": n, "median_ms": med, "min_ms": mn,
-                               "gflops": 2 * n**3 / med / 1e6})
+        for name in [s for s in a.matmul_dtypes.split(",") if s]:
+            if name not in dtypes:
+                ap.error(f"--matmul-dtypes: {name!r} is not one of f32, tf32, bf16, f16")
+            # TF32 only for its own rows: everything else stays f32 as peer.device set it
+            torch.backends.cuda.matmul.allow_tf32 = name == "tf32"
+            x = torch.randn(n, n, device=dev).to(dtypes[name])
+            y = torch.randn(n, n, device=dev).to(dtypes[name])
+            med, mn = timed(lambda: torch.matmul(x, y), a.reps, sync)
+            out["results"].append({"kind": "matmul", "n": n, "dtype": name, "median_ms": med, "min_ms": mn,
+                                   "gflops": 2 * n**3 / med / 1e6})
+        torch.backends.cuda.matmul.allow_tf32 = False
     w, d = a.width, a.depth
     for b in [int(s) for s in a.batch.split(",") if s]:
         layers = []

@@ -199,8 +199,15 @@ func unary(op backend.Op, A, B float32, o, a []float32) {
 			o[i] = float32(math.Sqrt(float64(a[i])))
 		}
 	case backend.OpReLU:
+		// max(v, 0) by comparison: NaN stays NaN and -0 becomes +0 as
+		// with the builtin, which is a call with NaN checks under wasm
+		// (7 ns an element in V8 against 1; 4x slower natively too)
 		for i := range o {
-			o[i] = max(a[i], 0)
+			v := a[i]
+			if v <= 0 {
+				v = 0
+			}
+			o[i] = v
 		}
 	case backend.OpSigmoid:
 		for i := range o {
