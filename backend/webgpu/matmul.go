@@ -97,6 +97,9 @@ const (
 	splitMax     = 16
 	deepK        = 2048 // from this K, a product too small for the large tiles splits K instead
 	deepMinK     = 512  // the least K extent of a part of such a split
+	midMinRows   = 512  // a middle-sized product runs wide tiles from this many rows
+	midGroups    = 256  // ... split until this many of them run
+	midMinK      = 256  // ... in parts at least this deep
 )
 
 // pickLarge is the large tiling for B stored transposed or not.
@@ -139,6 +142,23 @@ func pickMatmul(info devInfo, gpu bool, m, n, k, batch int, transB bool, maxPart
 		}
 		if g*s >= largeGroups {
 			return mmPlan{big, s}
+		}
+	}
+	// Middle-sized products (a 1024-wide layer at batch 512-2048): wide
+	// tiles, K split until about two waves of them run. At 1024^3 on an
+	// H200 mmWide in two parts did 27.4 / 27.8 / 25.4 TFLOP/s (NN, TN, NT)
+	// where mmMedium unsplit did 23.9 / 26.2 / 22.8; at 512x1024x1024 in
+	// four parts 22.6 against 20.2 for mmSmall in four
+	// (bench/results/h200-2026-12-03-s7c-sweep-skinny.txt). With fewer
+	// rows wide tiles are mostly padding, and shallower parts lose.
+	if m >= midMinRows && mmWide.fits(info) {
+		g := groups(mmWide)
+		s := 1
+		for g*s < midGroups && s*2 <= splitMax && k/(s*2) >= midMinK && uint64(s*2)*uint64(m*n*batch)*4 <= maxPart {
+			s *= 2
+		}
+		if g*s >= midGroups {
+			return mmPlan{mmWide, s}
 		}
 	}
 	switch {

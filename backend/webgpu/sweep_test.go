@@ -113,8 +113,11 @@ func TestSweepMatmul(t *testing.T) {
 	}
 	skinny := []shape{{256, 1024, 1024, false, false}, {256, 1024, 1024, false, true}, {1024, 256, 1024, true, false},
 		{64, 1024, 1024, false, false}, {64, 1024, 1024, false, true}, {1024, 64, 1024, true, false},
-		{1024, 1024, 1024, false, true}, {512, 1024, 1024, false, false}}
-	skinnyCfgs := []mmCfg{mmSmall, {BM: 64, BN: 32, BK: 16, TM: 4, TN: 4, DB: true}, mmMedium}
+		{1024, 1024, 1024, false, true}, {512, 1024, 1024, false, false},
+		// the three products of a 1024-wide layer at batch 1024: one wave
+		// of medium tiles on a GPU of 132 multiprocessors
+		{1024, 1024, 1024, false, false}, {1024, 1024, 1024, true, false}, {2048, 1024, 1024, false, false}}
+	skinnyCfgs := []mmCfg{mmSmall, {BM: 64, BN: 32, BK: 16, TM: 4, TN: 4, DB: true}, mmMedium, mmWide, mmLarge}
 	splits := []int{1, 2, 4, 8, 16}
 	var b strings.Builder
 	row := func(s shape, plans []mmPlan) {
