@@ -95,7 +95,13 @@ func jsText(a []js.Value) string {
 }
 
 func jsAdapter() (js.Value, error) {
-	gpu := js.Global().Get("navigator").Get("gpu")
+	// Node (20) and some workers have no navigator at all: Get on
+	// undefined would panic where the answer is "no WebGPU here".
+	nav := js.Global().Get("navigator")
+	if !nav.Truthy() {
+		return js.Value{}, errors.New("webgpu: there is no navigator here (not a browser page or worker): no WebGPU")
+	}
+	gpu := nav.Get("gpu")
 	if !gpu.Truthy() {
 		return js.Value{}, errors.New("webgpu: navigator.gpu is missing: this browser has no WebGPU (or it is disabled)")
 	}
