@@ -104,7 +104,7 @@ wasm-check:
 # matmul kernel checked against the Go kernel, the layers and optimizers on
 # the wasm build (~30 s). Node has no WebGPU: those tests use the cpu device.
 # core's own tests are not run here: some allocate more than wasm32's 4 GiB,
-# and TestProfileCoversStep finds 77-90% of a step attributed under wasm,
+# and TestProfileCoversStep finds 77-94% of a step attributed under wasm,
 # below its 95% (not yet explained).
 wasm-test:
 	GOOS=js GOARCH=wasm $(GO) test -count=1 -exec="$$($(GO) env GOROOT)/lib/wasm/go_js_wasm_exec" ./backend/cpu/ ./nn/ ./wasm/
