@@ -134,13 +134,17 @@ func pickMatmul(info devInfo, gpu bool, m, n, k, batch int, transB bool, maxPart
 	// Deep products with a small output (a weight gradient X^T dY over a
 	// large batch): split K so that the large tiles fill the GPU, where
 	// the medium tiles would leave it underused.
-	if k >= deepK && big.fits(info) {
-		g := groups(big)
-		s := 1
-		for g*s < largeGroups && s*2 <= splitMax && k/(s*2) >= deepMinK && uint64(s*2)*uint64(m*n*batch)*4 <= maxPart {
+	// fill is the least split of K (a power of two) that runs at least
+	// target tiles of c in parts at least minK deep, if there is one.
+	fill := func(c mmCfg, target, minK int) (int, bool) {
+		g, s := groups(c), 1
+		for g*s < target && s*2 <= splitMax && k/(s*2) >= minK && uint64(s*2)*uint64(m*n*batch)*4 <= maxPart {
 			s *= 2
 		}
-		if g*s >= largeGroups {
+		return s, g*s >= target
+	}
+	if k >= deepK && big.fits(info) {
+		if s, ok := fill(big, largeGroups, deepMinK); ok {
 			return mmPlan{big, s}
 		}
 	}
@@ -152,12 +156,7 @@ func pickMatmul(info devInfo, gpu bool, m, n, k, batch int, transB bool, maxPart
 	// (bench/results/h200-2026-12-03-s7c-sweep-skinny.txt). With fewer
 	// rows wide tiles are mostly padding, and shallower parts lose.
 	if m >= midMinRows && mmWide.fits(info) {
-		g := groups(mmWide)
-		s := 1
-		for g*s < midGroups && s*2 <= splitMax && k/(s*2) >= midMinK && uint64(s*2)*uint64(m*n*batch)*4 <= maxPart {
-			s *= 2
-		}
-		if g*s >= midGroups {
+		if s, ok := fill(mmWide, midGroups, midMinK); ok {
 			return mmPlan{mmWide, s}
 		}
 	}
