@@ -431,7 +431,8 @@ type Graph struct {
 // graphs with equal keys compile to interchangeable programs. Core caches
 // compiled programs by it, once per lazy step, so it is a binary encoding
 // (varints, lists prefixed by their length, floats as their bits) built
-// with appends: the decimal text it was took twice as long.
+// with appends: the decimal text it was took twice the time in a lazy
+// step's profile (6.7% of it against 3.3%).
 func (g *Graph) Key() string {
 	b := make([]byte, 0, 24*len(g.Nodes)+4*len(g.Outputs)+8)
 	ints := func(v []int) {

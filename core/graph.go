@@ -495,8 +495,8 @@ func (d *Device) lower() (*lowering, error) {
 	defer func() { lw.end = time.Now() }()
 	nkeep := d.keepSet()
 	// Sized once: a lazy step lowers a few hundred nodes every time, and
-	// growing these (and a slice of inputs per node) was a tenth of its
-	// host time.
+	// growing these (and a slice of inputs per node) was about a tenth
+	// of its host time in a profile (BenchmarkStepHost).
 	ins, outer := 0, 0
 	for _, t := range d.pending {
 		ins += len(t.inputs)

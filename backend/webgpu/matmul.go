@@ -131,9 +131,6 @@ func pickMatmul(info devInfo, gpu bool, m, n, k, batch int, transB bool, maxPart
 	if big.fits(info) && groups(mmLarge) >= largeGroups {
 		return mmPlan{big, 1}
 	}
-	// Deep products with a small output (a weight gradient X^T dY over a
-	// large batch): split K so that the large tiles fill the GPU, where
-	// the medium tiles would leave it underused.
 	// fill is the least split of K (a power of two) that runs at least
 	// target tiles of c in parts at least minK deep, if there is one.
 	fill := func(c mmCfg, target, minK int) (int, bool) {
@@ -143,6 +140,9 @@ func pickMatmul(info devInfo, gpu bool, m, n, k, batch int, transB bool, maxPart
 		}
 		return s, g*s >= target
 	}
+	// Deep products with a small output (a weight gradient X^T dY over a
+	// large batch): split K so that the large tiles fill the GPU, where
+	// the medium tiles would leave it underused.
 	if k >= deepK && big.fits(info) {
 		if s, ok := fill(big, largeGroups, deepMinK); ok {
 			return mmPlan{big, s}
