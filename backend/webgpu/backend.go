@@ -122,6 +122,9 @@ type Backend struct {
 	attnForce *attnTuning
 	// noFuse turns fusion off (tests and benchmarks compare both ways).
 	noFuse bool
+	// tbRows replaces tbMinRows when not 0 (-1: never transpose B first;
+	// benchmarks compare).
+	tbRows int
 	// gpuPlans plans matmuls for a GPU on a software adapter too, so that
 	// tests there reach the GPU's tilings, K splits and dot kernels.
 	gpuPlans bool

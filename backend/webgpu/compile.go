@@ -20,11 +20,12 @@ import (
 type refKind uint8
 
 const (
-	refArg     refKind = iota // Run's args[idx]
-	refSlot                   // the program's pooled intermediate idx
-	refParams                 // the program's parameter buffer
-	refNone                   // no storage: the value is computed inside another kernel
-	refScratch                // the program's scratch buffer (partial results)
+	refArg      refKind = iota // Run's args[idx]
+	refSlot                    // the program's pooled intermediate idx
+	refParams                  // the program's parameter buffer
+	refNone                    // no storage: the value is computed inside another kernel
+	refScratch                 // the program's scratch buffer (partial results)
+	refScratchT                // the transposed copies of matmul operands (read while refScratch is written)
 )
 
 // bref is one binding of a dispatch: bytes [off, off+size) of a buffer.
@@ -84,7 +85,11 @@ type program struct {
 	// one buffer of the largest size serves all.
 	scratch      *gbuf
 	scratchBytes uint64
-	memBytes     int64 // intermediates, for MemoryBytes
+	// scratchT holds a matmul operand transposed first (mmPlan.tB): a
+	// second buffer, since a dispatch may not read the buffer it writes.
+	scratchT      *gbuf
+	scratchTBytes uint64
+	memBytes      int64 // intermediates, for MemoryBytes
 	// members[n] are the nodes the kernel of node n computes, when more
 	// than n itself (fused chains, optimizer groups); shares[n] their
 	// parts of its time (RunTimed).
@@ -96,7 +101,7 @@ type program struct {
 // MemoryBytes reports the device memory the program holds: intermediates,
 // scratch and parameters (backend.ProgramSizer).
 func (p *program) MemoryBytes() int64 {
-	n := p.memBytes + int64(p.scratchBytes)
+	n := p.memBytes + int64(p.scratchBytes) + int64(p.scratchTBytes)
 	if p.params != nil {
 		n += int64(p.params.size)
 	}
@@ -240,6 +245,13 @@ func (p *program) build(g *backend.Graph) error {
 		}
 		p.scratch = buf
 	}
+	if p.scratchTBytes > 0 {
+		buf, err := p.b.newBuffer(p.scratchTBytes)
+		if err != nil {
+			return fmt.Errorf("scratch buffer of %d bytes: %w", p.scratchTBytes, err)
+		}
+		p.scratchT = buf
+	}
 	// The parameters of all steps go into one buffer, each at an offset
 	// aligned for storage bindings, written once here.
 	align := uint64(max(info.storageAlign, 4))
@@ -317,6 +329,8 @@ func (p *program) entries(s *step, args []*buffer) []bindEntry {
 			g = p.params
 		case refScratch:
 			g = p.scratch
+		case refScratchT:
+			g = p.scratchT
 		}
 		es[i] = bindEntry{buf: g, off: r.off, size: r.size}
 	}

@@ -72,7 +72,7 @@ func (b *Backend) checkF16Tiles() error {
 	}
 	force, noF16 := b.matmulForce, b.noF16
 	defer func() { b.matmulForce, b.noF16 = force, noF16 }()
-	b.matmulForce = &mmPlan{mmTiny, 1}
+	b.matmulForce = &mmPlan{cfg: mmTiny, split: 1}
 	var outs [2][][]float32
 	for k, off := range []bool{true, false} {
 		b.noF16 = off

@@ -323,6 +323,21 @@ func (fp *fusePlan) reads(r int) []int {
 	return out
 }
 
+// epiReads reports whether root r's chain reads node j other than through
+// its matmul mi (an epilogue reading an operand of its matmul).
+func (fp *fusePlan) epiReads(r, mi, j int) bool {
+	var walk func(i int) bool
+	walk = func(i int) bool {
+		for _, x := range fp.g.Nodes[i].In {
+			if x == j || (x != mi && fp.inl[x] && walk(x)) {
+				return true
+			}
+		}
+		return false
+	}
+	return walk(r)
+}
+
 // kernelFits checks root r's fused kernel against the binding limits.
 func (fp *fusePlan) kernelFits(r int, lim fuseLimits) bool {
 	rd := fp.reads(r)

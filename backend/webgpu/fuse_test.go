@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/ag-go/ag/backend"
@@ -231,6 +232,45 @@ func TestFusedTrainingStep(t *testing.T) {
 			}
 			t.Logf("dispatches: fused %d, unfused %d", nf, np)
 		})
+	}
+}
+
+// TestFusedTransposeFirst runs the fused training step and epilogues that
+// read an operand of their matmul under the GPU's plans with every product
+// of B stored transposed transposing B first (mmPlan.tB), against the
+// reference: an epilogue reading B must read it as stored.
+func TestFusedTransposeFirst(t *testing.T) {
+	be := openTest(t)
+	be.gpuPlans, be.tbRows = true, 1
+	defer func() { be.gpuPlans, be.tbRows = false, 0 }()
+	b := mlpStep(7, 16, 24, 3, 48)
+	want := reference(t, &b.g, b.args, 2)
+	got, _ := runGraph(t, be, &b.g, b.args, 2, true)
+	compare(t, "mlp step", got, want, 1e-4)
+	for _, n := range []int{12, 13} { // vec4 and scalar kernels
+		b := newGB(uint64(n))
+		x, y := b.rand(-1, 1, n, n), b.rand(-1, 1, n, n)
+		s := []int{n, n}
+		z := b.node(backend.Node{Op: backend.OpMatMul, In: []int{y, x}, Shape: s, TransB: true})
+		b.out(b.op(backend.OpSub, s, z, x)) // reads B
+		z2 := b.node(backend.Node{Op: backend.OpMatMul, In: []int{x, y}, Shape: s, TransB: true})
+		b.out(b.op(backend.OpMul, s, z2, x)) // reads A
+		want := reference(t, &b.g, b.args, 1)
+		got, _ := runGraph(t, be, &b.g, b.args, 1, true)
+		compare(t, fmt.Sprintf("epilogues reading operands, %dx%d", n, n), got, want, 2e-5)
+		p, err := be.Compile(&b.g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, st := range p.(*program).steps {
+			names = append(names, st.k.name)
+		}
+		p.Release()
+		// The second product transposes B first; the first may not.
+		if k := strings.Count(strings.Join(names, " "), "transpose"); k != 1 {
+			t.Errorf("%dx%d: %d transposing copies, want 1 (kernels %v)", n, n, k, names)
+		}
 	}
 }
 

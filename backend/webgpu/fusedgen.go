@@ -265,17 +265,24 @@ func (p *program) lowerFused(fp *fusePlan, r int, locs []loc) error {
 	colTerm := func(fn string) func(string) string {
 		return func(idx string) string { return term(fn, idx) }
 	}
-	if ceilDiv(rlen, colLanes) <= p.b.maxTrips {
+	// An axis longer than colLanes lanes may loop over (maxTrips), or on a
+	// GPU one with too few outputs to fill it (a bias gradient: 1024
+	// columns are 32 workgroups), is reduced in parts into the scratch
+	// buffer as [parts, ne], then along the parts the same way (with the
+	// epilogue). The order stays a tree of sequential runs.
+	parts := 1
+	if ceilDiv(rlen, colLanes) > p.b.maxTrips {
+		parts = ceilDiv(rlen, colLanes*min(splitTrips, p.b.maxTrips))
+	}
+	if g := ceilDiv(ne, colWidth); p.gpuPlans() && g < colSplitTarget {
+		parts = max(parts, min(ceilDiv(colSplitTarget, g), rlen/(colLanes*colMinRun)))
+	}
+	if parts <= 1 {
 		body := colReduceSrc(ne, inner, rlen, 1, isMax, colTerm(src), tree.String(), "Y[o] = "+epi+";")
 		x, y := p.grid(ceilDiv(ne, colWidth), 1)
 		p.add(r, newKernel("fused_reduce_col", decls, fns+body), binds, nil, x, y, 1)
 		return nil
 	}
-	// An axis longer than colLanes lanes may loop over (maxTrips): parts of
-	// colLanes*splitTrips elements reduced into the scratch buffer as
-	// [parts, ne], then reduced along the parts the same way (with the
-	// epilogue). The order stays a tree of sequential runs.
-	parts := ceilDiv(rlen, colLanes*min(splitTrips, p.b.maxTrips))
 	part := bref{kind: refScratch, size: uint64(parts*ne) * 4}
 	p.scratchBytes = max(p.scratchBytes, part.size)
 	d1 := append(append([]bindDecl(nil), decls[:len(decls)-1]...), bindDecl{name: "Y", rw: true})
@@ -475,8 +482,14 @@ func pairwise(terms []string) string {
 // would leave a GPU idle): parts of splitRowChunk elements, at most
 // splitRowMaxParts per row (more where a part would take a lane past
 // maxTrips). Column reductions use colWidth x colLanes invocations per
-// workgroup, in two steps where the lanes would loop past maxTrips.
+// workgroup, in two steps where the lanes would loop past maxTrips, or on
+// a GPU where fewer than colSplitTarget workgroups would run: then in
+// parts (up to that many workgroups) of at least colMinRun terms per lane.
+// The bias gradients of the 4x1024 step at batch 4096 ([4096, 1024] to
+// 1024) took 38-50 us each on an H200 in one step (32 workgroups).
 const (
+	colSplitTarget   = 256
+	colMinRun        = 32
 	splitRowMin      = 8192
 	splitRowMaxRows  = 64
 	splitRowChunk    = 2048
@@ -617,13 +630,33 @@ func (p *program) lowerMatmul(r, mi int, locs []loc) error {
 	}
 	vec := M%4 == 0 && N%4 == 0 && K%4 == 0
 	pl := p.matmulPlan(M, N, K, batch, mn.TransB)
-	if r != mi && (pl.cfg == mmLarge || pl.cfg == mmWide) && p.b.matmulForce == nil {
-		// With an epilogue the 8x8 tiling ran twice as slow as plain on
-		// an H200 (TestSweepStep); 128x64 is within 3% of it unfused.
+	if r != mi && pl.cfg == mmLarge && p.b.matmulForce == nil {
+		// With an epilogue the 128x128 tiling ran twice as slow as plain
+		// on an H200 (TestSweepStep); 128x64 is within 3% of it unfused.
+		// The wide tiles keep their speed: with them the fused products
+		// of the 8x4096 step at batch 4096 took 3.79 ms where the medium
+		// tiles took 4.21, the step 90.1 ms against 96.2
+		// (bench/results/h200-2026-12-03-s8c-step-8x4096.txt).
 		pl.cfg = mmMedium
+	}
+	var rd []int
+	if r != mi {
+		rd = fp.reads(r)
+	}
+	if pl.tB && r != mi && fp.epiReads(r, mi, mn.In[1]) {
+		pl.tB = false // the epilogue reads B as stored
 	}
 	c := pl.cfg
 	half := p.b.d.info.f16 && !p.b.noF16 && f16Valued(g, mn.In[0]) && f16Valued(g, mn.In[1])
+	// refB is what the kernel reads as B: B itself or its transposed copy.
+	refB, transB := ref(mn.In[1]), mn.TransB
+	if pl.tB && transB {
+		nb := backend.NumElems(g.Nodes[mn.In[1]].Shape)
+		t := bref{kind: refScratchT, size: uint64(nb) * 4}
+		p.scratchTBytes = max(p.scratchTBytes, t.size)
+		p.transpose(r, refB, t, batch, N, K)
+		refB, transB = t, false
+	}
 	gx, gy, gz := ceilDiv(N, c.BN), ceilDiv(M, c.BM), batch*pl.split
 	if mx := uint64(max(p.b.d.info.maxWGPerDim, 1)); uint64(gx)*uint64(gy)*uint64(gz) > mx*mx {
 		return fmt.Errorf("matmul grid %dx%dx%d exceeds %d workgroups in two dimensions", gx, gy, gz, mx)
@@ -634,14 +667,10 @@ func (p *program) lowerMatmul(r, mi int, locs []loc) error {
 	}
 	tiles := []uint32{uint32(gx), uint32(gy), uint32(gz)}
 	x, y := p.grid(gx*gy*gz, 1)
-	var rd []int
-	if r != mi {
-		rd = fp.reads(r)
-	}
 	e := newExprGen(fp, r)
 	if pl.split <= 1 {
 		kc := K
-		binds := []bref{ref(mn.In[0]), ref(mn.In[1]), ref(r)}
+		binds := []bref{ref(mn.In[0]), refB, ref(r)}
 		var epi *epilogue
 		if r != mi {
 			e.leafName[mn.In[0]], e.leafName[mn.In[1]] = "A", "B"
@@ -662,7 +691,7 @@ func (p *program) lowerMatmul(r, mi int, locs []loc) error {
 			e.w.WriteString("fn epi(i: u32, acc: f32) -> f32 { return " + e.name(r) + "(i, acc); }\n")
 			epi.fns = e.w.String()
 		}
-		p.add(r, matmulKernel2(c, mn.TransA, mn.TransB, vec, half, epi), binds,
+		p.add(r, matmulKernel2(c, mn.TransA, transB, vec, half, epi), binds,
 			append([]uint32{uint32(M), uint32(N), uint32(K), uint32(kc), 1}, tiles...), x, y, 1)
 		return nil
 	}
@@ -670,7 +699,7 @@ func (p *program) lowerMatmul(r, mi int, locs []loc) error {
 	ne := batch * M * N
 	part := bref{kind: refScratch, size: uint64(S*ne) * 4}
 	p.scratchBytes = max(p.scratchBytes, part.size)
-	p.add(r, matmulKernel2(c, mn.TransA, mn.TransB, vec, half, nil), []bref{ref(mn.In[0]), ref(mn.In[1]), part},
+	p.add(r, matmulKernel2(c, mn.TransA, transB, vec, half, nil), []bref{ref(mn.In[0]), refB, part},
 		append([]uint32{uint32(M), uint32(N), uint32(K), uint32(splitK(K, S, c.BK)), uint32(S)}, tiles...), x, y, 1)
 	// The sum of the parts, pairwise, and the epilogue.
 	decls := []bindDecl{{name: "Part"}}

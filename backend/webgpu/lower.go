@@ -47,6 +47,11 @@ func (p *program) lower(g *backend.Graph, i int, locs []loc) error {
 		}
 		p.softmax(i, in(0), out, ne/c, c, n.Op == backend.OpLogSoftmax)
 	case n.Op == backend.OpPermute:
+		if r := len(n.Perm); r >= 2 && n.Perm[r-2] == r-1 && n.Perm[r-1] == r-2 && slices.Equal(n.Perm[:r-2], identity(r-2)) {
+			s := inShape(0)
+			p.transpose(i, in(0), out, ne/(s[r-2]*s[r-1]), s[r-2], s[r-1])
+			return nil
+		}
 		st := backend.Strides(inShape(0))
 		ps := make([]int, len(n.Perm))
 		for k, a := range n.Perm {
@@ -139,7 +144,11 @@ func (p *program) scatterAdd(node int, src, ids, out bref, s []int, n int) {
 // matmulPlan picks the matmul tiling and split (pickMatmul, or what a test
 // forces).
 func (p *program) matmulPlan(m, n, k, batch int, transB bool) mmPlan {
-	pl := pickMatmul(p.b.d.info, p.gpuPlans(), m, n, k, batch, transB, p.b.bindLimit)
+	tbRows := tbMinRows
+	if p.b.tbRows != 0 {
+		tbRows = p.b.tbRows
+	}
+	pl := pickMatmulTB(p.b.d.info, p.gpuPlans(), m, n, k, batch, transB, p.b.bindLimit, tbRows)
 	if f := p.b.matmulForce; f != nil {
 		pl = *f
 	}
@@ -249,6 +258,23 @@ func (p *program) strided(node int, x, y bref, n, dstOff, srcOff int, d, strides
 	prm = append(prm, pad4(strides, 0)...)
 	gx, gy := p.grid(n, wg)
 	p.add(node, stridedKernel(), []bref{x, y}, prm, gx, gy, 1)
+}
+
+// transpose adds the dispatch swapping the last two axes of x ([batch, r,
+// c]) into y.
+func (p *program) transpose(node int, x, y bref, batch, r, c int) {
+	tc, tr := ceilDiv(c, 32), ceilDiv(r, 32)
+	gx, gy := p.grid(tc*tr*batch, 1)
+	p.add(node, transposeKernel(), []bref{x, y}, []uint32{uint32(r), uint32(c), uint32(tc), uint32(tr), uint32(batch)}, gx, gy, 1)
+}
+
+// identity is the permutation 0, 1, ..., n-1.
+func identity(n int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = i
+	}
+	return s
 }
 
 // getRows selects rows, splitting a table larger than one binding into

@@ -86,6 +86,9 @@ var (
 type mmPlan struct {
 	cfg   mmCfg
 	split int
+	// tB: B (stored transposed) is copied transposed into scratch first
+	// and the product runs as if B were not transposed.
+	tB bool
 }
 
 const (
@@ -100,6 +103,7 @@ const (
 	midMinRows   = 512  // a middle-sized product runs wide tiles from this many rows
 	midGroups    = 256  // ... split until this many of them run
 	midMinK      = 256  // ... in parts at least this deep
+	tbMinRows    = 2048 // B stored transposed is transposed first from this many rows
 )
 
 // pickLarge is the large tiling for B stored transposed or not.
@@ -114,22 +118,39 @@ func pickLarge(info devInfo, transB bool) mmCfg {
 // transposed: transB) on a GPU (gpu) or a software adapter, the partial
 // products of a split kept within maxPart bytes.
 func pickMatmul(info devInfo, gpu bool, m, n, k, batch int, transB bool, maxPart uint64) mmPlan {
+	return pickMatmulTB(info, gpu, m, n, k, batch, transB, maxPart, tbMinRows)
+}
+
+// pickMatmulTB is pickMatmul transposing B first from tbRows rows (never
+// if tbRows < 0).
+func pickMatmulTB(info devInfo, gpu bool, m, n, k, batch int, transB bool, maxPart uint64, tbRows int) mmPlan {
 	if !gpu {
 		// The scalar kernel (a dimension not a multiple of 4) of mmSoft's
 		// 8x8 blocks is a shader large enough that compiling it in
 		// Chromium's SwiftShader lost the device; mmSmall's compiles.
 		if m%4 == 0 && n%4 == 0 && k%4 == 0 && mmSoft.fits(info) {
-			return mmPlan{mmSoft, 1}
+			return mmPlan{cfg: mmSoft, split: 1}
 		}
 		if mmSmall.fits(info) {
-			return mmPlan{mmSmall, 1}
+			return mmPlan{cfg: mmSmall, split: 1}
 		}
-		return mmPlan{mmTiny, 1}
+		return mmPlan{cfg: mmTiny, split: 1}
+	}
+	// B stored transposed ([N, K]: dX = dY W^T) loads both tiles along
+	// K, which ran at 17-22 TFLOP/s at 4096^3 on an H200 against 36 for B
+	// not transposed; transposing B first (8*N*K bytes of traffic against
+	// 2*M*N*K flops: 2-4 per cent from M = 2048) did 34.7
+	// (bench/results/h200-2026-12-03-s8a-sweep.txt). The copy lives in a
+	// scratch buffer of its own.
+	if tbRows >= 0 && transB && m >= tbRows && uint64(batch*n*k)*4 <= maxPart {
+		pl := pickMatmulTB(info, gpu, m, n, k, batch, false, maxPart, tbRows)
+		pl.tB = true
+		return pl
 	}
 	groups := func(c mmCfg) int { return ((m + c.BM - 1) / c.BM) * ((n + c.BN - 1) / c.BN) * batch }
 	big := pickLarge(info, transB)
 	if big.fits(info) && groups(mmLarge) >= largeGroups {
-		return mmPlan{big, 1}
+		return mmPlan{cfg: big, split: 1}
 	}
 	// fill is the least split of K (a power of two) that runs at least
 	// target tiles of c in parts at least minK deep, if there is one.
@@ -145,7 +166,7 @@ func pickMatmul(info devInfo, gpu bool, m, n, k, batch int, transB bool, maxPart
 	// the medium tiles would leave it underused.
 	if k >= deepK && big.fits(info) {
 		if s, ok := fill(big, largeGroups, deepMinK); ok {
-			return mmPlan{big, s}
+			return mmPlan{cfg: big, split: s}
 		}
 	}
 	// Middle-sized products (a 1024-wide layer at batch 512-2048): wide
@@ -157,14 +178,14 @@ func pickMatmul(info devInfo, gpu bool, m, n, k, batch int, transB bool, maxPart
 	// rows wide tiles are mostly padding, and shallower parts lose.
 	if m >= midMinRows && mmWide.fits(info) {
 		if s, ok := fill(mmWide, midGroups, midMinK); ok {
-			return mmPlan{mmWide, s}
+			return mmPlan{cfg: mmWide, split: s}
 		}
 	}
 	switch {
 	case mmMedium.fits(info) && groups(mmMedium) >= mediumGroups:
-		return mmPlan{mmMedium, 1}
+		return mmPlan{cfg: mmMedium, split: 1}
 	case !mmSmall.fits(info):
-		return mmPlan{mmTiny, 1}
+		return mmPlan{cfg: mmTiny, split: 1}
 	}
 	g := groups(mmSmall)
 	s := 1
@@ -174,7 +195,7 @@ func pickMatmul(info devInfo, gpu bool, m, n, k, batch int, transB bool, maxPart
 			s *= 2
 		}
 	}
-	return mmPlan{mmSmall, s}
+	return mmPlan{cfg: mmSmall, split: s}
 }
 
 // minSplit is the least number of parts K must be split into so that an

@@ -26,11 +26,11 @@ func TestMatmulF16Tiles(t *testing.T) {
 		epi            bool
 	}
 	cases := []mcase{
-		{m: 256, k: 128, n: 256, batch: 1, force: &mmPlan{mmLarge, 1}},
-		{m: 128, k: 64, n: 128, batch: 2, ta: true, force: &mmPlan{mmMedium, 1}},
-		{m: 64, k: 512, n: 64, batch: 1, tb: true, force: &mmPlan{mmSmall, 4}},
-		{m: 37, k: 29, n: 41, batch: 1, ta: true, tb: true, force: &mmPlan{mmTiny, 1}},
-		{m: 37, k: 29, n: 41, batch: 3, force: &mmPlan{mmSmall, 1}},
+		{m: 256, k: 128, n: 256, batch: 1, force: &mmPlan{cfg: mmLarge, split: 1}},
+		{m: 128, k: 64, n: 128, batch: 2, ta: true, force: &mmPlan{cfg: mmMedium, split: 1}},
+		{m: 64, k: 512, n: 64, batch: 1, tb: true, force: &mmPlan{cfg: mmSmall, split: 4}},
+		{m: 37, k: 29, n: 41, batch: 1, ta: true, tb: true, force: &mmPlan{cfg: mmTiny, split: 1}},
+		{m: 37, k: 29, n: 41, batch: 3, force: &mmPlan{cfg: mmSmall, split: 1}},
 		{m: 96, k: 64, n: 80, batch: 1, epi: true},
 		{m: 64, k: 1024, n: 64, batch: 1, tb: true}, // picked plan: split K
 	}
@@ -212,7 +212,7 @@ func TestCheckF16Tiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	g, _ := f16CheckGraph()
-	be.matmulForce = &mmPlan{mmTiny, 1}
+	be.matmulForce = &mmPlan{cfg: mmTiny, split: 1}
 	defer func() { be.matmulForce = nil }()
 	p, err := be.Compile(g)
 	if err != nil {

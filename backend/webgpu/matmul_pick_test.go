@@ -16,24 +16,30 @@ func TestPickMatmul(t *testing.T) {
 		want       mmPlan
 		wantReason string
 	}{
-		{"square 4096", gpu, 4096, 4096, 4096, false, mmPlan{mmWide, 1}, "B not transposed: the wide tiles"},
-		{"square 4096 NT", gpu, 4096, 4096, 4096, true, mmPlan{mmLarge, 1}, "B transposed: the large tiles"},
-		{"default limits", base, 4096, 4096, 4096, false, mmPlan{mmLarge, 1}, "the wide tiles need 24 KiB of workgroup memory"},
-		{"square 1024", gpu, 1024, 1024, 1024, false, mmPlan{mmWide, 2}, "middle-sized: wide tiles, K in two"},
-		{"square 1024 NT", gpu, 1024, 1024, 1024, true, mmPlan{mmWide, 2}, "middle-sized: wide tiles also with B transposed"},
-		{"batch 2048 forward", gpu, 2048, 1024, 1024, false, mmPlan{mmWide, 1}, "two waves of wide tiles unsplit"},
-		{"batch 512 forward", gpu, 512, 1024, 1024, false, mmPlan{mmWide, 4}, "K in four parts of 256"},
-		{"shallow weight gradient", gpu, 1024, 1024, 256, false, mmPlan{mmMedium, 1}, "parts of 128 would be too shallow"},
-		{"middle-sized, default limits", base, 1024, 1024, 1024, false, mmPlan{mmMedium, 1}, "no wide tiles in 16 KiB: the medium ones"},
-		{"deep weight gradient", gpu, 1024, 1024, 4096, false, mmPlan{mmWide, 2}, "K split in two fills the GPU with wide tiles"},
-		{"deep NT", gpu, 1024, 1024, 4096, true, mmPlan{mmLarge, 4}, "K split in four fills the GPU with large tiles"},
-		{"deep but the parts would be shallow", gpu, 256, 256, 2048, false, mmPlan{mmSmall, 16}, "a wide split would need parts under 512"},
-		{"skinny", gpu, 64, 1024, 1024, false, mmPlan{mmSmall, 16}, "the small tiles with K split"},
+		{"square 4096", gpu, 4096, 4096, 4096, false, mmPlan{cfg: mmWide, split: 1}, "B not transposed: the wide tiles"},
+		{"square 4096 NT", gpu, 4096, 4096, 4096, true, mmPlan{cfg: mmWide, split: 1, tB: true}, "B transposed: transposed first, then the wide tiles"},
+		{"batch 2048 dX", gpu, 2048, 1024, 1024, true, mmPlan{cfg: mmWide, split: 1, tB: true}, "B transposed first from 2048 rows"},
+		{"default limits", base, 4096, 4096, 4096, false, mmPlan{cfg: mmLarge, split: 1}, "the wide tiles need 24 KiB of workgroup memory"},
+		{"square 1024", gpu, 1024, 1024, 1024, false, mmPlan{cfg: mmWide, split: 2}, "middle-sized: wide tiles, K in two"},
+		{"square 1024 NT", gpu, 1024, 1024, 1024, true, mmPlan{cfg: mmWide, split: 2}, "middle-sized: wide tiles also with B transposed"},
+		{"batch 2048 forward", gpu, 2048, 1024, 1024, false, mmPlan{cfg: mmWide, split: 1}, "two waves of wide tiles unsplit"},
+		{"batch 512 forward", gpu, 512, 1024, 1024, false, mmPlan{cfg: mmWide, split: 4}, "K in four parts of 256"},
+		{"shallow weight gradient", gpu, 1024, 1024, 256, false, mmPlan{cfg: mmMedium, split: 1}, "parts of 128 would be too shallow"},
+		{"middle-sized, default limits", base, 1024, 1024, 1024, false, mmPlan{cfg: mmMedium, split: 1}, "no wide tiles in 16 KiB: the medium ones"},
+		{"deep weight gradient", gpu, 1024, 1024, 4096, false, mmPlan{cfg: mmWide, split: 2}, "K split in two fills the GPU with wide tiles"},
+		{"deep NT", gpu, 1024, 1024, 4096, true, mmPlan{cfg: mmLarge, split: 4}, "K split in four fills the GPU with large tiles"},
+		{"deep but the parts would be shallow", gpu, 256, 256, 2048, false, mmPlan{cfg: mmSmall, split: 16}, "a wide split would need parts under 512"},
+		{"skinny", gpu, 64, 1024, 1024, false, mmPlan{cfg: mmSmall, split: 16}, "the small tiles with K split"},
 	} {
 		if got := pickMatmul(tc.info, true, tc.m, tc.n, tc.k, 1, tc.transB, part); got != tc.want {
-			t.Errorf("%s: pickMatmul(gpu, %dx%dx%d, transB %v) = %s/%d, want %s/%d (%s)", tc.name, tc.m, tc.n, tc.k, tc.transB,
-				got.cfg, got.split, tc.want.cfg, tc.want.split, tc.wantReason)
+			t.Errorf("%s: pickMatmul(gpu, %dx%dx%d, transB %v) = %+v, want %+v (%s)", tc.name, tc.m, tc.n, tc.k, tc.transB,
+				got, tc.want, tc.wantReason)
 		}
+	}
+	// The transposed copy of B must fit in a binding: 4096x4096 (64 MiB)
+	// does not in 32 MiB.
+	if got := pickMatmul(gpu, true, 4096, 4096, 4096, 1, true, 32<<20); got.tB {
+		t.Errorf("pickMatmul(gpu, 4096^3 NT, 32 MiB bindings) = %+v, want B not transposed first", got)
 	}
 }
 
@@ -43,9 +49,9 @@ func TestPickMatmul(t *testing.T) {
 func TestPickMatmulSoftware(t *testing.T) {
 	info := devInfo{maxInvocations: 256, maxWGSizeX: 256, maxWGStorage: 16 << 10}
 	for _, s := range [][3]int{{64, 256, 256}, {4096, 4096, 4096}, {4, 4, 4}, {1024, 1024, 4096}, {1, 1, 1}, {64, 256, 255}} {
-		want := mmPlan{mmSoft, 1}
+		want := mmPlan{cfg: mmSoft, split: 1}
 		if s[0]%4 != 0 || s[2]%4 != 0 || s[1]%4 != 0 {
-			want = mmPlan{mmSmall, 1} // mmSoft's scalar kernel is not used (see pickMatmul)
+			want = mmPlan{cfg: mmSmall, split: 1} // mmSoft's scalar kernel is not used (see pickMatmul)
 		}
 		if got := pickMatmul(info, false, s[0], s[1], s[2], 1, false, 1<<30); got != want {
 			t.Errorf("pickMatmul(software, %v) = %s/%d, want %s/1", s, got.cfg, got.split, want.cfg)

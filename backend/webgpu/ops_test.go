@@ -118,9 +118,16 @@ func opCases() []opCase {
 		red(backend.OpSum, []int{3, 20000}, 1),
 		red(backend.OpMax, []int{70001}, 0),
 		red(backend.OpSum, []int{300, 70}, 0),
+		// long columns: in parts under the GPU's plans (few outputs)
+		red(backend.OpSum, []int{1100, 40}, 0),
+		red(backend.OpSum, []int{2, 700, 3}, 1),
+		red(backend.OpMax, []int{900, 5}, 0),
 		red(backend.OpMax, []int{2, 45, 33}, 1),
 		{name: "softmax", shapes: [][]int{{7, 1003}}, nodes: []backend.Node{{Op: backend.OpSoftmax, In: []int{0}, Shape: []int{7, 1003}}}, lo: -20, hi: 20, tol: 1e-5},
 		{name: "log_softmax", shapes: [][]int{{3, 5, 11}}, nodes: []backend.Node{{Op: backend.OpLogSoftmax, In: []int{0}, Shape: []int{3, 5, 11}}}, lo: -20, hi: 20, tol: 1e-5},
+		// the last two axes swapped: the tiled transpose, partial tiles
+		{name: "transpose", shapes: [][]int{{3, 37, 45}}, nodes: []backend.Node{{Op: backend.OpPermute, In: []int{0}, Shape: []int{3, 45, 37}, Perm: []int{0, 2, 1}}}, lo: -1, hi: 1},
+		{name: "transpose-2d", shapes: [][]int{{64, 33}}, nodes: []backend.Node{{Op: backend.OpPermute, In: []int{0}, Shape: []int{33, 64}, Perm: []int{1, 0}}}, lo: -1, hi: 1},
 		{name: "permute", shapes: [][]int{{2, 3, 4, 5}}, nodes: []backend.Node{{Op: backend.OpPermute, In: []int{0}, Shape: []int{5, 2, 4, 3}, Perm: []int{3, 0, 2, 1}}}, lo: -1, hi: 1},
 		{name: "expand", shapes: [][]int{{3, 1}}, nodes: []backend.Node{{Op: backend.OpExpand, In: []int{0}, Shape: []int{2, 3, 5}}}, lo: -1, hi: 1},
 		{name: "slice_rows", shapes: [][]int{{9, 7}}, nodes: []backend.Node{{Op: backend.OpSliceRows, In: []int{0}, Shape: []int{4, 7}, Start: 3}}, lo: -1, hi: 1},
@@ -174,10 +181,11 @@ func randArgs(rng *rand.Rand, c opCase) [][]float32 {
 func TestOps(t *testing.T) {
 	be := openTest(t)
 	t.Run("auto", func(t *testing.T) { testOps(t, be, false) })
-	// A software adapter plans every matmul as mmSoft tiles: run the GPU's
-	// plans (splits, dot products, the large tilings) here as well.
+	// A software adapter plans every matmul as mmSoft tiles and reduces
+	// columns in one step: run the GPU's plans (splits, dot products, the
+	// large tilings, columns in parts) here as well.
 	be.gpuPlans = true
-	t.Run("gpu-plans", func(t *testing.T) { testOps(t, be, true) })
+	t.Run("gpu-plans", func(t *testing.T) { testOps(t, be, false) })
 	be.gpuPlans = false
 	// Every tiling, with and without double buffering, on the matmul cases;
 	// two of them with K split in 3 and 5 parts (uneven, some parts empty).
@@ -195,12 +203,21 @@ func TestOps(t *testing.T) {
 			}
 		}
 	}
+	// B transposed first (large products with B stored transposed).
+	for _, pl := range []mmPlan{{cfg: mmWide, split: 1, tB: true}, {cfg: mmSmall, split: 3, tB: true}, {cfg: mmLarge, split: 1, tB: true}} {
+		if !pl.cfg.fits(be.d.info) {
+			continue
+		}
+		be.matmulForce = &pl
+		t.Run(fmt.Sprintf("matmul-%s-split%d-tB", pl.cfg, pl.split), func(t *testing.T) { testOps(t, be, true) })
+	}
 	be.matmulForce = nil
 }
 
 // extraTilings parses $AG_WEBGPU_MM_TILINGS, tilings to try besides the
-// four matmul picks from (TestOps checks them, TestSweepMatmul times them):
-// comma-separated BMxBNxBK/TMxTN, e.g. 128x256x8/8x16.
+// ones matmul picks from (TestOps checks them, TestSweepMatmul times them):
+// comma-separated BMxBNxBK/TMxTN, db for double-buffered, e.g.
+// 128x256x8/8x16,128x64x16/8x8db.
 func extraTilings(t *testing.T) []mmCfg {
 	var cs []mmCfg
 	for _, f := range strings.Split(os.Getenv("AG_WEBGPU_MM_TILINGS"), ",") {
@@ -208,9 +225,11 @@ func extraTilings(t *testing.T) []mmCfg {
 			continue
 		}
 		var c mmCfg
-		if _, err := fmt.Sscanf(f, "%dx%dx%d/%dx%d", &c.BM, &c.BN, &c.BK, &c.TM, &c.TN); err != nil ||
-			c.TM%4 != 0 || c.TN%4 != 0 || c.BM%c.TM != 0 || c.BN%c.TN != 0 || c.BK%4 != 0 {
-			t.Fatalf("AG_WEBGPU_MM_TILINGS: %q: want BMxBNxBK/TMxTN, TM and TN multiples of 4 dividing BM and BN, BK a multiple of 4 (%v)", f, err)
+		var rest string
+		n, _ := fmt.Sscanf(f, "%dx%dx%d/%dx%d%s", &c.BM, &c.BN, &c.BK, &c.TM, &c.TN, &rest)
+		c.DB = rest == "db"
+		if n < 5 || (rest != "" && !c.DB) || c.TM%4 != 0 || c.TN%4 != 0 || c.BM%c.TM != 0 || c.BN%c.TN != 0 || c.BK%4 != 0 {
+			t.Fatalf("AG_WEBGPU_MM_TILINGS: %q: want BMxBNxBK/TMxTN[db], TM and TN multiples of 4 dividing BM and BN, BK a multiple of 4", f)
 		}
 		cs = append(cs, c)
 	}

@@ -358,7 +358,10 @@ func (p *program) release() {
 	if p.scratch != nil {
 		p.b.destroy(p.scratch)
 	}
-	p.steps, p.slots, p.params, p.scratch = nil, nil, nil, nil
+	if p.scratchT != nil {
+		p.b.destroy(p.scratchT)
+	}
+	p.steps, p.slots, p.params, p.scratch, p.scratchT = nil, nil, nil, nil, nil
 }
 
 // timingBudget is the average part of a profiled run that per-kernel

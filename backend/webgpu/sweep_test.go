@@ -104,13 +104,11 @@ func TestSweepMatmul(t *testing.T) {
 		ta, tb  bool
 	}
 	big := []shape{{4096, 4096, 4096, false, false}, {4096, 4096, 4096, true, false}, {4096, 4096, 4096, false, true},
-		{2048, 2048, 2048, false, false}, {1024, 4096, 1024, true, false}, {1024, 4096, 1024, false, true}, {1024, 1024, 1024, false, false}, {1024, 1024, 1024, false, true}, {1024, 1024, 1024, true, false}}
+		{2048, 2048, 2048, false, false}, {1024, 4096, 1024, true, false}, {1024, 4096, 1024, false, true}, {1024, 1024, 1024, false, false}, {1024, 1024, 1024, false, true}, {1024, 1024, 1024, true, false},
+		// the products of a 4096-wide layer at batch 1024
+		{1024, 4096, 4096, false, false}, {1024, 4096, 4096, false, true}, {4096, 1024, 4096, true, false}}
 	bigCfgs := []mmCfg{mmLarge, mmWide, {BM: 128, BN: 128, BK: 16, TM: 8, TN: 8}, {BM: 128, BN: 128, BK: 8, TM: 8, TN: 8, DB: true}, mmMedium, mmSmall, {BM: 64, BN: 64, BK: 8, TM: 8, TN: 8}}
-	for _, c := range extraTilings(t) {
-		bigCfgs = append(bigCfgs, c)
-		c.DB = true
-		bigCfgs = append(bigCfgs, c)
-	}
+	bigCfgs = append(bigCfgs, extraTilings(t)...)
 	skinny := []shape{{256, 1024, 1024, false, false}, {256, 1024, 1024, false, true}, {1024, 256, 1024, true, false},
 		{64, 1024, 1024, false, false}, {64, 1024, 1024, false, true}, {1024, 64, 1024, true, false},
 		{1024, 1024, 1024, false, true}, {512, 1024, 1024, false, false},
@@ -149,6 +147,25 @@ func TestSweepMatmul(t *testing.T) {
 	b.WriteString("\n")
 	for _, s := range big {
 		row(s, plans)
+	}
+	// B^T as a transpose and a product of B not transposed, the plan's
+	// tiling: what an NT product costs when B is transposed first.
+	b.WriteString("\nNT as permute + NN (auto tiling):\n")
+	for _, s := range big {
+		if !s.tb || s.ta {
+			continue
+		}
+		g := &backend.Graph{NumArgs: 3, Nodes: []backend.Node{
+			{Op: backend.OpArg, Arg: 0, Shape: []int{s.m, s.k}}, {Op: backend.OpArg, Arg: 1, Shape: []int{s.n, s.k}},
+			{Op: backend.OpPermute, In: []int{1}, Shape: []int{s.k, s.n}, Perm: []int{1, 0}},
+			{Op: backend.OpMatMul, In: []int{0, 2}, Shape: []int{s.m, s.n}},
+		}, Outputs: []backend.Output{{Node: 3, Arg: 2}}}
+		bufs := []backend.Buffer{allocFilled(t, be, s.m*s.k), allocFilled(t, be, s.k*s.n), allocFilled(t, be, s.m*s.n)}
+		flops := 2 * float64(s.m) * float64(s.n) * float64(s.k)
+		fmt.Fprintf(&b, "%-22s %9s\n", fmt.Sprintf("%dx%dx%d %t %t", s.m, s.k, s.n, s.ta, s.tb), measureTF(t, be, g, bufs, flops))
+		for _, x := range bufs {
+			be.Free(x)
+		}
 	}
 	plans = nil
 	fmt.Fprintf(&b, "\n%-22s", "skinny: tiling/split")
@@ -346,10 +363,11 @@ func (d *dev) encodeOnly(ds []dispatch) error {
 	return nil
 }
 
-// TestSweepStep times core's 4x1024 MLP step at each batch (AG_SWEEP_BATCH,
-// default 64,256,1024) in both modes twice, then the recorded captured
-// program with its real args: fused and not, under several matmul plans,
-// and each kernel's device time.
+// TestSweepStep times core's 4x1024 MLP step (AG_SWEEP_SIZE=DxW for
+// another depth and width) at each batch (AG_SWEEP_BATCH, default
+// 64,256,1024) in both modes twice, then the recorded captured program with
+// its real args: fused and not, under several matmul plans, and each
+// kernel's device time.
 func TestSweepStep(t *testing.T) {
 	be := sweepOn(t)
 	batches := []int{64, 256, 1024}
@@ -361,19 +379,29 @@ func TestSweepStep(t *testing.T) {
 			batches = append(batches, b)
 		}
 	}
+	depth, width := 4, 1024
+	if v := os.Getenv("AG_SWEEP_SIZE"); v != "" {
+		if _, err := fmt.Sscanf(v, "%dx%d", &depth, &width); err != nil {
+			t.Fatalf("AG_SWEEP_SIZE=%q: want DEPTHxWIDTH", v)
+		}
+	}
+	// (AG_SWEEP_GPUPLANS=1: a GPU's matmul plans on a software adapter,
+	// to see them here)
+	be.gpuPlans = os.Getenv("AG_SWEEP_GPUPLANS") != ""
+	defer func() { be.gpuPlans = false }()
 	for _, batch := range batches {
-		sweepStep(t, be, batch)
+		sweepStep(t, be, depth, width, batch)
 	}
 }
 
-func sweepStep(t *testing.T, be *Backend, batch int) {
+func sweepStep(t *testing.T, be *Backend, depth, width, batch int) {
 	*recStore = recorded{}
 	dev, err := core.Open("webgpu-rec")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer dev.Close()
-	m, err := workload.New(dev, workload.Config{Width: 1024, Depth: 4, Batch: batch, Seed: 1})
+	m, err := workload.New(dev, workload.Config{Width: width, Depth: depth, Batch: batch, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,16 +420,19 @@ func sweepStep(t *testing.T, be *Backend, batch int) {
 		t.Logf("batch %d round %d: core step lazy %v captured %v", batch, k, med(workload.Lazy), med(workload.Captured))
 	}
 	g, args := recStore.g, recStore.args
+	doneTimes := map[string]bool{}
 	type variant struct {
-		name  string
-		fuse  bool
-		force *mmPlan
+		name   string
+		fuse   bool
+		force  *mmPlan
+		tbRows int
 	}
-	for _, v := range []variant{{"auto fused", true, nil}, {"auto unfused", false, nil},
-		{"medium/1 fused", true, &mmPlan{mmMedium, 1}}, {"small/1 fused", true, &mmPlan{mmSmall, 1}},
-		{"small/2 fused", true, &mmPlan{mmSmall, 2}}, {"large/1 fused", true, &mmPlan{mmLarge, 1}},
-		{"wide/1 fused", true, &mmPlan{mmWide, 1}}} {
-		be.noFuse, be.matmulForce = !v.fuse, v.force
+	vs := []variant{{"auto fused", true, nil, 0}, {"auto fused noTB", true, nil, -1}, {"auto fused tB1024", true, nil, 1024},
+		{"auto unfused", false, nil, 0}}
+	vs = append(vs, vs...) // twice, alternating
+	vs = append(vs, variant{"medium/1 fused", true, &mmPlan{cfg: mmMedium, split: 1}, 0}, variant{"wide/1 fused", true, &mmPlan{cfg: mmWide, split: 1}, 0})
+	for _, v := range vs {
+		be.noFuse, be.matmulForce, be.tbRows = !v.fuse, v.force, v.tbRows
 		p, err := be.Compile(g)
 		if err != nil {
 			t.Fatal(err)
@@ -409,7 +440,8 @@ func sweepStep(t *testing.T, be *Backend, batch int) {
 		p.Run(args)
 		d, w := devTimes(t, p, args, 20)
 		t.Logf("batch %d captured program %-15s %d dispatches: device %v wall %v", batch, v.name, len(p.(*program).steps), d, w)
-		if v.name == "auto fused" {
+		if strings.HasPrefix(v.name, "auto fused") && !doneTimes[v.name] {
+			doneTimes[v.name] = true
 			times := backend.NewNodeTimes(len(g.Nodes))
 			sum := make([]time.Duration, len(g.Nodes))
 			for range 5 {
@@ -421,17 +453,25 @@ func sweepStep(t *testing.T, be *Backend, batch int) {
 				}
 			}
 			var bl strings.Builder
+			kn := map[int][]string{}
+			for _, st := range p.(*program).steps {
+				kn[st.node] = append(kn[st.node], st.k.name)
+			}
 			for i := range sum {
 				if sum[i] > 0 {
 					n := g.Nodes[i]
-					fmt.Fprintf(&bl, "  node %3d %-10s %-14v %8.1f us\n", i, n.Op, n.Shape, float64(sum[i].Nanoseconds())/5/1e3)
+					tr := ""
+					if n.Op == backend.OpMatMul {
+						tr = map[bool]string{false: "N", true: "T"}[n.TransA] + map[bool]string{false: "N", true: "T"}[n.TransB]
+					}
+					fmt.Fprintf(&bl, "  node %3d %-10s %-2s %-14s %8.1f us  %s\n", i, n.Op, tr, fmt.Sprint(n.Shape), float64(sum[i].Nanoseconds())/5/1e3, strings.Join(kn[i], " "))
 				}
 			}
-			t.Logf("kernels in graph order:\n%s", bl.String())
+			t.Logf("%s: kernels in graph order:\n%s", v.name, bl.String())
 		}
 		p.Release()
 	}
-	be.noFuse, be.matmulForce = false, nil
+	be.noFuse, be.matmulForce, be.tbRows = false, nil, 0
 	// The step again after the program experiments.
 	t.Logf("batch %d after: core step lazy %v captured %v", batch, med(workload.Lazy), med(workload.Captured))
 }
