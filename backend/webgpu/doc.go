@@ -48,12 +48,16 @@
 // BM x BN tile with TM x TN accumulators per invocation, A and B staged
 // through workgroup memory as vec4s (A transposed), the next K step loaded
 // into registers during the current one, and 16-byte global loads and
-// stores when M, N and K are multiples of 4. The tiling follows the product:
-// 128x128 (8x8 per invocation) for large ones, 128x64 at about 1024, and for
-// products with few tiles but a long K (a batch of 64-256 rows) 64x64 with
-// K split into parts whose partial products a second kernel sums, applying
-// the epilogue. Measured on an H200 by the device clock: 31-33 TFLOP/s at
-// 2048-4096 (PyTorch f32 without TF32: about 50). Products of at most 16
+// stores when M, N and K are multiples of 4. The tiling follows the product
+// (pickMatmul): 128x64 double-buffered with 8x8 per invocation for large
+// ones and, K split in two or four, for those of about 1024; 128x128 where
+// B is stored transposed; and for products with few tiles but a long K (a
+// batch of 64-256 rows) 64x64 with K split into parts whose partial
+// products a second kernel sums, applying the epilogue. From 2048 rows, B
+// stored transposed (dX = dY W^T) is first transposed through workgroup
+// tiles into a scratch buffer of its own, since tiles loaded along K on
+// both sides ran at half speed. Measured on an H200 by the device clock:
+// 35-36 TFLOP/s at 2048-4096 (PyTorch f32 without TF32: about 50). Products of at most 16
 // outputs (a dot product, a row times a few columns) run as dot products,
 // one workgroup per output and part of K.
 //

@@ -140,8 +140,11 @@ func pickMatmulTB(info devInfo, gpu bool, m, n, k, batch int, transB bool, maxPa
 	// K, which ran at 17-22 TFLOP/s at 4096^3 on an H200 against 36 for B
 	// not transposed; transposing B first (8*N*K bytes of traffic against
 	// 2*M*N*K flops: 2-4 per cent from M = 2048) did 34.7
-	// (bench/results/h200-2026-12-03-s8a-sweep.txt). The copy lives in a
-	// scratch buffer of its own.
+	// (bench/results/h200-2026-12-03-s8a-sweep.txt). Inside the 4x1024
+	// step at batch 4096 the program took 2.95 ms with it, 3.06 without;
+	// from 1024 rows it lost (26.0 against 25.2 ms in the 8x4096 step at
+	// batch 1024; s8c, s8e). The copy lives in a scratch buffer of its
+	// own.
 	if tbRows >= 0 && transB && m >= tbRows && uint64(batch*n*k)*4 <= maxPart {
 		pl := pickMatmulTB(info, gpu, m, n, k, batch, false, maxPart, tbRows)
 		pl.tB = true
