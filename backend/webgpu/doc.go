@@ -57,9 +57,9 @@
 // stored transposed (dX = dY W^T) is first transposed through workgroup
 // tiles into a scratch buffer of its own, since tiles loaded along K on
 // both sides ran at half speed. Measured on an H200 by the device clock:
-// 35-36 TFLOP/s at 2048-4096 (PyTorch f32 without TF32: about 50). Products of at most 16
-// outputs (a dot product, a row times a few columns) run as dot products,
-// one workgroup per output and part of K.
+// 32-36 TFLOP/s at 2048-4096 (PyTorch f32 without TF32: about 50).
+// Products of at most 16 outputs (a dot product, a row times a few columns)
+// run as dot products, one workgroup per output and part of K.
 //
 // On a device with shader-f16 (requested whenever the adapter offers it) a
 // matmul whose operands are both f16 values - the RoundF16 operands of
