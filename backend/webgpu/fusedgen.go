@@ -629,7 +629,13 @@ func (p *program) lowerMatmul(r, mi int, locs []loc) error {
 		return p.lowerDot(r, mi, locs)
 	}
 	vec := M%4 == 0 && N%4 == 0 && K%4 == 0
-	pl := p.matmulPlan(M, N, K, batch, mn.TransB)
+	var rd []int
+	if r != mi {
+		rd = fp.reads(r)
+	}
+	// An epilogue that reads B reads it as stored: then B is not
+	// transposed first, and the tiles are those for B transposed.
+	pl := p.matmulPlan(M, N, K, batch, mn.TransB, r == mi || !fp.epiReads(r, mi, mn.In[1]))
 	if r != mi && pl.cfg == mmLarge && p.b.matmulForce == nil {
 		// With an epilogue the 128x128 tiling ran twice as slow as plain
 		// on an H200 (TestSweepStep); 128x64 is within 3% of it unfused.
@@ -638,13 +644,6 @@ func (p *program) lowerMatmul(r, mi int, locs []loc) error {
 		// tiles took 4.21, the step 90.1 ms against 96.2
 		// (bench/results/h200-2026-12-03-s8c-step-8x4096.txt).
 		pl.cfg = mmMedium
-	}
-	var rd []int
-	if r != mi {
-		rd = fp.reads(r)
-	}
-	if pl.tB && r != mi && fp.epiReads(r, mi, mn.In[1]) {
-		pl.tB = false // the epilogue reads B as stored
 	}
 	c := pl.cfg
 	half := p.b.d.info.f16 && !p.b.noF16 && f16Valued(g, mn.In[0]) && f16Valued(g, mn.In[1])

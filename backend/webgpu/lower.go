@@ -47,8 +47,8 @@ func (p *program) lower(g *backend.Graph, i int, locs []loc) error {
 		}
 		p.softmax(i, in(0), out, ne/c, c, n.Op == backend.OpLogSoftmax)
 	case n.Op == backend.OpPermute:
-		if r := len(n.Perm); r >= 2 && n.Perm[r-2] == r-1 && n.Perm[r-1] == r-2 && slices.Equal(n.Perm[:r-2], identity(r-2)) {
-			s := inShape(0)
+		if swapsLastTwo(n.Perm) {
+			r, s := len(n.Perm), inShape(0)
 			p.transpose(i, in(0), out, ne/(s[r-2]*s[r-1]), s[r-2], s[r-1])
 			return nil
 		}
@@ -142,15 +142,19 @@ func (p *program) scatterAdd(node int, src, ids, out bref, s []int, n int) {
 }
 
 // matmulPlan picks the matmul tiling and split (pickMatmul, or what a test
-// forces).
-func (p *program) matmulPlan(m, n, k, batch int, transB bool) mmPlan {
+// forces); with tbOK false B is never transposed first.
+func (p *program) matmulPlan(m, n, k, batch int, transB, tbOK bool) mmPlan {
 	tbRows := tbMinRows
 	if p.b.tbRows != 0 {
 		tbRows = p.b.tbRows
 	}
+	if !tbOK {
+		tbRows = -1
+	}
 	pl := pickMatmulTB(p.b.d.info, p.gpuPlans(), m, n, k, batch, transB, p.b.bindLimit, tbRows)
 	if f := p.b.matmulForce; f != nil {
 		pl = *f
+		pl.tB = pl.tB && tbOK
 	}
 	pl.split = max(pl.split, 1, minSplit(k, pl.cfg.BK, p.b.maxTrips))
 	return pl
@@ -268,13 +272,19 @@ func (p *program) transpose(node int, x, y bref, batch, r, c int) {
 	p.add(node, transposeKernel(), []bref{x, y}, []uint32{uint32(r), uint32(c), uint32(tc), uint32(tr), uint32(batch)}, gx, gy, 1)
 }
 
-// identity is the permutation 0, 1, ..., n-1.
-func identity(n int) []int {
-	s := make([]int, n)
-	for i := range s {
-		s[i] = i
+// swapsLastTwo reports whether perm swaps the last two axes and keeps the
+// others in place.
+func swapsLastTwo(perm []int) bool {
+	r := len(perm)
+	if r < 2 || perm[r-2] != r-1 || perm[r-1] != r-2 {
+		return false
 	}
-	return s
+	for i := range r - 2 {
+		if perm[i] != i {
+			return false
+		}
+	}
+	return true
 }
 
 // getRows selects rows, splitting a table larger than one binding into
