@@ -19,6 +19,10 @@ case "$blas" in *openblas*) ;; *) echo "bench-peers: libblas.so.3 is $blas, not 
 # tuning guide suggests tcmalloc or jemalloc for the same reason); ag's CPU
 # backend plans its memory and allocates nothing per step.
 torch_malloc=(MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=4294967296 MALLOC_TOP_PAD_=268435456)
+# PyTorch sizes its pool by the physical cores its cpuinfo finds, which on
+# some VMs is one of two (its OpenBLAS then runs one thread too, half the
+# machine), so it gets every CPU ag's backend uses, stated.
+threads=$(nproc)
 rounds=${1:-3}
 device=${2:-cpu}
 out=${AG_BENCH_OUT:-bench/out}
@@ -32,13 +36,14 @@ fi
 go build "${tags[@]}" -o "$out/ag" ./cmd/ag
 for r in $(seq 1 "$rounds"); do
   "$out/ag" bench -device "$device" -json "$out/ag-$r.json" >/dev/null
-  env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "${torch_malloc[@]}" /usr/bin/python3 bench/torch_mlp.py > "$out/torch-$r.json"
+  env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "${torch_malloc[@]}" /usr/bin/python3 bench/torch_mlp.py --threads "$threads" > "$out/torch-$r.json"
 done
 python3 - "$out" "$rounds" <<'PY'
 import json, sys
 out, rounds = sys.argv[1], int(sys.argv[2])
 def size(r):
     return r.get("n") or r.get("batch")
+print(f"PyTorch {json.load(open(f'{out}/torch-1.json'))['threads']} threads")
 print(f"{'round':>5} {'ag device':<12} {'kind':<18} {'size':>5} {'ag ms':>9} {'torch ms':>9} {'torch/ag':>9}")
 for i in range(1, rounds + 1):
     th = {(r["kind"], size(r)): r for r in json.load(open(f"{out}/torch-{i}.json"))["results"]
