@@ -79,6 +79,18 @@ type Program interface {
 	Release()
 }
 
+// RunReader is implemented by programs that can read a buffer back within
+// the run's own submission: a step whose result is read at once (a training
+// step's loss) then waits for the device once, not twice (the run, then the
+// read's own copy and wait). core uses it when it runs pending work to read
+// one of the results, unless it is profiling.
+type RunReader interface {
+	// RunRead is Run(args) followed by Read(src, off, dst), with one wait
+	// where the device allows it (RunInfo describes the run). src is
+	// usually one of args. A run that fails reads nothing.
+	RunRead(args []Buffer, src Buffer, off int, dst []float32) (RunInfo, error)
+}
+
 // ErrMemoryUnknown is wrapped by Memory's error on a device whose memory
 // cannot be queried (WebGPU on a hardware GPU).
 var ErrMemoryUnknown = errors.New("device memory unknown")

@@ -347,7 +347,7 @@ func (c *Capture) record(in []Input) (*recording, [][]float32, error) {
 	profile.Launch("captured", 1)
 	d.realize(lw)
 	rec.flat = outs
-	res, err := rec.download(d)
+	res, err := rec.download(d, nil)
 	return rec, res, err
 }
 
@@ -414,9 +414,16 @@ func (r *recording) replay(d *Device, in []Input, start time.Time) ([][]float32,
 	var info backend.RunInfo
 	var times *backend.NodeTimes
 	var err error
-	if prof {
+	var flat []float32 // the outputs, when the run read them back itself
+	rr, folds := r.prog.prog.(backend.RunReader)
+	switch {
+	case prof:
 		info, times, err = runTimed(r.prog.prog, r.args, r.nnodes)
-	} else {
+	case folds:
+		// one wait for the run and the download (see backend.RunReader)
+		flat = make([]float32, r.flat.stor.n)
+		info, err = rr.RunRead(r.args, r.flat.stor.buf, 0, flat)
+	default:
 		info, err = r.prog.prog.Run(r.args)
 	}
 	if err != nil {
@@ -426,7 +433,7 @@ func (r *recording) replay(d *Device, in []Input, start time.Time) ([][]float32,
 	d.stats.CacheHits++
 	profile.Launch("captured", info.Launches)
 	t2 := time.Now()
-	res, err := r.download(d)
+	res, err := r.download(d, flat)
 	if prof {
 		// ctx: checking that the recording still holds, before the upload
 		nodes := slices.Clone(r.nodes)
@@ -443,10 +450,13 @@ func (r *recording) replay(d *Device, in []Input, start time.Time) ([][]float32,
 	return res, err
 }
 
-func (r *recording) download(d *Device) ([][]float32, error) {
-	flat := make([]float32, r.flat.stor.n)
-	if err := d.be.Read(r.flat.stor.buf, 0, flat); err != nil {
-		return nil, fmt.Errorf("core: Capture.Call: downloading outputs: %w", err)
+// download reads the outputs (unless the run did: flat) and splits them.
+func (r *recording) download(d *Device, flat []float32) ([][]float32, error) {
+	if flat == nil {
+		flat = make([]float32, r.flat.stor.n)
+		if err := d.be.Read(r.flat.stor.buf, 0, flat); err != nil {
+			return nil, fmt.Errorf("core: Capture.Call: downloading outputs: %w", err)
+		}
 	}
 	d.count(false, len(flat), "capture outputs")
 	out := make([][]float32, len(r.outs))

@@ -457,10 +457,15 @@ func (d *Device) count(up bool, n int, site string) {
 func (d *Device) syncRead(t *Tensor, fn string) ([]float32, error) {
 	d.lock()
 	defer d.mu.Unlock()
-	rec, err := d.run([]*Tensor{t}, fn)
+	rd := &readAfter{t: t}
+	rec, err := d.run([]*Tensor{t}, fn, rd)
 	if err != nil {
 		profile.RecordRun(rec)
 		return nil, err
+	}
+	if rd.done {
+		d.count(false, len(rd.dst), fn)
+		return rd.dst, nil
 	}
 	t0 := time.Now()
 	v, err := d.read(t, fn)

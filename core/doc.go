@@ -39,6 +39,11 @@
 //	compute   the program run (device time where timestamp queries exist)
 //	download  reading requested values back
 //
+// A sync that reads one value (Item, Data) or a replayed Capture runs and
+// reads back with one wait on a backend whose programs fold the read into
+// the run (backend.RunReader: webgpu natively); a profiled run does not
+// fold, so that its download is timed on its own.
+//
 // The profile package splits each run among the passes (forward, backward,
 // update) of its nodes. Build with -tags agnoprof to compile the hook out.
 package core

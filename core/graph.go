@@ -199,7 +199,7 @@ func (d *Device) Sync(ts ...*Tensor) error {
 // syncLocked runs the pending work (see run) and hands its profile to the
 // profiler. Called with d.mu held.
 func (d *Device) syncLocked(want []*Tensor, site string) error {
-	rec, err := d.run(want, site)
+	rec, err := d.run(want, site, nil)
 	profile.RecordRun(rec)
 	return err
 }
@@ -210,8 +210,11 @@ func (d *Device) syncLocked(want []*Tensor, site string) error {
 // work is dropped (see ErrRunFailed) and the error is returned once; values
 // computed before stay as they were. With a profiler on it returns the
 // run's profile, for the caller to complete (a download) and record.
-// Called with d.mu held.
-func (d *Device) run(want []*Tensor, site string) (*profile.Run, error) {
+// With rd, a value the caller reads next, a backend that can fold the read
+// into the run (backend.RunReader) does, unless profiling (the profile
+// times the download on its own), and rd.done says so. Called with d.mu
+// held.
+func (d *Device) run(want []*Tensor, site string, rd *readAfter) (*profile.Run, error) {
 	if d.guard != "" {
 		return nil, fmt.Errorf("core: %s: %w: a sync point (a download or a run) during %s would not be repeated by a replay", site, ErrCapture, d.guard)
 	}
@@ -255,9 +258,19 @@ func (d *Device) run(want []*Tensor, site string) (*profile.Run, error) {
 	t2 := time.Now()
 	var info backend.RunInfo
 	var times *backend.NodeTimes
-	if prof {
+	rr, folds := prog.(backend.RunReader)
+	var rbuf backend.Buffer
+	if rd != nil && folds {
+		rbuf, folds = lw.out[rd.t]
+	}
+	switch {
+	case prof:
 		info, times, err = runTimed(prog, lw.args, len(lw.g.Nodes))
-	} else {
+	case rd != nil && folds:
+		rd.dst = make([]float32, rd.t.Len())
+		info, err = rr.RunRead(lw.args, rbuf, 0, rd.dst)
+		rd.done = err == nil
+	default:
 		info, err = prog.Run(lw.args)
 	}
 	if err != nil {
@@ -285,6 +298,14 @@ func (d *Device) run(want []*Tensor, site string) (*profile.Run, error) {
 		Compute: t3.Sub(t2), Nodes: nodes}
 	d.useDeviceTime(rec, info)
 	return rec, nil
+}
+
+// readAfter is a read that follows a run (see run): t's values in dst once
+// done.
+type readAfter struct {
+	t    *Tensor
+	dst  []float32
+	done bool
 }
 
 // fail ends a failed sync: it gives back what the lowering allocated, drops

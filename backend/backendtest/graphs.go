@@ -88,6 +88,7 @@ func graphCases() []graphCase {
 		checked("graph/train-step", trainStep),
 		{"graph/rebind-buffers", testRebind},
 		{"graph/node-timer", testNodeTimer},
+		{"graph/run-read", testRunReader},
 		{"graph/profile-shares", testProfileShares},
 		{"graph/invalid", testInvalid},
 		{"buffers/write-read", testBuffers},
@@ -226,6 +227,77 @@ func testNodeTimer(t *testing.T, s *suite) {
 		t.Fatalf("reference: %v", err)
 	}
 	s.compareArgs(t, &b.g, bufs, ref, tolerances["graph"], "RunTimed")
+}
+
+// testRunReader checks a program's RunRead against Run and Read: the same
+// bits, from an offset, each read after its own run's writes (a graph that
+// adds 1 to its arg in place, read after every run), and a read out of
+// range or of no buffer fails without running.
+func testRunReader(t *testing.T, s *suite) {
+	b := mlp(seeded("graph/run-read"))
+	prog, err := s.compile(&b.g)
+	if err != nil {
+		t.Fatalf("Compile: %v", err)
+	}
+	t.Cleanup(prog.Release)
+	rr, ok := prog.(backend.RunReader)
+	if !ok {
+		testenv.Skipf(t, "%s programs do not implement backend.RunReader: RunRead untested", s.caps.Name)
+	}
+	o := b.g.Outputs[0].Arg
+	plain := s.upload(t, b.args)
+	if _, err := prog.Run(plain); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	want := make([]float32, len(b.args[o]))
+	if err := s.be.Read(plain[o], 0, want); err != nil {
+		t.Fatalf("Read: %v", err)
+	}
+	bufs := s.upload(t, b.args)
+	got := make([]float32, len(want)-3)
+	if _, err := rr.RunRead(bufs, bufs[o], 3, got); err != nil {
+		t.Fatalf("RunRead: %v", err)
+	}
+	if i := FirstBitDiff(got, want[3:]); i >= 0 {
+		t.Fatalf("RunRead from element 3: element %d is %v, Run and Read give %v", i, got[i], want[3+i])
+	}
+
+	// x += 1 in place, read after each run.
+	g := &backend.Graph{NumArgs: 1, Nodes: []backend.Node{{Op: backend.OpArg, Arg: 0, Shape: []int{5}},
+		{Op: backend.OpAffine, In: []int{0}, Shape: []int{5}, A: 1, B: 1}}, Outputs: []backend.Output{{Node: 1, Arg: 0}}}
+	inc, err := s.compile(g)
+	if err != nil {
+		t.Fatalf("Compile: %v", err)
+	}
+	t.Cleanup(inc.Release)
+	rr, ok = inc.(backend.RunReader)
+	if !ok {
+		t.Fatalf("%s: one program implements backend.RunReader, another does not", s.caps.Name)
+	}
+	x := s.upload(t, [][]float32{{0, 1, 2, 3, 4}})
+	v := make([]float32, 5)
+	for run := 1; run <= 3; run++ {
+		if _, err := rr.RunRead(x, x[0], 0, v); err != nil {
+			t.Fatalf("RunRead %d: %v", run, err)
+		}
+		for i, f := range v {
+			if f != float32(i+run) {
+				t.Fatalf("RunRead %d: x = %v, want x0 + %d (the read must follow its run)", run, v, run)
+			}
+		}
+	}
+	if _, err := rr.RunRead(x, x[0], 1, v); err == nil {
+		t.Error("RunRead of 5 elements from element 1 of 5 succeeded")
+	}
+	if _, err := rr.RunRead(x, nil, 0, v); err == nil {
+		t.Error("RunRead of a nil buffer succeeded")
+	}
+	if err := s.be.Read(x[0], 0, v); err != nil {
+		t.Fatalf("Read: %v", err)
+	}
+	if v[0] != 3 {
+		t.Errorf("x = %v after failed RunReads, want x0 + 3: a RunRead that fails must not run", v)
+	}
 }
 
 // compareArgs reads every buffer and compares it with ref.

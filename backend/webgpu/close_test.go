@@ -50,6 +50,9 @@ func TestCloseFreesEverything(t *testing.T) {
 	if err := be.Write(buf, 0, []float32{1}); err == nil {
 		t.Error("Write to a buffer of a closed backend: no error")
 	}
+	if _, err := p.(backend.RunReader).RunRead([]backend.Buffer{buf, out}, out, 0, make([]float32, 4)); err == nil {
+		t.Error("RunRead of a closed backend: no error")
+	}
 	be.Free(buf) // a no-op, not a double free
 	p.Release()
 }

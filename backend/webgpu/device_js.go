@@ -420,6 +420,26 @@ func (d *dev) run(passes [][]dispatch, copies []copyOp, timed bool) ([]uint64, e
 	return raw, nil
 }
 
+// readBack is a read after a run (see the native one).
+type readBack struct {
+	src *gbuf
+	off uint64
+	dst []byte
+}
+
+// foldsRead is false: a plain run is submitted and not waited for
+// (deferRun), so a run and a read already cost one round trip.
+func (d *dev) foldsRead(int) bool { return false }
+
+// runRead is run, then the read.
+func (d *dev) runRead(passes [][]dispatch, copies []copyOp, timed bool, rb *readBack) ([]uint64, error) {
+	raw, err := d.run(passes, copies, timed)
+	if err != nil || rb == nil {
+		return raw, err
+	}
+	return raw, d.read(rb.src, rb.off, rb.dst)
+}
+
 // insidePasses is Chromium's feature for timestamps between the dispatches
 // of one pass (GPUComputePassEncoder.writeTimestamp).
 const insidePasses = "chromium-experimental-timestamp-query-inside-passes"

@@ -135,6 +135,8 @@
 // lavapipe (period 1). A span that is not increasing or longer than the
 // host-measured run is discarded in favour of the host time. RunTimed
 // (backend.NodeTimer) puts each node into its own pass between timestamps.
+// RunRead (backend.RunReader) records a read's copy after the run's and
+// maps it with the timestamps, so a training step natively waits once.
 //
 // # Memory
 //

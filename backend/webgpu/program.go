@@ -17,7 +17,27 @@ const maxCachedGroups = 16
 // Run executes the program: one command encoder, one compute pass with every
 // dispatch, the output copies, one submit, one wait.
 func (p *program) Run(args []backend.Buffer) (backend.RunInfo, error) {
-	return p.run(args, nil)
+	info, _, err := p.run(args, nil, nil)
+	return info, err
+}
+
+// RunRead is Run followed by the Backend's Read of src, the read's copy
+// recorded after the run's in its submission where the device folds reads
+// (natively: one wait for both; in the browser a run is not waited for, so
+// a run and a read are one round trip already).
+func (p *program) RunRead(args []backend.Buffer, src backend.Buffer, off int, dst []float32) (backend.RunInfo, error) {
+	info, folded, err := p.run(args, nil, &readReq{src: src, off: off, dst: dst})
+	if err != nil || folded {
+		return info, err
+	}
+	return info, p.b.Read(src, off, dst)
+}
+
+// readReq is RunRead's read, before its buffer is checked.
+type readReq struct {
+	src backend.Buffer
+	off int
+	dst []float32
 }
 
 // RunTimed runs the program and reports each node's time, in one of two
@@ -40,31 +60,48 @@ func (p *program) RunTimed(args []backend.Buffer, t *backend.NodeTimes) (backend
 	if err := t.Check("webgpu.RunTimed", p.nodes); err != nil {
 		return backend.RunInfo{}, err
 	}
-	return p.run(args, t)
+	info, _, err := p.run(args, t, nil)
+	return info, err
 }
 
-func (p *program) run(args []backend.Buffer, nodeTimes *backend.NodeTimes) (backend.RunInfo, error) {
+// run runs the program once: timed per node when nodeTimes is given, else
+// with rr's read folded into the submission where the device folds reads
+// (folded reports it).
+func (p *program) run(args []backend.Buffer, nodeTimes *backend.NodeTimes, rr *readReq) (info backend.RunInfo, folded bool, err error) {
 	b := p.b
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch {
 	case p.released:
-		return backend.RunInfo{}, errors.New("webgpu.Run: program released")
+		return backend.RunInfo{}, false, errors.New("webgpu.Run: program released")
 	case b.closed:
-		return backend.RunInfo{}, errors.New("webgpu.Run: backend closed")
+		return backend.RunInfo{}, false, errors.New("webgpu.Run: backend closed")
 	case len(args) != p.numArgs:
-		return backend.RunInfo{}, fmt.Errorf("webgpu.Run: %d args, program wants %d", len(args), p.numArgs)
+		return backend.RunInfo{}, false, fmt.Errorf("webgpu.Run: %d args, program wants %d", len(args), p.numArgs)
 	}
 	bufs := make([]*buffer, len(args))
 	for i, a := range args {
 		wb, err := b.own("Run", a)
 		if err != nil {
-			return backend.RunInfo{}, fmt.Errorf("arg %d: %w", i, err)
+			return backend.RunInfo{}, false, fmt.Errorf("arg %d: %w", i, err)
 		}
 		if wb.n < p.argNeed[i] {
-			return backend.RunInfo{}, fmt.Errorf("webgpu.Run: arg %d holds %d elements, the graph needs %d", i, wb.n, p.argNeed[i])
+			return backend.RunInfo{}, false, fmt.Errorf("webgpu.Run: arg %d holds %d elements, the graph needs %d", i, wb.n, p.argNeed[i])
 		}
 		bufs[i] = wb
+	}
+	var rb *readBack
+	if rr != nil {
+		wb, err := b.own("RunRead", rr.src)
+		if err != nil {
+			return backend.RunInfo{}, false, err
+		}
+		if !inside(rr.off, len(rr.dst), wb.n) {
+			return backend.RunInfo{}, false, fmt.Errorf("webgpu.RunRead: %d elements at %d outside buffer of %d", len(rr.dst), rr.off, wb.n)
+		}
+		if len(rr.dst) > 0 && b.d.foldsRead(4*len(rr.dst)) {
+			rb = &readBack{src: wb.g, off: 4 * uint64(rr.off), dst: f32Bytes(rr.dst)}
+		}
 	}
 	ds := make([]dispatch, 0, len(p.steps))
 	add := func(s *step) error {
@@ -79,13 +116,13 @@ func (p *program) run(args []backend.Buffer, nodeTimes *backend.NodeTimes) (back
 		s := &p.steps[i]
 		if s.alt == nil || !p.aliased(s, bufs) {
 			if err := add(s); err != nil {
-				return backend.RunInfo{}, err
+				return backend.RunInfo{}, false, err
 			}
 			continue
 		}
 		for k := range s.alt {
 			if err := add(&s.alt[k]); err != nil {
-				return backend.RunInfo{}, err
+				return backend.RunInfo{}, false, err
 			}
 		}
 	}
@@ -101,39 +138,46 @@ func (p *program) run(args []backend.Buffer, nodeTimes *backend.NodeTimes) (back
 			if err == nil {
 				p.cal.calibrated(nodeTimes, time.Since(start))
 			}
-			return info, err
+			return info, false, err
 		}
-		info, host, err := p.runWhole(ds, copies)
+		info, host, err := p.runWhole(ds, copies, nil)
 		if err != nil {
-			return backend.RunInfo{}, fmt.Errorf("webgpu.RunTimed: %w", err)
+			return backend.RunInfo{}, false, fmt.Errorf("webgpu.RunTimed: %w", err)
 		}
 		p.cal.spread(info.DeviceTime, host, nodeTimes)
-		return info, nil
+		return info, false, nil
+	}
+	if rb != nil {
+		info, _, err := p.runWhole(ds, copies, rb)
+		if err != nil {
+			return backend.RunInfo{}, false, fmt.Errorf("webgpu.RunRead: %w", err)
+		}
+		return info, true, nil
 	}
 	// A plain run is not waited for where a wait is a round trip (the
 	// browser): RunInfo.Pending, the next read waits. Elsewhere it waits and
 	// reports its device time.
 	deferred, err := p.b.d.deferRun([][]dispatch{ds}, copies)
 	if err != nil {
-		return backend.RunInfo{}, fmt.Errorf("webgpu.Run: %w", err)
+		return backend.RunInfo{}, false, fmt.Errorf("webgpu.Run: %w", err)
 	}
 	if deferred {
-		return backend.RunInfo{Launches: 1, Pending: true}, nil
+		return backend.RunInfo{Launches: 1, Pending: true}, false, nil
 	}
-	info, _, err := p.runWhole(ds, copies)
+	info, _, err = p.runWhole(ds, copies, nil)
 	if err != nil {
-		return backend.RunInfo{}, fmt.Errorf("webgpu.Run: %w", err)
+		return backend.RunInfo{}, false, fmt.Errorf("webgpu.Run: %w", err)
 	}
-	return info, nil
+	return info, false, nil
 }
 
 // runWhole runs every dispatch in one pass and one submission and waits,
 // timed by timestamps around it where the device has them, else by the host
 // clock (which it also returns).
-func (p *program) runWhole(ds []dispatch, copies []copyOp) (backend.RunInfo, time.Duration, error) {
+func (p *program) runWhole(ds []dispatch, copies []copyOp, rb *readBack) (backend.RunInfo, time.Duration, error) {
 	d := p.b.d
 	start := time.Now()
-	ticks, err := d.run([][]dispatch{ds}, copies, d.info.timestamps)
+	ticks, err := d.runRead([][]dispatch{ds}, copies, d.info.timestamps, rb)
 	host := time.Since(start)
 	if err != nil {
 		return backend.RunInfo{}, host, err
