@@ -2,6 +2,7 @@ package webgpu
 
 import (
 	"fmt"
+	"slices"
 	"unsafe"
 
 	"github.com/ag-go/ag/backend"
@@ -23,7 +24,11 @@ import (
 //	(*dev).newBindGroup(p *gpipe, entries []bindEntry) (*gbind, error)
 //	(*dev).releaseBindGroup(*gbind)
 //	(*dev).run(passes [][]dispatch, copies []copyOp, timed bool) (ticks []uint64, err error)
-//	(*dev).deferRun(passes [][]dispatch, copies []copyOp) (deferred bool, err error)
+//	(*dev).runRead(passes [][]dispatch, copies []copyOp, timed bool, rb *readBack) (ticks []uint64, err error)
+//	(*dev).runRepeatable(key runKey, build func() ([]dispatch, []copyOp, error), timed bool, rb *readBack) (ticks []uint64, err error)
+//	(*dev).foldsRead(bytes int) bool
+//	(*dev).defersRuns() bool
+//	(*dev).dropAhead()
 //	(*dev).close()
 
 // devInfo describes the adapter and the limits the device was created with.
@@ -70,6 +75,28 @@ type bufUsage int
 const (
 	usageStorage bufUsage = iota // storage + copy src/dst: tensors, params
 )
+
+// runKey identifies a plain run for recording the next one ahead
+// (runRepeatable): its program, its bound buffers and the read folded into
+// it. Holding the pointers keeps their addresses from being reused.
+type runKey struct {
+	prog     *program
+	bufs     []*buffer
+	src      *gbuf
+	off, n   uint64
+	hasTimed bool
+}
+
+func (k runKey) same(o runKey) bool {
+	return k.prog != nil && k.prog == o.prog && k.src == o.src && k.off == o.off && k.n == o.n &&
+		k.hasTimed == o.hasTimed && slices.Equal(k.bufs, o.bufs)
+}
+
+// clone copies the buffer list, which the caller's run owns.
+func (k runKey) clone() runKey {
+	k.bufs = slices.Clone(k.bufs)
+	return k
+}
 
 // bindEntry binds bytes [off, off+size) of buf at the binding of its index.
 type bindEntry struct {

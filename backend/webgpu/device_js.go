@@ -483,10 +483,26 @@ func (d *dev) runInside(ds []dispatch, copies []copyOp) ([]uint64, error) {
 // settle (a read's map, a run's wait) reports their validation errors. A
 // wait per plain run was a round trip to the GPU process each, a
 // millisecond, most of a small step's time in the browser.
-func (d *dev) deferRun(passes [][]dispatch, copies []copyOp) (deferred bool, err error) {
+func (d *dev) deferRun(passes [][]dispatch, copies []copyOp) {
 	d.submit(passes, copies, false)
-	return true, nil
 }
+
+// defersRuns is true: plain runs are submitted and not waited for
+// (deferRun).
+func (d *dev) defersRuns() bool { return true }
+
+// runRepeatable is runRead: plain runs here are deferred, never repeated
+// through it.
+func (d *dev) runRepeatable(_ runKey, build func() ([]dispatch, []copyOp, error), timed bool, rb *readBack) ([]uint64, error) {
+	ds, copies, err := build()
+	if err != nil {
+		return nil, err
+	}
+	return d.runRead([][]dispatch{ds}, copies, timed, rb)
+}
+
+// dropAhead has nothing to drop: no command buffer is recorded ahead here.
+func (d *dev) dropAhead() {}
 
 // submit records the passes and copies into one encoder and submits it in
 // an error scope the next settle reports. With timed, the first pass writes

@@ -136,7 +136,13 @@
 // host-measured run is discarded in favour of the host time. RunTimed
 // (backend.NodeTimer) puts each node into its own pass between timestamps.
 // RunRead (backend.RunReader) records a read's copy after the run's and
-// maps it with the timestamps, so a training step natively waits once.
+// maps it with the timestamps, so a training step natively waits once. A
+// plain run that repeats the one before (the same program, buffers and
+// read: a captured step's replays) records the next run's command buffer
+// while the device runs it, so the next step submits at once rather than
+// after recording its dispatches; anything that could make that recording
+// wrong (a buffer destroyed, the query set or staging buffer replaced, a
+// program released) drops it.
 //
 // # Memory
 //

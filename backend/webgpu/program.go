@@ -103,35 +103,11 @@ func (p *program) run(args []backend.Buffer, nodeTimes *backend.NodeTimes, rr *r
 			rb = &readBack{src: wb.g, off: 4 * uint64(rr.off), dst: f32Bytes(rr.dst)}
 		}
 	}
-	ds := make([]dispatch, 0, len(p.steps))
-	add := func(s *step) error {
-		bg, err := p.bindGroup(s, bufs)
-		if err != nil {
-			return fmt.Errorf("webgpu.Run: node %d: %w", s.node, err)
-		}
-		ds = append(ds, dispatch{pipe: s.pipe, bind: bg, x: s.x, y: s.y, z: s.z, node: s.node})
-		return nil
-	}
-	for i := range p.steps {
-		s := &p.steps[i]
-		if s.alt == nil || !p.aliased(s, bufs) {
-			if err := add(s); err != nil {
-				return backend.RunInfo{}, false, err
-			}
-			continue
-		}
-		for k := range s.alt {
-			if err := add(&s.alt[k]); err != nil {
-				return backend.RunInfo{}, false, err
-			}
-		}
-	}
-	copies := make([]copyOp, 0, len(p.copies))
-	for _, c := range p.copies {
-		src := p.slotOrArg(c.src, bufs)
-		copies = append(copies, copyOp{src: src, dst: bufs[c.dst].g, size: c.bytes})
-	}
 	if nodeTimes != nil {
+		ds, copies, err := p.dispatches(bufs)
+		if err != nil {
+			return backend.RunInfo{}, false, err
+		}
 		if p.cal.due() {
 			start := time.Now()
 			info, err := p.runPerNode(ds, copies, nodeTimes)
@@ -147,28 +123,65 @@ func (p *program) run(args []backend.Buffer, nodeTimes *backend.NodeTimes, rr *r
 		p.cal.spread(info.DeviceTime, host, nodeTimes)
 		return info, false, nil
 	}
-	if rb != nil {
-		info, _, err := p.runWhole(ds, copies, rb)
-		if err != nil {
-			return backend.RunInfo{}, false, fmt.Errorf("webgpu.RunRead: %w", err)
-		}
-		return info, true, nil
-	}
+	d := b.d
 	// A plain run is not waited for where a wait is a round trip (the
 	// browser): RunInfo.Pending, the next read waits. Elsewhere it waits and
 	// reports its device time.
-	deferred, err := p.b.d.deferRun([][]dispatch{ds}, copies)
-	if err != nil {
-		return backend.RunInfo{}, false, fmt.Errorf("webgpu.Run: %w", err)
-	}
-	if deferred {
+	if rb == nil && d.defersRuns() {
+		ds, copies, err := p.dispatches(bufs)
+		if err != nil {
+			return backend.RunInfo{}, false, err
+		}
+		d.deferRun([][]dispatch{ds}, copies)
 		return backend.RunInfo{Launches: 1, Pending: true}, false, nil
 	}
-	info, _, err = p.runWhole(ds, copies, nil)
+	key := runKey{prog: p, bufs: bufs, hasTimed: d.info.timestamps}
+	if rb != nil {
+		key.src, key.off, key.n = rb.src, rb.off, uint64(len(rb.dst))
+	}
+	start := time.Now()
+	ticks, err := d.runRepeatable(key, func() ([]dispatch, []copyOp, error) { return p.dispatches(bufs) }, d.info.timestamps, rb)
+	host := time.Since(start)
 	if err != nil {
+		if rb != nil {
+			return backend.RunInfo{}, false, fmt.Errorf("webgpu.RunRead: %w", err)
+		}
 		return backend.RunInfo{}, false, fmt.Errorf("webgpu.Run: %w", err)
 	}
-	return info, false, nil
+	return runInfo(ticks, host), rb != nil, nil
+}
+
+// dispatches binds the program's steps and output copies to the args.
+func (p *program) dispatches(bufs []*buffer) ([]dispatch, []copyOp, error) {
+	ds := make([]dispatch, 0, len(p.steps))
+	add := func(s *step) error {
+		bg, err := p.bindGroup(s, bufs)
+		if err != nil {
+			return fmt.Errorf("webgpu.Run: node %d: %w", s.node, err)
+		}
+		ds = append(ds, dispatch{pipe: s.pipe, bind: bg, x: s.x, y: s.y, z: s.z, node: s.node})
+		return nil
+	}
+	for i := range p.steps {
+		s := &p.steps[i]
+		if s.alt == nil || !p.aliased(s, bufs) {
+			if err := add(s); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		for k := range s.alt {
+			if err := add(&s.alt[k]); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	copies := make([]copyOp, 0, len(p.copies))
+	for _, c := range p.copies {
+		src := p.slotOrArg(c.src, bufs)
+		copies = append(copies, copyOp{src: src, dst: bufs[c.dst].g, size: c.bytes})
+	}
+	return ds, copies, nil
 }
 
 // runWhole runs every dispatch in one pass and one submission and waits,
@@ -182,11 +195,17 @@ func (p *program) runWhole(ds []dispatch, copies []copyOp, rb *readBack) (backen
 	if err != nil {
 		return backend.RunInfo{}, host, err
 	}
+	return runInfo(ticks, host), host, nil
+}
+
+// runInfo is a run of one submission: its device time from the timestamps
+// around it where they are usable, else the host's.
+func runInfo(ticks []uint64, host time.Duration) backend.RunInfo {
 	info := backend.RunInfo{DeviceTime: host, Launches: 1}
 	if dt, ok := tickSpan(ticks, 0, len(ticks)-1, host); ok {
 		info.DeviceTime = dt
 	}
-	return info, host, nil
+	return info
 }
 
 // tickSpan converts the timestamps i..j (ns) into a duration, refusing
@@ -385,6 +404,7 @@ func (p *program) release() {
 	}
 	p.released = true
 	delete(p.b.liveProgs, p)
+	p.b.d.dropAhead()
 	for _, s := range p.allSteps() {
 		if s.fixed != nil {
 			p.b.d.releaseBindGroup(s.fixed)
