@@ -610,3 +610,144 @@ func TestSweepAttention(t *testing.T) {
 	}
 	t.Logf("attention TFLOP/s by the device clock:\n%s", b.String())
 }
+
+// fmaKernel is the matmul's inner step without the matmul: each of 128
+// invocations updates (4 rm) x (4 rn) accumulators (rm*rn vec4) with
+// fma(splat(a[j]), b, c) 16 times per loop trip, P[0] trips. Its operands
+// come from registers (src "regs"), from workgroup memory at the matmul's
+// thread-dependent indices (which naga clamps: "lds"), or from workgroup
+// memory at constant indices (no clamp: "ldsconst"). It tells what the
+// WGSL toolchain lets an SGEMM's inner loop reach on a GPU, apart from its
+// global memory traffic.
+func fmaKernel(src string, rm, rn int) *kernel {
+	var w strings.Builder
+	pr := func(f string, a ...any) { fmt.Fprintf(&w, f, a...) }
+	pr("var<workgroup> As: array<vec4<f32>, 1024>;\nvar<workgroup> Bs: array<vec4<f32>, 512>;\n")
+	pr("@compute @workgroup_size(128)\nfn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {\n")
+	pr("\tlet tx = lid %% 8u; let ty = lid / 8u;\n")
+	pr("\tfor (var i = lid; i < 1024u; i = i + 128u) { As[i] = vec4<f32>(Y[i %% 64u]); }\n")
+	pr("\tfor (var i = lid; i < 512u; i = i + 128u) { Bs[i] = vec4<f32>(Y[(i + 7u) %% 64u]); }\n")
+	pr("\tworkgroupBarrier();\n")
+	pr("\tlet r0 = vec4<f32>(Y[lid %% 64u]);\n")
+	sw := []string{"xyzw", "yzwx", "zwxy", "wxyz"}
+	for q := 0; q < rm; q++ {
+		pr("\tlet ra%d = r0.%s;\n", q, sw[q%4])
+	}
+	for q := 0; q < rn; q++ {
+		pr("\tlet rb%d = r0.%s;\n", q, sw[(q+1)%4])
+	}
+	for r := 0; r < 4*rm; r++ {
+		for q := 0; q < rn; q++ {
+			pr("\tvar c%d_%d = vec4<f32>(0.0);\n", r, q)
+		}
+	}
+	pr("\tfor (var it = 0u; it < P[0]; it = it + 1u) {\n")
+	pr("\t\tlet o = (it & 1u) * 512u;\n")
+	for kk := 0; kk < 16; kk++ {
+		pr("\t\t{\n")
+		for q := 0; q < rm; q++ {
+			switch src {
+			case "regs":
+				pr("\t\tlet a%d = ra%d;\n", q, q)
+			case "lds":
+				pr("\t\tlet a%d = As[o + %du + ty + %du];\n", q, kk*32, q*16)
+			case "ldsconst":
+				pr("\t\tlet a%d = As[%du];\n", q, kk*32+q*16)
+			}
+		}
+		for q := 0; q < rn; q++ {
+			switch src {
+			case "regs":
+				pr("\t\tlet b%d = rb%d;\n", q, q)
+			case "lds":
+				pr("\t\tlet b%d = Bs[(o >> 1u) + %du + tx + %du];\n", q, kk*16, q*8)
+			case "ldsconst":
+				pr("\t\tlet b%d = Bs[%du];\n", q, kk*16+q*8)
+			}
+		}
+		for qa := 0; qa < rm; qa++ {
+			for j := 0; j < 4; j++ {
+				for qb := 0; qb < rn; qb++ {
+					v := fmt.Sprintf("c%d_%d", qa*4+j, qb)
+					pr("\t\t%s = fma(vec4<f32>(a%d[%d]), b%d, %s);\n", v, qa, j, qb, v)
+				}
+			}
+		}
+		pr("\t\t}\n")
+	}
+	pr("\t}\n\tvar s = vec4<f32>(0.0);\n")
+	for r := 0; r < 4*rm; r++ {
+		for q := 0; q < rn; q++ {
+			pr("\ts = s + c%d_%d;\n", r, q)
+		}
+	}
+	pr("\tY[64u + ((wid.y * nwg.x + wid.x) * 128u + lid) %% 4096u] = s.x + s.y + s.z + s.w;\n}\n")
+	return newKernel(fmt.Sprintf("fma_%s_%dx%d", src, rm, rn), []bindDecl{{name: "Y", rw: true}}, w.String())
+}
+
+// TestSweepFMA times fmaKernel's three sources by the device clock.
+func TestSweepFMA(t *testing.T) {
+	be := sweepOn(t)
+	be.mu.Lock()
+	defer be.mu.Unlock()
+	if !be.d.info.timestamps {
+		t.Skip("TestSweepFMA needs timestamp queries")
+	}
+	pb, err := be.newBuffer(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.destroy(pb)
+	yb, err := be.newBuffer(4 * (64 + 4096))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.destroy(yb)
+	ones := make([]float32, 64)
+	for i := range ones {
+		ones[i] = 1e-3 * float32(i%7)
+	}
+	if err := be.d.write(yb, 0, f32Bytes(ones)); err != nil {
+		t.Fatal(err)
+	}
+	trips, groups := 256, 132*64 // about 0.3 TFLOP: ~10 ms on an H200
+	if !be.d.info.gpu {
+		trips, groups = 8, 16
+	}
+	if err := be.d.write(pb, 0, u32Bytes([]uint32{uint32(trips)})); err != nil {
+		t.Fatal(err)
+	}
+	type variant struct {
+		src    string
+		rm, rn int
+	}
+	var vs []variant
+	for range 2 {
+		vs = append(vs, variant{"regs", 2, 2}, variant{"lds", 2, 2}, variant{"ldsconst", 2, 2},
+			variant{"lds", 2, 4}, variant{"lds", 4, 2}, variant{"lds", 1, 4}, variant{"lds", 4, 4})
+	}
+	for _, v := range vs {
+		src := fmt.Sprintf("%s %dx%d", v.src, 4*v.rm, 4*v.rn)
+		pipe, err := be.pipeline(fmaKernel(v.src, v.rm, v.rn))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bg, err := be.d.newBindGroup(pipe, []bindEntry{{buf: pb, size: 4}, {buf: yb, size: 4 * (64 + 4096)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := min(groups, int(be.d.info.maxWGPerDim))
+		var ds []time.Duration
+		for range 7 {
+			ticks, err := be.d.run([][]dispatch{{{pipe: pipe, bind: bg, x: uint32(x), y: uint32(ceilDiv(groups, x)), z: 1}}}, nil, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ds = append(ds, time.Duration(ticks[1]-ticks[0]))
+		}
+		be.d.releaseBindGroup(bg)
+		slices.Sort(ds)
+		flops := float64(groups) * 128 * float64(trips) * 16 * float64(16*v.rm*v.rn) * 2
+		t.Logf("fma %-14s %v: %.1f TFLOP/s", src, ds[3], flops/ds[3].Seconds()/1e12)
+	}
+}
