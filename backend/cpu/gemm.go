@@ -361,40 +361,50 @@ func (g *gemm) macroOn(l *gemmLocal, ap, bp []float32, bOff int, c []float32, j0
 // dst[panel*kc*mr + p*mr + r] = A(i0+panel*mr+r, p0+p), zero past the rows.
 func packA(mr int, dst, a []float32, rsA, csA, i0, mc, p0, kc int) {
 	for ir := 0; ir < mc; ir += mr {
-		d := dst[ir*kc : (ir+mr)*kc]
 		rows := min(mr, mc-ir)
-		if rsA == 1 { // stored transposed: mr rows of one column are contiguous
-			for p := range kc {
-				src := a[(p0+p)*csA+i0+ir:]
-				dp := d[p*mr : p*mr+mr]
-				copy(dp, src[:rows])
-				clear(dp[rows:])
-			}
-			continue
+		// At 1024, A packed by the loops below (0.32 ns a float) took 3%
+		// of a product, and 12% at 256, where it precedes the parallel part.
+		done := packVec(mr, dst[ir*kc:(ir+mr)*kc], a, rsA, csA, i0+ir, rows, p0, kc)
+		if done < kc {
+			packPanel(mr, dst[ir*kc+done*mr:(ir+mr)*kc], a, rsA, csA, i0+ir, rows, p0+done, kc-done)
 		}
-		// Row-major: four source rows at once, four adjacent floats per k.
-		r := 0
-		for ; r+4 <= rows; r += 4 {
-			base := (i0+ir+r)*rsA + p0
-			s0 := a[base : base+kc]
-			s1 := a[base+rsA : base+rsA+kc]
-			s2 := a[base+2*rsA : base+2*rsA+kc]
-			s3 := a[base+3*rsA : base+3*rsA+kc]
-			for p := range s0 {
-				dp := d[p*mr+r : p*mr+r+4 : p*mr+r+4]
-				dp[0], dp[1], dp[2], dp[3] = s0[p], s1[p], s2[p], s3[p]
-			}
+	}
+}
+
+// packPanel packs one panel of packA: rows i0..i0+rows (at most mr),
+// depth p0..p0+kc, into d.
+func packPanel(mr int, d, a []float32, rsA, csA, i0, rows, p0, kc int) {
+	if rsA == 1 { // stored transposed: mr rows of one column are contiguous
+		for p := range kc {
+			src := a[(p0+p)*csA+i0:]
+			dp := d[p*mr : p*mr+mr]
+			copy(dp, src[:rows])
+			clear(dp[rows:])
 		}
-		for ; r < rows; r++ {
-			src := a[(i0+ir+r)*rsA+p0 : (i0+ir+r)*rsA+p0+kc]
-			for p, v := range src {
-				d[p*mr+r] = v
-			}
+		return
+	}
+	// Row-major: four source rows at once, four adjacent floats per k.
+	r := 0
+	for ; r+4 <= rows; r += 4 {
+		base := (i0+r)*rsA + p0
+		s0 := a[base : base+kc]
+		s1 := a[base+rsA : base+rsA+kc]
+		s2 := a[base+2*rsA : base+2*rsA+kc]
+		s3 := a[base+3*rsA : base+3*rsA+kc]
+		for p := range s0 {
+			dp := d[p*mr+r : p*mr+r+4 : p*mr+r+4]
+			dp[0], dp[1], dp[2], dp[3] = s0[p], s1[p], s2[p], s3[p]
 		}
-		for r := rows; r < mr; r++ {
-			for p := range kc {
-				d[p*mr+r] = 0
-			}
+	}
+	for ; r < rows; r++ {
+		src := a[(i0+r)*rsA+p0 : (i0+r)*rsA+p0+kc]
+		for p, v := range src {
+			d[p*mr+r] = v
+		}
+	}
+	for r := rows; r < mr; r++ {
+		for p := range kc {
+			d[p*mr+r] = 0
 		}
 	}
 }
