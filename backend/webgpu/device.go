@@ -76,6 +76,15 @@ const (
 	usageStorage bufUsage = iota // storage + copy src/dst: tensors, params
 )
 
+// readBack is a read that a run folds into its submission (RunRead):
+// len(dst) bytes of src from byte off, copied after the run's own copies
+// (foldsRead bounds it to one staging chunk).
+type readBack struct {
+	src *gbuf
+	off uint64
+	dst []byte
+}
+
 // runKey identifies a plain run for recording the next one ahead
 // (runRepeatable): its program, its bound buffers and the read folded into
 // it. Holding the pointers keeps their addresses from being reused.

@@ -420,13 +420,6 @@ func (d *dev) run(passes [][]dispatch, copies []copyOp, timed bool) ([]uint64, e
 	return raw, nil
 }
 
-// readBack is a read after a run (see the native one).
-type readBack struct {
-	src *gbuf
-	off uint64
-	dst []byte
-}
-
 // foldsRead is false: a plain run is submitted and not waited for
 // (deferRun), so a run and a read already cost one round trip.
 func (d *dev) foldsRead(int) bool { return false }

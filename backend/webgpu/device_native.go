@@ -513,15 +513,6 @@ func (d *dev) run(passes [][]dispatch, copies []copyOp, timed bool) ([]uint64, e
 	return d.runRead(passes, copies, timed, nil)
 }
 
-// readBack is a read that a run folds into its submission: len(dst) bytes
-// of src from byte off, copied into the staging buffer after the run's
-// copies (foldsRead bounds it to one staging chunk).
-type readBack struct {
-	src *gbuf
-	off uint64
-	dst []byte
-}
-
 // foldsRead reports whether runRead can fold a read of n bytes into a run:
 // a wait here is a poll, but a second submission and wait per step cost an
 // H200's 4x1024 step 0.15-0.4 ms over its device time.
