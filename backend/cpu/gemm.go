@@ -42,6 +42,8 @@ type gemm struct {
 	nJ         int // column chunks per block (>1 only when rows are few)
 	perBatch   bool
 	directB    bool // read full B panels in place (row-major B, few rows of A)
+	aPanels    int  // directB: the panels of op(A), every depth block (packAll)
+	aTasks     int  // directB: packAll's tasks
 	swap       bool // compute C^T = op(B)^T op(A)^T (transposed B, few rows of A)
 
 	s *gemmScratch
@@ -114,6 +116,10 @@ func newGemm(cpu *CPU, k microKernel, batch, m, n, kk int, transA, transB bool) 
 	g.swapTask = g.swapCompute
 	g.directTask = g.directCompute
 	g.packAllTask = g.packAll
+	if g.directB {
+		g.aPanels = ceilDiv(m, k.mr) * ceilDiv(kk, k.kc)
+		g.aTasks = min(g.aPanels, 2*t)
+	}
 	g.compTask = g.compute
 	g.batchTask = g.serialBatch
 	// Scratch for the largest blocks this product uses.
@@ -174,7 +180,7 @@ func (g *gemm) run(a, b, c []float32) {
 			last := g.n / nr * nr // first column of the ragged panel
 			// Packed by both cores: A often comes from memory (a 256x256
 			// one took 47 us to pack from ag bench, 7 us from cache).
-			g.p.do(min(ceilDiv(g.m, g.k.mr)*ceilDiv(g.kk, g.k.kc), 2*threads()), g.packAllTask)
+			g.p.do(g.aTasks, g.packAllTask)
 			if last < g.n {
 				packB(nr, g.s.bShared, g.b, g.rsB, g.csB, 0, g.kk, last, g.n-last, 0)
 			}
@@ -267,8 +273,7 @@ func (g *gemm) compute(w, t int) {
 func (g *gemm) packAll(_, t int) {
 	mr, mp := g.k.mr, roundUp(g.m, g.k.mr)
 	panels := ceilDiv(g.m, mr)
-	n := panels * ceilDiv(g.kk, g.k.kc)
-	lo, hi := span(n, min(n, 2*threads()), t)
+	lo, hi := span(g.aPanels, g.aTasks, t)
 	for i := lo; i < hi; i++ {
 		p0, ip := i/panels*g.k.kc, i%panels
 		kc := min(g.k.kc, g.kk-p0)

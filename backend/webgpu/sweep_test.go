@@ -645,26 +645,22 @@ func fmaKernel(src string, rm, rn int) *kernel {
 	pr("\t\tlet o = (it & 1u) * 512u;\n")
 	for kk := 0; kk < 16; kk++ {
 		pr("\t\t{\n")
-		for q := 0; q < rm; q++ {
-			switch src {
-			case "regs":
-				pr("\t\tlet a%d = ra%d;\n", q, q)
-			case "lds":
-				pr("\t\tlet a%d = As[o + %du + ty + %du];\n", q, kk*32, q*16)
-			case "ldsconst":
-				pr("\t\tlet a%d = As[%du];\n", q, kk*32+q*16)
+		// operand name, its registers' name, its array, the array's
+		// offset and thread index, the row stride per kk and per q
+		load := func(n int, v, reg, arr, off, thr string, row, step int) {
+			for q := 0; q < n; q++ {
+				switch src {
+				case "regs":
+					pr("\t\tlet %s%d = %s%d;\n", v, q, reg, q)
+				case "lds":
+					pr("\t\tlet %s%d = %s[%s + %du + %s + %du];\n", v, q, arr, off, kk*row, thr, q*step)
+				case "ldsconst":
+					pr("\t\tlet %s%d = %s[%du];\n", v, q, arr, kk*row+q*step)
+				}
 			}
 		}
-		for q := 0; q < rn; q++ {
-			switch src {
-			case "regs":
-				pr("\t\tlet b%d = rb%d;\n", q, q)
-			case "lds":
-				pr("\t\tlet b%d = Bs[(o >> 1u) + %du + tx + %du];\n", q, kk*16, q*8)
-			case "ldsconst":
-				pr("\t\tlet b%d = Bs[%du];\n", q, kk*16+q*8)
-			}
-		}
+		load(rm, "a", "ra", "As", "o", "ty", 32, 16)
+		load(rn, "b", "rb", "Bs", "(o >> 1u)", "tx", 16, 8)
 		for qa := 0; qa < rm; qa++ {
 			for j := 0; j < 4; j++ {
 				for qb := 0; qb < rn; qb++ {
