@@ -392,6 +392,19 @@ func (o Op) IsBinary() bool { return o.valid() && opInfo[o].Class == ClassBinary
 // InPlace reports whether o writes into its OpArg operands.
 func (o Op) InPlace() bool { return o.valid() && opInfo[o].Class == ClassUpdate }
 
+// UpdateTargets are the operands an in-place op writes (the others it
+// only reads: the gradient, operand 1, and the hyperparameters, the last).
+// It panics on an op that is not in place.
+func UpdateTargets(op Op) []int {
+	switch op {
+	case OpAdamW:
+		return []int{0, 2, 3}
+	case OpSGD:
+		return []int{0, 2}
+	}
+	panic(fmt.Sprintf("backend: %v is not an in-place op", op))
+}
+
 func (o Op) valid() bool { return o > OpInvalid && o < opCount }
 
 // Node is one vertex of a Graph. Inputs name earlier nodes by index.
@@ -816,11 +829,7 @@ func (g *Graph) validateNode(i int, n *Node, words []Op) error {
 		}
 	case n.Op.InPlace():
 		w := in(0)
-		targets := []int{0, 2}
-		if n.Op == OpAdamW {
-			targets = append(targets, 3)
-		}
-		for _, k := range targets {
+		for _, k := range UpdateTargets(n.Op) {
 			if g.Nodes[n.In[k]].Op != OpArg || !same(in(k), w) {
 				return fmt.Errorf("operand %d must be an arg of shape %v", k, w)
 			}

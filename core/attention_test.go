@@ -155,7 +155,10 @@ func TestAttentionMaskMadeOnce(t *testing.T) {
 		}
 		up[i] = dev.Stats().Uploads
 	}
-	if up[2] != up[0] || len(dev.consts) != 1 {
+	// q is small data used by one run, so it goes back to the host after
+	// the first and is uploaded once more by the second (see hostSmall);
+	// from then on nothing crosses. A mask made at every call would.
+	if up[2] != up[1] || len(dev.consts) != 1 {
 		t.Errorf("uploads after each call %v, %d cached constants: want the mask uploaded once and cached", up, len(dev.consts))
 	}
 }

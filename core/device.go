@@ -3,6 +3,7 @@ package core
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,8 +40,9 @@ type Device struct {
 	live       map[*storage]struct{}
 	pool       map[int][]backend.Buffer // freed buffers by length, for reuse
 	pooled     int64
-	poolMax    int64 // poolBytes, read from the device once
-	poolAdapts bool  // the device's memory is unknown: poolFits sets poolMax
+	lastArgs   []backend.Buffer // the last run's args: which buffer each arg had (see getBufAt)
+	poolMax    int64            // poolBytes, read from the device once
+	poolAdapts bool             // the device's memory is unknown: poolFits sets poolMax
 	eager      bool
 	mmPrec     Precision          // SetMatMulPrecision
 	store      Precision          // SetActivationStorage
@@ -255,6 +257,7 @@ func (d *Device) Close() error {
 	}
 	d.drainFrees()
 	d.flushPool()
+	d.lastArgs = nil
 	d.progs.clear()
 	err := d.be.Close()
 	d.be = nil
@@ -274,6 +277,62 @@ type storage struct {
 	// madeInCapture marks host values made while a Capture records: a replay
 	// would not upload them again, so the recording refuses them.
 	madeInCapture bool
+	// resident keeps the value on the device once uploaded: it was lent
+	// to a run once already (see hostSmall), or a run updates it in place.
+	resident bool
+}
+
+// hostSmall is the size, in floats (16 KiB), up to which a value made for
+// one step lives on the host between its uses: a small value uploaded from
+// the host for the first time (a batch's indices, an optimizer's
+// hyperparameters) gives its device buffer back to the pool once its run
+// is done, and a small result read whole (the loss) keeps the values read
+// and gives its buffer back too. Otherwise such values hold their buffers
+// until the garbage collector finds them, so every step ran on different
+// buffers, and a backend that records a repeated run ahead (webgpu) could
+// never find a lazy step repeated. Given back at once, the next step's
+// values take the same buffers from the pool. A value used again is
+// uploaded once more (at most 16 KiB) and then stays on the device.
+const hostSmall = 4096
+
+// lendable reports whether t, about to be uploaded, is a small value made
+// for one step: host data seen for the first time, not a parameter or
+// state, not a Constant (those are used every step). Called with d.mu held.
+func lendable(t *Tensor) bool {
+	s := t.stor
+	return s.buf == nil && s.host != nil && !s.resident && s.n <= hostSmall && !t.param && t.constData == nil
+}
+
+// lent is a value uploaded for one run only (see hostSmall), with its host data.
+type lent struct {
+	s    *storage
+	host []float32
+}
+
+// giveBack moves the values lent to a finished run back to the host, in
+// the reverse order of their uploads so the pool hands the same buffers
+// out in the same order next time. Called with d.mu held.
+func (d *Device) giveBack(ls []lent) {
+	for i := len(ls) - 1; i >= 0; i-- {
+		l := ls[i]
+		if l.s.resident || l.s.buf == nil { // written in place by the run, or freed
+			continue
+		}
+		d.putBuf(l.s.buf)
+		l.s.buf, l.s.host, l.s.resident = nil, l.host, true
+	}
+}
+
+// keepRead moves a small run result read whole to the host: v holds its
+// values (see hostSmall). Leaves stay: their data is the user's, and a
+// Constant is used at every step. Called with d.mu held.
+func (d *Device) keepRead(t *Tensor, v []float32) {
+	s := t.stor
+	if s == nil || s.buf == nil || s.resident || t.op == backend.OpInvalid || s.n > hostSmall || len(v) != s.n {
+		return
+	}
+	d.putBuf(s.buf)
+	s.buf, s.host, s.resident = nil, slices.Clone(v), true
 }
 
 // newStorage registers a value; cleanup frees it when owner is collected.
@@ -389,6 +448,26 @@ func (d *Device) getBuf(n int) (backend.Buffer, error) {
 	return b, err
 }
 
+// getBufAt is getBuf for arg number arg of a run: it takes the buffer
+// that arg had in the last run when that one is in the pool. A lazy step
+// then binds the buffers of the step before even where its values share
+// sizes with others coming and going (a batch of 1024 indices and the
+// gradients of 1024-wide biases), which a backend recording the repeated
+// run ahead needs. Called with d.mu held.
+func (d *Device) getBufAt(n, arg int) (backend.Buffer, error) {
+	if arg >= 0 && arg < len(d.lastArgs) {
+		if want := d.lastArgs[arg]; want != nil && want.Len() == n {
+			l := d.pool[n]
+			if i := slices.Index(l, want); i >= 0 {
+				d.pool[n] = slices.Delete(l, i, i+1)
+				d.pooled -= 4 * int64(n)
+				return want, nil
+			}
+		}
+	}
+	return d.getBuf(n)
+}
+
 func (d *Device) putBuf(b backend.Buffer) {
 	n := b.Len()
 	if d.pooled+4*int64(n) > d.poolBytes() {
@@ -413,11 +492,15 @@ func (d *Device) flushPool() {
 }
 
 // onDevice makes sure s has a device buffer, uploading the host value.
-func (d *Device) onDevice(s *storage) error {
+func (d *Device) onDevice(s *storage) error { return d.onDeviceAt(s, -1) }
+
+// onDeviceAt is onDevice for a value bound as arg number arg of a run
+// (see getBufAt).
+func (d *Device) onDeviceAt(s *storage, arg int) error {
 	if s.buf != nil {
 		return nil
 	}
-	b, err := d.getBuf(s.n)
+	b, err := d.getBufAt(s.n, arg)
 	if err != nil {
 		return fmt.Errorf("allocating %d floats on %s: %w", s.n, d.caps.Name, err)
 	}
@@ -473,6 +556,9 @@ func (d *Device) syncRead(t *Tensor, fn string) ([]float32, error) {
 		rec.Download = time.Since(t0)
 		rec.DownloadPass = t.pass
 		profile.RecordRun(rec)
+	}
+	if err == nil {
+		d.keepRead(t, v)
 	}
 	return v, err
 }

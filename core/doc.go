@@ -18,6 +18,17 @@
 // other intermediate is planned by the backend and reused within the run;
 // reading such a value afterwards returns ErrNotKept.
 //
+// Kept values hold device memory until their tensors are garbage collected
+// (or released with Tensor.Release); their buffers then go to a pool for
+// the next values of their size. Small values made for one step (up to 16
+// KiB: a batch's indices, an optimizer's hyperparameters, the loss read
+// with Item) do not wait for the collector: host data uploaded for the
+// first time goes back to the host once its run is done, and a small
+// result read whole keeps the values read, so the next step's values take
+// the same buffers. A lazy step then binds the same buffers at every step,
+// which lets a backend record the next run ahead (webgpu). Such a value
+// used again is uploaded once more and stays on the device.
+//
 // # Errors
 //
 // Shape mistakes are programming errors: ops panic at the call with a message

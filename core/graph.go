@@ -287,6 +287,11 @@ func (d *Device) run(want []*Tensor, site string, rd *readAfter) (*profile.Run, 
 		}
 	}
 	d.realize(lw)
+	d.lastArgs = append(d.lastArgs[:0], lw.args...)
+	if rd != nil && rd.done {
+		d.keepRead(rd.t, rd.dst) // before the inputs: the pool is last in, first out
+	}
+	d.giveBack(lw.lent)
 	if !prof {
 		return nil, nil
 	}
@@ -407,6 +412,8 @@ type lowering struct {
 	out    map[*Tensor]backend.Buffer // kept values and their new buffers
 	// rngBlocks is the Philox blocks the run's random draws take.
 	rngBlocks uint64
+	// lent are the small values uploaded for this run only (see hostSmall).
+	lent []lent
 	// half are the nodes a lowering adds to the pending ones, as tensors
 	// outside the pending list (in nodeOf too), so the profile shows their
 	// time: the packs and unpacks of SetActivationStorage, as the op
@@ -564,6 +571,13 @@ func (d *Device) lower() (*lowering, error) {
 				lw.rngBlocks += randBlocks(t.shape)
 			}
 		}
+		if t.op.InPlace() {
+			for _, k := range backend.UpdateTargets(t.op) {
+				if in := t.inputs[k]; in.state() != statePending {
+					in.stor.resident = true
+				}
+			}
+		}
 		n.Op = t.op
 		n.Shape = t.shape
 		n.In, inSlab = inSlab[:len(t.inputs):len(t.inputs)], inSlab[len(t.inputs):]
@@ -626,7 +640,7 @@ func (d *Device) allocOutputs(lw *lowering) error {
 	}
 	for i, o := range lw.g.Outputs {
 		t := lw.kept[i]
-		b, err := d.getBuf(t.Len())
+		b, err := d.getBufAt(t.Len(), o.Arg)
 		if err != nil {
 			return fmt.Errorf("allocating %d floats for %v: %w", t.Len(), t, err)
 		}
@@ -667,10 +681,17 @@ func (lw *lowering) input(d *Device, in *Tensor) (int, error) {
 		return idx, nil
 	}
 	u0 := time.Now()
-	err := d.onDevice(in.stor)
+	var host []float32
+	if lendable(in) {
+		host = in.stor.host
+	}
+	err := d.onDeviceAt(in.stor, len(lw.args))
 	lw.upload += time.Since(u0)
 	if err != nil {
 		return 0, err
+	}
+	if host != nil {
+		lw.lent = append(lw.lent, lent{in.stor, host})
 	}
 	idx := len(lw.g.Nodes)
 	lw.g.Nodes = append(lw.g.Nodes, backend.Node{Op: backend.OpArg, Shape: in.shape, Arg: len(lw.args)})

@@ -1,6 +1,9 @@
 package core
 
 import (
+	"math"
+	"runtime/debug"
+	"slices"
 	"testing"
 
 	"github.com/ag-go/ag/backend"
@@ -97,5 +100,156 @@ func TestPoolGrowsWithRunsOnUnknownMemory(t *testing.T) {
 	}
 	if um.allocs != before {
 		t.Errorf("%d allocations of gradients in 3 lazy steps after the first two, want 0 (pool bound %d bytes)", um.allocs-before, dev.poolMax)
+	}
+}
+
+// argsBackend records the buffers bound to every run.
+type argsBackend struct {
+	backend.Backend
+	runs [][]backend.Buffer
+}
+
+func (a *argsBackend) Compile(g *backend.Graph) (backend.Program, error) {
+	p, err := a.Backend.Compile(g)
+	if err != nil {
+		return nil, err
+	}
+	return argsProgram{p, a}, nil
+}
+
+type argsProgram struct {
+	backend.Program
+	a *argsBackend
+}
+
+func (p argsProgram) Run(args []backend.Buffer) (backend.RunInfo, error) {
+	p.a.runs = append(p.a.runs, slices.Clone(args))
+	return p.Program.Run(args)
+}
+
+// A lazy step whose batch and hyperparameters are new host data at every
+// step, and whose loss is read with Item, runs on the same buffers at every
+// step, with the garbage collector off: the small values made for one step
+// go back to the host (see hostSmall), and each arg takes back its
+// buffer from the pool (see getBufAt). (A backend that records a repeated run
+// ahead needs this; webgpu's TestLazyStepRecordedAhead checks that one.)
+func TestLazyStepKeepsItsBuffers(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	dev := open(t)
+	ab := &argsBackend{Backend: dev.be}
+	dev.lock()
+	dev.be = ab
+	dev.mu.Unlock()
+	w := dev.Param(make([]float32, 8*4), 8, 4)
+	vel, err := dev.Zeros(8, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last *Tensor
+	var lastData []float32
+	for step := range 7 {
+		xs := make([]float32, 4*8)
+		for i := range xs {
+			xs[i] = float32((i+step)%5) - 2
+		}
+		// the batch is as large as w's gradient, a value that comes and
+		// goes every step too: the gradient of the step before goes to
+		// the pool at ZeroGrad, the batch at the end of its run
+		w.ZeroGrad()
+		x := dev.Tensor(xs, 4, 8)
+		hp := dev.Tensor([]float32{0.1, 0.9, 0}, 3)
+		loss := Sum(Tanh(MatMul(x, w)))
+		if err := loss.Backward(); err != nil {
+			t.Fatal(err)
+		}
+		SGDUpdate(w, w.Grad(), vel, hp)
+		if _, err := loss.Item(); err != nil {
+			t.Fatal(err)
+		}
+		if x.OnDevice() || hp.OnDevice() || loss.OnDevice() {
+			t.Fatalf("step %d: batch, hyperparameters, loss on the device: %t %t %t, want all on the host", step, x.OnDevice(), hp.OnDevice(), loss.OnDevice())
+		}
+		last, lastData = x, xs
+	}
+	for k := 2; k < len(ab.runs); k++ {
+		if !slices.Equal(ab.runs[k], ab.runs[k-1]) {
+			t.Fatalf("run %d bound other buffers than run %d: %v, then %v", k, k-1, ab.runs[k-1], ab.runs[k])
+		}
+	}
+	if !w.OnDevice() || !vel.OnDevice() {
+		t.Error("the parameter or its velocity left the device")
+	}
+	// A value lent to one run is uploaded again when used again, and
+	// stays on the device from then on.
+	up := dev.Stats().Uploads
+	got, err := Sum(last).Item()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want float32
+	for _, v := range lastData {
+		want += v
+	}
+	if got != want {
+		t.Errorf("sum of the last batch after it went back to the host: %v, want %v", got, want)
+	}
+	if !last.OnDevice() || dev.Stats().Uploads != up+1 {
+		t.Errorf("a value used again: on the device %t, %d uploads, want true and 1", last.OnDevice(), dev.Stats().Uploads-up)
+	}
+}
+
+// A small result read whole lives on the host after the read and reads
+// the same as an input of a later run; a small input lent to one run reads
+// the same when used again; an in-place update's state stays on the
+// device even when it was made from host data (Tensor, not Zeros), so the
+// update of the next step reads its new value.
+func TestLentValuesUsedAgain(t *testing.T) {
+	dev := open(t)
+	a := dev.Tensor([]float32{1, 2, 3}, 3)
+	b := Add(a, a)
+	if v, err := b.Data(); err != nil || !slices.Equal(v, []float32{2, 4, 6}) {
+		t.Fatalf("a+a = %v, %v", v, err)
+	}
+	if a.OnDevice() || b.OnDevice() {
+		t.Errorf("after the read: a on the device %t, a+a %t, want false (small values made for one run)", a.OnDevice(), b.OnDevice())
+	}
+	c := Mul(a, b)
+	if v, err := c.Data(); err != nil || !slices.Equal(v, []float32{2, 8, 18}) {
+		t.Fatalf("a*(a+a) = %v, %v", v, err)
+	}
+	if !a.OnDevice() || !b.OnDevice() {
+		t.Errorf("used twice: a on the device %t, a+a %t, want true", a.OnDevice(), b.OnDevice())
+	}
+
+	w := dev.Param([]float32{1, -2, 3, 0.5}, 4)
+	vel := dev.Tensor(make([]float32, 4), 4) // host data as the velocity
+	want := []float64{1, -2, 3, 0.5}
+	wantVel := make([]float64, 4)
+	for range 3 {
+		w.ZeroGrad()
+		loss := Sum(Mul(w, w))
+		if err := loss.Backward(); err != nil {
+			t.Fatal(err)
+		}
+		SGDUpdate(w, w.Grad(), vel, dev.Tensor([]float32{0.1, 0.9, 0}, 3))
+		if err := dev.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		for i := range want {
+			wantVel[i] = 0.9*wantVel[i] + 2*want[i]
+			want[i] -= 0.1 * wantVel[i]
+		}
+	}
+	got, err := w.Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		if math.Abs(float64(got[i])-want[i]) > 1e-5 {
+			t.Fatalf("w after 3 SGD steps with momentum: %v, want %v", got, want)
+		}
+	}
+	if !vel.OnDevice() {
+		t.Error("the velocity, updated in place, went back to the host")
 	}
 }

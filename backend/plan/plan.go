@@ -134,7 +134,7 @@ func Make(g *backend.Graph, o Options) (*Plan, error) {
 			pl.Needed[in] = true
 		}
 		if nd.Op.InPlace() {
-			for _, k := range updateTargets(nd.Op) {
+			for _, k := range backend.UpdateTargets(nd.Op) {
 				argWrite[g.Nodes[nd.In[k]].Arg] = true
 			}
 		}
@@ -314,15 +314,4 @@ func (pl *Plan) takeSlot(free *[]int, need int) int {
 	*free = slices.Delete(*free, bi, bi+1)
 	pl.Slots[best] = max(pl.Slots[best], need)
 	return best
-}
-
-// updateTargets are the operands an in-place op writes.
-func updateTargets(op backend.Op) []int {
-	switch op {
-	case backend.OpAdamW:
-		return []int{0, 2, 3}
-	case backend.OpSGD:
-		return []int{0, 2}
-	}
-	panic(fmt.Sprintf("plan: %v is not an in-place op", op))
 }

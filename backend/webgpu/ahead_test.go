@@ -3,9 +3,13 @@
 package webgpu
 
 import (
+	"fmt"
+	"math"
 	"testing"
 
 	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/core"
+	"github.com/ag-go/ag/internal/workload"
 )
 
 // TestRunAhead: a run that repeats the one before submits the command
@@ -90,4 +94,69 @@ func TestRunAhead(t *testing.T) {
 		run(one, 1)
 	}
 	check("runs and reads alternating")
+}
+
+// sharedBackend is the shared test backend under core: a device over it
+// sees the real programs (RunReader included), and closing it leaves the
+// backend open for the other tests.
+type sharedBackend struct{ *Backend }
+
+func (sharedBackend) Close() error { return nil }
+
+type sharedDriver struct{}
+
+func (sharedDriver) Open() (backend.Backend, error) {
+	if shared.be == nil {
+		return nil, fmt.Errorf("webgpu-shared: open the shared test backend first")
+	}
+	return sharedBackend{shared.be}, nil
+}
+func (sharedDriver) Available() backend.Availability { return driver{}.Available() }
+
+func init() { backend.Register("webgpu-shared", 0, sharedDriver{}) }
+
+// TestLazyStepRecordedAhead: a lazy training step through core (fresh batch
+// indices and Adam hyperparameters uploaded at every step, the loss read
+// with Item, gradients new at every step, the batch as large as the biases
+// so that its indices share the pool with their gradients) binds the same
+// buffers at every step, so each run submits the command buffer recorded
+// while the one before ran; and its losses are the cpu backend's.
+func TestLazyStepRecordedAhead(t *testing.T) {
+	be := openTest(t)
+	losses := func(name string, steps int, each func()) []float32 {
+		t.Helper()
+		dev, err := core.Open(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer dev.Close()
+		m, err := workload.New(dev, workload.Config{Width: 24, Depth: 3, Batch: 24, Seed: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ls []float32
+		for i := range steps {
+			if i == 3 && each != nil {
+				each()
+			}
+			l, err := m.StepMode(workload.Lazy)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ls = append(ls, l)
+		}
+		return ls
+	}
+	var hits int
+	got := losses("webgpu-shared", 23, func() { hits = be.d.aheadHits })
+	hits = be.d.aheadHits - hits
+	want := losses("cpu", 23, nil)
+	for i := range want {
+		if d := math.Abs(float64(got[i] - want[i])); d > 1e-4*(1+math.Abs(float64(want[i]))) {
+			t.Fatalf("step %d: loss %v on webgpu, %v on cpu", i, got[i], want[i])
+		}
+	}
+	if hits != 20 {
+		t.Errorf("20 lazy steps after 3: %d submitted a command recorded ahead, want 20 (each step's buffers the same)", hits)
+	}
 }
