@@ -200,8 +200,9 @@ func (t *Tensor) ZeroGrad() {
 }
 
 // OnDevice reports whether t's value is in device memory now (false for a
-// pending value, and for a value on the host: data not yet used by a run, or
-// moved there by Device.Close).
+// pending value, and for a value on the host: data not yet used by a run,
+// a small value made for one step once that step is done (see the package
+// doc), or a value moved there by Device.Close).
 func (t *Tensor) OnDevice() bool {
 	t.dev.lock()
 	defer t.dev.mu.Unlock()

@@ -262,6 +262,10 @@ func ClipGradNorm(opt Optimizer, maxNorm float32) (float32, error) {
 // ClipGradNormLazy is ClipGradNorm without the sync: the norm and the
 // clipped update are recorded together and run as one program at the next
 // sync; it returns the norm as a [1] tensor, kept for reading afterwards.
+// Read it (Item) or Release it once the step has run: a kept value nobody
+// reads holds its device buffer until it is garbage collected, so the next
+// step's norm would take another one, and a backend could not replay the
+// step's recorded command (see core's package doc).
 // A non-finite norm is not caught: NaN gradients make the parameters NaN,
 // as an unclipped step would (use ClipGradNorm to skip such steps).
 func ClipGradNormLazy(opt Optimizer, maxNorm float32) (*core.Tensor, error) {

@@ -159,4 +159,27 @@ func TestLazyStepRecordedAhead(t *testing.T) {
 	if hits != 20 {
 		t.Errorf("20 lazy steps after 3: %d submitted a command recorded ahead, want 20 (each step's buffers the same)", hits)
 	}
+
+	// The transformer's lazy step: token batches, dropout's generator
+	// state written before each run, the clipped norm kept and released.
+	dev, err := core.Open("webgpu-shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	g, err := workload.NewGPT(dev, workload.GPTConfig{Layers: 1, Dim: 32, Heads: 2, Context: 16, Batch: 4, Dropout: 0.1, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 13 {
+		if i == 3 {
+			hits = be.d.aheadHits
+		}
+		if _, err := g.StepMode(workload.Lazy); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if hits = be.d.aheadHits - hits; hits != 10 {
+		t.Errorf("10 lazy transformer steps after 3: %d submitted a command recorded ahead, want 10", hits)
+	}
 }

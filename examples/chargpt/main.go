@@ -116,10 +116,13 @@ func (m *Model) StepMode(mode string) (float32, error) {
 		if err := loss.Backward(); err != nil {
 			return 0, err
 		}
-		if _, err := nn.ClipGradNormLazy(m.opt, m.maxNorm); err != nil {
+		norm, err := nn.ClipGradNormLazy(m.opt, m.maxNorm)
+		if err != nil {
 			return 0, err
 		}
-		return loss.Item()
+		l, err := loss.Item()
+		norm.Release() // not read: its buffer goes to the next step's norm
+		return l, err
 	}
 	return 0, fmt.Errorf("chargpt: mode %q: want eager, lazy or captured", mode)
 }

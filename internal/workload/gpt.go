@@ -58,10 +58,15 @@ func (g *GPT) StepMode(mode Mode) (float32, error) {
 		if err := loss.Backward(); err != nil {
 			return 0, err
 		}
-		if _, err := nn.ClipGradNormLazy(g.Opt, 1); err != nil {
+		norm, err := nn.ClipGradNormLazy(g.Opt, 1)
+		if err != nil {
 			return 0, err
 		}
-		return loss.Item()
+		l, err := loss.Item()
+		// The norm is not read: released now, its buffer is the next
+		// step's norm's (the step binds the same buffers every time).
+		norm.Release()
+		return l, err
 	}, func() (float32, error) {
 		if g.capt == nil {
 			g.capt = nn.CaptureStep(g.Opt, func(in []*core.Tensor) *core.Tensor { return g.Model.Loss(in[0], in[1]) })
