@@ -21,18 +21,26 @@ var ErrNonFiniteNorm = errors.New("nn: gradient norm is not finite")
 // Without clipping a step is one program run. With MaxGradNorm > 0 it is
 // two: forward+backward with the global gradient norm, then - only when the
 // norm is finite - the clipped update; a non-finite norm returns
-// ErrNonFiniteNorm before anything is updated.
+// ErrNonFiniteNorm before anything is updated. With OneRun as well, it is
+// one run again.
 type StepCapture struct {
 	// MaxGradNorm clips the global L2 norm of the gradients when > 0. It is
 	// a program input: changing it does not record again (turning clipping
 	// on or off does).
 	MaxGradNorm float32
+	// OneRun, with MaxGradNorm > 0, clips inside the step's one program,
+	// as ClipGradNormLazy does (and PyTorch's clip_grad_norm_ by default):
+	// a step waits once instead of twice, but a non-finite norm is not
+	// caught - NaN gradients make the parameters NaN, and Step returns no
+	// ErrNonFiniteNorm. GradNorm still holds each step's norm.
+	OneRun bool
 
 	opt    Optimizer
 	loss   func(in []*core.Tensor) *core.Tensor
 	whole  *core.Capture // forward+backward+update
 	grads  *core.Capture // forward+backward+norm (clipping)
 	update *core.Capture // clipped update (clipping)
+	oneRun *core.Capture // forward+backward+norm+clipped update (OneRun)
 	// GradNorm is the global gradient norm of the last step (clipping only).
 	GradNorm float32
 }
@@ -62,14 +70,29 @@ func CaptureStep(opt Optimizer, loss func(in []*core.Tensor) *core.Tensor) *Step
 	})
 	s.update = core.NewCapture(dev, func(in []*core.Tensor) []*core.Tensor {
 		hp, limit, norm := in[0], in[1], in[2]
-		// branch-free: scale = clamp(limit/(norm+1e-6), 0, 1)
-		scale := core.Clamp(core.Div(limit, core.AddScalar(norm, 1e-6)), 0, 1)
+		scale := limitScale(limit, norm)
 		if err := opt.Update(hp, scale); err != nil {
 			panic(err)
 		}
 		return []*core.Tensor{scale}
 	})
+	s.oneRun = core.NewCapture(dev, func(in []*core.Tensor) []*core.Tensor {
+		hp, limit := in[len(in)-2], in[len(in)-1]
+		l := s.forwardBackward(in[:len(in)-2])
+		norm := globalNorm(opt.Params())
+		if err := opt.Update(hp, limitScale(limit, norm)); err != nil {
+			panic(err)
+		}
+		return []*core.Tensor{l, norm}
+	})
 	return s
+}
+
+// limitScale is the clipping factor clamp(limit/(norm+1e-6), 0, 1),
+// branch-free, of a limit that is a program input (ClipScale's is a
+// constant).
+func limitScale(limit, norm *core.Tensor) *core.Tensor {
+	return core.Clamp(core.Div(limit, core.AddScalar(norm, 1e-6)), 0, 1)
 }
 
 func (s *StepCapture) forwardBackward(in []*core.Tensor) *core.Tensor {
@@ -118,6 +141,15 @@ func (s *StepCapture) Step(in ...core.Input) (float32, error) {
 		s.opt.SetStepCount(next)
 		return out[0][0], nil
 	}
+	if s.OneRun {
+		out, err := s.oneRun.Call(append(in, core.In(hyper, len(hyper)), core.In([]float32{s.MaxGradNorm}, 1))...)
+		if err != nil {
+			return 0, err
+		}
+		s.GradNorm = out[1][0]
+		s.opt.SetStepCount(next)
+		return out[0][0], nil
+	}
 	out, err := s.grads.Call(in...)
 	if err != nil {
 		return 0, err
@@ -136,5 +168,5 @@ func (s *StepCapture) Step(in ...core.Input) (float32, error) {
 
 // Records counts the recordings of the step's captures.
 func (s *StepCapture) Records() int {
-	return s.whole.Records() + s.grads.Records() + s.update.Records()
+	return s.whole.Records() + s.grads.Records() + s.update.Records() + s.oneRun.Records()
 }

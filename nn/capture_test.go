@@ -11,9 +11,14 @@ import (
 )
 
 // A captured step computes what the lazy step computes, moving only the
-// packed inputs up and the loss down, in one launch.
+// packed inputs up and the loss down, in one launch (two with clipping,
+// one again with OneRun).
 func TestCaptureStepMatchesLazy(t *testing.T) {
-	for _, clip := range []float32{0, 0.5} {
+	for _, c := range []struct {
+		clip   float32
+		oneRun bool
+	}{{0, false}, {0.5, false}, {0.5, true}} {
+		clip := c.clip
 		dev := openDev(t)
 		mk := func() (Sequential, *Adam) {
 			m := MLP(dev, []int{6, 16, 3}, core.Tanh, rand.New(rand.NewPCG(7, 7)))
@@ -26,7 +31,7 @@ func TestCaptureStepMatchesLazy(t *testing.T) {
 		step := CaptureStep(capOpt, func(in []*core.Tensor) *core.Tensor {
 			return MSELoss(capM.Forward(in[0]), in[1])
 		})
-		step.MaxGradNorm = clip
+		step.MaxGradNorm, step.OneRun = clip, c.oneRun
 		profile.Count(true)
 		for i := range 6 {
 			for k := range xs {
@@ -40,9 +45,9 @@ func TestCaptureStepMatchesLazy(t *testing.T) {
 			x, y := dev.Tensor(xs, 8, 6), dev.Tensor(ys, 8, 3)
 			l := MSELoss(lazyM.Forward(x), y)
 			l.Backward()
-			var scale *core.Tensor
+			var scale, norm *core.Tensor
 			if clip > 0 {
-				norm := globalNorm(lazyM.Params())
+				norm = globalNorm(lazyM.Params()).Keep()
 				scale = core.Clamp(core.Div(dev.Full(clip, 1), core.AddScalar(norm, 1e-6)), 0, 1)
 			}
 			next := lazyOpt.StepCount() + 1
@@ -60,7 +65,16 @@ func TestCaptureStepMatchesLazy(t *testing.T) {
 				t.Fatal(err)
 			}
 			if math.Abs(float64(got-want)) > 1e-5*(1+math.Abs(float64(want))) {
-				t.Errorf("clip %g step %d: captured loss %g, lazy %g", clip, i, got, want)
+				t.Errorf("clip %g one run %t step %d: captured loss %g, lazy %g", clip, c.oneRun, i, got, want)
+			}
+			if norm != nil {
+				n, err := norm.Item()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if math.Abs(float64(step.GradNorm-n)) > 1e-5*(1+math.Abs(float64(n))) {
+					t.Errorf("clip %g one run %t step %d: GradNorm %g, lazy norm %g", clip, c.oneRun, i, step.GradNorm, n)
+				}
 			}
 		}
 		for i, p := range capM.Params() {
@@ -75,7 +89,7 @@ func TestCaptureStepMatchesLazy(t *testing.T) {
 		// The last 4 captured steps (all replays) moved the packed inputs up
 		// and the outputs down, once each per capture call.
 		calls := 4
-		if clip > 0 {
+		if clip > 0 && !c.oneRun {
 			calls = 8
 		}
 		for _, s := range profile.XferData().Sites {
@@ -91,8 +105,8 @@ func TestCaptureStepMatchesLazy(t *testing.T) {
 			}
 		}
 		profile.Count(false)
-		if step.Records() != map[bool]int{true: 2, false: 1}[clip > 0] {
-			t.Errorf("clip %g: %d recordings", clip, step.Records())
+		if want := map[bool]int{true: 2, false: 1}[clip > 0 && !c.oneRun]; step.Records() != want {
+			t.Errorf("clip %g one run %t: %d recordings, want %d", clip, c.oneRun, step.Records(), want)
 		}
 	}
 }
@@ -119,6 +133,36 @@ func TestCaptureStepNonFinite(t *testing.T) {
 		if before[k] != after[k] {
 			t.Fatalf("a step with a non-finite norm changed parameter element %d: %g -> %g", k, before[k], after[k])
 		}
+	}
+}
+
+// With OneRun a non-finite norm is not caught, as documented: the step
+// returns no error, GradNorm says it, and NaN reaches the parameters.
+func TestCaptureStepOneRunNonFinite(t *testing.T) {
+	dev := openDev(t)
+	m := MLP(dev, []int{2, 4, 1}, core.Tanh, rand.New(rand.NewPCG(2, 2)))
+	opt := NewSGD(m.Params(), 0.1, 0)
+	step := CaptureStep(opt, func(in []*core.Tensor) *core.Tensor {
+		return MSELoss(m.Forward(in[0]), in[1])
+	})
+	step.MaxGradNorm, step.OneRun = 1, true
+	runs := dev.Stats().Runs
+	if _, err := step.Step(core.In([]float32{1, 2}, 1, 2), core.In([]float32{1}, 1, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if r := dev.Stats().Runs - runs; r != 1 {
+		t.Errorf("a clipped step with OneRun: %d runs, want 1", r)
+	}
+	nan := float32(math.NaN())
+	if _, err := step.Step(core.In([]float32{nan, 2}, 1, 2), core.In([]float32{1}, 1, 1)); err != nil {
+		t.Fatalf("non-finite input with OneRun: err = %v, want none", err)
+	}
+	if !math.IsNaN(float64(step.GradNorm)) {
+		t.Errorf("GradNorm after a NaN input: %v, want NaN", step.GradNorm)
+	}
+	w, _ := m.Params()[0].Data()
+	if !math.IsNaN(float64(w[0])) {
+		t.Errorf("parameter after a NaN step with OneRun: %v, want NaN (the norm is not checked)", w[0])
 	}
 }
 

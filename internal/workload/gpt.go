@@ -70,7 +70,10 @@ func (g *GPT) StepMode(mode Mode) (float32, error) {
 	}, func() (float32, error) {
 		if g.capt == nil {
 			g.capt = nn.CaptureStep(g.Opt, func(in []*core.Tensor) *core.Tensor { return g.Model.Loss(in[0], in[1]) })
-			g.capt.MaxGradNorm = 1
+			// clipped in the one run, as the lazy step's ClipGradNormLazy
+			// and PyTorch's clip_grad_norm_ do: the modes and the peer
+			// then do the same work
+			g.capt.MaxGradNorm, g.capt.OneRun = 1, true
 		}
 		return g.capt.Step(core.In(x, b, t), core.In(y, b, t))
 	})
