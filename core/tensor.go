@@ -143,7 +143,9 @@ func (t *Tensor) String() string {
 // keeps its results (values that no other pending op consumes), the values
 // passed to Data, Item or Device.Sync, gradients, and the values a Backward
 // still to come needs; it plans away the memory of the other intermediates.
-// Keep returns t.
+// A kept value holds device memory until it is garbage collected: in a
+// training loop, read it or Release it each step, so the next step's value
+// takes the same buffer (see the package doc). Keep returns t.
 func (t *Tensor) Keep() *Tensor {
 	t.dev.lock()
 	t.keep = true
