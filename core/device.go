@@ -309,12 +309,11 @@ type lent struct {
 	host []float32
 }
 
-// giveBack moves the values lent to a finished run back to the host, in
-// the reverse order of their uploads so the pool hands the same buffers
-// out in the same order next time. Called with d.mu held.
+// giveBack moves the values lent to a finished run back to the host; the
+// next run's values of the same args take their buffers back (getBufAt).
+// Called with d.mu held.
 func (d *Device) giveBack(ls []lent) {
-	for i := len(ls) - 1; i >= 0; i-- {
-		l := ls[i]
+	for _, l := range ls {
 		if l.s.resident || l.s.buf == nil { // written in place by the run, or freed
 			continue
 		}
@@ -548,6 +547,7 @@ func (d *Device) syncRead(t *Tensor, fn string) ([]float32, error) {
 	}
 	if rd.done {
 		d.count(false, len(rd.dst), fn)
+		d.keepRead(t, rd.dst)
 		return rd.dst, nil
 	}
 	t0 := time.Now()

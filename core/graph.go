@@ -287,10 +287,7 @@ func (d *Device) run(want []*Tensor, site string, rd *readAfter) (*profile.Run, 
 		}
 	}
 	d.realize(lw)
-	d.lastArgs = append(d.lastArgs[:0], lw.args...)
-	if rd != nil && rd.done {
-		d.keepRead(rd.t, rd.dst) // before the inputs: the pool is last in, first out
-	}
+	d.lastArgs = lw.args // a lowering's own slice, never written after the run
 	d.giveBack(lw.lent)
 	if !prof {
 		return nil, nil

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/ag-go/ag/core"
 )
@@ -35,12 +36,12 @@ type StepCapture struct {
 	// ErrNonFiniteNorm. GradNorm still holds each step's norm.
 	OneRun bool
 
-	opt    Optimizer
-	loss   func(in []*core.Tensor) *core.Tensor
-	whole  *core.Capture // forward+backward+update
-	grads  *core.Capture // forward+backward+norm (clipping)
-	update *core.Capture // clipped update (clipping)
-	oneRun *core.Capture // forward+backward+norm+clipped update (OneRun)
+	opt     Optimizer
+	loss    func(in []*core.Tensor) *core.Tensor
+	whole   *core.Capture // forward+backward+update
+	grads   *core.Capture // forward+backward+norm (clipping)
+	clipped *core.Capture // clipped update (clipping)
+	oneRun  *core.Capture // forward+backward+norm+clipped update (OneRun)
 	// GradNorm is the global gradient norm of the last step (clipping only).
 	GradNorm float32
 }
@@ -59,40 +60,42 @@ func CaptureStep(opt Optimizer, loss func(in []*core.Tensor) *core.Tensor) *Step
 	s.whole = core.NewCapture(dev, func(in []*core.Tensor) []*core.Tensor {
 		hp := in[len(in)-1]
 		l := s.forwardBackward(in[:len(in)-1])
-		if err := opt.Update(hp, nil); err != nil {
-			panic(err)
-		}
+		s.update(hp, nil)
 		return []*core.Tensor{l}
 	})
 	s.grads = core.NewCapture(dev, func(in []*core.Tensor) []*core.Tensor {
 		l := s.forwardBackward(in)
 		return []*core.Tensor{l, globalNorm(opt.Params())}
 	})
-	s.update = core.NewCapture(dev, func(in []*core.Tensor) []*core.Tensor {
+	s.clipped = core.NewCapture(dev, func(in []*core.Tensor) []*core.Tensor {
 		hp, limit, norm := in[0], in[1], in[2]
 		scale := limitScale(limit, norm)
-		if err := opt.Update(hp, scale); err != nil {
-			panic(err)
-		}
+		s.update(hp, scale)
 		return []*core.Tensor{scale}
 	})
 	s.oneRun = core.NewCapture(dev, func(in []*core.Tensor) []*core.Tensor {
 		hp, limit := in[len(in)-2], in[len(in)-1]
 		l := s.forwardBackward(in[:len(in)-2])
 		norm := globalNorm(opt.Params())
-		if err := opt.Update(hp, limitScale(limit, norm)); err != nil {
-			panic(err)
-		}
+		s.update(hp, limitScale(limit, norm))
 		return []*core.Tensor{l, norm}
 	})
 	return s
 }
 
 // limitScale is the clipping factor clamp(limit/(norm+1e-6), 0, 1),
-// branch-free, of a limit that is a program input (ClipScale's is a
-// constant).
+// branch-free; limit is a [1] tensor (a program input here, a constant in
+// ClipScale).
 func limitScale(limit, norm *core.Tensor) *core.Tensor {
 	return core.Clamp(core.Div(limit, core.AddScalar(norm, 1e-6)), 0, 1)
+}
+
+// update records the optimizer's update with hyperparameters hp and the
+// gradients scaled by scale (nil: as they are), inside a capture.
+func (s *StepCapture) update(hp, scale *core.Tensor) {
+	if err := s.opt.Update(hp, scale); err != nil {
+		panic(err)
+	}
 }
 
 func (s *StepCapture) forwardBackward(in []*core.Tensor) *core.Tensor {
@@ -133,20 +136,20 @@ func (s *StepCapture) Step(in ...core.Input) (float32, error) {
 	}
 	next := s.opt.StepCount() + 1
 	hyper := s.opt.Hyper(next)
-	if s.MaxGradNorm <= 0 {
-		out, err := s.whole.Call(append(in, core.In(hyper, len(hyper)))...)
+	if s.MaxGradNorm <= 0 || s.OneRun {
+		// one run: the inputs, the hyperparameters and (OneRun) the limit;
+		// in is clipped so that appending never writes into the caller's array
+		c, in := s.whole, append(slices.Clip(in), core.In(hyper, len(hyper)))
+		if s.MaxGradNorm > 0 {
+			c, in = s.oneRun, append(in, core.In([]float32{s.MaxGradNorm}, 1))
+		}
+		out, err := c.Call(in...)
 		if err != nil {
 			return 0, err
 		}
-		s.opt.SetStepCount(next)
-		return out[0][0], nil
-	}
-	if s.OneRun {
-		out, err := s.oneRun.Call(append(in, core.In(hyper, len(hyper)), core.In([]float32{s.MaxGradNorm}, 1))...)
-		if err != nil {
-			return 0, err
+		if len(out) > 1 {
+			s.GradNorm = out[1][0]
 		}
-		s.GradNorm = out[1][0]
 		s.opt.SetStepCount(next)
 		return out[0][0], nil
 	}
@@ -159,7 +162,7 @@ func (s *StepCapture) Step(in ...core.Input) (float32, error) {
 	if math.IsNaN(float64(norm)) || math.IsInf(float64(norm), 0) {
 		return loss, fmt.Errorf("nn.StepCapture.Step: %w (%v); the update was skipped", ErrNonFiniteNorm, norm)
 	}
-	_, err = s.update.Call(core.In(hyper, len(hyper)), core.In([]float32{s.MaxGradNorm}, 1), core.In([]float32{norm}, 1))
+	_, err = s.clipped.Call(core.In(hyper, len(hyper)), core.In([]float32{s.MaxGradNorm}, 1), core.In([]float32{norm}, 1))
 	if err == nil {
 		s.opt.SetStepCount(next)
 	}
@@ -168,5 +171,5 @@ func (s *StepCapture) Step(in ...core.Input) (float32, error) {
 
 // Records counts the recordings of the step's captures.
 func (s *StepCapture) Records() int {
-	return s.whole.Records() + s.grads.Records() + s.update.Records() + s.oneRun.Records()
+	return s.whole.Records() + s.grads.Records() + s.clipped.Records() + s.oneRun.Records()
 }

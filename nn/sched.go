@@ -221,7 +221,7 @@ func GlobalGradNorm(params []*core.Tensor) *core.Tensor {
 // maxNorm: clamp(maxNorm/(norm + 1e-6), 0, 1), branch-free on the device
 // (CaptureStep's formula).
 func ClipScale(norm *core.Tensor, maxNorm float32) *core.Tensor {
-	return core.Clamp(core.Div(norm.Device().Full(maxNorm, 1), core.AddScalar(norm, 1e-6)), 0, 1)
+	return limitScale(norm.Device().Full(maxNorm, 1), norm)
 }
 
 func checkMaxNorm(fn string, maxNorm float32) error {

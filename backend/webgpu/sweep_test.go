@@ -296,8 +296,8 @@ type recorded struct {
 	args []backend.Buffer // of the last run of the largest graph
 }
 type recBackend struct {
-	backend.Backend
-	rec *recorded
+	sharedBackend // closing it leaves the shared backend open
+	rec           *recorded
 }
 type recProgram struct {
 	backend.Program
@@ -306,12 +306,13 @@ type recProgram struct {
 }
 
 func (d recDriver) Open() (backend.Backend, error) {
-	if shared.be == nil {
-		return nil, fmt.Errorf("webgpu-rec: open the shared test backend first")
+	b, err := sharedDriver{}.Open()
+	if err != nil {
+		return nil, err
 	}
-	return &recBackend{Backend: shared.be, rec: d.rec}, nil
+	return &recBackend{sharedBackend: b.(sharedBackend), rec: d.rec}, nil
 }
-func (d recDriver) Available() backend.Availability { return driver{}.Available() }
+func (d recDriver) Available() backend.Availability { return sharedDriver{}.Available() }
 func (b *recBackend) Compile(g *backend.Graph) (backend.Program, error) {
 	p, err := b.Backend.Compile(g)
 	if err != nil {
@@ -319,7 +320,6 @@ func (b *recBackend) Compile(g *backend.Graph) (backend.Program, error) {
 	}
 	return &recProgram{Program: p, g: g, rec: b.rec}, nil
 }
-func (b *recBackend) Close() error { return nil } // the shared backend stays open
 func (p *recProgram) Run(args []backend.Buffer) (backend.RunInfo, error) {
 	if p.rec.g == nil || len(p.g.Nodes) > len(p.rec.g.Nodes) {
 		gc := *p.g
