@@ -27,7 +27,7 @@ var ErrNonFiniteNorm = errors.New("nn: gradient norm is not finite")
 type StepCapture struct {
 	// MaxGradNorm clips the global L2 norm of the gradients when > 0. It is
 	// a program input: changing it does not record again (turning clipping
-	// on or off does).
+	// on or off does). NaN or an infinity is an error of Step.
 	MaxGradNorm float32
 	// OneRun, with MaxGradNorm > 0, clips inside the step's one program,
 	// as ClipGradNormLazy does (and PyTorch's clip_grad_norm_ by default):
@@ -133,6 +133,11 @@ func globalNorm(ps []*core.Tensor) *core.Tensor {
 func (s *StepCapture) Step(in ...core.Input) (float32, error) {
 	if err := checkOptimizer("StepCapture.Step", s.opt); err != nil {
 		return 0, err
+	}
+	// NaN is neither > 0 nor <= 0: as a limit it made every parameter NaN
+	// (two runs) or silently did not clip (OneRun)
+	if m := float64(s.MaxGradNorm); math.IsNaN(m) || math.IsInf(m, 0) {
+		return 0, fmt.Errorf("nn.StepCapture.Step: MaxGradNorm %v, want a finite value (> 0 clips, 0 does not); nothing ran", s.MaxGradNorm)
 	}
 	next := s.opt.StepCount() + 1
 	hyper := s.opt.Hyper(next)

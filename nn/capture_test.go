@@ -4,6 +4,8 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ag-go/ag/core"
@@ -132,6 +134,31 @@ func TestCaptureStepNonFinite(t *testing.T) {
 	for k := range before {
 		if before[k] != after[k] {
 			t.Fatalf("a step with a non-finite norm changed parameter element %d: %g -> %g", k, before[k], after[k])
+		}
+	}
+}
+
+// A limit that is NaN or infinite is an error of Step, with or without
+// OneRun, and nothing runs: NaN had made every parameter NaN.
+func TestCaptureStepBadMaxNorm(t *testing.T) {
+	for _, oneRun := range []bool{false, true} {
+		for _, limit := range []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))} {
+			dev := openDev(t)
+			m := MLP(dev, []int{2, 4, 1}, core.Tanh, rand.New(rand.NewPCG(2, 2)))
+			step := CaptureStep(NewSGD(m.Params(), 0.1, 0), func(in []*core.Tensor) *core.Tensor {
+				return MSELoss(m.Forward(in[0]), in[1])
+			})
+			step.MaxGradNorm, step.OneRun = limit, oneRun
+			before, _ := m.Params()[0].Data()
+			runs := dev.Stats().Runs
+			_, err := step.Step(core.In([]float32{1, 2}, 1, 2), core.In([]float32{1}, 1, 1))
+			if err == nil || !strings.Contains(err.Error(), "StepCapture.Step: MaxGradNorm") {
+				t.Errorf("limit %v one run %t: err = %v, want one naming StepCapture.Step and MaxGradNorm", limit, oneRun, err)
+			}
+			r := dev.Stats().Runs - runs
+			if after, _ := m.Params()[0].Data(); r != 0 || !slices.Equal(before, after) {
+				t.Errorf("limit %v one run %t: %d runs, parameters %v -> %v: want nothing run or changed", limit, oneRun, r, before, after)
+			}
 		}
 	}
 }
