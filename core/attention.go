@@ -166,7 +166,7 @@ func fusedAttention(q, k, v, keep *Tensor, scale float32) *Tensor {
 		keep = Reshape(keep, append(ones(r-keep.Rank()), keep.shape...)...)
 	}
 	out := append(slices.Clone(lead), q.shape[r-2], v.shape[r-1])
-	y := d.record("Attention", backend.OpAttention, out, backend.Node{A: scale}, q, k, v, keep)
+	y := d.record("Attention", backend.OpAttention, out, attrs{A: scale}, q, k, v, keep)
 	if len(batch) < len(lead) {
 		y = Reshape(y, y.shape[1:]...)
 	}

@@ -77,13 +77,13 @@ func (t *Tensor) Backward() error {
 				// Differentiate a copy of the checkpointed ops, recorded
 				// now: the gradients flow to the segment's inputs (order[i]'s
 				// inputs, which come earlier in order).
-				inner, c := n.ckpt.recompute(m)
+				inner, c := n.ckptSeg().recompute(m)
 				grads[c] = g
 				walk(inner)
 				d.lock()
 				// The originals are differentiated through the copy: a run
 				// need not keep them for this Backward.
-				for _, o := range n.ckpt.nodes {
+				for _, o := range n.ckptSeg().nodes {
 					o.backwarded = true
 				}
 				d.mu.Unlock()
@@ -151,7 +151,7 @@ func topo(t *Tensor) ([]walked, error) {
 				return fmt.Errorf("core: Backward: %v was already differentiated by an earlier Backward", n)
 			}
 			if n.state() == stateFailed {
-				return fmt.Errorf("core: Backward: %v was dropped by a failed run: %w", n, n.err)
+				return fmt.Errorf("core: Backward: %v was dropped by a failed run: %w", n, n.failure())
 			}
 			if n.inputs == nil {
 				return fmt.Errorf("core: Backward: the graph of %v is gone (its values were not kept)", n)
@@ -161,9 +161,9 @@ func topo(t *Tensor) ([]walked, error) {
 		// A checkpointed value not yet run: Backward recomputes its segment
 		// from the segment's inputs. Once run, the run kept what the
 		// segment's own backward needs (see keepSet): that is cheaper.
-		ckpt := n.ckpt != nil && n.state() == statePending
+		ckpt := n.ckptSeg() != nil && n.state() == statePending
 		if ckpt {
-			ins = n.ckpt.ext
+			ins = n.ckptSeg().ext
 		}
 		w := walked{t: n, inputs: slices.Clone(ins), needs: make([]bool, len(ins)), ckpt: ckpt}
 		for k, in := range ins {
@@ -171,7 +171,7 @@ func topo(t *Tensor) ([]walked, error) {
 			case stateSpent:
 				return fmt.Errorf("core: Backward: %v needs %v, which was not kept", n, in)
 			case stateFailed:
-				return fmt.Errorf("core: Backward: %v needs %v, which was dropped by a failed run: %w", n, in, in.err)
+				return fmt.Errorf("core: Backward: %v needs %v, which was dropped by a failed run: %w", n, in, in.failure())
 			}
 			w.needs[k] = in.requiresGrad
 			if err := visit(in); err != nil {

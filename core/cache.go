@@ -65,8 +65,8 @@ func (c *progCache) front(e *progEntry) {
 }
 
 // get returns the entry for key, most recently used from now on.
-func (c *progCache) get(key string) *progEntry {
-	e := c.m[key]
+func (c *progCache) get(key []byte) *progEntry {
+	e := c.m[string(key)]
 	if e != nil {
 		c.unlink(e)
 		c.front(e)

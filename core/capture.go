@@ -308,12 +308,9 @@ func (c *Capture) record(in []Input) (*recording, [][]float32, error) {
 	if err != nil {
 		return abort(lw, fmt.Errorf("core: Capture: %w", err))
 	}
-	key := lw.g.Key()
-	e := d.progs.get(key)
-	if e == nil {
-		if e, err = d.compile(key, &lw.g); err != nil {
-			return abort(lw, fmt.Errorf("core: Capture: %w", err))
-		}
+	e, _, err := d.program(lw)
+	if err != nil {
+		return abort(lw, fmt.Errorf("core: Capture: %w", err))
 	}
 	if err := d.allocOutputs(lw); err != nil {
 		return abort(lw, fmt.Errorf("core: Capture: %w", err))
@@ -329,7 +326,7 @@ func (c *Capture) record(in []Input) (*recording, [][]float32, error) {
 	seen := map[*Tensor]bool{}
 	for _, t := range d.pending {
 		for _, x := range t.inputs {
-			if x.constData != nil && !seen[x] {
+			if x.constValues() != nil && !seen[x] {
 				seen[x] = true
 				rec.consts = append(rec.consts, x)
 			}

@@ -96,7 +96,7 @@ func Checkpoint(f func(*Tensor) *Tensor, x *Tensor) *Tensor {
 			}
 		}
 	}
-	y.ckpt = &seg
+	y.more().ckpt = &seg
 	return y
 }
 
@@ -125,7 +125,7 @@ func (s *segment) recompute(m *gmode) ([]walked, *Tensor) {
 		c.requiresGrad = n.requiresGrad // recorded under Backward's no-grad mode
 		c.recomputed = true
 		if n.op == backend.OpRandUniform {
-			c.sameDraw = n // the same numbers: lowered at n's place in the stream
+			c.more().sameDraw = n // the same numbers: lowered at n's place in the stream
 		}
 		n.dev.mu.Unlock()
 		copies[n] = c

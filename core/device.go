@@ -24,29 +24,33 @@ type Device struct {
 	name string // driver name as opened ("auto" resolved)
 	id   int    // 1, 2, ... in the order devices were opened: names one of two devices of a kind
 
-	mu         sync.Mutex
-	recDone    sync.Cond  // signalled when a Capture recording ends (L is &mu)
-	recOwner   uintptr    // the goroutine recording a Capture (others wait); 0 when none
-	recording  *recording // what recOwner records (its guards)
-	modes      map[uintptr]*modeStack
-	spareMode  *modeStack      // a stack to reuse (see withMode)
-	popMode    func()          // restoreMode's method value, made once (see withMode)
-	be         backend.Backend // nil while closed
-	caps       backend.Caps
-	gen        int // backend instances so far: recordings compare it
-	pending    []*Tensor
-	markGen    uint64 // keepSet's current marks (see Tensor.keptGen)
-	progs      progCache
-	live       map[*storage]struct{}
-	pool       map[int][]backend.Buffer // freed buffers by length, for reuse
-	pooled     int64
-	lastArgs   []backend.Buffer // the last run's args: which buffer each arg had (see getBufAt)
-	poolMax    int64            // poolBytes, read from the device once
-	poolAdapts bool             // the device's memory is unknown: poolFits sets poolMax
-	eager      bool
-	mmPrec     Precision          // SetMatMulPrecision
-	store      Precision          // SetActivationStorage
-	consts     map[string]*Tensor // shape-only Constants (see constant)
+	mu        sync.Mutex
+	recDone   sync.Cond  // signalled when a Capture recording ends (L is &mu)
+	recOwner  uintptr    // the goroutine recording a Capture (others wait); 0 when none
+	recording *recording // what recOwner records (its guards)
+	modes     map[uintptr]*modeStack
+	spareMode *modeStack      // a stack to reuse (see withMode)
+	popMode   func()          // restoreMode's method value, made once (see withMode)
+	be        backend.Backend // nil while closed
+	caps      backend.Caps
+	gen       int // backend instances so far: recordings compare it
+	pending   []*Tensor
+	markGen   uint64 // keepSet's current marks (see Tensor.keptGen)
+	progs     progCache
+	live      map[*storage]struct{}
+	pool      map[int][]backend.Buffer // freed buffers by length, for reuse
+	pooled    int64
+	lastArgs  []backend.Buffer // the last run's args: which buffer each arg had (see getBufAt)
+	// spareLowering is a retired lowering whose maps and slices the next
+	// one reuses (see retire); keyBuf holds the program key's bytes.
+	spareLowering *lowering
+	keyBuf        []byte
+	poolMax       int64 // poolBytes, read from the device once
+	poolAdapts    bool  // the device's memory is unknown: poolFits sets poolMax
+	eager         bool
+	mmPrec        Precision          // SetMatMulPrecision
+	store         Precision          // SetActivationStorage
+	consts        map[string]*Tensor // shape-only Constants (see constant)
 	// grads are the leaves whose Grad a pending Backward replaced, with the
 	// gradient they had before: a failed run puts those back.
 	grads []gradUndo
@@ -257,7 +261,7 @@ func (d *Device) Close() error {
 	}
 	d.drainFrees()
 	d.flushPool()
-	d.lastArgs = nil
+	d.lastArgs, d.spareLowering = nil, nil
 	d.progs.clear()
 	err := d.be.Close()
 	d.be = nil
@@ -300,7 +304,7 @@ const hostSmall = 4096
 // state, not a Constant (those are used every step). Called with d.mu held.
 func lendable(t *Tensor) bool {
 	s := t.stor
-	return s.buf == nil && s.host != nil && !s.resident && s.n <= hostSmall && !t.param && t.constData == nil
+	return s.buf == nil && s.host != nil && !s.resident && s.n <= hostSmall && !t.param && t.constValues() == nil
 }
 
 // lent is a value uploaded for one run only (see hostSmall), with its host data.
@@ -588,7 +592,7 @@ func (t *Tensor) readable(fn string) error {
 	case stateReleased:
 		return fmt.Errorf("core: %s of %v: %w", fn, t, ErrReleased)
 	case stateFailed:
-		return fmt.Errorf("core: %s of %v: %w: %w", fn, t, ErrRunFailed, t.err)
+		return fmt.Errorf("core: %s of %v: %w: %w", fn, t, ErrRunFailed, t.failure())
 	case statePending:
 		return fmt.Errorf("core: internal: %s of %v: still pending after a sync", fn, t)
 	}

@@ -67,7 +67,7 @@ func (d *Device) EstimateMemory(step func() error) (MemoryEstimate, error) {
 	nodeOf := make(map[*Tensor]int, len(d.pending))
 	argOf := map[*storage]int{}
 	for _, t := range d.pending {
-		n := t.attr
+		n := t.attr.node()
 		n.Op, n.Shape = t.op, t.shape
 		n.In = make([]int, len(t.inputs))
 		for i, in := range t.inputs {

@@ -26,7 +26,7 @@ func (d *Device) Tensor(data []float32, shape ...int) *Tensor {
 func (d *Device) Constant(data []float32, shape ...int) *Tensor {
 	t := d.leaf("Constant", data, shape, false)
 	t.stor.madeInCapture = false
-	t.constData = t.stor.host // immutable: Gather's gradient may read it
+	t.more().constData = t.stor.host // immutable: Gather's gradient may read it
 	return t
 }
 
@@ -126,13 +126,13 @@ func needTensors(fn string, ts ...*Tensor) {
 
 // record appends a pending node computing op over ins. fn names the public
 // function for error messages.
-func (d *Device) record(fn string, op backend.Op, shape []int, attr backend.Node, ins ...*Tensor) *Tensor {
+func (d *Device) record(fn string, op backend.Op, shape []int, attr attrs, ins ...*Tensor) *Tensor {
 	return d.recordGrad(fn, op, shape, attr, true, ins...)
 }
 
 // recordGrad is record for ops whose result may carry a gradient (grad) or
 // never does (OpMax, OneHot: no gradient flows through them).
-func (d *Device) recordGrad(fn string, op backend.Op, shape []int, attr backend.Node, grad bool, ins ...*Tensor) *Tensor {
+func (d *Device) recordGrad(fn string, op backend.Op, shape []int, attr attrs, grad bool, ins ...*Tensor) *Tensor {
 	return d.push(&Tensor{op: op, shape: shape, attr: attr}, fn, grad, ins...)
 }
 
@@ -243,12 +243,9 @@ func (d *Device) run(want []*Tensor, site string, rd *readAfter) (*profile.Run, 
 	if err != nil {
 		return nil, d.fail(lw, fmt.Errorf("core: %s: %w", site, err))
 	}
-	key := lw.g.Key()
-	e := d.progs.get(key)
+	e, compiled, err := d.program(lw)
 	t1 := time.Now()
-	if e != nil {
-		d.stats.CacheHits++
-	} else if e, err = d.compile(key, &lw.g); err != nil {
+	if err != nil {
 		return nil, d.fail(lw, fmt.Errorf("core: %s: %w", site, err))
 	}
 	if err := d.allocOutputs(lw); err != nil {
@@ -287,19 +284,71 @@ func (d *Device) run(want []*Tensor, site string, rd *readAfter) (*profile.Run, 
 		}
 	}
 	d.realize(lw)
-	d.lastArgs = lw.args // a lowering's own slice, never written after the run
 	d.giveBack(lw.lent)
-	if !prof {
-		return nil, nil
+	var rec *profile.Run
+	if prof {
+		// The stages tile the sync's wall time (see doc.go for the mapping).
+		rec = &profile.Run{Site: site, Start: t0, Upload: lw.upload,
+			Ctx:     t1.Sub(t0) - lw.lowerTime(),
+			Graph:   lw.lowerTime() - lw.flush - lw.upload + t2.Sub(t1) - lw.alloc,
+			Flush:   lw.flush + lw.alloc + time.Since(t3),
+			Compute: t3.Sub(t2), Nodes: nodes}
+		d.useDeviceTime(rec, info)
 	}
-	// The stages tile the sync's wall time (see doc.go for the mapping).
-	rec := &profile.Run{Site: site, Start: t0, Upload: lw.upload,
-		Ctx:     t1.Sub(t0) - lw.lowerTime(),
-		Graph:   lw.lowerTime() - lw.flush - lw.upload + t2.Sub(t1) - lw.alloc,
-		Flush:   lw.flush + lw.alloc + time.Since(t3),
-		Compute: t3.Sub(t2), Nodes: nodes}
-	d.useDeviceTime(rec, info)
+	d.retire(lw, compiled)
 	return rec, nil
+}
+
+// program returns the compiled program of lw's graph, from the cache or
+// compiled now (compiled is then true). The key is built in a buffer the
+// device reuses, and the cache looked up without making a string of it: a
+// lazy step asks this every step, and finds its program.
+func (d *Device) program(lw *lowering) (e *progEntry, compiled bool, err error) {
+	d.keyBuf = lw.g.AppendKey(d.keyBuf[:0])
+	if e = d.progs.get(d.keyBuf); e != nil {
+		d.stats.CacheHits++
+		return e, false, nil
+	}
+	e, err = d.compile(string(d.keyBuf), &lw.g)
+	return e, true, err
+}
+
+// newLowering returns the lowering the last run retired (see retire),
+// emptied, or a new one.
+func (d *Device) newLowering() *lowering {
+	lw := d.spareLowering
+	d.spareLowering = nil
+	if lw == nil {
+		return &lowering{start: time.Now()}
+	}
+	clear(lw.argOf)
+	clear(lw.nodeOf)
+	clear(lw.out)
+	clear(lw.kept)
+	clear(lw.lent)
+	clear(lw.half)
+	*lw = lowering{start: time.Now(), g: backend.Graph{Nodes: lw.g.Nodes, Outputs: lw.g.Outputs},
+		args: lw.args, slab: lw.slab, argOf: lw.argOf, nodeOf: lw.nodeOf, kept: lw.kept[:0],
+		out: lw.out, lent: lw.lent[:0], half: lw.half[:0]}
+	return lw
+}
+
+// retire ends a run's lowering. Its args become lastArgs (see getBufAt),
+// and its maps and slices are kept for the next lowering to fill: a lazy
+// step lowers the same graph every step, and making them anew was a third
+// of its allocation (BenchmarkStepHost). Not when the run compiled its
+// graph: a backend may keep the graph's slices in its program. The args
+// the lowering takes are the run before's, so that lastArgs stays as it
+// was during the next run's getBufAt. Called with d.mu held.
+func (d *Device) retire(lw *lowering, compiled bool) {
+	prev := d.lastArgs
+	d.lastArgs = lw.args
+	if compiled {
+		return
+	}
+	clear(prev)
+	lw.args = prev[:0]
+	d.spareLowering = lw
 }
 
 // readAfter is a read that follows a run (see run): t's values in dst once
@@ -328,7 +377,7 @@ func (d *Device) fail(lw *lowering, err error) error {
 func (d *Device) dropPending(err error) {
 	for _, t := range d.pending {
 		t.setState(stateFailed)
-		t.err = err
+		t.more().err = err
 		t.inputs = nil
 		t.keep = false
 	}
@@ -403,6 +452,7 @@ type lowering struct {
 	end    time.Time
 	g      backend.Graph
 	args   []backend.Buffer
+	slab   []int            // the nodes' input lists, cut from one slice
 	argOf  map[*storage]int // arg node index per realized value
 	nodeOf map[*Tensor]int
 	kept   []*Tensor                  // values that outlive the run, in output order
@@ -516,7 +566,7 @@ func (d *Device) kept(t *Tensor) bool { return t.keptGen == d.markGen }
 // allocOutputs once the program is compiled, so that a program too large for
 // the device fails before any of its memory is taken.
 func (d *Device) lower() (*lowering, error) {
-	lw := &lowering{start: time.Now()}
+	lw := d.newLowering()
 	defer func() { lw.end = time.Now() }()
 	nkeep := d.keepSet()
 	// Sized once: a lazy step lowers a few hundred nodes every time, and
@@ -531,11 +581,14 @@ func (d *Device) lower() (*lowering, error) {
 			}
 		}
 	}
-	lw.argOf = make(map[*storage]int, outer)
-	lw.nodeOf = make(map[*Tensor]int, len(d.pending))
-	lw.out = make(map[*Tensor]backend.Buffer, nkeep)
-	lw.args = make([]backend.Buffer, 0, outer+nkeep)
-	inSlab := make([]int, ins)
+	if lw.nodeOf == nil {
+		lw.argOf = make(map[*storage]int, outer)
+		lw.nodeOf = make(map[*Tensor]int, len(d.pending))
+		lw.out = make(map[*Tensor]backend.Buffer, nkeep)
+	}
+	lw.args = slices.Grow(lw.args[:0], outer+nkeep)
+	lw.slab = slices.Grow(lw.slab[:0], ins)[:ins]
+	inSlab := lw.slab
 	// Random draws take their place in the device's stream here, in
 	// recording order: the state tensor gets the stream's position for this
 	// run, and each draw its offset from it (see random.go).
@@ -547,16 +600,16 @@ func (d *Device) lower() (*lowering, error) {
 			break
 		}
 	}
-	lw.g.Nodes = make([]backend.Node, 0, len(d.pending)+outer+8)
-	lw.g.Outputs = make([]backend.Output, 0, nkeep)
-	lw.kept = make([]*Tensor, 0, nkeep)
+	lw.g.Nodes = slices.Grow(lw.g.Nodes[:0], len(d.pending)+outer+8)
+	lw.g.Outputs = slices.Grow(lw.g.Outputs[:0], nkeep)
+	lw.kept = slices.Grow(lw.kept[:0], nkeep)
 	for _, t := range d.pending {
 		if err := checkLabels(t); err != nil {
 			return lw, err
 		}
-		n := t.attr
+		n := t.attr.node()
 		if t.op == backend.OpRandUniform {
-			if o := t.sameDraw; o != nil {
+			if o := t.recomputedFrom(); o != nil {
 				// a Checkpoint's recomputed draw, at its original's place
 				i, ok := lw.nodeOf[o]
 				if !ok {

@@ -40,18 +40,18 @@ var inverseMu sync.Mutex
 // inverseOf returns the inverse map of idx for a gather from rows rows, or
 // nil when idx is not a Constant or the map would not pay.
 func inverseOf(idx *Tensor, rows int) *inverseMap {
-	if idx.constData == nil || idx.Rank() != 1 {
+	if idx.constValues() == nil || idx.Rank() != 1 {
 		return nil
 	}
 	inverseMu.Lock()
 	defer inverseMu.Unlock()
-	if m := idx.inverse; m != nil && m.rows == rows {
+	if m := idx.gatherInverse(); m != nil && m.rows == rows {
 		return m
 	}
 	d := idx.dev
-	n := len(idx.constData)
+	n := len(idx.constValues())
 	srcs := make([][]int, rows)
-	for i, v := range idx.constData {
+	for i, v := range idx.constValues() {
 		r := reference.ClampIndex(float64(v), rows) // the devices' index rule
 		srcs[r] = append(srcs[r], i)
 	}
@@ -93,7 +93,7 @@ func inverseOf(idx *Tensor, rows int) *inverseMap {
 		}
 		m.where = d.Constant(w, rows)
 	}
-	idx.inverse = m
+	idx.more().inverse = m
 	return m
 }
 

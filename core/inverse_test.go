@@ -61,9 +61,9 @@ func TestGatherInverseGradient(t *testing.T) {
 				}
 			}
 		}
-		if ci.inverse == nil {
+		if ci.gatherInverse() == nil {
 			t.Errorf("%s: no inverse map was made", c.name)
-		} else if c.heavyReads > 0 && len(ci.inverse.heavy) == 0 {
+		} else if c.heavyReads > 0 && len(ci.gatherInverse().heavy) == 0 {
 			t.Errorf("%s: row 0 is read %d+ times but is not heavy", c.name, c.heavyReads)
 		}
 	}

@@ -16,7 +16,7 @@ import (
 func unary(fn string, op backend.Op, x *Tensor, a, b float32) *Tensor {
 	needTensors(fn, x)
 	// shapes never change once made, so the result shares its input's
-	return x.dev.record(fn, op, x.shape, backend.Node{A: a, B: b}, x)
+	return x.dev.record(fn, op, x.shape, attrs{A: a, B: b}, x)
 }
 
 func binary(fn string, op backend.Op, a, b *Tensor) *Tensor {
@@ -28,7 +28,7 @@ func binary(fn string, op backend.Op, a, b *Tensor) *Tensor {
 			panic(fmt.Sprintf("core.%s: %v", fn, err))
 		}
 	}
-	return a.dev.record(fn, op, s, backend.Node{}, a, b)
+	return a.dev.record(fn, op, s, attrs{}, a, b)
 }
 
 // Add returns a+b with numpy broadcasting.
@@ -113,7 +113,7 @@ func Sign(x *Tensor) *Tensor {
 // detach is x as a value without gradient (a reshape to its own shape: a
 // view, no kernel): the ops a composite builds on it carry none.
 func detach(fn string, x *Tensor) *Tensor {
-	return x.dev.recordGrad(fn, backend.OpReshape, slices.Clone(x.shape), backend.Node{}, false, x)
+	return x.dev.recordGrad(fn, backend.OpReshape, slices.Clone(x.shape), attrs{}, false, x)
 }
 
 // SiLU returns x*sigmoid(x) (swish), a composite: its gradient comes from
@@ -172,13 +172,13 @@ func inside(x *Tensor, lo, hi float32) *Tensor {
 // Softmax normalizes along the last axis.
 func Softmax(x *Tensor) *Tensor {
 	needRank("Softmax", x, 1)
-	return x.dev.record("Softmax", backend.OpSoftmax, slices.Clone(x.shape), backend.Node{}, x)
+	return x.dev.record("Softmax", backend.OpSoftmax, slices.Clone(x.shape), attrs{}, x)
 }
 
 // LogSoftmax is log(Softmax(x)) along the last axis, computed stably.
 func LogSoftmax(x *Tensor) *Tensor {
 	needRank("LogSoftmax", x, 1)
-	return x.dev.record("LogSoftmax", backend.OpLogSoftmax, slices.Clone(x.shape), backend.Node{}, x)
+	return x.dev.record("LogSoftmax", backend.OpLogSoftmax, slices.Clone(x.shape), attrs{}, x)
 }
 
 func needRank(fn string, x *Tensor, min int) {
@@ -204,7 +204,7 @@ func normAxis(fn string, x *Tensor, axis int) int {
 func sumKeep(fn string, x *Tensor, axis int) *Tensor {
 	s := slices.Clone(x.shape)
 	s[axis] = 1
-	return x.dev.record(fn, backend.OpSum, s, backend.Node{Axis: axis}, x)
+	return x.dev.record(fn, backend.OpSum, s, attrs{Axis: axis}, x)
 }
 
 // Sum adds all elements into a scalar (shape []).
@@ -271,7 +271,7 @@ func Reshape(x *Tensor, shape ...int) *Tensor {
 	if slices.Equal(shape, x.shape) {
 		return x
 	}
-	return x.dev.record("Reshape", backend.OpReshape, shape, backend.Node{}, x)
+	return x.dev.record("Reshape", backend.OpReshape, shape, attrs{}, x)
 }
 
 // Permute reorders axes: output axis i is input axis perm[i].
@@ -289,7 +289,7 @@ func Permute(x *Tensor, perm ...int) *Tensor {
 		seen[p] = true
 		s[i] = x.shape[p]
 	}
-	return x.dev.record("Permute", backend.OpPermute, s, backend.Node{Perm: slices.Clone(perm)}, x)
+	return x.dev.record("Permute", backend.OpPermute, s, attrs{Perm: slices.Clone(perm)}, x)
 }
 
 // Transpose swaps the last two axes.
@@ -315,7 +315,7 @@ func Expand(x *Tensor, shape ...int) *Tensor {
 	if slices.Equal(x.shape, shape) {
 		return x
 	}
-	return x.dev.record("Expand", backend.OpExpand, slices.Clone(shape), backend.Node{}, x)
+	return x.dev.record("Expand", backend.OpExpand, slices.Clone(shape), attrs{}, x)
 }
 
 // SliceRows takes n rows of x starting at row from (along axis 0).
@@ -326,7 +326,7 @@ func SliceRows(x *Tensor, from, n int) *Tensor {
 	}
 	s := slices.Clone(x.shape)
 	s[0] = n
-	return x.dev.record("SliceRows", backend.OpSliceRows, s, backend.Node{Start: from}, x)
+	return x.dev.record("SliceRows", backend.OpSliceRows, s, attrs{Start: from}, x)
 }
 
 // ConcatRows joins a and b along axis 0.
@@ -339,7 +339,7 @@ func ConcatRows(a, b *Tensor) *Tensor {
 	s := slices.Clone(a.shape)
 	s[0] += b.shape[0]
 	checkShape("ConcatRows", s)
-	return a.dev.record("ConcatRows", backend.OpConcatRows, s, backend.Node{}, a, b)
+	return a.dev.record("ConcatRows", backend.OpConcatRows, s, attrs{}, a, b)
 }
 
 // Gather selects rows of x by the indices idx (a 1-D tensor of whole numbers,
@@ -353,14 +353,14 @@ func Gather(x, idx *Tensor) *Tensor {
 	}
 	s := slices.Clone(x.shape)
 	s[0] = idx.shape[0]
-	return x.dev.record("Gather", backend.OpGetRows, s, backend.Node{}, x, idx)
+	return x.dev.record("Gather", backend.OpGetRows, s, attrs{}, x, idx)
 }
 
 // scatterAddRows is Gather's adjoint: rows of src added into a zero [rows, ...].
 func scatterAddRows(src, idx *Tensor, rows int) *Tensor {
 	s := slices.Clone(src.shape)
 	s[0] = rows
-	return src.dev.record("scatterAddRows", backend.OpScatterAddRows, s, backend.Node{}, src, idx)
+	return src.dev.record("scatterAddRows", backend.OpScatterAddRows, s, attrs{}, src, idx)
 }
 
 // OneHot turns 1-D class indices into [n, classes] rows with a 1 at each
@@ -375,7 +375,7 @@ func OneHot(idx *Tensor, classes int) *Tensor {
 	}
 	s := []int{idx.shape[0], classes}
 	checkShape("OneHot", s)
-	return idx.dev.recordGrad("OneHot", backend.OpOneHot, s, backend.Node{}, false, idx)
+	return idx.dev.recordGrad("OneHot", backend.OpOneHot, s, attrs{}, false, idx)
 }
 
 // Full makes a tensor of the given shape with every element v (recorded
@@ -385,7 +385,7 @@ func (d *Device) Full(v float32, shape ...int) *Tensor {
 		panic("core.Full: nil device")
 	}
 	checkShape("Full", shape)
-	return d.record("Full", backend.OpFill, slices.Clone(shape), backend.Node{A: v})
+	return d.record("Full", backend.OpFill, slices.Clone(shape), attrs{A: v})
 }
 
 // MatMul is numpy's matmul: [..., M, K] x [..., K, N] -> [..., M, N], the
@@ -477,7 +477,7 @@ func matmul(a, b *Tensor, transA, transB bool) *Tensor {
 	}
 	s := slices.Clone(a.shape)
 	s[r-2], s[r-1] = m, n
-	return a.dev.record("MatMul", backend.OpMatMul, s, backend.Node{TransA: transA, TransB: transB}, a, b)
+	return a.dev.record("MatMul", backend.OpMatMul, s, attrs{TransA: transA, TransB: transB}, a, b)
 }
 
 // roundedTo rounds x with op (OpRoundF16, OpRoundBF16) unless it is that

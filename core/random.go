@@ -114,7 +114,7 @@ func (d *Device) randUniform(fn string, shape []int) *Tensor {
 	d.mu.Unlock()
 	// Node.Start, the draw's place in the stream, is set when the run is
 	// lowered (see lower): in recording order, whatever the goroutines.
-	return d.recordGrad(fn, backend.OpRandUniform, slices.Clone(shape), backend.Node{}, false, st)
+	return d.recordGrad(fn, backend.OpRandUniform, slices.Clone(shape), attrs{}, false, st)
 }
 
 // Uniform returns a tensor of shape with values drawn uniformly from

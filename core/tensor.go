@@ -50,12 +50,12 @@ type Tensor struct {
 	shape []int // never changes
 	st    atomic.Uint32
 	stor  *storage // realized value
-	err   error    // why a failed value was dropped
+	x     *extra   // fields few tensors use (see extra)
 
 	// recipe (pending, or kept for a backward still to come)
 	op     backend.Op
 	inputs []*Tensor
-	attr   backend.Node // scalar/axis/perm/trans attributes of op
+	attr   attrs        // scalar/axis/perm/trans attributes of op
 	pass   profile.Pass // forward, backward or update (for the profiler)
 	seq    int          // position in the device's pending list
 	g      uintptr      // the goroutine that recorded it (goid)
@@ -63,14 +63,10 @@ type Tensor struct {
 	scope  string       // the layer it was recorded in (Device.Scope)
 
 	requiresGrad bool
-	param        bool        // persistent leaf owned by the user (Param)
-	keep         bool        // keep the value after the run that computes it
-	backwarded   bool        // Backward already went through this node
-	ckpt         *segment    // Checkpoint's: Backward differentiates a recomputed copy
-	sameDraw     *Tensor     // a recomputed draw: the numbers of this earlier one
-	recomputed   bool        // a Checkpoint's copy, made by Backward
-	constData    []float32   // a Constant's values (never written)
-	inverse      *inverseMap // Gather's gradient by these constant indices
+	param        bool // persistent leaf owned by the user (Param)
+	keep         bool // keep the value after the run that computes it
+	backwarded   bool // Backward already went through this node
+	recomputed   bool // a Checkpoint's copy, made by Backward
 	grad         *Tensor
 	// gather, on an unpack recorded by HalfTable.Gather: its inputs are a
 	// 16-bit table's words and the indices, lowered as a get_rows of the
@@ -79,6 +75,80 @@ type Tensor struct {
 	// keepSet's marks: equal to the device's markGen when the last
 	// keepSet found t consumed by a pending node (kept: to outlive the run).
 	consumedGen, keptGen uint64
+}
+
+// extra holds the Tensor fields few tensors use, apart: most tensors are a
+// lazy step's, made every step, and their size is most of its allocation.
+type extra struct {
+	err       error       // why a failed value was dropped
+	ckpt      *segment    // Checkpoint's: Backward differentiates a recomputed copy
+	sameDraw  *Tensor     // a recomputed draw: the numbers of this earlier one
+	constData []float32   // a Constant's values (never written)
+	inverse   *inverseMap // Gather's gradient by these constant indices
+}
+
+// more returns t's extra fields, made on first use, to be set.
+func (t *Tensor) more() *extra {
+	if t.x == nil {
+		t.x = &extra{}
+	}
+	return t.x
+}
+
+// failure is why t was dropped by a failed run (nil if it was not).
+func (t *Tensor) failure() error {
+	if t.x == nil {
+		return nil
+	}
+	return t.x.err
+}
+
+// ckptSeg is the Checkpoint segment t ends, or nil.
+func (t *Tensor) ckptSeg() *segment {
+	if t.x == nil {
+		return nil
+	}
+	return t.x.ckpt
+}
+
+// recomputedFrom is the draw whose numbers t, a recomputed draw, repeats.
+func (t *Tensor) recomputedFrom() *Tensor {
+	if t.x == nil {
+		return nil
+	}
+	return t.x.sameDraw
+}
+
+// constValues are a Constant's values, or nil for any other tensor.
+func (t *Tensor) constValues() []float32 {
+	if t.x == nil {
+		return nil
+	}
+	return t.x.constData
+}
+
+// gatherInverse is the cached inverse of t's indices (see Gather), or nil.
+func (t *Tensor) gatherInverse() *inverseMap {
+	if t.x == nil {
+		return nil
+	}
+	return t.x.inverse
+}
+
+// attrs are the attributes of a recorded op: backend.Node's fields less
+// those the lowering fills (op, inputs, shape, arg). A Tensor holds them
+// for every op, so they are kept small: a lazy step makes a few hundred
+// Tensors, and their bytes were most of its allocation.
+type attrs struct {
+	A, B           float32
+	Axis, Start    int
+	Perm           []int
+	TransA, TransB bool
+}
+
+// node returns a's fields as a backend.Node's, for the lowering to fill.
+func (a attrs) node() backend.Node {
+	return backend.Node{A: a.A, B: a.B, Axis: a.Axis, Start: a.Start, Perm: a.Perm, TransA: a.TransA, TransB: a.TransB}
 }
 
 // state is atomic because String reads it without the device lock (it is

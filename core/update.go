@@ -56,5 +56,5 @@ func checkUpdate(fn string, w, g, hp *Tensor, nhp int, state ...*Tensor) {
 
 func (d *Device) recordUpdate(fn string, op backend.Op, ins ...*Tensor) {
 	defer d.enterMode(profile.PassUpdate, true, false)()
-	d.record(fn, op, ins[0].shape, backend.Node{}, ins...) // shapes never change: shared
+	d.record(fn, op, ins[0].shape, attrs{}, ins...) // shapes never change: shared
 }
