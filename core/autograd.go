@@ -2,7 +2,6 @@ package core
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/ag-go/ag/backend"
@@ -137,15 +136,22 @@ type walked struct {
 
 // topo orders the requires-grad subgraph under t, inputs first. Called with
 // the device lock held: it reads the recipes that a sync may change.
+// Visited nodes are marked with a new generation rather than kept in a map,
+// and the walked nodes' lists are cut from two shared slices: Backward runs
+// every lazy step, over every node.
 func topo(t *Tensor) ([]walked, error) {
 	var order []walked
-	seen := map[*Tensor]bool{}
+	var inSlab []*Tensor
+	var needSlab []bool
+	d := t.dev
+	d.markGen++
+	gen := d.markGen
 	var visit func(n *Tensor) error
 	visit = func(n *Tensor) error {
-		if seen[n] || !n.requiresGrad {
+		if n.consumedGen == gen || !n.requiresGrad {
 			return nil
 		}
-		seen[n] = true
+		n.consumedGen = gen
 		if !n.isLeaf() {
 			if n.backwarded {
 				return fmt.Errorf("core: Backward: %v was already differentiated by an earlier Backward", n)
@@ -165,7 +171,10 @@ func topo(t *Tensor) ([]walked, error) {
 		if ckpt {
 			ins = n.ckptSeg().ext
 		}
-		w := walked{t: n, inputs: slices.Clone(ins), needs: make([]bool, len(ins)), ckpt: ckpt}
+		inSlab = append(inSlab, ins...)
+		needSlab = append(needSlab, make([]bool, len(ins))...)
+		end := len(inSlab)
+		w := walked{t: n, inputs: inSlab[end-len(ins) : end : end], needs: needSlab[end-len(ins) : end : end], ckpt: ckpt}
 		for k, in := range ins {
 			switch in.state() {
 			case stateSpent:

@@ -35,7 +35,7 @@ type Device struct {
 	caps      backend.Caps
 	gen       int // backend instances so far: recordings compare it
 	pending   []*Tensor
-	markGen   uint64 // keepSet's current marks (see Tensor.keptGen)
+	markGen   uint64 // keepSet's and topo's current marks (see Tensor.keptGen)
 	progs     progCache
 	live      map[*storage]struct{}
 	pool      map[int][]backend.Buffer // freed buffers by length, for reuse
@@ -45,8 +45,9 @@ type Device struct {
 	// one reuses (see retire); keyBuf holds the program key's bytes.
 	spareLowering *lowering
 	keyBuf        []byte
-	poolMax       int64 // poolBytes, read from the device once
-	poolAdapts    bool  // the device's memory is unknown: poolFits sets poolMax
+	collectFn     func(*storage) // d.collect, for runtime.AddCleanup
+	poolMax       int64          // poolBytes, read from the device once
+	poolAdapts    bool           // the device's memory is unknown: poolFits sets poolMax
 	eager         bool
 	mmPrec        Precision          // SetMatMulPrecision
 	store         Precision          // SetActivationStorage
@@ -342,7 +343,10 @@ func (d *Device) keepRead(t *Tensor, v []float32) {
 func (d *Device) newStorage(owner *Tensor, host []float32, n int) *storage {
 	s := &storage{n: n, host: host, madeInCapture: d.guard != "" && host != nil}
 	d.live[s] = struct{}{}
-	runtime.AddCleanup(owner, func(s *storage) { d.collect(s) }, s)
+	if d.collectFn == nil {
+		d.collectFn = d.collect // one method value, not a closure per value
+	}
+	runtime.AddCleanup(owner, d.collectFn, s)
 	return s
 }
 

@@ -313,20 +313,14 @@ func (d *Device) program(lw *lowering) (e *progEntry, compiled bool, err error) 
 	return e, true, err
 }
 
-// newLowering returns the lowering the last run retired (see retire),
-// emptied, or a new one.
+// newLowering returns the lowering the last run retired (see retire), or
+// a new one.
 func (d *Device) newLowering() *lowering {
 	lw := d.spareLowering
 	d.spareLowering = nil
 	if lw == nil {
 		return &lowering{start: time.Now()}
 	}
-	clear(lw.argOf)
-	clear(lw.nodeOf)
-	clear(lw.out)
-	clear(lw.kept)
-	clear(lw.lent)
-	clear(lw.half)
 	*lw = lowering{start: time.Now(), g: backend.Graph{Nodes: lw.g.Nodes, Outputs: lw.g.Outputs},
 		args: lw.args, slab: lw.slab, argOf: lw.argOf, nodeOf: lw.nodeOf, kept: lw.kept[:0],
 		out: lw.out, lent: lw.lent[:0], half: lw.half[:0]}
@@ -346,6 +340,14 @@ func (d *Device) retire(lw *lowering, compiled bool) {
 	if compiled {
 		return
 	}
+	// emptied now, not when reused: a device holding the last run's
+	// tensors would keep them from the garbage collector
+	clear(lw.argOf)
+	clear(lw.nodeOf)
+	clear(lw.out)
+	clear(lw.kept)
+	clear(lw.lent)
+	clear(lw.half)
 	clear(prev)
 	lw.args = prev[:0]
 	d.spareLowering = lw
@@ -730,15 +732,19 @@ func (lw *lowering) input(d *Device, in *Tensor) (int, error) {
 	if idx, ok := lw.argOf[in.stor]; ok {
 		return idx, nil
 	}
-	u0 := time.Now()
 	var host []float32
 	if lendable(in) {
 		host = in.stor.host
 	}
-	err := d.onDeviceAt(in.stor, len(lw.args))
-	lw.upload += time.Since(u0)
-	if err != nil {
-		return 0, err
+	if in.stor.buf == nil {
+		// timed only when it uploads: a lazy step binds dozens of values
+		// already on the device, and two clock reads each were 6% of it
+		u0 := time.Now()
+		err := d.onDeviceAt(in.stor, len(lw.args))
+		lw.upload += time.Since(u0)
+		if err != nil {
+			return 0, err
+		}
 	}
 	if host != nil {
 		lw.lent = append(lw.lent, lent{in.stor, host})

@@ -2,9 +2,11 @@ package core
 
 import (
 	"math"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"testing"
+	"weak"
 
 	"github.com/ag-go/ag/backend"
 )
@@ -251,5 +253,34 @@ func TestLentValuesUsedAgain(t *testing.T) {
 	}
 	if !vel.OnDevice() {
 		t.Error("the velocity, updated in place, went back to the host")
+	}
+}
+
+// TestLastRunHoldsNoTensors checks that the device lets go of a run's
+// tensors once the run is done: the lowering it keeps for the next run's
+// maps and slices (see retire) is emptied, so that a value nobody holds is
+// collected and its memory goes back without another run.
+func TestLastRunHoldsNoTensors(t *testing.T) {
+	dev := open(t)
+	w := dev.Param([]float32{1, 2, 3, 4}, 4)
+	step := func() (weak.Pointer[Tensor], weak.Pointer[Tensor]) {
+		sq := Mul(w, w)
+		loss := Sum(sq)
+		if err := loss.Backward(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := loss.Item(); err != nil {
+			t.Fatal(err)
+		}
+		return weak.Make(sq), weak.Make(loss)
+	}
+	for i := range 3 { // the second and third runs reuse the first's lowering
+		w.ZeroGrad()
+		sq, loss := step()
+		runtime.GC()
+		runtime.GC()
+		if sq.Value() != nil || loss.Value() != nil {
+			t.Fatalf("step %d: after a GC the device still holds the run's tensors (intermediate held %v, loss held %v)", i, sq.Value() != nil, loss.Value() != nil)
+		}
 	}
 }

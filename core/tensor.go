@@ -74,6 +74,8 @@ type Tensor struct {
 	gather bool
 	// keepSet's marks: equal to the device's markGen when the last
 	// keepSet found t consumed by a pending node (kept: to outlive the run).
+	// topo marks the nodes it visited in consumedGen too, with a
+	// generation of its own.
 	consumedGen, keptGen uint64
 }
 
