@@ -428,12 +428,13 @@ func (d *Device) useDeviceTime(rec *profile.Run, info backend.RunInfo) {
 // recipe no backward needs let go of their inputs. Called with d.mu held.
 func (d *Device) realize(lw *lowering) {
 	d.stats.Runs++
+	for _, t := range lw.kept {
+		t.setState(stateRealized)
+		t.stor = d.newStorage(t, nil, t.Len())
+		t.stor.buf = lw.out[t]
+	}
 	for _, t := range d.pending {
-		if b, ok := lw.out[t]; ok {
-			t.setState(stateRealized)
-			t.stor = d.newStorage(t, nil, t.Len())
-			t.stor.buf = b
-		} else {
+		if t.state() == statePending { // not kept
 			t.setState(stateSpent)
 		}
 		if !t.requiresGrad || t.backwarded {
