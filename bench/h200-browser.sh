@@ -118,23 +118,23 @@ tests() {
 # run: the probe, then for each size WIDTHxDEPTHxBATCH of $BR_SIZES the
 # native step (ag bench -device webgpu), the page's step (ag webgpu captured
 # and lazy, each timed in the page around ag.train; tfjs-webgpu next to it
-# up to width 1024) and the native step again, one JSON per size. Every
-# step reads its loss back on both sides.
+# up to width 1024) and the native step again, one JSON per size. The loss
+# is read back every $BR_EVERY steps (default 1: each step) on every side.
 run() {
   unpack
   rm -rf /root/agbrow && cp -r .chr/agbrow /root/agbrow
   gunzip -c .chr/agnat.gz >/root/agnat && chmod +x /root/agnat
-  local out=${OUT:-/tmp} s w d b tf
+  local out=${OUT:-/tmp} s w d b tf ev=${BR_EVERY:-1}
   (cd /root/agbrow && ./run.sh -probe -gpu -chromium /opt/chr/run.sh -json "$out/browser-probe.json")
   for s in ${BR_SIZES:-256x4x64 1024x4x256 1024x4x1024 4096x8x1024}; do
     IFS=x read -r w d b <<<"$s"
     tf=webgpu
     [ "$w" -le 1024 ] || tf=
     echo "== $s"
-    /root/agnat bench -device webgpu -matmul '' -width "$w" -depth "$d" -batch "$b" -modes lazy,captured -reps 30 -json "$out/native-$s-a.json" 2>&1 | grep -v measuring
-    (cd /root/agbrow && timeout "${BR_TIMEOUT:-240}" ./run.sh -gpu -rounds 1 -width "$w" -depth "$d" -batch "$b" -steps 30 \
+    /root/agnat bench -device webgpu -matmul '' -width "$w" -depth "$d" -batch "$b" -modes lazy,captured -reps 30 -every "$ev" -json "$out/native-$s-a.json" 2>&1 | grep -v measuring
+    (cd /root/agbrow && timeout "${BR_TIMEOUT:-240}" ./run.sh -gpu -rounds 1 -width "$w" -depth "$d" -batch "$b" -steps $((30 * ev)) -every "$ev" \
       -ag-devices webgpu -tfjs-backends "$tf" -chromium /opt/chr/run.sh -json "$out/browser-$s.json" | grep -E "^1 |median|ratio" ) || echo "browser $s: rc=$?"
-    /root/agnat bench -device webgpu -matmul '' -width "$w" -depth "$d" -batch "$b" -modes lazy,captured -reps 30 -json "$out/native-$s-b.json" 2>&1 | grep -v measuring
+    /root/agnat bench -device webgpu -matmul '' -width "$w" -depth "$d" -batch "$b" -modes lazy,captured -reps 30 -every "$ev" -json "$out/native-$s-b.json" 2>&1 | grep -v measuring
   done
 }
 

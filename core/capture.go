@@ -161,20 +161,37 @@ func (c *Capture) Records() int {
 // Call runs the captured function on the inputs and returns the outputs'
 // values, recording first when needed (see Capture).
 func (c *Capture) Call(in ...Input) ([][]float32, error) {
+	return c.call("Capture.Call", in, true)
+}
+
+// Run runs the captured function on the inputs as Call does and does not
+// read its outputs back: for steps whose outputs nobody looks at (a loss
+// reported every tenth step). The run that records reads them all the
+// same. A backend that can submit work without waiting for it (WebGPU in
+// the browser) returns as soon as the run is submitted, so the next step
+// queues behind it instead of waiting a round trip to the GPU; elsewhere
+// Run waits for the run, as Call does, and saves only the download.
+func (c *Capture) Run(in ...Input) error {
+	_, err := c.call("Capture.Run", in, false)
+	return err
+}
+
+// call is Call (read) or Run (!read), named fn in errors.
+func (c *Capture) call(fn string, in []Input, read bool) ([][]float32, error) {
 	start := time.Now()
 	for i, x := range in {
-		checkShape("Capture.Call", x.Shape)
+		checkShape(fn, x.Shape)
 		if backend.NumElems(x.Shape) != len(x.Data) {
-			return nil, fmt.Errorf("core: Capture.Call: input %d has %d values for shape %v", i, len(x.Data), x.Shape)
+			return nil, fmt.Errorf("core: %s: input %d has %d values for shape %v", fn, i, len(x.Data), x.Shape)
 		}
 	}
 	if len(in) == 0 {
-		return nil, fmt.Errorf("core: Capture.Call: no inputs: the captured function takes its inputs as tensors made from Call's arguments; pass at least one (core.In(data, shape...))")
+		return nil, fmt.Errorf("core: %s: no inputs: the captured function takes its inputs as tensors made from the call's arguments; pass at least one (core.In(data, shape...))", fn)
 	}
 	d := c.dev
 	d.lock()
 	defer d.mu.Unlock()
-	if err := d.syncLocked(nil, "Capture.Call"); err != nil { // earlier work first
+	if err := d.syncLocked(nil, fn); err != nil { // earlier work first
 		return nil, err
 	}
 	recs := c.slot.recs
@@ -182,7 +199,7 @@ func (c *Capture) Call(in ...Input) ([][]float32, error) {
 		if r.valid(d, in) {
 			copy(recs[1:i+1], recs[:i]) // most recently used first
 			recs[0] = r
-			return r.replay(d, in, start)
+			return r.replay(d, in, start, read)
 		}
 	}
 	// A recording made under the modes that hold now is out of date (other
@@ -388,7 +405,7 @@ const packAlign = 64
 
 // replay uploads the packed inputs, runs the program and downloads the
 // outputs. Called with d.mu held and nothing pending.
-func (r *recording) replay(d *Device, in []Input, start time.Time) ([][]float32, error) {
+func (r *recording) replay(d *Device, in []Input, start time.Time, read bool) ([][]float32, error) {
 	prof := profiling()
 	t0 := time.Now()
 	packed := make([]float32, r.packed.stor.n)
@@ -396,14 +413,14 @@ func (r *recording) replay(d *Device, in []Input, start time.Time) ([][]float32,
 		copy(packed[r.offsets[i]:], x.Data)
 	}
 	if err := d.be.Write(r.packed.stor.buf, 0, packed); err != nil {
-		return nil, fmt.Errorf("core: Capture.Call: uploading inputs: %w", err)
+		return nil, fmt.Errorf("core: %s: uploading inputs: %w", r.site(read), err)
 	}
 	d.count(true, len(packed), "capture inputs")
 	if r.rngBlocks > 0 {
 		// The recorded draws read the stream's position from the state
 		// tensor: this replay's numbers are the next ones.
 		if err := d.writeRNG(); err != nil {
-			return nil, fmt.Errorf("core: Capture.Call: %w", err)
+			return nil, fmt.Errorf("core: %s: %w", r.site(read), err)
 		}
 		d.rng.base += r.rngBlocks
 	}
@@ -416,7 +433,7 @@ func (r *recording) replay(d *Device, in []Input, start time.Time) ([][]float32,
 	switch {
 	case prof:
 		info, times, err = runTimed(r.prog.prog, r.args, r.nnodes)
-	case folds:
+	case folds && read:
 		// one wait for the run and the download (see backend.RunReader)
 		flat = make([]float32, r.flat.stor.n)
 		info, err = rr.RunRead(r.args, r.flat.stor.buf, 0, flat)
@@ -424,13 +441,16 @@ func (r *recording) replay(d *Device, in []Input, start time.Time) ([][]float32,
 		info, err = r.prog.prog.Run(r.args)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("core: Capture.Call: running: %w", err)
+		return nil, fmt.Errorf("core: %s: running: %w", r.site(read), err)
 	}
 	d.stats.Runs++
 	d.stats.CacheHits++
 	profile.Launch("captured", info.Launches)
 	t2 := time.Now()
-	res, err := r.download(d, flat)
+	var res [][]float32
+	if read {
+		res, err = r.download(d, flat)
+	}
 	if prof {
 		// ctx: checking that the recording still holds, before the upload
 		nodes := slices.Clone(r.nodes)
@@ -445,6 +465,14 @@ func (r *recording) replay(d *Device, in []Input, start time.Time) ([][]float32,
 		profile.RecordRun(&rec)
 	}
 	return res, err
+}
+
+// site names the call that replays r in errors: Call reads, Run does not.
+func (r *recording) site(read bool) string {
+	if read {
+		return "Capture.Call"
+	}
+	return "Capture.Run"
 }
 
 // download reads the outputs (unless the run did: flat) and splits them.

@@ -171,3 +171,69 @@ func TestCaptureGuardedModes(t *testing.T) {
 		t.Errorf("%d recordings made, %d kept: want 3 made, 2 kept", r, n)
 	}
 }
+
+// TestCaptureRun checks Run against Call: a training step captured once
+// and advanced by Run (no outputs read) leaves the parameters where Call's
+// steps leave them, and Run downloads nothing, the recording call aside.
+func TestCaptureRun(t *testing.T) {
+	train := func(read func(c *Capture, in ...Input) error) ([]float32, float32) {
+		dev := open(t)
+		w := dev.Param([]float32{1, -2, 3, 0.5}, 4)
+		vel, err := dev.Zeros(4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := NewCapture(dev, func(in []*Tensor) []*Tensor {
+			w.ZeroGrad()
+			loss := Sum(Mul(Mul(w, w), in[0]))
+			if err := loss.Backward(); err != nil {
+				panic(err)
+			}
+			SGDUpdate(w, w.Grad(), vel, in[1])
+			return []*Tensor{loss}
+		})
+		hp := In([]float32{0.05, 0.9, 0}, 3)
+		for i := range 6 {
+			x := In([]float32{1, float32(i), 2, 1}, 4)
+			if i == 0 || i == 5 {
+				if _, err := c.Call(x, hp); err != nil { // records; the last reads
+					t.Fatal(err)
+				}
+				continue
+			}
+			if err := read(c, x, hp); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out, err := c.Call(In([]float32{1, 1, 1, 1}, 4), hp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := w.Data()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got, out[0][0]
+	}
+	wantW, wantLoss := train(func(c *Capture, in ...Input) error { _, err := c.Call(in...); return err })
+	profile.Count(true)
+	defer profile.Count(false)
+	gotW, gotLoss := train((*Capture).Run)
+	if !slices.Equal(gotW, wantW) || gotLoss != wantLoss {
+		t.Errorf("after Run steps: w %v, loss %v; after Call steps: w %v, loss %v", gotW, gotLoss, wantW, wantLoss)
+	}
+	// The recording Call, the replayed one and the last read; the 4 Runs
+	// do not.
+	n := 0
+	for _, s := range profile.XferData().Sites {
+		if s.Site == "capture outputs" {
+			n = s.Count
+		}
+	}
+	if n != 3 {
+		t.Errorf("%d output downloads, want 3 (three Calls; four Runs read nothing)", n)
+	}
+	if err := NewCapture(open(t), func(in []*Tensor) []*Tensor { return in }).Run(); err == nil || !strings.Contains(err.Error(), "Capture.Run: no inputs") {
+		t.Errorf("Run with no inputs: %v, want an error naming Capture.Run", err)
+	}
+}

@@ -131,13 +131,29 @@ func globalNorm(ps []*core.Tensor) *core.Tensor {
 // Step runs one training step on the inputs and returns the loss. The
 // optimizer's step count advances when its update ran.
 func (s *StepCapture) Step(in ...core.Input) (float32, error) {
-	if err := checkOptimizer("StepCapture.Step", s.opt); err != nil {
+	return s.step("StepCapture.Step", in, true)
+}
+
+// StepUnread runs one training step as Step does and does not read the
+// loss back (nor, with OneRun, GradNorm): for the steps between those whose
+// loss is reported. In the browser the step is then submitted without
+// waiting for it (see core.Capture.Run), so steps queue on the GPU instead
+// of paying a round trip each. The safe two-run clipping (MaxGradNorm
+// without OneRun) still reads the norm, and waits for it, every step.
+func (s *StepCapture) StepUnread(in ...core.Input) error {
+	_, err := s.step("StepCapture.StepUnread", in, false)
+	return err
+}
+
+// step is Step (read) or StepUnread, named fn in errors.
+func (s *StepCapture) step(fn string, in []core.Input, read bool) (float32, error) {
+	if err := checkOptimizer(fn, s.opt); err != nil {
 		return 0, err
 	}
 	// NaN is neither > 0 nor <= 0: as a limit it made every parameter NaN
 	// (two runs) or silently did not clip (OneRun)
 	if m := float64(s.MaxGradNorm); math.IsNaN(m) || math.IsInf(m, 0) {
-		return 0, fmt.Errorf("nn.StepCapture.Step: MaxGradNorm %v, want a finite value (> 0 clips, 0 does not); nothing ran", s.MaxGradNorm)
+		return 0, fmt.Errorf("nn.%s: MaxGradNorm %v, want a finite value (> 0 clips, 0 does not); nothing ran", fn, s.MaxGradNorm)
 	}
 	next := s.opt.StepCount() + 1
 	hyper := s.opt.Hyper(next)
@@ -148,14 +164,23 @@ func (s *StepCapture) Step(in ...core.Input) (float32, error) {
 		if s.MaxGradNorm > 0 {
 			c, in = s.oneRun, append(in, core.In([]float32{s.MaxGradNorm}, 1))
 		}
-		out, err := c.Call(in...)
+		var out [][]float32
+		var err error
+		if read {
+			out, err = c.Call(in...)
+		} else {
+			err = c.Run(in...)
+		}
 		if err != nil {
 			return 0, err
+		}
+		s.opt.SetStepCount(next)
+		if !read {
+			return 0, nil
 		}
 		if len(out) > 1 {
 			s.GradNorm = out[1][0]
 		}
-		s.opt.SetStepCount(next)
 		return out[0][0], nil
 	}
 	out, err := s.grads.Call(in...)
@@ -165,7 +190,7 @@ func (s *StepCapture) Step(in ...core.Input) (float32, error) {
 	loss, norm := out[0][0], out[1][0]
 	s.GradNorm = norm
 	if math.IsNaN(float64(norm)) || math.IsInf(float64(norm), 0) {
-		return loss, fmt.Errorf("nn.StepCapture.Step: %w (%v); the update was skipped", ErrNonFiniteNorm, norm)
+		return loss, fmt.Errorf("nn.%s: %w (%v); the update was skipped", fn, ErrNonFiniteNorm, norm)
 	}
 	_, err = s.clipped.Call(core.In(hyper, len(hyper)), core.In([]float32{s.MaxGradNorm}, 1), core.In([]float32{norm}, 1))
 	if err == nil {

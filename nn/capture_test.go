@@ -312,3 +312,55 @@ func TestCaptureStepActivationStorage(t *testing.T) {
 		}
 	}
 }
+
+// TestCaptureStepUnread checks that steps taken with StepUnread train as
+// Step's do, in every mode: the same parameters, step count and last loss.
+func TestCaptureStepUnread(t *testing.T) {
+	for _, c := range []struct {
+		clip   float32
+		oneRun bool
+	}{{0, false}, {0.5, false}, {0.5, true}} {
+		dev := openDev(t)
+		run := func(unread bool) ([]float32, float32, int) {
+			m := MLP(dev, []int{6, 16, 3}, core.Tanh, rand.New(rand.NewPCG(7, 7)))
+			opt := NewAdam(m.Params(), 0.01)
+			step := CaptureStep(opt, func(in []*core.Tensor) *core.Tensor { return MSELoss(m.Forward(in[0]), in[1]) })
+			step.MaxGradNorm, step.OneRun = c.clip, c.oneRun
+			r := rand.New(rand.NewPCG(1, 1))
+			xs, ys := make([]float32, 8*6), make([]float32, 8*3)
+			var loss float32
+			for i := range 6 {
+				for k := range xs {
+					xs[k] = float32(r.Float64()*2 - 1)
+				}
+				for k := range ys {
+					ys[k] = float32(r.Float64())
+				}
+				var err error
+				if unread && i > 0 && i < 5 {
+					err = step.StepUnread(core.In(xs, 8, 6), core.In(ys, 8, 3))
+				} else {
+					loss, err = step.Step(core.In(xs, 8, 6), core.In(ys, 8, 3))
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			var ws []float32
+			for _, p := range m.Params() {
+				v, err := p.Data()
+				if err != nil {
+					t.Fatal(err)
+				}
+				ws = append(ws, v...)
+			}
+			return ws, loss, opt.StepCount()
+		}
+		wantW, wantLoss, wantN := run(false)
+		gotW, gotLoss, gotN := run(true)
+		if !slices.Equal(gotW, wantW) || gotLoss != wantLoss || gotN != wantN {
+			t.Errorf("clip %g one run %t: with StepUnread loss %v after %d steps, with Step %v after %d; parameters equal: %t",
+				c.clip, c.oneRun, gotLoss, gotN, wantLoss, wantN, slices.Equal(gotW, wantW))
+		}
+	}
+}

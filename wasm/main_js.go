@@ -3,6 +3,7 @@
 package main
 
 import (
+	"fmt"
 	"runtime"
 	"syscall/js"
 	"time"
@@ -46,11 +47,21 @@ func main() {
 			}
 			// A mode that is not a string reaches train as its JS text
 			// ("<number: 5>"), which train refuses, naming it.
-			mode := ModeLazy
-			if o := jsbridge.Arg(args, 2); o.Type() == js.TypeObject && !o.Get("mode").IsUndefined() {
-				mode = o.Get("mode").String()
+			mode, every := ModeLazy, 1
+			if o := jsbridge.Arg(args, 2); o.Type() == js.TypeObject {
+				if !o.Get("mode").IsUndefined() {
+					mode = o.Get("mode").String()
+				}
+				if v := o.Get("every"); v.Type() == js.TypeNumber {
+					every = v.Int()
+				} else if !v.IsUndefined() {
+					text := v.String()
+					return jsbridge.Promise(q, func() (any, error) {
+						return nil, fmt.Errorf("train: every %s: want a number of steps", text)
+					})
+				}
 			}
-			return jsbridge.Promise(q, func() (any, error) { return s.train(steps, mode, progress) })
+			return jsbridge.Promise(q, func() (any, error) { return s.train(steps, mode, every, progress) })
 		}),
 		"profile": js.FuncOf(func(_ js.Value, args []js.Value) any {
 			o := jsbridge.Arg(args, 0)

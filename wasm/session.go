@@ -41,13 +41,17 @@ type BuildInfo struct {
 
 // TrainResult is ag.train's answer.
 type TrainResult struct {
-	Mode      string    `json:"mode"`       // how the steps ran (ModeLazy...)
-	Steps     int       `json:"steps"`      // steps run by this call
-	Total     int       `json:"total"`      // steps trained since build
-	FirstLoss float64   `json:"first_loss"` // loss of this call's first step
-	LastLoss  float64   `json:"last_loss"`
-	StepMS    []float64 `json:"step_ms"`
-	Stopped   bool      `json:"stopped"` // ag.stop() ended it early
+	Mode      string  `json:"mode"`       // how the steps ran (ModeLazy...)
+	Steps     int     `json:"steps"`      // steps run by this call
+	Total     int     `json:"total"`      // steps trained since build
+	Every     int     `json:"every"`      // the loss was read every this many steps, and at the last
+	FirstLoss float64 `json:"first_loss"` // loss of this call's first step read
+	LastLoss  float64 `json:"last_loss"`  // loss of the last step (always read)
+	// StepMS is each step's wall time. Steps between two reads share their
+	// time equally: a step that does not wait for its work has no time of
+	// its own.
+	StepMS  []float64 `json:"step_ms"`
+	Stopped bool      `json:"stopped"` // ag.stop() ended it early
 }
 
 // Execution modes of ag.profile, workload.Mode's names. Each profiles
@@ -199,14 +203,24 @@ func (s *session) build(cfg BuildConfig) (BuildInfo, error) {
 var errNoModel = errors.New("no model: call ag.build first")
 
 // train runs steps training steps in mode (ModeLazy, ModeCaptured or
-// ModeEager; "" is lazy), calling progress after each. The modes train the
-// same model the same way; captured skips recording and lowering each step.
-func (s *session) train(steps int, mode string, progress func(step int, loss float32, ms float64)) (TrainResult, error) {
+// ModeEager; "" is lazy), reading the loss back every `every` steps and at
+// the last, and calling progress after each read. The modes train the same
+// model the same way; captured skips recording and lowering each step.
+//
+// Reading less often is what makes small steps fast in the browser: a read
+// waits a round trip to the GPU process (2-4 ms in Chromium on an H200,
+// whatever the step's size), while steps that are not read are submitted
+// and queue behind each other (workload.MLP.StepUnread). ag.stop() takes
+// effect between reads.
+func (s *session) train(steps int, mode string, every int, progress func(step int, loss float32, ms float64)) (TrainResult, error) {
 	if s.m == nil {
 		return TrainResult{}, fmt.Errorf("train: %w", errNoModel)
 	}
 	if steps < 1 || steps > 100000 {
 		return TrainResult{}, fmt.Errorf("train: steps %d: want 1..100000", steps)
+	}
+	if every < 1 || every > 100000 {
+		return TrainResult{}, fmt.Errorf("train: every %d: want 1..100000 (read the loss back every this many steps)", every)
 	}
 	if mode == "" {
 		mode = ModeLazy
@@ -216,32 +230,45 @@ func (s *session) train(steps int, mode string, progress func(step int, loss flo
 	}
 	s.stop.Store(false)
 	s.dev.SetEager(false)
-	r := TrainResult{Mode: mode, StepMS: []float64{}}
+	r := TrainResult{Mode: mode, Every: every, StepMS: []float64{}}
 	lastYield := time.Now()
-	for i := range steps {
+	wm := workload.Mode(mode)
+	for done := 0; done < steps; {
 		if s.stop.Load() {
 			r.Stopped = true
 			break
 		}
+		n := min(every, steps-done) // the group's last step is read
 		t0 := time.Now()
-		loss, err := s.m.StepMode(workload.Mode(mode))
-		if err != nil {
-			return r, fmt.Errorf("train: %s step %d on %s: %w", mode, s.total+1, s.dev, err)
+		var loss float32
+		for k := range n {
+			var err error
+			if k < n-1 {
+				err = s.m.StepUnread(wm)
+			} else {
+				loss, err = s.m.StepMode(wm)
+			}
+			if err != nil {
+				return r, fmt.Errorf("train: %s step %d on %s: %w", mode, s.total+1, s.dev, err)
+			}
+			s.total++
+			r.Steps++
+			if s.yield != nil && time.Since(lastYield) > 30*time.Millisecond {
+				s.yield()
+				lastYield = time.Now()
+			}
 		}
-		dt := pageapi.MS(time.Since(t0))
-		s.total++
-		r.Steps++
-		r.StepMS = append(r.StepMS, dt)
-		if i == 0 {
+		dt := pageapi.MS(time.Since(t0)) / float64(n)
+		for range n {
+			r.StepMS = append(r.StepMS, dt)
+		}
+		if done == 0 {
 			r.FirstLoss = float64(loss)
 		}
+		done += n
 		r.LastLoss = float64(loss)
 		if progress != nil {
 			progress(s.total, loss, dt)
-		}
-		if s.yield != nil && time.Since(lastYield) > 30*time.Millisecond {
-			s.yield()
-			lastYield = time.Now()
 		}
 	}
 	r.Total = s.total

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -20,7 +21,7 @@ func TestBuildTrainLossFalls(t *testing.T) {
 		t.Fatalf("build: name %q params %d, want cpu and %d", info.Name, info.Params, 2*(32*32+32))
 	}
 	var calls int
-	r, err := s.train(40, "", func(step int, loss float32, ms float64) {
+	r, err := s.train(40, "", 1, func(step int, loss float32, ms float64) {
 		calls++
 		if step != calls || math.IsNaN(float64(loss)) || ms < 0 {
 			t.Errorf("progress(%d, %g, %g) at call %d", step, loss, ms, calls)
@@ -48,7 +49,7 @@ func TestTrainModes(t *testing.T) {
 		if _, err := s.build(cfg); err != nil {
 			t.Fatal(err)
 		}
-		r, err := s.train(12, mode, func(_ int, loss float32, _ float64) { losses[mode] = append(losses[mode], loss) })
+		r, err := s.train(12, mode, 1, func(_ int, loss float32, _ float64) { losses[mode] = append(losses[mode], loss) })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,8 +68,56 @@ func TestTrainModes(t *testing.T) {
 	if _, err := s.build(cfg); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.train(1, "jit", nil); err == nil || !strings.Contains(err.Error(), `mode "jit"`) {
+	if _, err := s.train(1, "jit", 1, nil); err == nil || !strings.Contains(err.Error(), `mode "jit"`) {
 		t.Fatalf(`train mode "jit": error %v, want one naming the mode`, err)
+	}
+}
+
+// TestTrainEvery reads the loss every third step: progress comes at steps
+// 3, 6 and 7 (the last is always read), each step keeps a time, and the
+// losses read are those of the same steps read one by one, in each mode.
+func TestTrainEvery(t *testing.T) {
+	cfg := BuildConfig{Width: 24, Depth: 3, Batch: 8, LR: 1e-2, Device: "cpu"}
+	for _, mode := range []string{ModeLazy, ModeCaptured, ModeEager} {
+		var all []float32
+		s := newSession()
+		if _, err := s.build(cfg); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.train(7, mode, 1, func(_ int, loss float32, _ float64) { all = append(all, loss) }); err != nil {
+			t.Fatal(err)
+		}
+		s = newSession()
+		if _, err := s.build(cfg); err != nil {
+			t.Fatal(err)
+		}
+		var steps []int
+		var losses []float32
+		r, err := s.train(7, mode, 3, func(step int, loss float32, ms float64) {
+			steps, losses = append(steps, step), append(losses, loss)
+			if ms < 0 {
+				t.Errorf("%s: progress at step %d with %g ms", mode, step, ms)
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []float32{all[2], all[5], all[6]}
+		if fmt.Sprint(steps) != "[3 6 7]" || fmt.Sprint(losses) != fmt.Sprint(want) {
+			t.Errorf("%s, every 3 of 7 steps: progress at %v with losses %v, want at [3 6 7] with %v", mode, steps, losses, want)
+		}
+		if r.Steps != 7 || r.Every != 3 || len(r.StepMS) != 7 || r.FirstLoss != float64(all[2]) || r.LastLoss != float64(all[6]) {
+			t.Errorf("%s, every 3 of 7 steps: result %+v", mode, r)
+		}
+	}
+	s := newSession()
+	if _, err := s.build(cfg); err != nil {
+		t.Fatal(err)
+	}
+	for _, every := range []int{0, -1, 100001} {
+		if _, err := s.train(5, ModeLazy, every, nil); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("every %d", every)) {
+			t.Errorf("train every %d: error %v, want one naming it", every, err)
+		}
 	}
 }
 

@@ -502,6 +502,55 @@ func TestTrainAndProfile(t *testing.T) {
 
 // TestNoWebGPU hides navigator.gpu, as a browser without WebGPU has it: the
 // page must say so and train on the CPU backend compiled to wasm.
+// TestTrainEvery trains with the loss read every third step, in the
+// browser on its best device (WebGPU on SwiftShader here: runs between reads
+// are submitted and not waited for), and checks that the losses read are
+// those of the same steps read one by one, in lazy and captured mode.
+func TestTrainEvery(t *testing.T) {
+	tb := openTab(t, 1280, 800)
+	tb.wait(t, ready, 60*time.Second)
+	type run struct {
+		Device string    `json:"device"`
+		All    []float64 `json:"all"`
+		Steps  []int     `json:"steps"`
+		Losses []float64 `json:"losses"`
+		Every  int       `json:"every"`
+		StepMS int       `json:"step_ms"`
+	}
+	got := eval[map[string]run](t, tb, `(async () => {
+		const out = {};
+		const cfg = {width: 32, depth: 2, batch: 8, lr: 0.01, device: "best"};
+		for (const mode of ["lazy", "captured"]) {
+			const r = {all: [], steps: [], losses: []};
+			r.device = (await ag.build(cfg)).device;
+			await ag.train(7, (s, l) => r.all.push(l), {mode});
+			await ag.build(cfg);
+			const res = await ag.train(7, (s, l) => { r.steps.push(s); r.losses.push(l); }, {mode, every: 3});
+			r.every = res.every;
+			r.step_ms = res.step_ms.length;
+			out[mode] = r;
+		}
+		return out;
+	})()`)
+	for _, mode := range []string{"lazy", "captured"} {
+		r := got[mode]
+		t.Logf("%s on %s: every step %v; every 3rd %v at steps %v", mode, r.Device, r.All, r.Losses, r.Steps)
+		if len(r.All) != 7 || fmt.Sprint(r.Steps) != "[3 6 7]" || len(r.Losses) != 3 || r.Every != 3 || r.StepMS != 7 {
+			t.Errorf("%s: %+v: want progress at steps 3, 6, 7, every 3 and 7 step times", mode, r)
+			continue
+		}
+		for i, k := range []int{2, 5, 6} {
+			if d := math.Abs(r.Losses[i] - r.All[k]); d > 1e-5*math.Abs(r.All[k]) {
+				t.Errorf("%s: loss at step %d read every 3rd step %v, read each step %v", mode, k+1, r.Losses[i], r.All[k])
+			}
+		}
+	}
+	msg := eval[string](t, tb, `ag.train(2, null, {every: "many"}).then(() => "resolved", e => e.message)`)
+	if !strings.Contains(msg, "every many") {
+		t.Errorf(`ag.train with every "many": %q, want an error naming it`, msg)
+	}
+}
+
 func TestNoWebGPU(t *testing.T) {
 	tb := openTabWith(t, 375, 812, `delete Navigator.prototype.gpu;`)
 	tb.wait(t, ready, 60*time.Second)

@@ -11,7 +11,8 @@
 // 127.0.0.1 and runs ag's and tfjs's pages alternately, a fresh tab per
 // configuration, for -rounds rounds. Each run warms up (at least
 // -warmup-steps steps and -warmup-ms, which keeps WebGPU shader compiles
-// out) and then times -steps steps, each reading the loss back. It prints
+// out) and then times -steps steps, reading the loss back every -every
+// steps (1: each step, the default; both sides alike). It prints
 // the runs, the issue's two ratios per round - (1) ag WebGPU / tfjs-webgpu,
 // goal <= 0.4; (2) ag's best / tfjs's best, goal <= 0.5 - and ag's profile
 // of each configuration, and writes everything as JSON with -json.
@@ -47,6 +48,7 @@ type Options struct {
 	Width, Depth, Batch int
 	LR                  float64
 	Steps, Rounds       int
+	Every               int // read the loss back every this many steps
 	WarmupSteps         int
 	WarmupMS            float64
 	ProfileSteps        int
@@ -79,6 +81,7 @@ type Report struct {
 	Probe    *Probe   `json:"probe"` // the browser's GPU, its command line and the flags added
 	Model    any      `json:"model"`
 	Steps    int      `json:"steps"`
+	Every    int      `json:"every"`
 	Rounds   int      `json:"rounds"`
 	Browser  string   `json:"browser"`
 	Go       string   `json:"go"`
@@ -97,6 +100,7 @@ type pageConfig struct {
 	Batch        int     `json:"batch"`
 	LR           float64 `json:"lr"`
 	Steps        int     `json:"steps"`
+	Every        int     `json:"every"`
 	ProfileSteps int     `json:"profileSteps"`
 	Device       string  `json:"device,omitempty"`      // ag
 	Mode         string  `json:"mode,omitempty"`        // ag
@@ -117,6 +121,7 @@ func main() {
 	flag.IntVar(&o.Batch, "batch", 64, "batch size")
 	flag.Float64Var(&o.LR, "lr", 1e-3, "Adam learning rate")
 	flag.IntVar(&o.Steps, "steps", 20, "timed steps per run")
+	flag.IntVar(&o.Every, "every", 1, "read the loss back every this many steps (both sides; a read waits for the GPU, steps between are only queued)")
 	flag.IntVar(&o.Rounds, "rounds", 3, "rounds; each runs every configuration once, ag and tfjs alternating")
 	flag.IntVar(&o.WarmupSteps, "warmup-steps", 3, "untimed steps before timing, at least")
 	flag.Float64Var(&o.WarmupMS, "warmup-ms", 3000, "untimed milliseconds before timing, at least (WebGPU shader compiles take ~3 s)")
@@ -171,7 +176,7 @@ type job struct {
 // device's modes, then the tfjs backend that matches it (webgpu next to
 // webgpu, wasm and cpu next to ag's cpu-wasm), so ag and tfjs alternate.
 func jobs(o Options) []job {
-	base := pageConfig{Width: o.Width, Depth: o.Depth, Batch: o.Batch, LR: o.LR, Steps: o.Steps, ProfileSteps: o.ProfileSteps, WasmThreads: o.TfjsWasmThreads}
+	base := pageConfig{Width: o.Width, Depth: o.Depth, Batch: o.Batch, LR: o.LR, Steps: o.Steps, Every: o.Every, ProfileSteps: o.ProfileSteps, WasmThreads: o.TfjsWasmThreads}
 	base.Warmup.MinSteps, base.Warmup.MinMS, base.Warmup.MaxSteps = o.WarmupSteps, o.WarmupMS, max(50, o.WarmupSteps)
 	var out []job
 	tfjsDone := map[string]bool{}
@@ -208,8 +213,8 @@ func jobs(o Options) []job {
 }
 
 func run(o Options) error {
-	if o.Width < 1 || o.Depth < 1 || o.Batch < 1 || o.Steps < 1 || o.Rounds < 1 {
-		return fmt.Errorf("width %d, depth %d, batch %d, steps %d, rounds %d: all must be >= 1", o.Width, o.Depth, o.Batch, o.Steps, o.Rounds)
+	if o.Width < 1 || o.Depth < 1 || o.Batch < 1 || o.Steps < 1 || o.Rounds < 1 || o.Every < 1 {
+		return fmt.Errorf("width %d, depth %d, batch %d, steps %d, rounds %d, every %d: all must be >= 1", o.Width, o.Depth, o.Batch, o.Steps, o.Rounds, o.Every)
 	}
 	if o.JSON != "" {
 		// the report's folder first, so that a long run never ends in a
@@ -345,7 +350,7 @@ func run(o Options) error {
 	logf("WebGPU adapter: %s", pb.Adapter().Summary())
 
 	rep := &Report{Command: strings.Join(os.Args, " "), AgSrc: agSrc, AgRev: agRev, GPUMode: o.GPU, Adapter: pb.Adapter(), Probe: pb,
-		Steps: o.Steps, Rounds: o.Rounds, Browser: br.Version,
+		Steps: o.Steps, Every: o.Every, Rounds: o.Rounds, Browser: br.Version,
 		Go: runtime.Version(), CPUs: runtime.NumCPU(), Started: time.Now().UTC().Format(time.RFC3339),
 		Model: map[string]any{"width": o.Width, "depth": o.Depth, "batch": o.Batch, "lr": o.LR, "flops_per_step": 6.0 * float64(o.Batch*o.Width*o.Width*o.Depth)},
 		Goals: map[string]float64{"webgpu_ratio": GoalWebGPU, "best_ratio": GoalBest}}
@@ -373,7 +378,7 @@ func run(o Options) error {
 			case r.Error != "":
 				logf("round %d %-22s FAILED after %.0f s: %s", round, r.Name(), r.WallS, r.Error)
 			default:
-				logf("round %d %-22s median %8.2f ms  min %8.2f ms  (%d steps after %d warm-up, %.0f s)", round, r.Name(), r.MedianMS, r.MinMS, len(r.StepMS), r.Warmup.Steps, r.WallS)
+				logf("round %d %-22s median %8.2f ms  min %8.2f ms  (%d timed calls of %d step(s) after %d warm-up calls, %.0f s)", round, r.Name(), r.MedianMS, r.MinMS, len(r.StepMS), o.Every, r.Warmup.Steps, r.WallS)
 			}
 			for _, e := range r.ConsoleErrors {
 				logf("round %d %-22s console error: %s", round, r.Name(), e)
@@ -385,8 +390,8 @@ func run(o Options) error {
 	}
 	rep.Summary = summarize(rep.PerRound)
 
-	fmt.Printf("ag vs TensorFlow.js %s in %s, MLP %dx%d, batch %d, Adam, MSE; %d timed steps per run, %d rounds\n",
-		tfjsVersion(rep.Runs), br.Version, o.Depth, o.Width, o.Batch, o.Steps, o.Rounds)
+	fmt.Printf("ag vs TensorFlow.js %s in %s, MLP %dx%d, batch %d, Adam, MSE; %d timed steps per run, the loss read every %d, %d rounds\n",
+		tfjsVersion(rep.Runs), br.Version, o.Depth, o.Width, o.Batch, o.Steps, o.Every, o.Rounds)
 	fmt.Printf("ag %s; WebGPU adapter: %s\n", orDash(agRev), rep.Adapter.Summary())
 	fmt.Printf("chromium flags added: %s\n", orDash(strings.Join(flags, " ")))
 	printRuns(os.Stdout, rep.Runs)

@@ -37,6 +37,7 @@ type benchResult struct {
 	MinMs   float64 `json:"min_ms"`
 	GFLOPs  float64 `json:"gflops"`
 	Reps    int     `json:"reps"`
+	Every   int     `json:"every,omitempty"` // mlp_step: the loss read every this many steps (reps timings of every steps each)
 	Loss    float64 `json:"final_loss,omitempty"`
 	// With -profiled: the median step with per-op profiling on, and its
 	// ratio to the median step without, both from steps taken in turns.
@@ -61,6 +62,7 @@ func bench(args []string) error {
 	depth := fs.Int("depth", 4, "MLP depth")
 	reps := fs.Int("reps", 10, "timed repetitions per measurement")
 	modes := fs.String("modes", "lazy,captured", "MLP step execution modes: eager, lazy, captured")
+	every := fs.Int("every", 1, "MLP steps: read the loss back every this many steps (a timing is then that many steps, shared); as the page's ag.train(n, cb, {every})")
 	out := fs.String("json", "", "write the results as JSON to this file")
 	gpts := fs.String("gpt", "", "character-level transformer steps (models.GPT), comma-separated LAYERSxWIDTH, e.g. 4x256 (heads of 64)")
 	gptCtx := fs.Int("gpt-ctx", 128, "transformer context (tokens per sequence)")
@@ -72,6 +74,9 @@ func bench(args []string) error {
 	store16 := fs.Bool("store16", false, "with -precision f16 or bf16, also hold the activations saved for the backward in that format (core.Device.SetActivationStorage); results say \"f16+store\"")
 	profiled := fs.Bool("profiled", false, "also time each MLP step with per-op profiling on, in turns with steps without, and print the ratio (the profiler's cost)")
 	fs.Parse(args)
+	if *every < 1 {
+		return fmt.Errorf("-every %d: want >= 1", *every)
+	}
 
 	names := splitList(*devs)
 	if len(names) == 0 {
@@ -91,7 +96,7 @@ func bench(args []string) error {
 		case "bf16":
 			precisions = append(precisions, core.PrecisionBF16)
 		default:
-			return fmt.Errorf("ag bench: -precision %q: want f32, f16 or bf16", p)
+			return fmt.Errorf("-precision %q: want f32, f16 or bf16", p)
 		}
 	}
 	rep := benchReport{Time: time.Now().UTC().Format(time.RFC3339), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, CPUs: runtime.NumCPU()}
@@ -109,7 +114,7 @@ func bench(args []string) error {
 				store = prec
 			}
 			if _, err := dev.SetActivationStorage(store); err != nil {
-				return fmt.Errorf("ag bench: -store16: %w", err)
+				return fmt.Errorf("-store16: %w", err)
 			}
 			if store != core.PrecisionF32 {
 				precName += "+store"
@@ -135,7 +140,12 @@ func bench(args []string) error {
 					}
 					r := benchResult{Kind: "mlp_step", Width: *width, Depth: *depth, Batch: b}
 					progress("MLP %dx%d batch %d %s%s on %s", *depth, *width, b, mode, suffix, name)
-					if err := benchStep(dev, m, workload.Mode(mode), *reps, *profiled, &r); err != nil {
+					if *every > 1 {
+						err = benchEvery(dev, m, workload.Mode(mode), *reps, *every, &r)
+					} else {
+						err = benchStep(dev, m, workload.Mode(mode), *reps, *profiled, &r)
+					}
+					if err != nil {
 						return fmt.Errorf("%s MLP step batch %d %s: %w", name, b, mode, err)
 					}
 					r.Prec = precName
@@ -150,7 +160,7 @@ func bench(args []string) error {
 			for _, spec := range splitList(*gpts) {
 				var layers, dim int
 				if _, err := fmt.Sscanf(spec, "%dx%d", &layers, &dim); err != nil || layers < 1 || dim < 1 {
-					return fmt.Errorf("ag bench: -gpt %q: want LAYERSxWIDTH, e.g. 4x256", spec)
+					return fmt.Errorf("-gpt %q: want LAYERSxWIDTH, e.g. 4x256", spec)
 				}
 				for _, drop := range dropouts {
 					for _, b := range ints(*gptBatches) {
@@ -295,6 +305,26 @@ func benchStep(dev *core.Device, m stepper, mode workload.Mode, reps int, profil
 		}
 		r.ProfMs, r.ProfRatio = prof, prof/plain
 	}
+	return nil
+}
+
+// benchEvery times reps groups of every MLP steps in mode, the loss read at
+// the last of each (after two groups that compile and record), filling r's
+// per-step timings and transfers.
+func benchEvery(dev *core.Device, m *workload.MLP, mode workload.Mode, reps, every int, r *benchResult) error {
+	if _, _, err := m.TimedEvery(mode, 2, every); err != nil {
+		return err
+	}
+	st0 := dev.Stats()
+	times, loss, err := m.TimedEvery(mode, reps, every)
+	if err != nil {
+		return err
+	}
+	st1 := dev.Stats()
+	med, mn := stats(times)
+	n := float64(reps * every)
+	r.Device, r.Mode, r.MedianM, r.MinMs, r.GFLOPs, r.Reps, r.Every, r.Loss = dev.Name(), string(mode), med, mn, m.FLOPs()/med/1e6, reps, every, float64(loss)
+	r.Up, r.Down = float64(st1.Uploads-st0.Uploads)/n, float64(st1.Downloads-st0.Downloads)/n
 	return nil
 }
 

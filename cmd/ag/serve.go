@@ -29,16 +29,16 @@ func serve(args []string) error {
 	fs.Parse(args)
 	if *appPkg != "" {
 		if *wasmDir != "" {
-			return fmt.Errorf("ag serve: -app and -wasm both given: -app builds the wasm module itself")
+			return fmt.Errorf("-app and -wasm both given: -app builds the wasm module itself")
 		}
 		dir, err := os.MkdirTemp("", "ag-serve-app-")
 		if err != nil {
-			return fmt.Errorf("ag serve -app %s: %w", *appPkg, err)
+			return fmt.Errorf("-app %s: %w", *appPkg, err)
 		}
 		defer os.RemoveAll(dir)
 		t0 := time.Now()
 		if err := web.BuildApp(*appPkg, dir); err != nil {
-			return fmt.Errorf("ag serve -app %s: %w", *appPkg, err)
+			return fmt.Errorf("-app %s: %w", *appPkg, err)
 		}
 		fmt.Printf("built %s for the browser in %.1f s\n", *appPkg, time.Since(t0).Seconds())
 		*wasmDir = dir
@@ -110,7 +110,7 @@ func newServer(addr net.Addr, extra []string, o web.Options) (*http.Server, []st
 func allowedHosts(addr net.Addr, extra []string) ([]string, error) {
 	tcp, ok := addr.(*net.TCPAddr)
 	if !ok {
-		return nil, fmt.Errorf("ag serve: listening on %v (%T), want a TCP address", addr, addr)
+		return nil, fmt.Errorf("listening on %v (%T), want a TCP address", addr, addr)
 	}
 	port := fmt.Sprint(tcp.Port)
 	names := []string{"127.0.0.1", "localhost", "::1"}
@@ -143,7 +143,7 @@ func hostEntry(e, port string) (string, error) {
 	n, perr := strconv.Atoi(p)
 	if name == "" || strings.ContainsAny(name, "/@ []") || perr != nil || n < 1 || n > 65535 ||
 		strings.Contains(name, ":") && net.ParseIP(name) == nil {
-		return "", fmt.Errorf("ag serve: -allow-host %q is not a host name or name:port", e)
+		return "", fmt.Errorf("-allow-host %q is not a host name or name:port", e)
 	}
 	return net.JoinHostPort(name, p), nil
 }

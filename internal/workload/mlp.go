@@ -117,7 +117,19 @@ func (m *MLP) loss(idx *core.Tensor) *core.Tensor {
 }
 
 // StepMode runs one training step in the given mode and returns the loss.
-func (m *MLP) StepMode(mode Mode) (float32, error) {
+func (m *MLP) StepMode(mode Mode) (float32, error) { return m.step1(mode, true) }
+
+// StepUnread runs one training step in the given mode as StepMode does and
+// does not read the loss back. A lazy step runs at a Sync; where the
+// backend can submit without waiting (WebGPU in the browser), neither mode
+// waits for the step's work (see core.Capture.Run).
+func (m *MLP) StepUnread(mode Mode) error {
+	_, err := m.step1(mode, false)
+	return err
+}
+
+// step1 is StepMode (read) or StepUnread.
+func (m *MLP) step1(mode Mode, read bool) (float32, error) {
 	idx := m.idx[m.step%len(m.idx)]
 	m.step++
 	return inMode(m.Dev, mode, func() (float32, error) {
@@ -129,10 +141,18 @@ func (m *MLP) StepMode(mode Mode) (float32, error) {
 		if err := m.Opt.Step(); err != nil {
 			return 0, err
 		}
-		return loss.Item()
+		if read {
+			return loss.Item()
+		}
+		// Release runs the step (a sync) and gives the loss's buffer back
+		// now, rather than when the collector finds it
+		return 0, loss.Release()
 	}, func() (float32, error) {
 		if m.capt == nil {
 			m.capt = nn.CaptureStep(m.Opt, func(in []*core.Tensor) *core.Tensor { return m.loss(in[0]) })
+		}
+		if !read {
+			return 0, m.capt.StepUnread(core.In(idx, len(idx)))
 		}
 		return m.capt.Step(core.In(idx, len(idx)))
 	})
@@ -165,6 +185,27 @@ func (m *MLP) FLOPs() float64 {
 // loss.
 func (m *MLP) Timed(mode Mode, n int) ([]time.Duration, float32, error) {
 	return timeSteps(n, func() (float32, error) { return m.StepMode(mode) })
+}
+
+// TimedEvery runs n groups of every steps in mode, reading the loss back at
+// the last step of each group only (StepUnread before it), and returns each
+// group's wall time divided by every, a step's share, and the last loss.
+func (m *MLP) TimedEvery(mode Mode, n, every int) ([]time.Duration, float32, error) {
+	if every < 1 {
+		return nil, 0, fmt.Errorf("workload.MLP.TimedEvery: every %d: want >= 1", every)
+	}
+	times, loss, err := timeSteps(n, func() (float32, error) {
+		for range every - 1 {
+			if err := m.StepUnread(mode); err != nil {
+				return 0, err
+			}
+		}
+		return m.StepMode(mode)
+	})
+	for i := range times {
+		times[i] /= time.Duration(every)
+	}
+	return times, loss, err
 }
 
 // timeSteps runs step n times, timing each, and returns the last loss.

@@ -40,6 +40,38 @@ func TestModesAgree(t *testing.T) {
 	}
 }
 
+// Steps whose loss is not read (StepUnread) train as StepMode's do, in
+// each mode: the loss of a step read afterwards is the same.
+func TestStepUnread(t *testing.T) {
+	for _, mode := range []Mode{Eager, Lazy, Captured} {
+		var last [2]float32
+		for i, unread := range []bool{false, true} {
+			dev, err := core.Open("cpu")
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := New(dev, Config{Width: 32, Depth: 3, Batch: 8, Seed: 3, LR: 0.01})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k := range 7 {
+				if unread && k > 0 && k < 6 {
+					err = m.StepUnread(mode)
+				} else {
+					last[i], err = m.StepMode(mode)
+				}
+				if err != nil {
+					t.Fatalf("%s unread %t step %d: %v", mode, unread, k, err)
+				}
+			}
+			dev.Close()
+		}
+		if last[1] != last[0] {
+			t.Errorf("%s: loss %v after 5 unread steps, %v after read ones", mode, last[1], last[0])
+		}
+	}
+}
+
 // BenchmarkStepHost measures the host's share of a training step in each
 // mode: the seeds' MLP and Adam at depth 4 but width 8 and batch 4, on the
 // cpu device, so the arithmetic is negligible and what remains is core's

@@ -14,11 +14,13 @@ const agLoaded = new Promise((resolve, reject) => {
 });
 
 // runBench times cfg.steps training steps of the model cfg describes on
-// cfg.device ("webgpu" or "cpu") in cfg.mode:
-//   lazy:     ag.train(1) per step, timed here around the call (as tfjs.js
-//             times its steps): recorded, lowered, cached program, loss read.
-//   captured: ag.train(1, null, {mode: "captured"}) per step, timed the same
-//             way: the recorded step replayed, loss read.
+// cfg.device ("webgpu" or "cpu") in cfg.mode, the loss read back every
+// cfg.every steps:
+//   lazy:     ag.train(every, null, {every}) per call, timed here around the
+//             call (as tfjs.js times its steps) and shared by its steps:
+//             recorded, lowered, cached program; the last one's loss read.
+//   captured: ag.train(every, null, {mode: "captured", every}), timed the
+//             same way: the recorded step replayed.
 //   eager:    ag.profile({mode: "eager"}): the profiler's step times.
 //   A profile of the same mode follows lazy and captured runs, for the
 //   stage breakdown.
@@ -37,10 +39,12 @@ async function runBench(cfg) {
     const out = {device: info.device, params: info.params, flops: info.flops, version: ag.version, webgpu: devs.webgpu.why};
     if (cfg.device === "webgpu") out.adapter = await bench.adapterInfo();
     if (cfg.mode === "lazy" || cfg.mode === "captured") {
-      const step = async () => (await ag.train(1, null, {mode: cfg.mode})).last_loss;
+      const every = cfg.every || 1;
+      const step = async () => (await ag.train(every, null, {mode: cfg.mode, every})).last_loss;
       out.warmup = await bench.warmup(step, cfg.warmup);
-      const t = await bench.timed(step, cfg.steps);
-      Object.assign(out, bench.summary(t.ms), {first_loss: t.losses[0], last_loss: t.losses[t.losses.length - 1], profiled: false});
+      const t = await bench.timed(step, Math.max(1, Math.round(cfg.steps / every)));
+      const ms = t.ms.map((v) => v / every); // per step
+      Object.assign(out, bench.summary(ms), {every, first_loss: t.losses[0], last_loss: t.losses[t.losses.length - 1], profiled: false});
       out.profile = await ag.profile({mode: cfg.mode, steps: cfg.profileSteps});
     } else if (cfg.mode === "eager") {
       const step = () => ag.profile({mode: cfg.mode, steps: 1});

@@ -47,7 +47,8 @@ async function useBackend(name, wasmThreads) {
 }
 
 // mlp builds the model, its optimizer and the data (batches*batch rows);
-// step() runs one training step and resolves with the loss read back.
+// step() runs cfg.every training steps (1 by default) and resolves with the
+// last one's loss read back: the others are queued and not read, as ag's.
 function mlp(cfg) {
   const {width, depth, batch} = cfg;
   const batches = 4; // as workload.Config's default
@@ -69,10 +70,12 @@ function mlp(cfg) {
   for (let b = 0; b < batches; b++) idx.push(tf.range(b * batch, (b + 1) * batch, 1, "int32"));
   const opt = tf.train.adam(cfg.lr);
   let n = 0;
+  const every = cfg.every || 1;
+  const lossOf = (i) => () => tf.mean(tf.squaredDifference(model.apply(tf.gather(x, i)), tf.gather(y, i)));
   const step = async () => {
-    const i = idx[n++ % batches];
-    const loss = opt.minimize(() => tf.mean(tf.squaredDifference(model.apply(tf.gather(x, i)), tf.gather(y, i))), true);
-    const v = (await loss.data())[0]; // read back every step, as ag's step does
+    for (let k = 1; k < every; k++) opt.minimize(lossOf(idx[n++ % batches]), false); // not read
+    const loss = opt.minimize(lossOf(idx[n++ % batches]), true);
+    const v = (await loss.data())[0]; // read back every `every` steps, as ag's train does
     loss.dispose();
     return v;
   };
@@ -90,9 +93,11 @@ async function runBench(cfg) {
     out.params = m.model.countParams();
     out.warmup = await bench.warmup(m.step, cfg.warmup);
     const before = tf.memory().numTensors;
-    const t = await bench.timed(m.step, cfg.steps);
+    const every = cfg.every || 1;
+    const t = await bench.timed(m.step, Math.max(1, Math.round(cfg.steps / every)));
     out.leaked_tensors = tf.memory().numTensors - before;
-    Object.assign(out, bench.summary(t.ms), {first_loss: t.losses[0], last_loss: t.losses[t.losses.length - 1], profiled: false});
+    const ms = t.ms.map((v) => v / every); // per step
+    Object.assign(out, bench.summary(ms), {every, first_loss: t.losses[0], last_loss: t.losses[t.losses.length - 1], profiled: false});
     return bench.done(out);
   } catch (e) {
     if (e && e.skip) return bench.done({skip: e.skip});
