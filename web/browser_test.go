@@ -549,6 +549,18 @@ func TestTrainEvery(t *testing.T) {
 	if !strings.Contains(msg, "every many") {
 		t.Errorf(`ag.train with every "many": %q, want an error naming it`, msg)
 	}
+
+	// The form's field: 12 steps read every 5th are 3 points on the chart.
+	tb.do(t,
+		chromedp.SetValue(chromedp.CSS("#f-width"), "32"),
+		chromedp.SetValue(chromedp.CSS("#f-steps"), "12"),
+		chromedp.SetValue(chromedp.CSS("#f-every"), "5"),
+		chromedp.Click(chromedp.CSS("#btn-train")),
+	)
+	tb.wait(t, `document.body.dataset.trained`, 90*time.Second)
+	if n := eval[string](t, tb, `document.querySelector("#loss-chart").dataset.points`); n != "3" {
+		t.Errorf("12 steps with the loss read every 5th: %s points on the chart, want 3 (steps 5, 10, 12)", n)
+	}
 }
 
 func TestNoWebGPU(t *testing.T) {

@@ -306,6 +306,7 @@
       cfg: { width: n("#f-width"), depth: n("#f-depth"), batch: n("#f-batch"), lr: n("#f-lr"), device: $("#f-device").value },
       steps: n("#f-steps"),
       psteps: n("#f-psteps"),
+      every: n("#f-every"),
     };
   }
 
@@ -343,6 +344,8 @@
       await ensureBuilt(form.cfg);
       setStatus(`Training ${form.steps} steps…`);
       let pending = false;
+      // an app's ag.train reads every step and takes no options
+      const opts = form.every ? { every: form.every } : undefined;
       const r = await ag.train(form.steps, (step, loss, ms) => {
         state.losses.push([step, loss]);
         state.stepMS.push(ms);
@@ -350,7 +353,7 @@
           pending = true;
           requestAnimationFrame(() => { pending = false; renderLoss(); });
         }
-      });
+      }, opts);
       renderLoss();
       const ms = median(r.step_ms);
       let measured = "";
