@@ -97,12 +97,16 @@ extras() {
 # unpack puts chromium (the three parts) and its extra libraries into
 # /opt/chr with the launcher /opt/chr/run.sh, and the Vulkan loader and GL
 # dispatch libraries (.run's .debs) into /.
+# A warm machine that unpacked them already keeps them: a second run in
+# the same call (another BR_EVERY) starts at once.
 unpack() {
-  mkdir -p /opt/chr
-  cp .chr/p02 /root/chr/
-  cat /root/chr/p0* | xz -dc | tar -C /opt/chr -xf -
-  tar -C /opt/chr -xJf .chr/extra.tar.xz
-  cp .chr/run-chr.sh /opt/chr/run.sh
+  if [ ! -x /opt/chr/run.sh ]; then
+    mkdir -p /opt/chr
+    cp .chr/p02 /root/chr/
+    cat /root/chr/p0* | xz -dc | tar -C /opt/chr -xf -
+    tar -C /opt/chr -xJf .chr/extra.tar.xz
+    cp .chr/run-chr.sh /opt/chr/run.sh
+  fi
   (cd .run && for f in *.deb; do dpkg -x "$f" /; done) && ldconfig
   export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 }
