@@ -211,7 +211,8 @@ var errNoModel = errors.New("no model: call ag.build first")
 // waits a round trip to the GPU process (2-4 ms in Chromium on an H200,
 // whatever the step's size), while steps that are not read are submitted
 // and queue behind each other (workload.MLP.StepUnread). ag.stop() takes
-// effect between reads.
+// effect between reads, and a step between reads that fails on the GPU is
+// reported by the next read (the run is not waited for on its own).
 func (s *session) train(steps int, mode string, every int, progress func(step int, loss float32, ms float64)) (TrainResult, error) {
 	if s.m == nil {
 		return TrainResult{}, fmt.Errorf("train: %w", errNoModel)
