@@ -7,18 +7,27 @@ import (
 	"github.com/ag-go/ag/core"
 )
 
+// testMLP is a small MLP on a cpu device of its own, closed when the test
+// ends.
+func testMLP(t *testing.T) *MLP {
+	t.Helper()
+	dev, err := core.Open("cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dev.Close() })
+	m, err := New(dev, Config{Width: 32, Depth: 3, Batch: 8, Seed: 3, LR: 0.01})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 // The three execution modes compute the same training run.
 func TestModesAgree(t *testing.T) {
 	var losses [3][]float32
 	for i, mode := range []Mode{Eager, Lazy, Captured} {
-		dev, err := core.Open("cpu")
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := New(dev, Config{Width: 32, Depth: 3, Batch: 8, Seed: 3, LR: 0.01})
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := testMLP(t)
 		for range 12 {
 			l, err := m.StepMode(mode)
 			if err != nil {
@@ -26,7 +35,6 @@ func TestModesAgree(t *testing.T) {
 			}
 			losses[i] = append(losses[i], l)
 		}
-		dev.Close()
 	}
 	for k := range losses[0] {
 		for i := 1; i < 3; i++ {
@@ -46,14 +54,8 @@ func TestStepUnread(t *testing.T) {
 	for _, mode := range []Mode{Eager, Lazy, Captured} {
 		var last [2]float32
 		for i, unread := range []bool{false, true} {
-			dev, err := core.Open("cpu")
-			if err != nil {
-				t.Fatal(err)
-			}
-			m, err := New(dev, Config{Width: 32, Depth: 3, Batch: 8, Seed: 3, LR: 0.01})
-			if err != nil {
-				t.Fatal(err)
-			}
+			m := testMLP(t)
+			var err error
 			for k := range 7 {
 				if unread && k > 0 && k < 6 {
 					err = m.StepUnread(mode)
@@ -64,7 +66,6 @@ func TestStepUnread(t *testing.T) {
 					t.Fatalf("%s unread %t step %d: %v", mode, unread, k, err)
 				}
 			}
-			dev.Close()
 		}
 		if last[1] != last[0] {
 			t.Errorf("%s: loss %v after 5 unread steps, %v after read ones", mode, last[1], last[0])
