@@ -65,6 +65,10 @@ type RunInfo struct {
 	// Launches counts submissions to the device (kernel launches on a
 	// per-op executor, command buffers / graph computes on a GPU).
 	Launches int
+	// Ahead: the run submitted commands recorded during the run before
+	// (the same program over the same buffers again), so it recorded
+	// nothing itself. Only webgpu records ahead, natively.
+	Ahead bool
 }
 
 // Program is a compiled Graph, run many times with different bound args.

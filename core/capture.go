@@ -445,6 +445,9 @@ func (r *recording) replay(d *Device, in []Input, start time.Time, read bool) ([
 	}
 	d.stats.Runs++
 	d.stats.CacheHits++
+	if info.Ahead {
+		d.stats.Ahead++
+	}
 	profile.Launch("captured", info.Launches)
 	t2 := time.Now()
 	var res [][]float32

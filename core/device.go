@@ -83,6 +83,12 @@ type Stats struct {
 	DownBytes int64
 	Evictions int // programs dropped from the cache (see SetProgramCache)
 	Failures  int // runs that failed (their work was dropped)
+	// Ahead counts runs that submitted commands the backend recorded
+	// during the run before (backend.RunInfo.Ahead): a repeated step costs
+	// no recording. Each step of a lazy or captured loop on native webgpu
+	// should count one; a step that does not is binding other buffers than
+	// the step before.
+	Ahead int
 }
 
 // deviceIDs numbers opened devices.

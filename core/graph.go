@@ -274,6 +274,9 @@ func (d *Device) run(want []*Tensor, site string, rd *readAfter) (*profile.Run, 
 		return nil, d.fail(lw, fmt.Errorf("core: %s: running %d nodes on %s: %w", site, len(lw.g.Nodes), d.caps.Name, err))
 	}
 	profile.Launch(site, info.Launches)
+	if info.Ahead {
+		d.stats.Ahead++
+	}
 	t3 := time.Now()
 	var nodes []profile.NodeTime
 	if prof {

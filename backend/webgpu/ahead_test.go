@@ -171,9 +171,10 @@ func TestLazyStepRecordedAhead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var counted int
 	for i := range 13 {
 		if i == 3 {
-			hits = be.d.aheadHits
+			hits, counted = be.d.aheadHits, dev.Stats().Ahead
 		}
 		if _, err := g.StepMode(workload.Lazy); err != nil {
 			t.Fatal(err)
@@ -181,5 +182,9 @@ func TestLazyStepRecordedAhead(t *testing.T) {
 	}
 	if hits = be.d.aheadHits - hits; hits != 10 {
 		t.Errorf("10 lazy transformer steps after 3: %d submitted a command recorded ahead, want 10", hits)
+	}
+	// what core.Stats reports (ag bench's recorded_ahead_per_step)
+	if counted = dev.Stats().Ahead - counted; counted != hits {
+		t.Errorf("core.Stats.Ahead counted %d runs recorded ahead, the backend %d", counted, hits)
 	}
 }

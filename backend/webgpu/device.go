@@ -25,7 +25,7 @@ import (
 //	(*dev).releaseBindGroup(*gbind)
 //	(*dev).run(passes [][]dispatch, copies []copyOp, timed bool) (ticks []uint64, err error)
 //	(*dev).runRead(passes [][]dispatch, copies []copyOp, timed bool, rb *readBack) (ticks []uint64, err error)
-//	(*dev).runRepeatable(key runKey, build func() ([]dispatch, []copyOp, error), timed bool, rb *readBack) (ticks []uint64, err error)
+//	(*dev).runRepeatable(key runKey, build func() ([]dispatch, []copyOp, error), timed bool, rb *readBack) (ticks []uint64, ahead bool, err error)
 //	(*dev).foldsRead(bytes int) bool
 //	(*dev).defersRuns() bool
 //	(*dev).dropAhead()

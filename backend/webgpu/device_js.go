@@ -486,12 +486,13 @@ func (d *dev) defersRuns() bool { return true }
 
 // runRepeatable is runRead: plain runs here are deferred, never repeated
 // through it.
-func (d *dev) runRepeatable(_ runKey, build func() ([]dispatch, []copyOp, error), timed bool, rb *readBack) ([]uint64, error) {
+func (d *dev) runRepeatable(_ runKey, build func() ([]dispatch, []copyOp, error), timed bool, rb *readBack) ([]uint64, bool, error) {
 	ds, copies, err := build()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return d.runRead([][]dispatch{ds}, copies, timed, rb)
+	ticks, err := d.runRead([][]dispatch{ds}, copies, timed, rb)
+	return ticks, false, err
 }
 
 // dropAhead has nothing to drop: no command buffer is recorded ahead here.

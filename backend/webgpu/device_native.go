@@ -648,7 +648,7 @@ func (d *dev) submitWait(cmd *wgpu.CommandBuffer, nq uint32, timed bool, rb *rea
 }
 
 // runRepeatable is runRead for a plain run of one pass, which build
-// returns. A run that repeats the one before (the same key: a captured
+// returns; ahead reports that it submitted a command recorded ahead. A run that repeats the one before (the same key: a captured
 // step's replays, a lazy step over the same buffers) records its successor
 // while the device runs it, and the successor submits that command buffer
 // instead of recording its own: recording 40 dispatches took 0.1-0.2 ms on
@@ -657,7 +657,7 @@ func (d *dev) submitWait(cmd *wgpu.CommandBuffer, nq uint32, timed bool, rb *rea
 // write before every later submit, whenever its command buffer was
 // recorded); a buffer destroyed, or the query set or staging buffer
 // replaced, in between makes the recorded one stale (aheadGen).
-func (d *dev) runRepeatable(key runKey, build func() ([]dispatch, []copyOp, error), timed bool, rb *readBack) ([]uint64, error) {
+func (d *dev) runRepeatable(key runKey, build func() ([]dispatch, []copyOp, error), timed bool, rb *readBack) ([]uint64, bool, error) {
 	var cmd *wgpu.CommandBuffer
 	if a := d.ahead; a != nil {
 		d.ahead = nil
@@ -668,15 +668,16 @@ func (d *dev) runRepeatable(key runKey, build func() ([]dispatch, []copyOp, erro
 			a.cmd.Release()
 		}
 	}
-	repeat := cmd != nil || d.lastKey.same(key)
+	ahead := cmd != nil
+	repeat := ahead || d.lastKey.same(key)
 	d.lastKey = key.clone()
 	if cmd == nil {
 		ds, copies, err := build()
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if cmd, err = d.encode([][]dispatch{ds}, copies, timed, rb, true); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
 	var next func()
@@ -693,7 +694,8 @@ func (d *dev) runRepeatable(key runKey, build func() ([]dispatch, []copyOp, erro
 			d.ahead = &aheadCmd{key: d.lastKey, cmd: c, gen: d.aheadGen}
 		}
 	}
-	return d.submitWait(cmd, 2, timed, rb, next)
+	ticks, err := d.submitWait(cmd, 2, timed, rb, next)
+	return ticks, ahead, err
 }
 
 // aheadCmd is a run's command buffer recorded during the run before.

@@ -140,7 +140,7 @@ func (p *program) run(args []backend.Buffer, nodeTimes *backend.NodeTimes, rr *r
 		key.src, key.off, key.n = rb.src, rb.off, uint64(len(rb.dst))
 	}
 	start := time.Now()
-	ticks, err := d.runRepeatable(key, func() ([]dispatch, []copyOp, error) { return p.dispatches(bufs) }, d.info.timestamps, rb)
+	ticks, ahead, err := d.runRepeatable(key, func() ([]dispatch, []copyOp, error) { return p.dispatches(bufs) }, d.info.timestamps, rb)
 	host := time.Since(start)
 	if err != nil {
 		if rb != nil {
@@ -148,7 +148,9 @@ func (p *program) run(args []backend.Buffer, nodeTimes *backend.NodeTimes, rr *r
 		}
 		return backend.RunInfo{}, false, fmt.Errorf("webgpu.Run: %w", err)
 	}
-	return runInfo(ticks, host), rb != nil, nil
+	info = runInfo(ticks, host)
+	info.Ahead = ahead
+	return info, rb != nil, nil
 }
 
 // dispatches binds the program's steps and output copies to the args.

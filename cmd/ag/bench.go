@@ -26,6 +26,7 @@ type benchResult struct {
 	Up      float64 `json:"uploads_per_step,omitempty"`
 	Down    float64 `json:"downloads_per_step,omitempty"`
 	Launch  float64 `json:"launches_per_step,omitempty"`
+	Ahead   float64 `json:"recorded_ahead_per_step,omitempty"` // runs submitted from commands recorded during the run before (core.Stats.Ahead)
 	N       int     `json:"n,omitempty"`
 	Width   int     `json:"width,omitempty"`
 	Depth   int     `json:"depth,omitempty"`
@@ -298,6 +299,7 @@ func benchStep(dev *core.Device, m stepper, mode workload.Mode, reps int, profil
 	n := float64(reps)
 	r.Device, r.Mode, r.MedianM, r.MinMs, r.GFLOPs, r.Reps, r.Loss = dev.Name(), string(mode), med, mn, m.FLOPs()/med/1e6, reps, float64(loss)
 	r.Up, r.Down, r.Launch = float64(st1.Uploads-st0.Uploads)/n, float64(st1.Downloads-st0.Downloads)/n, float64(launches)/n
+	r.Ahead = float64(st1.Ahead-st0.Ahead) / n
 	if profiled {
 		plain, prof, err := profiledSteps(m, mode, reps)
 		if err != nil {
@@ -325,6 +327,7 @@ func benchEvery(dev *core.Device, m *workload.MLP, mode workload.Mode, reps, eve
 	n := float64(reps * every)
 	r.Device, r.Mode, r.MedianM, r.MinMs, r.GFLOPs, r.Reps, r.Every, r.Loss = dev.Name(), string(mode), med, mn, m.FLOPs()/med/1e6, reps, every, float64(loss)
 	r.Up, r.Down = float64(st1.Uploads-st0.Uploads)/n, float64(st1.Downloads-st0.Downloads)/n
+	r.Ahead = float64(st1.Ahead-st0.Ahead) / n
 	return nil
 }
 
