@@ -89,6 +89,17 @@ type Trainer interface {
 	Step() (loss float32, err error)
 }
 
+// UnreadStepper is a Trainer that can take a step without reading its loss
+// back. The page (ag.train's {every}, its "Read loss every N steps") calls
+// StepUnread for the steps between those whose loss it shows: in the
+// browser such a step is submitted and not waited for, while a read waits
+// a round trip to the GPU process (2-4 ms on a GPU, whatever the step's
+// size). A captured step gets it from nn.StepCapture.StepUnread. Without
+// it every step is read.
+type UnreadStepper interface {
+	StepUnread() error
+}
+
 // Metrics are named measurements of a model, e.g. "train accuracy".
 type Metrics map[string]float64
 

@@ -5,6 +5,7 @@ package app
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -87,7 +88,7 @@ func TestRunArgs(t *testing.T) {
 // metrics, the one profile mode of a plain Trainer and its trace.
 func TestSession(t *testing.T) {
 	s := newSession(&lineSpec, "test")
-	if _, err := s.train(1, nil); !errors.Is(err, errNoModel) {
+	if _, err := s.train(1, 1, nil); !errors.Is(err, errNoModel) {
 		t.Fatalf("train before build: %v, want errNoModel", err)
 	}
 	info, err := s.build(map[string]float64{"lr": 0.05}, "cpu")
@@ -98,7 +99,7 @@ func TestSession(t *testing.T) {
 	if info.Name != "cpu" || info.Params != 2 || info.Config["seed"] != 1 || !info.Eval || !info.Sample || len(info.Modes) != 1 || info.Modes[0] != ModeStep {
 		t.Fatalf("build: %+v", info)
 	}
-	r, err := s.train(200, nil)
+	r, err := s.train(200, 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,5 +124,65 @@ func TestSession(t *testing.T) {
 	}
 	if _, err := s.build(map[string]float64{"depth": 3}, "cpu"); err == nil || !strings.Contains(err.Error(), `unknown parameter "depth"`) {
 		t.Errorf("build with an unknown parameter: %v", err)
+	}
+}
+
+// unreadLine is line with StepUnread: the page's steps between reads.
+type unreadLine struct {
+	line
+	reads, unreads int
+}
+
+func (l *unreadLine) Step() (float32, error) { l.reads++; return l.line.Step() }
+func (l *unreadLine) StepUnread() error {
+	l.unreads++
+	_, err := l.line.Step()
+	return err
+}
+
+// With every 3, 7 steps read at 3, 6 and 7 and take the other four
+// unread (an UnreadStepper) or read but not reported (a plain Trainer);
+// both train as 7 read steps do.
+func TestTrainEvery(t *testing.T) {
+	var got *unreadLine
+	spec := lineSpec
+	spec.Build = func(dev *core.Device, cfg Config) (Trainer, error) {
+		tr, err := lineSpec.Build(dev, cfg)
+		if err != nil {
+			return nil, err
+		}
+		got = &unreadLine{line: *tr.(*line)}
+		return got, nil
+	}
+	run := func(spec *Spec, every int) ([]int, TrainResult) {
+		s := newSession(spec, "test")
+		if _, err := s.build(nil, "cpu"); err != nil {
+			t.Fatal(err)
+		}
+		defer s.dev.Close()
+		var steps []int
+		r, err := s.train(7, every, func(step int, _ float32, _ float64) { steps = append(steps, step) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return steps, r
+	}
+	_, want := run(&lineSpec, 1)
+	for name, sp := range map[string]*Spec{"an UnreadStepper": &spec, "a plain Trainer": &lineSpec} {
+		steps, r := run(sp, 3)
+		if fmt.Sprint(steps) != "[3 6 7]" || r.Steps != 7 || r.Every != 3 || len(r.StepMS) != 7 || r.LastLoss != want.LastLoss {
+			t.Errorf("%s, every 3 of 7 steps: progress at %v, result %+v; want progress at [3 6 7] and the last loss %v", name, steps, r, want.LastLoss)
+		}
+	}
+	if got.reads != 3 || got.unreads != 4 {
+		t.Errorf("an UnreadStepper, every 3 of 7 steps: %d read and %d unread, want 3 and 4", got.reads, got.unreads)
+	}
+	s := newSession(&lineSpec, "test")
+	if _, err := s.build(nil, "cpu"); err != nil {
+		t.Fatal(err)
+	}
+	defer s.dev.Close()
+	if _, err := s.train(5, 0, nil); err == nil || !strings.Contains(err.Error(), "every 0") {
+		t.Errorf("train every 0: %v, want an error naming it", err)
 	}
 }

@@ -3,6 +3,7 @@
 package app
 
 import (
+	"fmt"
 	"runtime"
 	"syscall/js"
 	"time"
@@ -19,12 +20,12 @@ import (
 //	ag.app()                         Info: name, description, parameters, modes
 //	ag.devices()                     drivers, the best device, WebGPU's adapter or why none
 //	ag.build({PARAM: value, ..., device})  a fresh model ("best": webgpu when it runs, else cpu)
-//	ag.train(steps, onProgress(step, loss, ms))  trains; resolves with the losses and step times
+//	ag.train(steps, onProgress(step, loss, ms), {every})  trains, reading the loss every `every` steps (1 by default; see UnreadStepper); resolves with the losses and step times
 //	ag.eval()                        the metrics of an Evaluator
 //	ag.sample()                      the text of a Sampler
 //	ag.profile({mode, steps})        profiles steps in one of Info.Modes
 //	ag.trace(mode?)                  the Chrome trace JSON of the last profile
-//	ag.stop()                        ends a running train after its current step
+//	ag.stop()                        ends a running train after its current read
 //
 // Every call but stop returns a Promise; the work runs on one worker
 // goroutine in call order, never inside a js.FuncOf callback (the WebGPU
@@ -72,7 +73,16 @@ func Run(spec Spec) {
 			if cb := jsbridge.Arg(args, 1); cb.Type() == js.TypeFunction {
 				progress = func(step int, loss float32, ms float64) { cb.Invoke(step, loss, ms) }
 			}
-			return func() (any, error) { return s.train(steps, progress) }
+			every := 1
+			if o := jsbridge.Arg(args, 2); o.Type() == js.TypeObject {
+				if v := o.Get("every"); v.Type() == js.TypeNumber {
+					every = v.Int()
+				} else if !v.IsUndefined() {
+					text := v.String()
+					return func() (any, error) { return nil, fmt.Errorf("train: every %s: want a number of steps", text) }
+				}
+			}
+			return func() (any, error) { return s.train(steps, every, progress) }
 		}),
 		"eval": fn(func([]js.Value) func() (any, error) {
 			return func() (any, error) { return s.eval() }

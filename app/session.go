@@ -34,17 +34,21 @@ type BuildInfo struct {
 	Modes    []string `json:"modes"`    // the profile modes of this Trainer
 	Eval     bool     `json:"eval"`
 	Sample   bool     `json:"sample"`
+	Unread   bool     `json:"unread"`   // the Trainer is an UnreadStepper: ag.train's every saves reads
 	Warnings []string `json:"warnings"` // never null
 }
 
 // TrainResult is ag.train's answer.
 type TrainResult struct {
-	Steps     int       `json:"steps"`      // steps run by this call
-	Total     int       `json:"total"`      // steps trained since build
-	FirstLoss float64   `json:"first_loss"` // loss of this call's first step
-	LastLoss  float64   `json:"last_loss"`
-	StepMS    []float64 `json:"step_ms"`
-	Stopped   bool      `json:"stopped"` // ag.stop() ended it early
+	Steps     int     `json:"steps"`      // steps run by this call
+	Total     int     `json:"total"`      // steps trained since build
+	Every     int     `json:"every"`      // the loss was read every this many steps, and at the last
+	FirstLoss float64 `json:"first_loss"` // loss of this call's first step read
+	LastLoss  float64 `json:"last_loss"`  // loss of the last step (always read)
+	// StepMS is each step's share of the wall time of the steps between two
+	// reads.
+	StepMS  []float64 `json:"step_ms"`
+	Stopped bool      `json:"stopped"` // ag.stop() ended it early
 }
 
 // WebProfile is ag.profile's answer: profile.Profile plus the page's labels.
@@ -170,51 +174,41 @@ func (s *session) build(given map[string]float64, device string) (BuildInfo, err
 	info.Device, info.Name, info.Config = s.dev.String(), s.dev.Name(), cfg
 	info.SetupMS, info.Modes = pageapi.MS(time.Since(t0)), modesOf(tr)
 	_, info.Eval = tr.(Evaluator)
+	_, info.Unread = tr.(UnreadStepper)
 	_, info.Sample = tr.(Sampler)
 	return info, nil
 }
 
 var errNoModel = errors.New("no model: call ag.build first")
 
-// train runs steps training steps, calling progress after each.
-func (s *session) train(steps int, progress func(step int, loss float32, ms float64)) (TrainResult, error) {
+// train runs steps training steps, reading the loss every `every` steps
+// and at the last and calling progress after each read (pageapi.Train).
+// The steps between reads are StepUnread's when the Trainer is an
+// UnreadStepper; otherwise they are read too and only not reported.
+func (s *session) train(steps, every int, progress func(step int, loss float32, ms float64)) (TrainResult, error) {
 	if s.tr == nil {
 		return TrainResult{}, fmt.Errorf("train: %w", errNoModel)
 	}
 	if steps < 1 || steps > 1000000 {
 		return TrainResult{}, fmt.Errorf("train: steps %d: want 1..1000000", steps)
 	}
-	s.stop.Store(false)
-	r := TrainResult{StepMS: []float64{}}
-	lastYield := time.Now()
-	for i := range steps {
-		if s.stop.Load() {
-			r.Stopped = true
-			break
-		}
-		t0 := time.Now()
-		loss, err := s.tr.Step()
-		if err != nil {
-			return r, fmt.Errorf("train %s: step %d on %s: %w", s.spec.Name, s.total+1, s.dev, err)
-		}
-		dt := pageapi.MS(time.Since(t0))
-		s.total++
-		r.Steps++
-		r.StepMS = append(r.StepMS, dt)
-		if i == 0 {
-			r.FirstLoss = float64(loss)
-		}
-		r.LastLoss = float64(loss)
-		if progress != nil {
-			progress(s.total, loss, dt)
-		}
-		if s.yield != nil && time.Since(lastYield) > 30*time.Millisecond {
-			s.yield()
-			lastYield = time.Now()
-		}
+	if err := pageapi.CheckEvery(every); err != nil {
+		return TrainResult{}, fmt.Errorf("train: %w", err)
 	}
-	r.Total = s.total
-	return r, nil
+	s.stop.Store(false)
+	var unread func() error
+	if u, ok := s.tr.(UnreadStepper); ok {
+		unread = u.StepUnread
+	}
+	o, err := pageapi.Train{Steps: steps, Every: every, First: s.total + 1, Stop: &s.stop, Yield: s.yield,
+		Read: s.tr.Step, Unread: unread, Progress: progress,
+		StepErr: func(step int, err error) error {
+			return fmt.Errorf("train %s: step %d on %s: %w", s.spec.Name, step, s.dev, err)
+		},
+	}.Run()
+	s.total += o.Steps
+	return TrainResult{Steps: o.Steps, Total: s.total, Every: every, FirstLoss: o.FirstLoss, LastLoss: o.LastLoss,
+		StepMS: o.StepMS, Stopped: o.Stopped}, err
 }
 
 // eval returns the Trainer's metrics.

@@ -204,15 +204,10 @@ var errNoModel = errors.New("no model: call ag.build first")
 
 // train runs steps training steps in mode (ModeLazy, ModeCaptured or
 // ModeEager; "" is lazy), reading the loss back every `every` steps and at
-// the last, and calling progress after each read. The modes train the same
-// model the same way; captured skips recording and lowering each step.
-//
-// Reading less often is what makes small steps fast in the browser: a read
-// waits a round trip to the GPU process (2-4 ms in Chromium on an H200,
-// whatever the step's size), while steps that are not read are submitted
-// and queue behind each other (workload.MLP.StepUnread). ag.stop() takes
-// effect between reads, and a step between reads that fails on the GPU is
-// reported by the next read (the run is not waited for on its own).
+// the last, and calling progress after each read (see pageapi.Train: the
+// steps between reads are submitted and not waited for, which is what
+// makes small steps fast in the browser). The modes train the same model
+// the same way; captured skips recording and lowering each step.
 func (s *session) train(steps int, mode string, every int, progress func(step int, loss float32, ms float64)) (TrainResult, error) {
 	if s.m == nil {
 		return TrainResult{}, fmt.Errorf("train: %w", errNoModel)
@@ -220,8 +215,8 @@ func (s *session) train(steps int, mode string, every int, progress func(step in
 	if steps < 1 || steps > 100000 {
 		return TrainResult{}, fmt.Errorf("train: steps %d: want 1..100000", steps)
 	}
-	if every < 1 || every > 100000 {
-		return TrainResult{}, fmt.Errorf("train: every %d: want 1..100000 (read the loss back every this many steps)", every)
+	if err := pageapi.CheckEvery(every); err != nil {
+		return TrainResult{}, fmt.Errorf("train: %w", err)
 	}
 	if mode == "" {
 		mode = ModeLazy
@@ -231,49 +226,19 @@ func (s *session) train(steps int, mode string, every int, progress func(step in
 	}
 	s.stop.Store(false)
 	s.dev.SetEager(false)
-	r := TrainResult{Mode: mode, Every: every, StepMS: []float64{}}
-	lastYield := time.Now()
 	wm := workload.Mode(mode)
-	for done := 0; done < steps; {
-		if s.stop.Load() {
-			r.Stopped = true
-			break
-		}
-		n := min(every, steps-done) // the group's last step is read
-		t0 := time.Now()
-		var loss float32
-		for k := range n {
-			var err error
-			if k < n-1 {
-				err = s.m.StepUnread(wm)
-			} else {
-				loss, err = s.m.StepMode(wm)
-			}
-			if err != nil {
-				return r, fmt.Errorf("train: %s step %d on %s: %w", mode, s.total+1, s.dev, err)
-			}
-			s.total++
-			r.Steps++
-			if s.yield != nil && time.Since(lastYield) > 30*time.Millisecond {
-				s.yield()
-				lastYield = time.Now()
-			}
-		}
-		dt := pageapi.MS(time.Since(t0)) / float64(n)
-		for range n {
-			r.StepMS = append(r.StepMS, dt)
-		}
-		if done == 0 {
-			r.FirstLoss = float64(loss)
-		}
-		done += n
-		r.LastLoss = float64(loss)
-		if progress != nil {
-			progress(s.total, loss, dt)
-		}
-	}
-	r.Total = s.total
-	return r, nil
+	o, err := pageapi.Train{Steps: steps, Every: every, First: s.total + 1, Stop: &s.stop, Yield: s.yield,
+		Read:     func() (float32, error) { return s.m.StepMode(wm) },
+		Unread:   func() error { return s.m.StepUnread(wm) },
+		Progress: progress,
+		StepErr: func(step int, err error) error {
+			return fmt.Errorf("train: %s step %d on %s: %w", mode, step, s.dev, err)
+		},
+	}.Run()
+	s.total += o.Steps
+	r := TrainResult{Mode: mode, Every: every, Steps: o.Steps, Total: s.total, FirstLoss: o.FirstLoss, LastLoss: o.LastLoss,
+		StepMS: o.StepMS, Stopped: o.Stopped}
+	return r, err
 }
 
 // profile profiles steps training steps in one execution mode (see the

@@ -104,19 +104,38 @@ func (m *Model) loss(idx *core.Tensor) *core.Tensor {
 // Step runs one captured training step on the next batch.
 func (m *Model) Step() (float32, error) { return m.StepMode(app.ModeCaptured) }
 
-// StepMode runs one training step in mode (app.ModeEager, ModeLazy or
-// ModeCaptured): the same loss, reaching the device three ways.
-func (m *Model) StepMode(mode string) (float32, error) {
+// StepUnread runs one captured training step and does not read its loss
+// back (app.UnreadStepper): the page's steps between those it shows, which
+// in the browser are submitted without waiting.
+func (m *Model) StepUnread() error {
+	idx := m.nextBatch()
+	return m.captured().StepUnread(core.In(idx, len(idx)))
+}
+
+// nextBatch is the next batch's row indices.
+func (m *Model) nextBatch() []float32 {
 	idx, ok := m.loader.NextIndices()
 	if !ok { // the epoch ended; the next call starts a new one
 		idx, _ = m.loader.NextIndices()
 	}
+	return idx
+}
+
+// captured is the captured training step, made on first use.
+func (m *Model) captured() *nn.StepCapture {
+	if m.capt == nil {
+		m.capt = nn.CaptureStep(m.opt, func(in []*core.Tensor) *core.Tensor { return m.loss(in[0]) })
+	}
+	return m.capt
+}
+
+// StepMode runs one training step in mode (app.ModeEager, ModeLazy or
+// ModeCaptured): the same loss, reaching the device three ways.
+func (m *Model) StepMode(mode string) (float32, error) {
+	idx := m.nextBatch()
 	switch mode {
 	case app.ModeCaptured:
-		if m.capt == nil {
-			m.capt = nn.CaptureStep(m.opt, func(in []*core.Tensor) *core.Tensor { return m.loss(in[0]) })
-		}
-		return m.capt.Step(core.In(idx, len(idx)))
+		return m.captured().Step(core.In(idx, len(idx)))
 	case app.ModeLazy, app.ModeEager:
 		if mode == app.ModeEager {
 			defer m.dev.SetEager(m.dev.SetEager(true))

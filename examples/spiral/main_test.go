@@ -85,3 +85,29 @@ func TestSpiralModes(t *testing.T) {
 		}
 	}
 }
+
+// StepUnread trains as Step does: two models from the same seed, one
+// stepping with StepUnread between reads, read the same loss at step 10.
+func TestSpiralStepUnread(t *testing.T) {
+	var last [2]float32
+	for i, unread := range []bool{false, true} {
+		m, err := New(openDev(t), defaults())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range 10 {
+			if unread && k < 9 {
+				err = m.StepUnread()
+			} else {
+				last[i], err = m.Step()
+			}
+			if err != nil {
+				t.Fatalf("unread %t step %d: %v", unread, k, err)
+			}
+		}
+	}
+	if last[0] != last[1] {
+		t.Errorf("loss at step 10: %v after 9 unread steps, %v after read ones", last[1], last[0])
+	}
+	var _ app.UnreadStepper = (*Model)(nil)
+}

@@ -300,7 +300,7 @@
     if (state.app) {
       const cfg = { device: $("#f-device").value };
       for (const i of f.querySelectorAll("input[data-param]")) cfg[i.dataset.param] = Number(i.value);
-      return { cfg, steps: n("#f-steps"), psteps: n("#f-psteps") };
+      return { cfg, steps: n("#f-steps"), psteps: n("#f-psteps"), every: n("#f-every") };
     }
     return {
       cfg: { width: n("#f-width"), depth: n("#f-depth"), batch: n("#f-batch"), lr: n("#f-lr"), device: $("#f-device").value },
@@ -344,8 +344,7 @@
       await ensureBuilt(form.cfg);
       setStatus(`Training ${form.steps} steps…`);
       let pending = false;
-      // an app's ag.train reads every step and takes no options
-      const opts = form.every ? { every: form.every } : undefined;
+      const opts = { every: form.every };
       const r = await ag.train(form.steps, (step, loss, ms) => {
         state.losses.push([step, loss]);
         state.stepMS.push(ms);
