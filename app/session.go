@@ -39,17 +39,7 @@ type BuildInfo struct {
 }
 
 // TrainResult is ag.train's answer.
-type TrainResult struct {
-	Steps     int     `json:"steps"`      // steps run by this call
-	Total     int     `json:"total"`      // steps trained since build
-	Every     int     `json:"every"`      // the loss was read every this many steps, and at the last
-	FirstLoss float64 `json:"first_loss"` // loss of this call's first step read
-	LastLoss  float64 `json:"last_loss"`  // loss of the last step (always read)
-	// StepMS is each step's share of the wall time of the steps between two
-	// reads.
-	StepMS  []float64 `json:"step_ms"`
-	Stopped bool      `json:"stopped"` // ag.stop() ended it early
-}
+type TrainResult = pageapi.TrainResult
 
 // WebProfile is ag.profile's answer: profile.Profile plus the page's labels.
 type WebProfile struct {
@@ -200,15 +190,14 @@ func (s *session) train(steps, every int, progress func(step int, loss float32, 
 	if u, ok := s.tr.(UnreadStepper); ok {
 		unread = u.StepUnread
 	}
-	o, err := pageapi.Train{Steps: steps, Every: every, First: s.total + 1, Stop: &s.stop, Yield: s.yield,
+	r, err := pageapi.Train{Steps: steps, Every: every, First: s.total + 1, Stop: &s.stop, Yield: s.yield,
 		Read: s.tr.Step, Unread: unread, Progress: progress,
 		StepErr: func(step int, err error) error {
 			return fmt.Errorf("train %s: step %d on %s: %w", s.spec.Name, step, s.dev, err)
 		},
 	}.Run()
-	s.total += o.Steps
-	return TrainResult{Steps: o.Steps, Total: s.total, Every: every, FirstLoss: o.FirstLoss, LastLoss: o.LastLoss,
-		StepMS: o.StepMS, Stopped: o.Stopped}, err
+	s.total = r.Total
+	return r, err
 }
 
 // eval returns the Trainer's metrics.

@@ -41,17 +41,8 @@ type BuildInfo struct {
 
 // TrainResult is ag.train's answer.
 type TrainResult struct {
-	Mode      string  `json:"mode"`       // how the steps ran (ModeLazy...)
-	Steps     int     `json:"steps"`      // steps run by this call
-	Total     int     `json:"total"`      // steps trained since build
-	Every     int     `json:"every"`      // the loss was read every this many steps, and at the last
-	FirstLoss float64 `json:"first_loss"` // loss of this call's first step read
-	LastLoss  float64 `json:"last_loss"`  // loss of the last step (always read)
-	// StepMS is each step's wall time. Steps between two reads share their
-	// time equally: a step that does not wait for its work has no time of
-	// its own.
-	StepMS  []float64 `json:"step_ms"`
-	Stopped bool      `json:"stopped"` // ag.stop() ended it early
+	Mode string `json:"mode"` // how the steps ran (ModeLazy...)
+	pageapi.TrainResult
 }
 
 // Execution modes of ag.profile, workload.Mode's names. Each profiles
@@ -235,10 +226,8 @@ func (s *session) train(steps int, mode string, every int, progress func(step in
 			return fmt.Errorf("train: %s step %d on %s: %w", mode, step, s.dev, err)
 		},
 	}.Run()
-	s.total += o.Steps
-	r := TrainResult{Mode: mode, Every: every, Steps: o.Steps, Total: s.total, FirstLoss: o.FirstLoss, LastLoss: o.LastLoss,
-		StepMS: o.StepMS, Stopped: o.Stopped}
-	return r, err
+	s.total = o.Total
+	return TrainResult{Mode: mode, TrainResult: o}, err
 }
 
 // profile profiles steps training steps in one execution mode (see the

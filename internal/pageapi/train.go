@@ -37,24 +37,33 @@ type Train struct {
 	StepErr func(step int, err error) error
 }
 
-// TrainOut is what Train.Run did.
-type TrainOut struct {
-	Steps     int       // steps run
-	FirstLoss float64   // loss of the first step read
-	LastLoss  float64   // loss of the last step (always read)
-	StepMS    []float64 // each step's share of its group's wall time
-	Stopped   bool      // Stop ended it early
+// TrainResult is what Train.Run did, ag.train's answer in both builds.
+type TrainResult struct {
+	Steps     int     `json:"steps"`      // steps run by this call
+	Total     int     `json:"total"`      // steps trained since build (First-1 + Steps)
+	Every     int     `json:"every"`      // the loss was read every this many steps, and at the last
+	FirstLoss float64 `json:"first_loss"` // loss of this call's first step read
+	LastLoss  float64 `json:"last_loss"`  // loss of the last step (always read)
+	// StepMS is each step's wall time. Steps between two reads share their
+	// time equally: a step that does not wait for its work has no time of
+	// its own.
+	StepMS  []float64 `json:"step_ms"`
+	Stopped bool      `json:"stopped"` // ag.stop() ended it early
 }
 
 // Run runs the loop. The error of a failed step names its number (see
 // StepErr); the steps before it stay counted in the result. A step between reads that
 // fails on a device that does not wait for it is reported by the next
 // read.
-func (t Train) Run() (TrainOut, error) {
+func (t Train) Run() (TrainResult, error) {
 	if err := CheckEvery(t.Every); err != nil {
-		return TrainOut{}, err
+		return TrainResult{}, err
 	}
-	out := TrainOut{StepMS: []float64{}}
+	out := TrainResult{Every: t.Every, StepMS: []float64{}}
+	end := func(err error) (TrainResult, error) {
+		out.Total = t.First - 1 + out.Steps
+		return out, err
+	}
 	lastYield := time.Now()
 	for out.Steps < t.Steps {
 		if t.Stop != nil && t.Stop.Load() {
@@ -73,9 +82,9 @@ func (t Train) Run() (TrainOut, error) {
 			}
 			if err != nil {
 				if t.StepErr != nil {
-					return out, t.StepErr(t.First+out.Steps, err)
+					return end(t.StepErr(t.First+out.Steps, err))
 				}
-				return out, fmt.Errorf("step %d: %w", t.First+out.Steps, err)
+				return end(fmt.Errorf("step %d: %w", t.First+out.Steps, err))
 			}
 			out.Steps++
 			if t.Yield != nil && time.Since(lastYield) > 30*time.Millisecond {
@@ -95,5 +104,5 @@ func (t Train) Run() (TrainOut, error) {
 			t.Progress(t.First+out.Steps-1, loss, ms)
 		}
 	}
-	return out, nil
+	return end(nil)
 }
