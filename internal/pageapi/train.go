@@ -57,7 +57,7 @@ type TrainResult struct {
 // read.
 func (t Train) Run() (TrainResult, error) {
 	if err := CheckEvery(t.Every); err != nil {
-		return TrainResult{}, err
+		return TrainResult{Total: t.First - 1}, err
 	}
 	out := TrainResult{Every: t.Every, StepMS: []float64{}}
 	end := func(err error) (TrainResult, error) {
