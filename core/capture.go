@@ -199,7 +199,7 @@ func (c *Capture) call(fn string, in []Input, read bool) ([][]float32, error) {
 		if r.valid(d, in) {
 			copy(recs[1:i+1], recs[:i]) // most recently used first
 			recs[0] = r
-			return r.replay(d, in, start, read)
+			return r.replay(d, in, start, fn, read)
 		}
 	}
 	// A recording made under the modes that hold now is out of date (other
@@ -405,7 +405,7 @@ const packAlign = 64
 
 // replay uploads the packed inputs, runs the program and downloads the
 // outputs. Called with d.mu held and nothing pending.
-func (r *recording) replay(d *Device, in []Input, start time.Time, read bool) ([][]float32, error) {
+func (r *recording) replay(d *Device, in []Input, start time.Time, fn string, read bool) ([][]float32, error) {
 	prof := profiling()
 	t0 := time.Now()
 	packed := make([]float32, r.packed.stor.n)
@@ -413,14 +413,14 @@ func (r *recording) replay(d *Device, in []Input, start time.Time, read bool) ([
 		copy(packed[r.offsets[i]:], x.Data)
 	}
 	if err := d.be.Write(r.packed.stor.buf, 0, packed); err != nil {
-		return nil, fmt.Errorf("core: %s: uploading inputs: %w", r.site(read), err)
+		return nil, fmt.Errorf("core: %s: uploading inputs: %w", fn, err)
 	}
 	d.count(true, len(packed), "capture inputs")
 	if r.rngBlocks > 0 {
 		// The recorded draws read the stream's position from the state
 		// tensor: this replay's numbers are the next ones.
 		if err := d.writeRNG(); err != nil {
-			return nil, fmt.Errorf("core: %s: %w", r.site(read), err)
+			return nil, fmt.Errorf("core: %s: %w", fn, err)
 		}
 		d.rng.base += r.rngBlocks
 	}
@@ -441,7 +441,7 @@ func (r *recording) replay(d *Device, in []Input, start time.Time, read bool) ([
 		info, err = r.prog.prog.Run(r.args)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("core: %s: running: %w", r.site(read), err)
+		return nil, fmt.Errorf("core: %s: running: %w", fn, err)
 	}
 	d.stats.Runs++
 	d.stats.CacheHits++
@@ -468,14 +468,6 @@ func (r *recording) replay(d *Device, in []Input, start time.Time, read bool) ([
 		profile.RecordRun(&rec)
 	}
 	return res, err
-}
-
-// site names the call that replays r in errors: Call reads, Run does not.
-func (r *recording) site(read bool) string {
-	if read {
-		return "Capture.Call"
-	}
-	return "Capture.Run"
 }
 
 // download reads the outputs (unless the run did: flat) and splits them.
