@@ -3,7 +3,6 @@
 package webgpu
 
 import (
-	"fmt"
 	"math"
 	"testing"
 
@@ -95,25 +94,6 @@ func TestRunAhead(t *testing.T) {
 	}
 	check("runs and reads alternating")
 }
-
-// sharedBackend is the shared test backend under core: a device over it
-// sees the real programs (RunReader included), and closing it leaves the
-// backend open for the other tests.
-type sharedBackend struct{ *Backend }
-
-func (sharedBackend) Close() error { return nil }
-
-type sharedDriver struct{}
-
-func (sharedDriver) Open() (backend.Backend, error) {
-	if shared.be == nil {
-		return nil, fmt.Errorf("webgpu-shared: open the shared test backend first")
-	}
-	return sharedBackend{shared.be}, nil
-}
-func (sharedDriver) Available() backend.Availability { return driver{}.Available() }
-
-func init() { backend.Register("webgpu-shared", 0, sharedDriver{}) }
 
 // TestLazyStepRecordedAhead: a lazy training step through core (fresh batch
 // indices and Adam hyperparameters uploaded at every step, the loss read

@@ -28,6 +28,7 @@ import (
 //	(*dev).runRepeatable(key runKey, build func() ([]dispatch, []copyOp, error), timed bool, rb *readBack) (ticks []uint64, ahead bool, err error)
 //	(*dev).foldsRead(bytes int) bool
 //	(*dev).defersRuns() bool
+//	(*dev).deferRun(key runKey, build func() ([]dispatch, []copyOp, error)) error
 //	(*dev).dropAhead()
 //	(*dev).close()
 
@@ -86,8 +87,9 @@ type readBack struct {
 }
 
 // runKey identifies a plain run for recording the next one ahead
-// (runRepeatable): its program, its bound buffers and the read folded into
-// it. Holding the pointers keeps their addresses from being reused.
+// (runRepeatable, natively) or for reusing its encoding (deferRun, in the
+// browser): its program, its bound buffers and the read folded into it.
+// Holding the pointers keeps their addresses from being reused.
 type runKey struct {
 	prog     *program
 	bufs     []*buffer

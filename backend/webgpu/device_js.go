@@ -5,6 +5,7 @@ package webgpu
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"syscall/js"
 
@@ -45,7 +46,55 @@ type dev struct {
 	pending   []js.Value
 	stage     js.Value
 	stageSize uint64
+
+	// A deferred run is encoded in JavaScript from a plan (deferRun): one
+	// call from Go where per-dispatch calls were three, each a crossing of
+	// the wasm boundary that cost microseconds. The last few plans are kept
+	// with their key and reused while the key repeats (a captured step's
+	// replays, a lazy step binding the buffers it bound before); planGen
+	// counts what makes a plan stale (a buffer destroyed, a program
+	// released), as aheadGen does for the native layer's recorded runs.
+	encode    js.Value // func(plan) Promise<GPUError|null>
+	plans     []jsPlan
+	planGen   uint64
+	planHits  int // deferred runs that reused a plan (tests)
+	planBuilt int // plans built (tests)
 }
+
+// jsPlan is a run encoded for the encode function: [pipelines, bind
+// groups, Uint32Array of x,y,z per dispatch, flat copies (src, srcOff, dst,
+// dstOff, size)].
+type jsPlan struct {
+	key runKey
+	gen uint64
+	v   js.Value
+}
+
+// maxPlans bounds the plans kept: a step is one or two programs (a clipped
+// captured step's two runs), and what a plan holds in JS lives as long as
+// it does.
+const maxPlans = 4
+
+// encodeSrc is the body of the function that makes encode for a device and
+// its queue. It submits one compute pass and the copies in an error scope
+// and returns the scope's promise, as submit does call by call.
+const encodeSrc = `return function(pl) {
+	device.pushErrorScope("validation");
+	const enc = device.createCommandEncoder();
+	const cp = enc.beginComputePass();
+	const ps = pl[0], bs = pl[1], w = pl[2], cs = pl[3];
+	for (let i = 0; i < ps.length; i++) {
+		cp.setPipeline(ps[i]);
+		cp.setBindGroup(0, bs[i]);
+		cp.dispatchWorkgroups(w[3*i], w[3*i+1], w[3*i+2]);
+	}
+	cp.end();
+	for (let i = 0; i < cs.length; i += 5) {
+		enc.copyBufferToBuffer(cs[i], cs[i+1], cs[i+2], cs[i+3], cs[i+4]);
+	}
+	queue.submit([enc.finish()]);
+	return device.popErrorScope();
+};`
 
 // GPUBufferUsage, GPUMapMode and GPUShaderStage flags.
 const (
@@ -214,6 +263,7 @@ func openDev() (*dev, error) {
 		return nil, fmt.Errorf("webgpu: requestDevice: %v", err)
 	}
 	d := &dev{adapter: ad, device: device, queue: device.Get("queue")}
+	d.encode = js.Global().Get("Function").New("device", "queue", encodeSrc).Invoke(device, d.queue)
 	d.info = jsDesc(ad)
 	jsLimits(&d.info, device.Get("limits"))
 	d.info.timestamps = device.Get("features").Call("has", "timestamp-query").Bool()
@@ -283,7 +333,10 @@ func (d *dev) newBuffer(size uint64, _ bufUsage) (*gbuf, error) {
 	return &gbuf{v: b, size: size}, nil
 }
 
-func (d *dev) destroyBuffer(b *gbuf) { b.v.Call("destroy") }
+func (d *dev) destroyBuffer(b *gbuf) {
+	d.dropAhead() // a plan may bind it
+	b.v.Call("destroy")
+}
 
 func (d *dev) write(b *gbuf, off uint64, data []byte) error {
 	for len(data) > 0 {
@@ -472,12 +525,49 @@ func (d *dev) runInside(ds []dispatch, copies []copyOp) ([]uint64, error) {
 	return raw, nil
 }
 
-// deferRun records the passes and submits them without waiting: the next
-// settle (a read's map, a run's wait) reports their validation errors. A
-// wait per plain run was a round trip to the GPU process each, a
-// millisecond, most of a small step's time in the browser.
-func (d *dev) deferRun(passes [][]dispatch, copies []copyOp) {
-	d.submit(passes, copies, false)
+// deferRun submits the run that build binds, in one pass, without
+// waiting: the next settle (a read's map, a run's wait) reports its
+// validation errors. A wait per plain run was a round trip to the GPU
+// process each, a millisecond, most of a small step's time in the browser.
+// The run is encoded by the JavaScript encode from a plan, reused while
+// its key repeats and nothing it binds went away (planGen).
+func (d *dev) deferRun(key runKey, build func() ([]dispatch, []copyOp, error)) error {
+	i := slices.IndexFunc(d.plans, func(p jsPlan) bool { return p.gen == d.planGen && p.key.same(key) })
+	if i >= 0 {
+		d.planHits++
+	} else {
+		ds, copies, err := build()
+		if err != nil {
+			return err
+		}
+		d.planBuilt++
+		pl := jsPlan{key: key.clone(), gen: d.planGen, v: planOf(ds, copies)}
+		if len(d.plans) == maxPlans {
+			d.plans = d.plans[:copy(d.plans, d.plans[1:])]
+		}
+		d.plans = append(d.plans, pl)
+		i = len(d.plans) - 1
+	}
+	d.pending = append(d.pending, d.encode.Invoke(d.plans[i].v))
+	return nil
+}
+
+// planOf builds encode's plan of one pass of ds and the copies after it.
+func planOf(ds []dispatch, copies []copyOp) js.Value {
+	pipes, binds := make([]any, len(ds)), make([]any, len(ds))
+	dims := make([]uint32, 3*len(ds))
+	for i, x := range ds {
+		pipes[i], binds[i] = x.pipe.p, x.bind.g
+		dims[3*i], dims[3*i+1], dims[3*i+2] = x.x, x.y, x.z
+	}
+	cs := make([]any, 0, 5*len(copies))
+	for _, c := range copies {
+		cs = append(cs, c.src.v, c.srcOff, c.dst.v, c.dstOff, c.size)
+	}
+	raw := js.Global().Get("Uint8Array").New(4 * len(dims))
+	js.CopyBytesToJS(raw, u32Bytes(dims))
+	w := js.Global().Get("Uint32Array").New(raw.Get("buffer"))
+	return js.ValueOf([]any{pipes, binds, w, cs})
 }
 
 // defersRuns is true: plain runs are submitted and not waited for
@@ -495,8 +585,13 @@ func (d *dev) runRepeatable(_ runKey, build func() ([]dispatch, []copyOp, error)
 	return ticks, false, err
 }
 
-// dropAhead has nothing to drop: no command buffer is recorded ahead here.
-func (d *dev) dropAhead() {}
+// dropAhead makes every plan stale (deferRun): called when what one may
+// bind goes away.
+func (d *dev) dropAhead() {
+	d.planGen++
+	clear(d.plans)
+	d.plans = d.plans[:0]
+}
 
 // submit records the passes and copies into one encoder and submits it in
 // an error scope the next settle reports. With timed, the first pass writes
@@ -535,6 +630,7 @@ func (d *dev) submit(passes [][]dispatch, copies []copyOp, timed bool) {
 }
 
 func (d *dev) close() {
+	d.dropAhead()
 	d.releaseQueries()
 	if d.stageSize > 0 {
 		d.stage.Call("destroy")

@@ -719,7 +719,7 @@ func (d *dev) dropAhead() {
 func (d *dev) defersRuns() bool { return false }
 
 // deferRun is never called natively (defersRuns is false).
-func (d *dev) deferRun([][]dispatch, []copyOp) {
+func (d *dev) deferRun(runKey, func() ([]dispatch, []copyOp, error)) error {
 	panic("webgpu: internal: deferRun on a native device")
 }
 

@@ -42,6 +42,25 @@ func openTest(t testing.TB) *Backend {
 	return shared.be
 }
 
+// sharedBackend is the shared test backend under core: a device over it
+// sees the real programs (RunReader included), and closing it leaves the
+// backend open for the other tests.
+type sharedBackend struct{ *Backend }
+
+func (sharedBackend) Close() error { return nil }
+
+type sharedDriver struct{}
+
+func (sharedDriver) Open() (backend.Backend, error) {
+	if shared.be == nil {
+		return nil, fmt.Errorf("webgpu-shared: open the shared test backend first")
+	}
+	return sharedBackend{shared.be}, nil
+}
+func (sharedDriver) Available() backend.Availability { return driver{}.Available() }
+
+func init() { backend.Register("webgpu-shared", 0, sharedDriver{}) }
+
 // opCase is one graph: its nodes read args 0..k-1 (filled with random data)
 // and the last node's value goes to the last arg.
 type opCase struct {

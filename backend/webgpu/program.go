@@ -127,12 +127,11 @@ func (p *program) run(args []backend.Buffer, nodeTimes *backend.NodeTimes, rr *r
 	// A plain run is not waited for where a wait is a round trip (the
 	// browser): RunInfo.Pending, the next read waits. Elsewhere it waits and
 	// reports its device time.
+	build := func() ([]dispatch, []copyOp, error) { return p.dispatches(bufs) }
 	if rb == nil && d.defersRuns() {
-		ds, copies, err := p.dispatches(bufs)
-		if err != nil {
+		if err := d.deferRun(runKey{prog: p, bufs: bufs}, build); err != nil {
 			return backend.RunInfo{}, false, err
 		}
-		d.deferRun([][]dispatch{ds}, copies)
 		return backend.RunInfo{Launches: 1, Pending: true}, false, nil
 	}
 	key := runKey{prog: p, bufs: bufs, hasTimed: d.info.timestamps}
@@ -140,7 +139,7 @@ func (p *program) run(args []backend.Buffer, nodeTimes *backend.NodeTimes, rr *r
 		key.src, key.off, key.n = rb.src, rb.off, uint64(len(rb.dst))
 	}
 	start := time.Now()
-	ticks, ahead, err := d.runRepeatable(key, func() ([]dispatch, []copyOp, error) { return p.dispatches(bufs) }, d.info.timestamps, rb)
+	ticks, ahead, err := d.runRepeatable(key, build, d.info.timestamps, rb)
 	host := time.Since(start)
 	if err != nil {
 		if rb != nil {

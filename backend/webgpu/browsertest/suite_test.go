@@ -33,12 +33,12 @@ type binary struct {
 // packageTests are the webgpu package's own tests that run in the browser:
 // the ones about the device layer and planning (availability, bind-range
 // splitting, memory plan and estimate, rebinding, device time, fusion
-// patterns, optimizer groups). Left out as too slow on SwiftShader, where a
+// patterns, optimizer groups, the browser's reused run plans). Left out as too slow on SwiftShader, where a
 // tiled matmul pipeline takes ~5 s to compile: TestOps (its many matmul
 // tile variants; every op is in the conformance suite) and
 // TestFusedTrainingStep (~2 min; fused training is covered by the suite's
 // graph/train-step and TestMLPTrains). TestConformance runs in wasmsuite.
-const packageTests = "^(TestAvailable|TestSplitLargeBindings|TestMemoryPlan|TestRebind|TestMemoryEstimate|TestDeviceTime|TestFusionPatterns|TestOptimizerGroups|TestMatmulF16Tiles|TestMatmulSpeed)$"
+const packageTests = "^(TestAvailable|TestSplitLargeBindings|TestMemoryPlan|TestRebind|TestMemoryEstimate|TestDeviceTime|TestFusionPatterns|TestOptimizerGroups|TestMatmulF16Tiles|TestMatmulSpeed|TestRunPlans|TestLazyStepPlans)$"
 
 // packageSkips: TestFusionPatterns/sgd-group expects its five SGD updates
 // (four buffers each) in one dispatch, which needs 21 storage buffers per
@@ -55,7 +55,7 @@ var binaries = []binary{
 	{"conformance", "./wasmsuite", []string{"-test.v"},
 		[]string{"TestConformance", "TestMLPTrains"}, 300, 6 * time.Minute},
 	{"package", "..", []string{"-test.v", "-test.run=" + packageTests, "-test.skip=" + packageSkips},
-		[]string{"TestAvailable", "TestSplitLargeBindings", "TestMemoryPlan", "TestRebind", "TestMemoryEstimate", "TestDeviceTime", "TestFusionPatterns", "TestOptimizerGroups"}, 15, 4 * time.Minute},
+		[]string{"TestAvailable", "TestSplitLargeBindings", "TestMemoryPlan", "TestRebind", "TestMemoryEstimate", "TestDeviceTime", "TestFusionPatterns", "TestOptimizerGroups", "TestRunPlans", "TestLazyStepPlans"}, 17, 4 * time.Minute},
 }
 
 // TestInBrowser runs the WebGPU backend's tests compiled to wasm inside
