@@ -169,6 +169,12 @@
 // within reason) and timestamp-query when offered. WGSL constants avoid
 // inf and NaN literals, which Chromium's compiler rejects. Calls wait on
 // JavaScript promises, so they must run on a goroutine of their own, never
-// inside a js.FuncOf callback (that deadlocks). Package browsertest runs
-// the tests in headless Chromium.
+// inside a js.FuncOf callback (that deadlocks). A plain run is submitted
+// and not waited for (a wait is a round trip to the GPU process); the next
+// read waits and reports its errors. Its dispatches are encoded by one
+// JavaScript function from a plan of arrays, kept while the same program
+// runs over the same buffers (a captured step's replays, a lazy step that
+// binds what it bound before), so a run costs Go one call across the wasm
+// boundary rather than three per dispatch. Package browsertest runs the
+// tests in headless Chromium.
 package webgpu
