@@ -150,7 +150,11 @@ func (d *Device) push(t *Tensor, fn string, grad bool, ins ...*Tensor) *Tensor {
 		}
 	}
 	t.dev, t.g, t.user = d, goid.Get(), fn
-	t.inputs = ins
+	if len(ins) <= len(t.in) {
+		t.inputs = append(t.in[:0:len(t.in)], ins...)
+	} else {
+		t.inputs = slices.Clone(ins)
+	}
 	d.lock()
 	defer d.mu.Unlock()
 	needGrad := false

@@ -47,36 +47,42 @@ var stateNames = [...]string{statePending: "pending", stateRealized: "realized",
 // use: every method takes the device's lock.
 type Tensor struct {
 	dev   *Device
-	shape []int // never changes
-	st    atomic.Uint32
+	shape []int    // never changes
 	stor  *storage // realized value
 	x     *extra   // fields few tensors use (see extra)
 
 	// recipe (pending, or kept for a backward still to come)
-	op     backend.Op
 	inputs []*Tensor
-	attr   attrs        // scalar/axis/perm/trans attributes of op
-	pass   profile.Pass // forward, backward or update (for the profiler)
-	seq    int          // position in the device's pending list
-	g      uintptr      // the goroutine that recorded it (goid)
-	user   string       // the public op that recorded it, for profiles
-	scope  string       // the layer it was recorded in (Device.Scope)
-
-	requiresGrad bool
-	param        bool // persistent leaf owned by the user (Param)
-	keep         bool // keep the value after the run that computes it
-	backwarded   bool // Backward already went through this node
-	recomputed   bool // a Checkpoint's copy, made by Backward
-	grad         *Tensor
-	// gather, on an unpack recorded by HalfTable.Gather: its inputs are a
-	// 16-bit table's words and the indices, lowered as a get_rows of the
-	// words that the unpack reads (gatherNode), so words never make a Tensor.
-	gather bool
+	// in holds inputs of up to two: most nodes have one or two, and a
+	// slice of its own per node was a quarter of a lazy step's
+	// allocations (BenchmarkStepHost).
+	in    [2]*Tensor
+	attr  attrs   // scalar/axis/perm/trans attributes of op
+	seq   int     // position in the device's pending list
+	g     uintptr // the goroutine that recorded it (goid)
+	user  string  // the public op that recorded it, for profiles
+	scope string  // the layer it was recorded in (Device.Scope)
+	grad  *Tensor
 	// keepSet's marks: equal to the device's markGen when the last
 	// keepSet found t consumed by a pending node (kept: to outlive the run).
 	// topo marks the nodes it visited in consumedGen too, with a
 	// generation of its own.
 	consumedGen, keptGen uint64
+
+	// The small fields together, so that they share a word: a Tensor
+	// is made per op per step.
+	st           atomic.Uint32
+	op           backend.Op
+	pass         profile.Pass // forward, backward or update (for the profiler)
+	requiresGrad bool
+	param        bool // persistent leaf owned by the user (Param)
+	keep         bool // keep the value after the run that computes it
+	backwarded   bool // Backward already went through this node
+	recomputed   bool // a Checkpoint's copy, made by Backward
+	// gather, on an unpack recorded by HalfTable.Gather: its inputs are a
+	// 16-bit table's words and the indices, lowered as a get_rows of the
+	// words that the unpack reads (gatherNode), so words never make a Tensor.
+	gather bool
 }
 
 // extra holds the Tensor fields few tensors use, apart: most tensors are a
