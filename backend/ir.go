@@ -533,16 +533,18 @@ const MaxElems = 1 << 46
 // MaxRank, every dimension at least 1, at most MaxElems elements (checked
 // without overflowing).
 func CheckShape(shape []int) error {
+	// The messages print copies: shape may be scratch memory on the
+	// caller's stack (core's Reshape), which printing it would move to the heap.
 	if len(shape) > MaxRank {
-		return fmt.Errorf("shape %v has %d dimensions, at most %d are supported", shape, len(shape), MaxRank)
+		return fmt.Errorf("shape %v has %d dimensions, at most %d are supported", slices.Clone(shape), len(shape), MaxRank)
 	}
 	n := 1
 	for _, d := range shape {
 		if d < 1 {
-			return fmt.Errorf("shape %v has a dimension < 1", shape)
+			return fmt.Errorf("shape %v has a dimension < 1", slices.Clone(shape))
 		}
 		if n > MaxElems/d {
-			return fmt.Errorf("shape %v has more than 2^46 = %d elements", shape, MaxElems)
+			return fmt.Errorf("shape %v has more than 2^46 = %d elements", slices.Clone(shape), MaxElems)
 		}
 		n *= d
 	}
@@ -579,8 +581,16 @@ func Strides(shape []int) []int {
 // BroadcastShape returns the numpy broadcast of a and b, or an error naming
 // both shapes.
 func BroadcastShape(a, b []int) ([]int, error) {
+	return AppendBroadcastShape(make([]int, 0, max(len(a), len(b))), a, b)
+}
+
+// AppendBroadcastShape is BroadcastShape appending the shape to dst:
+// scratch memory the caller reuses (core records an op's shape from an
+// array on its stack).
+func AppendBroadcastShape(dst, a, b []int) ([]int, error) {
 	n := max(len(a), len(b))
-	out := make([]int, n)
+	dst = slices.Grow(dst, n)
+	out := dst[len(dst) : len(dst)+n]
 	for i := 0; i < n; i++ {
 		da, db := 1, 1
 		if j := len(a) - n + i; j >= 0 {
@@ -598,7 +608,7 @@ func BroadcastShape(a, b []int) ([]int, error) {
 			return nil, fmt.Errorf("shapes %v and %v do not broadcast (dimension %d: %d vs %d)", a, b, i, da, db)
 		}
 	}
-	return out, nil
+	return dst[:len(dst)+n], nil
 }
 
 // BroadcastStrides returns strides for reading an input of shape in as if it

@@ -120,7 +120,7 @@ func (s *segment) recompute(m *gmode) ([]walked, *Tensor) {
 			needs[k] = ins[k].requiresGrad
 		}
 		m.user, m.scope = n.user, n.scope
-		c = n.dev.push(&Tensor{op: n.op, shape: n.shape, attr: n.attr, gather: n.gather}, n.user, false, ins...)
+		c = n.dev.push(&Tensor{op: n.op, shape: n.shape, attr: n.attr, gather: n.gather}, nil, n.user, false, ins...)
 		n.dev.lock()
 		c.requiresGrad = n.requiresGrad // recorded under Backward's no-grad mode
 		c.recomputed = true

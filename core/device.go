@@ -45,6 +45,7 @@ type Device struct {
 	// one reuses (see retire); keyBuf holds the program key's bytes.
 	spareLowering *lowering
 	keyBuf        []byte
+	shapeSlab     []int // what is left of ownShape's chunk
 	collectFn     func(*storage) // d.collect, for runtime.AddCleanup
 	poolMax       int64          // poolBytes, read from the device once
 	poolAdapts    bool           // the device's memory is unknown: poolFits sets poolMax

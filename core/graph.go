@@ -133,12 +133,44 @@ func (d *Device) record(fn string, op backend.Op, shape []int, attr attrs, ins .
 // recordGrad is record for ops whose result may carry a gradient (grad) or
 // never does (OpMax, OneHot: no gradient flows through them).
 func (d *Device) recordGrad(fn string, op backend.Op, shape []int, attr attrs, grad bool, ins ...*Tensor) *Tensor {
-	return d.push(&Tensor{op: op, shape: shape, attr: attr}, fn, grad, ins...)
+	return d.push(&Tensor{op: op, shape: shape, attr: attr}, nil, fn, grad, ins...)
+}
+
+// recordShaped is record for a shape computed in scratch memory (an
+// array on the caller's stack): the node gets a copy (see ownShape), so
+// the ops that compute shapes allocate none of their own.
+func (d *Device) recordShaped(fn string, op backend.Op, shape []int, attr attrs, ins ...*Tensor) *Tensor {
+	return d.push(&Tensor{op: op, attr: attr}, shape, fn, true, ins...)
+}
+
+// shapeChunk is how many ints ownShape cuts shapes from at a time.
+const shapeChunk = 128
+
+// ownShape returns an unchanging copy of s: an input's shape when equal
+// (shapes never change, so tensors share them), or a copy cut from a chunk
+// the device fills: a lazy step makes shapes for a few dozen nodes each
+// step, and their allocations were a tenth of its own. A chunk holds ints
+// only, so a long-lived shape keeps no tensor alive, only its chunk.
+// Called with d.mu held.
+func (d *Device) ownShape(s []int, ins []*Tensor) []int {
+	for _, in := range ins {
+		if slices.Equal(in.shape, s) {
+			return in.shape
+		}
+	}
+	if len(s) > len(d.shapeSlab) {
+		d.shapeSlab = make([]int, max(shapeChunk, len(s)))
+	}
+	c := d.shapeSlab[:len(s):len(s)]
+	d.shapeSlab = d.shapeSlab[len(s):]
+	copy(c, s)
+	return c
 }
 
 // push appends t, a node of op, shape and attr over ins (and any other
-// recipe fields set), to the pending graph: the body of recordGrad.
-func (d *Device) push(t *Tensor, fn string, grad bool, ins ...*Tensor) *Tensor {
+// recipe fields set), to the pending graph: the body of recordGrad. A
+// non-nil shape is scratch memory holding t's shape (see recordShaped).
+func (d *Device) push(t *Tensor, shape []int, fn string, grad bool, ins ...*Tensor) *Tensor {
 	needTensors(fn, ins...)
 	var t0 time.Time
 	if profiling() {
@@ -157,6 +189,9 @@ func (d *Device) push(t *Tensor, fn string, grad bool, ins ...*Tensor) *Tensor {
 	}
 	d.lock()
 	defer d.mu.Unlock()
+	if shape != nil {
+		t.shape = d.ownShape(shape, t.inputs)
+	}
 	needGrad := false
 	for i, in := range ins {
 		in.check(fn, i)

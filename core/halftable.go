@@ -249,7 +249,7 @@ func (h *HalfTable) Gather(idx *Tensor) *Tensor {
 		panic(err)
 	}
 	t := &Tensor{op: unpackOp(h.prec), shape: []int{idx.shape[0], h.width}, gather: true}
-	return h.dev.push(t, "HalfTable.Gather", false, tab, idx)
+	return h.dev.push(t, nil, "HalfTable.Gather", false, tab, idx)
 }
 
 // Release frees the table's device memory now instead of at garbage

@@ -21,14 +21,15 @@ func unary(fn string, op backend.Op, x *Tensor, a, b float32) *Tensor {
 
 func binary(fn string, op backend.Op, a, b *Tensor) *Tensor {
 	needTensors(fn, a, b)
-	s := a.shape // shared, as in unary
-	if !slices.Equal(a.shape, b.shape) {
-		var err error
-		if s, err = backend.BroadcastShape(a.shape, b.shape); err != nil {
-			panic(fmt.Sprintf("core.%s: %v", fn, err))
-		}
+	if slices.Equal(a.shape, b.shape) {
+		return a.dev.record(fn, op, a.shape, attrs{}, a, b) // shared, as in unary
 	}
-	return a.dev.record(fn, op, s, attrs{}, a, b)
+	var buf [4]int // scratch: recordShaped copies it
+	s, err := backend.AppendBroadcastShape(buf[:0], a.shape, b.shape)
+	if err != nil {
+		panic(fmt.Sprintf("core.%s: %v", fn, err))
+	}
+	return a.dev.recordShaped(fn, op, s, attrs{}, a, b)
 }
 
 // Add returns a+b with numpy broadcasting.
@@ -202,9 +203,10 @@ func normAxis(fn string, x *Tensor, axis int) int {
 
 // sumKeep sums along axis keeping the rank (the IR's OpSum).
 func sumKeep(fn string, x *Tensor, axis int) *Tensor {
-	s := slices.Clone(x.shape)
+	var buf [4]int // scratch: recordShaped copies it
+	s := append(buf[:0], x.shape...)
 	s[axis] = 1
-	return x.dev.record(fn, backend.OpSum, s, attrs{Axis: axis}, x)
+	return x.dev.recordShaped(fn, backend.OpSum, s, attrs{Axis: axis}, x)
 }
 
 // Sum adds all elements into a scalar (shape []).
@@ -250,14 +252,15 @@ func MeanAxis(x *Tensor, axis int, keepDim bool) *Tensor {
 // Reshape views x with a new shape of the same size; one dimension may be -1.
 func Reshape(x *Tensor, shape ...int) *Tensor {
 	needTensors("Reshape", x)
-	shape = slices.Clone(shape)
+	var buf [4]int // scratch: recordShaped copies it (messages print copies)
+	shape = append(buf[:0], shape...)
 	infer, known := -1, 1
 	for i, s := range shape {
 		switch {
 		case s == -1 && infer < 0:
 			infer = i
 		case s < 1 || known > x.Len()/s: // also keeps the product from overflowing
-			panic(fmt.Sprintf("core.Reshape: %v (%d elements) cannot become %v", x.shape, x.Len(), shape))
+			panic(fmt.Sprintf("core.Reshape: %v (%d elements) cannot become %v", x.shape, x.Len(), slices.Clone(shape)))
 		default:
 			known *= s
 		}
@@ -266,12 +269,12 @@ func Reshape(x *Tensor, shape ...int) *Tensor {
 		shape[infer] = x.Len() / known
 	}
 	if err := backend.CheckShape(shape); err != nil || backend.NumElems(shape) != x.Len() {
-		panic(fmt.Sprintf("core.Reshape: %v (%d elements) cannot become %v", x.shape, x.Len(), shape))
+		panic(fmt.Sprintf("core.Reshape: %v (%d elements) cannot become %v", x.shape, x.Len(), slices.Clone(shape)))
 	}
 	if slices.Equal(shape, x.shape) {
 		return x
 	}
-	return x.dev.record("Reshape", backend.OpReshape, shape, attrs{}, x)
+	return x.dev.recordShaped("Reshape", backend.OpReshape, shape, attrs{}, x)
 }
 
 // Permute reorders axes: output axis i is input axis perm[i].
@@ -315,7 +318,7 @@ func Expand(x *Tensor, shape ...int) *Tensor {
 	if slices.Equal(x.shape, shape) {
 		return x
 	}
-	return x.dev.record("Expand", backend.OpExpand, slices.Clone(shape), attrs{}, x)
+	return x.dev.recordShaped("Expand", backend.OpExpand, shape, attrs{}, x)
 }
 
 // SliceRows takes n rows of x starting at row from (along axis 0).
@@ -351,16 +354,18 @@ func Gather(x, idx *Tensor) *Tensor {
 	if idx.Rank() != 1 {
 		panic(fmt.Sprintf("core.Gather: indices of shape %v, want 1-D", idx.shape))
 	}
-	s := slices.Clone(x.shape)
+	var buf [4]int // scratch: recordShaped copies it
+	s := append(buf[:0], x.shape...)
 	s[0] = idx.shape[0]
-	return x.dev.record("Gather", backend.OpGetRows, s, attrs{}, x, idx)
+	return x.dev.recordShaped("Gather", backend.OpGetRows, s, attrs{}, x, idx)
 }
 
 // scatterAddRows is Gather's adjoint: rows of src added into a zero [rows, ...].
 func scatterAddRows(src, idx *Tensor, rows int) *Tensor {
-	s := slices.Clone(src.shape)
+	var buf [4]int // scratch: recordShaped copies it
+	s := append(buf[:0], src.shape...)
 	s[0] = rows
-	return src.dev.record("scatterAddRows", backend.OpScatterAddRows, s, attrs{}, src, idx)
+	return src.dev.recordShaped("scatterAddRows", backend.OpScatterAddRows, s, attrs{}, src, idx)
 }
 
 // OneHot turns 1-D class indices into [n, classes] rows with a 1 at each
@@ -385,7 +390,7 @@ func (d *Device) Full(v float32, shape ...int) *Tensor {
 		panic("core.Full: nil device")
 	}
 	checkShape("Full", shape)
-	return d.record("Full", backend.OpFill, slices.Clone(shape), attrs{A: v})
+	return d.recordShaped("Full", backend.OpFill, shape, attrs{A: v})
 }
 
 // MatMul is numpy's matmul: [..., M, K] x [..., K, N] -> [..., M, N], the
@@ -475,9 +480,10 @@ func matmul(a, b *Tensor, transA, transB bool) *Tensor {
 	if k != k2 {
 		panic(fmt.Sprintf("core.MatMul: inner dimensions differ: %v (trans %t) x %v (trans %t)", a.shape, transA, b.shape, transB))
 	}
-	s := slices.Clone(a.shape)
+	var buf [4]int // scratch: recordShaped copies it
+	s := append(buf[:0], a.shape...)
 	s[r-2], s[r-1] = m, n
-	return a.dev.record("MatMul", backend.OpMatMul, s, attrs{TransA: transA, TransB: transB}, a, b)
+	return a.dev.recordShaped("MatMul", backend.OpMatMul, s, attrs{TransA: transA, TransB: transB}, a, b)
 }
 
 // roundedTo rounds x with op (OpRoundF16, OpRoundBF16) unless it is that

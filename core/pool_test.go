@@ -284,3 +284,40 @@ func TestLastRunHoldsNoTensors(t *testing.T) {
 		}
 	}
 }
+
+// Recording an op of one or two inputs allocates its Tensor and nothing
+// else: the inputs live in the Tensor, and a shape an op computes is an
+// input's or cut from the device's chunk (ownShape). A lazy step records
+// every op again each step, so each allocation more is one per op per step.
+func TestRecordingAllocatesOneTensor(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates on its own")
+	}
+	dev := open(t)
+	x := dev.Tensor(make([]float32, 4*8), 4, 8)
+	w := dev.Param(make([]float32, 8*8), 8, 8)
+	b := dev.Param(make([]float32, 8), 8)
+	idx := dev.Tensor([]float32{0, 1, 2, 3}, 4)
+	ops := []struct {
+		name string
+		f    func()
+	}{
+		{"Add (same shapes)", func() { Add(x, x) }},
+		{"Add (broadcast bias)", func() { Add(x, b) }},
+		{"MatMul", func() { MatMul(x, w) }},
+		{"MatMulT", func() { MatMulT(w, x, false, true) }},
+		{"Reshape", func() { Reshape(x, 32) }},
+		{"SumAxis", func() { SumAxis(x, 0, true) }},
+		{"Gather", func() { Gather(w, idx) }},
+		{"Full", func() { dev.Full(1, 4, 8) }},
+	}
+	for _, op := range ops {
+		// averaged over runs: the pending list and the shape chunk grow now and then
+		if n := testing.AllocsPerRun(200, op.f); n > 1 {
+			t.Errorf("%s: %v allocations per op, want 1 (its Tensor)", op.name, n)
+		}
+		if err := dev.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
