@@ -46,7 +46,8 @@ func (t *Tensor) Backward() error {
 	}
 
 	m.user = "Backward" // the seed, and the sums into the leaves' gradients
-	grads := map[*Tensor]*Tensor{t: d.Full(1, t.shape...)}
+	grads := make(map[*Tensor]*Tensor, len(order)) // sized once: no growing per step
+	grads[t] = d.Full(1, t.shape...)
 	var walk func(order []walked)
 	walk = func(order []walked) {
 		for i := len(order) - 1; i >= 0; i-- {
@@ -140,10 +141,13 @@ type walked struct {
 // and the walked nodes' lists are cut from two shared slices: Backward runs
 // every lazy step, over every node.
 func topo(t *Tensor) ([]walked, error) {
-	var order []walked
-	var inSlab []*Tensor
-	var needSlab []bool
 	d := t.dev
+	// Sized for the pending graph, which the walk mostly covers: grown
+	// from nothing they were a tenth of a lazy step's allocations.
+	hint := len(d.pending) + 16
+	order := make([]walked, 0, hint)
+	inSlab := make([]*Tensor, 0, 2*hint)
+	needSlab := make([]bool, 0, 2*hint)
 	d.markGen++
 	gen := d.markGen
 	var visit func(n *Tensor) error

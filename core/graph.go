@@ -485,7 +485,8 @@ func (d *Device) realize(lw *lowering) {
 	}
 	clear(d.pending)
 	d.pending = d.pending[:0]
-	d.grads = nil
+	clear(d.grads) // emptied, not dropped: the next Backward fills it again
+	d.grads = d.grads[:0]
 }
 
 // lowering is one sync's translation of pending tensors to a backend graph.
