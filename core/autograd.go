@@ -46,7 +46,8 @@ func (t *Tensor) Backward() error {
 	}
 
 	m.user = "Backward" // the seed, and the sums into the leaves' gradients
-	grads := make(map[*Tensor]*Tensor, len(order)) // sized once: no growing per step
+	// sized once: grown, it allocated at every step
+	grads := make(map[*Tensor]*Tensor, len(order))
 	grads[t] = d.Full(1, t.shape...)
 	var walk func(order []walked)
 	walk = func(order []walked) {

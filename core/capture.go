@@ -321,7 +321,7 @@ func (c *Capture) record(in []Input) (*recording, [][]float32, error) {
 			}
 		}
 	}
-	lw, err := d.lower()
+	lw, err := d.lower(false)
 	if err != nil {
 		return abort(lw, fmt.Errorf("core: Capture: %w", err))
 	}
@@ -359,7 +359,7 @@ func (c *Capture) record(in []Input) (*recording, [][]float32, error) {
 		return abort(lw, fmt.Errorf("core: Capture: first run: %w", err))
 	}
 	profile.Launch("captured", 1)
-	d.realize(lw)
+	d.realize(lw, nil)
 	rec.flat = outs
 	res, err := rec.download(d, nil)
 	return rec, res, err

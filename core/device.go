@@ -45,7 +45,7 @@ type Device struct {
 	// one reuses (see retire); keyBuf holds the program key's bytes.
 	spareLowering *lowering
 	keyBuf        []byte
-	shapeSlab     []int // what is left of ownShape's chunk
+	shapeSlab     []int          // what is left of ownShape's chunk
 	collectFn     func(*storage) // d.collect, for runtime.AddCleanup
 	poolMax       int64          // poolBytes, read from the device once
 	poolAdapts    bool           // the device's memory is unknown: poolFits sets poolMax
@@ -292,6 +292,8 @@ type storage struct {
 	// resident keeps the value on the device once uploaded: it was lent
 	// to a run once already (see hostSmall), or a run updates it in place.
 	resident bool
+	// owned: registered (see own).
+	owned bool
 }
 
 // hostSmall is the size, in floats (16 KiB), up to which a value made for
@@ -315,18 +317,25 @@ func lendable(t *Tensor) bool {
 	return s.buf == nil && s.host != nil && !s.resident && s.n <= hostSmall && !t.param && t.constValues() == nil
 }
 
-// lent is a value uploaded for one run only (see hostSmall), with its host data.
+// lent is a value uploaded for one run only (see hostSmall), with its
+// tensor and host data.
 type lent struct {
+	t    *Tensor
 	s    *storage
 	host []float32
 }
 
 // giveBack moves the values lent to a finished run back to the host; the
 // next run's values of the same args take their buffers back (getBufAt).
-// Called with d.mu held.
+// Those the run wrote in place stay on the device, registered now (see
+// own). Called with d.mu held.
 func (d *Device) giveBack(ls []lent) {
 	for _, l := range ls {
-		if l.s.resident || l.s.buf == nil { // written in place by the run, or freed
+		if l.s.buf == nil { // freed
+			continue
+		}
+		if l.s.resident { // written in place by the run
+			d.own(l.t, l.s)
 			continue
 		}
 		d.putBuf(l.s.buf)
@@ -346,15 +355,48 @@ func (d *Device) keepRead(t *Tensor, v []float32) {
 	s.buf, s.host, s.resident = nil, slices.Clone(v), true
 }
 
-// newStorage registers a value; cleanup frees it when owner is collected.
+// newStorage makes a value and registers it (see own): a cleanup frees it
+// when owner is collected.
 func (d *Device) newStorage(owner *Tensor, host []float32, n int) *storage {
-	s := &storage{n: n, host: host, madeInCapture: d.guard != "" && host != nil}
+	s := newStorageOf(d, host, n)
+	d.own(owner, s)
+	return s
+}
+
+// newStorageOf makes a value that is not registered yet: host data, or a
+// run's output about to be read (see realize). It must be before a call
+// that gives it a device buffer returns, unless the call takes the buffer
+// back (own). Called with d.mu held.
+func newStorageOf(d *Device, host []float32, n int) *storage {
+	return &storage{n: n, host: host, madeInCapture: d.guard != "" && host != nil}
+}
+
+// own registers s, owner's value: the device counts it live (Close
+// rescues it, a recording checks it) and a cleanup frees it when owner is
+// collected. A value is registered once it holds a device buffer past the
+// call that gave it one; host data and the small values lent to one run
+// (see hostSmall) hold none after it, and a lazy step makes three such
+// values a step (the batch, the hyperparameters, the loss read), whose
+// cleanups, never needed, were a third of its cleanups' cost
+// (BenchmarkStepHost). Called with d.mu held.
+func (d *Device) own(owner *Tensor, s *storage) {
+	if s.owned {
+		return
+	}
+	s.owned = true
 	d.live[s] = struct{}{}
 	if d.collectFn == nil {
 		d.collectFn = d.collect // one method value, not a closure per value
 	}
 	runtime.AddCleanup(owner, d.collectFn, s)
-	return s
+}
+
+// ownHeld registers t's value if it holds a device buffer (see own).
+// Called with d.mu held.
+func (d *Device) ownHeld(t *Tensor) {
+	if t.stor != nil && t.stor.buf != nil {
+		d.own(t, t.stor)
+	}
 }
 
 // collect runs on the cleanup goroutine when a tensor is garbage collected.
@@ -554,6 +596,10 @@ func (d *Device) count(up bool, n int, site string) {
 func (d *Device) syncRead(t *Tensor, fn string) ([]float32, error) {
 	d.lock()
 	defer d.mu.Unlock()
+	// The run leaves t unregistered (see realize): registered here, after
+	// the read, if it still holds its buffer (keepRead moves a small one
+	// to the host).
+	defer d.ownHeld(t)
 	rd := &readAfter{t: t}
 	rec, err := d.run([]*Tensor{t}, fn, rd)
 	if err != nil {
@@ -667,6 +713,7 @@ func (t *Tensor) WriteAt(off int, data []float32) error {
 	if err := d.onDevice(t.stor); err != nil {
 		return fmt.Errorf("core: WriteAt: %w", err)
 	}
+	d.own(t, t.stor)
 	if err := d.be.Write(t.stor.buf, off, data); err != nil {
 		return fmt.Errorf("core: WriteAt(%d, %d values) of %v: %w", off, len(data), t, err)
 	}

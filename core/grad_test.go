@@ -138,7 +138,7 @@ func TestGradients(t *testing.T) {
 			// numeric, float64 on the reference interpreter
 			loss = build()
 			dev.mu.Lock()
-			lw, err := dev.lower()
+			lw, err := dev.lower(false)
 			if err == nil {
 				err = dev.allocOutputs(lw)
 			}

@@ -113,7 +113,7 @@ func Gradcheck(f func() *Tensor, params []*Tensor, opt *GradcheckOptions) error 
 	if loss.state() != statePending {
 		return fmt.Errorf("core.Gradcheck: f returned an existing value, not one built from params")
 	}
-	lw, err := d.lower()
+	lw, err := d.lower(false)
 	if err == nil {
 		err = d.allocOutputs(lw)
 	}

@@ -92,8 +92,9 @@ func (d *Device) leaf(fn string, data []float32, shape []int, grad bool) *Tensor
 	t := &Tensor{dev: d, shape: slices.Clone(shape), requiresGrad: grad, param: grad}
 	t.setState(stateRealized)
 	host := slices.Clone(data)
-	d.lock()
-	t.stor = d.newStorage(t, host, len(data))
+	d.lock() // newStorageOf reads the guard
+	// registered when it first keeps a device buffer (see own)
+	t.stor = newStorageOf(d, host, len(data))
 	d.mu.Unlock()
 	return t
 }
@@ -278,7 +279,7 @@ func (d *Device) run(want []*Tensor, site string, rd *readAfter) (*profile.Run, 
 		return nil, d.fail(nil, fmt.Errorf("core: %s: %w", site, err))
 	}
 	prof := profiling()
-	lw, err := d.lower()
+	lw, err := d.lower(true)
 	if err != nil {
 		return nil, d.fail(lw, fmt.Errorf("core: %s: %w", site, err))
 	}
@@ -325,7 +326,11 @@ func (d *Device) run(want []*Tensor, site string, rd *readAfter) (*profile.Run, 
 			nodes = append(nodes, t.nodeTime(times, lw.nodeOf[t]))
 		}
 	}
-	d.realize(lw)
+	var read *Tensor // registered by the caller after its read (see syncRead)
+	if rd != nil {
+		read = rd.t
+	}
+	d.realize(lw, read)
 	d.giveBack(lw.lent)
 	var rec *profile.Run
 	if prof {
@@ -410,6 +415,11 @@ type readAfter struct {
 func (d *Device) fail(lw *lowering, err error) error {
 	if lw != nil {
 		lw.free(d)
+		for _, l := range lw.lent { // they keep their buffers: registered now
+			if l.s.buf != nil {
+				d.own(l.t, l.s)
+			}
+		}
 	}
 	d.dropPending(err)
 	d.stats.Failures++
@@ -467,13 +477,18 @@ func (d *Device) useDeviceTime(rec *profile.Run, info backend.RunInfo) {
 
 // realize ends a successful run of the pending nodes: kept values become
 // tensors over their output buffers, the others are spent, and nodes whose
-// recipe no backward needs let go of their inputs. Called with d.mu held.
-func (d *Device) realize(lw *lowering) {
+// recipe no backward needs let go of their inputs. read, if not nil, is a
+// value the caller reads next and registers after (see own). Called with
+// d.mu held.
+func (d *Device) realize(lw *lowering, read *Tensor) {
 	d.stats.Runs++
 	for _, t := range lw.kept {
 		t.setState(stateRealized)
-		t.stor = d.newStorage(t, nil, t.Len())
+		t.stor = newStorageOf(d, nil, t.Len())
 		t.stor.buf = lw.out[t]
+		if t != read {
+			d.own(t, t.stor)
+		}
 	}
 	for _, t := range d.pending {
 		if t.state() == statePending { // not kept
@@ -507,6 +522,9 @@ type lowering struct {
 	rngBlocks uint64
 	// lent are the small values uploaded for this run only (see hostSmall).
 	lent []lent
+	// lends: the lowering's run gives the lent values back (giveBack) or
+	// registers them (fail), so input leaves them unregistered (see own).
+	lends bool
 	// half are the nodes a lowering adds to the pending ones, as tensors
 	// outside the pending list (in nodeOf too), so the profile shows their
 	// time: the packs and unpacks of SetActivationStorage, as the op
@@ -604,15 +622,16 @@ func (d *Device) keepSet() int {
 // kept reports whether the last keepSet marked t.
 func (d *Device) kept(t *Tensor) bool { return t.keptGen == d.markGen }
 
-// lower translates d.pending into lw.g. It decides which values outlive the
+// lower translates d.pending into lw.g (lends: see lowering.lends). It decides which values outlive the
 // run: results (values no other pending node consumes), values marked Keep or
 // asked for, and values a Backward still to come needs (nodes that require
 // grad and their inputs). Every other value is an intermediate whose memory
 // the backend plans. Output args are assigned here and allocated by
 // allocOutputs once the program is compiled, so that a program too large for
 // the device fails before any of its memory is taken.
-func (d *Device) lower() (*lowering, error) {
+func (d *Device) lower(lends bool) (*lowering, error) {
 	lw := d.newLowering()
+	lw.lends = lends
 	defer func() { lw.end = time.Now() }()
 	nkeep := d.keepSet()
 	// Sized once: a lazy step lowers a few hundred nodes every time, and
@@ -789,9 +808,12 @@ func (lw *lowering) input(d *Device, in *Tensor) (int, error) {
 		if err != nil {
 			return 0, err
 		}
+		if host == nil || !lw.lends {
+			d.own(in, in.stor)
+		}
 	}
 	if host != nil {
-		lw.lent = append(lw.lent, lent{in.stor, host})
+		lw.lent = append(lw.lent, lent{in, in.stor, host})
 	}
 	idx := len(lw.g.Nodes)
 	lw.g.Nodes = append(lw.g.Nodes, backend.Node{Op: backend.OpArg, Shape: in.shape, Arg: len(lw.args)})

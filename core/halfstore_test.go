@@ -294,7 +294,7 @@ func TestActivationStorageKeepsWeightCopiesInHalf(t *testing.T) {
 	dev.lock()
 	defer dev.mu.Unlock()
 	defer dev.dropPending(errGradcheck)
-	lw, err := dev.lower()
+	lw, err := dev.lower(false)
 	if lw != nil {
 		defer lw.free(dev)
 	}

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"errors"
 	"math"
 	"runtime"
 	"runtime/debug"
@@ -319,5 +320,113 @@ func TestRecordingAllocatesOneTensor(t *testing.T) {
 		if err := dev.Sync(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// A value is registered (counted live, with a cleanup on its tensor) only
+// once it holds a device buffer past the call that gave it one (see own):
+// a lazy step's batch, hyperparameters and small loss go back to the host
+// and are never registered, so with the collector off the live values do
+// not grow with the steps; values that keep their buffers - a large read
+// result, large data, a small one updated in place - are registered, and
+// Close rescues them.
+func TestOnlyValuesOnTheDeviceRegistered(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	dev := open(t)
+	w := dev.Param(make([]float32, 8*4), 8, 4)
+	vel := dev.Tensor(make([]float32, 8*4), 8, 4) // host data as the velocity
+	live := func() int {
+		dev.lock()
+		defer dev.mu.Unlock()
+		return len(dev.live)
+	}
+	registered := func(x *Tensor) bool {
+		dev.lock()
+		defer dev.mu.Unlock()
+		_, ok := dev.live[x.stor]
+		return ok && x.stor.owned
+	}
+	var before int
+	for step := range 6 {
+		w.ZeroGrad()
+		x := dev.Tensor(make([]float32, 4*8), 4, 8)
+		loss := Sum(Tanh(MatMul(x, w)))
+		if err := loss.Backward(); err != nil {
+			t.Fatal(err)
+		}
+		SGDUpdate(w, w.Grad(), vel, dev.Tensor([]float32{0.1, 0.9, 0}, 3))
+		if _, err := loss.Item(); err != nil {
+			t.Fatal(err)
+		}
+		if registered(x) || registered(loss) {
+			t.Fatalf("step %d: batch registered %t, loss %t: want neither (on the host after the step)", step, registered(x), registered(loss))
+		}
+		if step == 1 {
+			before = live()
+		}
+	}
+	if n := live(); n != before {
+		t.Errorf("live values %d after 4 more steps, %d before: want no growth", n, before)
+	}
+	if !registered(vel) || !registered(w) || !registered(w.Grad()) {
+		t.Errorf("registered: velocity (updated in place) %t, parameter %t, gradient %t: want all", registered(vel), registered(w), registered(w.Grad()))
+	}
+	// lent to the run by its first reader, then updated in place by it
+	w2, vel2 := dev.Param(make([]float32, 4), 4), dev.Tensor(make([]float32, 4), 4)
+	sum := Sum(vel2)
+	SGDUpdate(w2, dev.Full(1, 4), vel2, dev.Tensor([]float32{0.1, 0.9, 0}, 3))
+	if err := dev.Sync(sum); err != nil {
+		t.Fatal(err)
+	}
+	if !vel2.OnDevice() || !registered(vel2) {
+		t.Errorf("a value lent to a run that updates it: on the device %t, registered %t: want both", vel2.OnDevice(), registered(vel2))
+	}
+	big := dev.Tensor(make([]float32, 2*hostSmall), 2*hostSmall)
+	bigOut := Scale(big, 2)
+	if _, err := bigOut.Data(); err != nil {
+		t.Fatal(err)
+	}
+	if !registered(big) || !registered(bigOut) {
+		t.Errorf("large values on the device: data registered %t, result read %t: want both", registered(big), registered(bigOut))
+	}
+	if err := dev.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := bigOut.Data(); err != nil || len(v) != 2*hostSmall {
+		t.Errorf("a large result after Close: %d values, %v", len(v), err)
+	}
+}
+
+// failingBackend's programs fail to run.
+type failingBackend struct{ backend.Backend }
+
+func (f failingBackend) Compile(g *backend.Graph) (backend.Program, error) {
+	p, err := f.Backend.Compile(g)
+	return failingProgram{p}, err
+}
+
+type failingProgram struct{ backend.Program }
+
+func (failingProgram) Run([]backend.Buffer) (backend.RunInfo, error) {
+	return backend.RunInfo{}, errors.New("lost device")
+}
+
+// A value lent to a run that fails keeps its buffer, and is registered
+// (see own): its collection must free it.
+func TestLentValueOfAFailedRunRegistered(t *testing.T) {
+	dev := open(t)
+	dev.lock()
+	dev.be = failingBackend{dev.be}
+	dev.mu.Unlock()
+	x := dev.Tensor([]float32{1, 2, 3}, 3)
+	if _, err := Sum(x).Item(); err == nil {
+		t.Fatal("a run of a failing backend succeeded")
+	}
+	dev.lock()
+	_, live := dev.live[x.stor]
+	owned, held := x.stor.owned, x.stor.buf != nil
+	dev.mu.Unlock()
+	if held && (!live || !owned) {
+		t.Errorf("a value lent to a failed run holds a buffer, registered: live %t, owned %t; want both", live, owned)
 	}
 }
