@@ -351,7 +351,7 @@ func (c *Capture) record(in []Input) (*recording, [][]float32, error) {
 	}
 	for _, t := range lw.profiled(d) { // arg nodes do no work: left out
 		rec.nodes = append(rec.nodes, t.nodeTime(nil, 0))
-		rec.nodeIdx = append(rec.nodeIdx, lw.nodeOf[t])
+		rec.nodeIdx = append(rec.nodeIdx, lw.nodeOf.of(t))
 	}
 	rec.nnodes = len(lw.g.Nodes)
 	rec.rngBlocks = lw.rngBlocks

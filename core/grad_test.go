@@ -157,7 +157,7 @@ func TestGradients(t *testing.T) {
 					args[i][k] = float64(x)
 				}
 			}
-			lossNode := lw.nodeOf[loss]
+			lossNode := lw.nodeOf.of(loss)
 			eval := func() float64 {
 				a := make([][]float64, len(args))
 				for i := range args {

@@ -134,7 +134,7 @@ func Gradcheck(f func() *Tensor, params []*Tensor, opt *GradcheckOptions) error 
 			args[i][k] = float64(x)
 		}
 	}
-	lossNode := lw.nodeOf[loss]
+	lossNode := lw.nodeOf.of(loss)
 	work := make([][]float64, len(args))
 	eval := func() (float64, error) {
 		for i := range args {

@@ -323,7 +323,7 @@ func (d *Device) run(want []*Tensor, site string, rd *readAfter) (*profile.Run, 
 		// arg nodes read bound memory and do no work: they are left out
 		nodes = make([]profile.NodeTime, 0, len(d.pending)+len(lw.half))
 		for _, t := range lw.profiled(d) {
-			nodes = append(nodes, t.nodeTime(times, lw.nodeOf[t]))
+			nodes = append(nodes, t.nodeTime(times, lw.nodeOf.of(t)))
 		}
 	}
 	var read *Tensor // registered by the caller after its read (see syncRead)
@@ -390,7 +390,7 @@ func (d *Device) retire(lw *lowering, compiled bool) {
 	// emptied now, not when reused: a device holding the last run's
 	// tensors would keep them from the garbage collector
 	clear(lw.argOf)
-	clear(lw.nodeOf)
+	lw.nodeOf.clear()
 	clear(lw.out)
 	clear(lw.kept)
 	clear(lw.lent)
@@ -515,7 +515,7 @@ type lowering struct {
 	args   []backend.Buffer
 	slab   []int            // the nodes' input lists, cut from one slice
 	argOf  map[*storage]int // arg node index per realized value
-	nodeOf map[*Tensor]int
+	nodeOf nodeIndex
 	kept   []*Tensor                  // values that outlive the run, in output order
 	out    map[*Tensor]backend.Buffer // kept values and their new buffers
 	// rngBlocks is the Philox blocks the run's random draws take.
@@ -549,22 +549,20 @@ func (lw *lowering) storeHalf(d *Device) {
 	pass := make([]profile.Pass, len(lw.g.Nodes)) // args read PassForward: storeHalf never stores them
 	from := make([]*Tensor, len(lw.g.Nodes))
 	for _, t := range d.pending {
-		pass[lw.nodeOf[t]], from[lw.nodeOf[t]] = t.pass, t
+		pass[lw.nodeOf.of(t)], from[lw.nodeOf.of(t)] = t.pass, t
 	}
 	for _, t := range lw.half { // the gathers' get_rows
-		pass[lw.nodeOf[t]], from[lw.nodeOf[t]] = t.pass, t
+		pass[lw.nodeOf.of(t)], from[lw.nodeOf.of(t)] = t.pass, t
 	}
 	remap, added := storeHalf(&lw.g, pass, d.store)
-	for t, i := range lw.nodeOf {
-		lw.nodeOf[t] = remap[i]
-	}
+	lw.nodeOf.remap(remap)
 	for s, i := range lw.argOf {
 		lw.argOf[s] = remap[i]
 	}
 	for _, h := range added {
 		f := from[h.from]
 		t := &Tensor{dev: d, op: h.op, user: "ActivationStorage", scope: f.scope, pass: f.pass, shape: lw.g.Nodes[h.node].Shape}
-		lw.nodeOf[t] = h.node
+		lw.nodeOf.set(t, h.node)
 		lw.half = append(lw.half, t)
 	}
 }
@@ -646,11 +644,11 @@ func (d *Device) lower(lends bool) (*lowering, error) {
 			}
 		}
 	}
-	if lw.nodeOf == nil {
+	if lw.argOf == nil {
 		lw.argOf = make(map[*storage]int, outer)
-		lw.nodeOf = make(map[*Tensor]int, len(d.pending))
 		lw.out = make(map[*Tensor]backend.Buffer, nkeep)
 	}
+	lw.nodeOf.reset(d.pending)
 	lw.args = slices.Grow(lw.args[:0], outer+nkeep)
 	lw.slab = slices.Grow(lw.slab[:0], ins)[:ins]
 	inSlab := lw.slab
@@ -676,7 +674,7 @@ func (d *Device) lower(lends bool) (*lowering, error) {
 		if t.op == backend.OpRandUniform {
 			if o := t.recomputedFrom(); o != nil {
 				// a Checkpoint's recomputed draw, at its original's place
-				i, ok := lw.nodeOf[o]
+				i, ok := lw.nodeOf.get(o)
 				if !ok {
 					return lw, fmt.Errorf("internal: the recomputed draw %v has no original in this run", t)
 				}
@@ -707,16 +705,16 @@ func (d *Device) lower(lends bool) (*lowering, error) {
 			// the get_rows joins the profile as a node of the Gather
 			i := gatherNode(&lw.g, t, &n)
 			x := &Tensor{dev: d, op: backend.OpGetRows, user: t.user, scope: t.scope, pass: t.pass, shape: lw.g.Nodes[i].Shape}
-			lw.nodeOf[x] = i
+			lw.nodeOf.set(x, i)
 			lw.half = append(lw.half, x)
 		}
-		lw.nodeOf[t] = len(lw.g.Nodes)
-		lw.g.Nodes = append(lw.g.Nodes, n)
+		lw.nodeOf.set(t, len(lw.g.Nodes))
 		if d.kept(t) {
-			lw.g.Outputs = append(lw.g.Outputs, backend.Output{Node: lw.nodeOf[t], Arg: len(lw.args)})
+			lw.g.Outputs = append(lw.g.Outputs, backend.Output{Node: len(lw.g.Nodes), Arg: len(lw.args)})
 			lw.args = append(lw.args, nil) // allocOutputs
 			lw.kept = append(lw.kept, t)
 		}
+		lw.g.Nodes = append(lw.g.Nodes, n)
 	}
 	lw.g.NumArgs = len(lw.args)
 	d.rng.base += lw.rngBlocks // drawn, whatever becomes of the run
@@ -783,7 +781,7 @@ func bytesText(n uint64) string {
 // lowering, or an arg node over a realized value (uploaded if on the host).
 func (lw *lowering) input(d *Device, in *Tensor) (int, error) {
 	if in.state() == statePending {
-		idx, ok := lw.nodeOf[in]
+		idx, ok := lw.nodeOf.get(in)
 		if !ok {
 			return 0, fmt.Errorf("internal: %v is pending but was not recorded before its consumer", in)
 		}
@@ -877,4 +875,78 @@ func timing(k backend.TimeKind) profile.Timing {
 		return profile.Estimated
 	}
 	panic(fmt.Sprintf("core: unknown node time kind %d", k))
+}
+
+// nodeIndex is a lowering's graph node of each tensor it lowered: a
+// pending one's by its place in the pending list (Tensor.seq), since a
+// map's insert per node and lookup per input were a twentieth of a lazy
+// step's host time (BenchmarkStepHost); the nodes the lowering adds (its
+// half tensors) in a map.
+type nodeIndex struct {
+	pend  []*Tensor // the pending list lowered
+	at    []int     // the node of pend[i], -1 until lowered
+	extra map[*Tensor]int
+}
+
+// reset starts the index of a lowering of pend.
+func (x *nodeIndex) reset(pend []*Tensor) {
+	x.pend = pend
+	x.at = slices.Grow(x.at[:0], len(pend))[:len(pend)]
+	for i := range x.at {
+		x.at[i] = -1
+	}
+	clear(x.extra)
+}
+
+// pending reports whether t is pend[t.seq].
+func (x *nodeIndex) pending(t *Tensor) bool {
+	return t.seq >= 0 && t.seq < len(x.pend) && x.pend[t.seq] == t
+}
+
+// get returns t's node, and whether t has one.
+func (x *nodeIndex) get(t *Tensor) (int, bool) {
+	if x.pending(t) {
+		i := x.at[t.seq]
+		return i, i >= 0
+	}
+	i, ok := x.extra[t]
+	return i, ok
+}
+
+// of returns t's node (0 when it has none, as a map's lookup would).
+func (x *nodeIndex) of(t *Tensor) int {
+	i, ok := x.get(t)
+	if !ok {
+		return 0
+	}
+	return i
+}
+
+func (x *nodeIndex) set(t *Tensor, i int) {
+	if x.pending(t) {
+		x.at[t.seq] = i
+		return
+	}
+	if x.extra == nil {
+		x.extra = map[*Tensor]int{}
+	}
+	x.extra[t] = i
+}
+
+// remap moves every node i to r[i].
+func (x *nodeIndex) remap(r []int) {
+	for k, i := range x.at {
+		if i >= 0 {
+			x.at[k] = r[i]
+		}
+	}
+	for t, i := range x.extra {
+		x.extra[t] = r[i]
+	}
+}
+
+// clear lets go of the tensors (see retire).
+func (x *nodeIndex) clear() {
+	x.pend = nil
+	clear(x.extra)
 }
