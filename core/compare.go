@@ -195,10 +195,10 @@ func firstMax(fn string, x *Tensor, axis int) (m, v, down *Tensor) {
 	x = detach(fn, x)
 	s := slices.Clone(x.shape)
 	s[axis] = 1
-	m = x.dev.recordGrad(fn, backend.OpMax, s, attrs{Axis: axis}, false, x)
+	m = x.dev.recordGrad(fn, backend.OpMax, s, attrs{Axis: int32(axis)}, false, x)
 	hit := Maximum(inside(cmpSign(fn, x, m), -0.5, 0.5), isNaN(x))
 	down = countdown(x, axis)
-	v = x.dev.recordGrad(fn, backend.OpMax, s, attrs{Axis: axis}, false, Mul(hit, down))
+	v = x.dev.recordGrad(fn, backend.OpMax, s, attrs{Axis: int32(axis)}, false, Mul(hit, down))
 	return m, v, down
 }
 
@@ -250,7 +250,7 @@ func MaxAxis(x *Tensor, axis int, keepDim bool) *Tensor {
 	case x.shape[axis] == 1:
 		return dropAxis(Reshape(x, s...), axis, keepDim) // x is its own maximum
 	case !x.requiresGrad:
-		return dropAxis(x.dev.recordGrad("MaxAxis", backend.OpMax, s, attrs{Axis: axis}, false, x), axis, keepDim)
+		return dropAxis(x.dev.recordGrad("MaxAxis", backend.OpMax, s, attrs{Axis: int32(axis)}, false, x), axis, keepDim)
 	}
 	argAxis("MaxAxis", x, axis)
 	_, v, down := firstMax("MaxAxis", x, axis)

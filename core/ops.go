@@ -206,7 +206,7 @@ func sumKeep(fn string, x *Tensor, axis int) *Tensor {
 	var buf [4]int // scratch: recordShaped copies it
 	s := append(buf[:0], x.shape...)
 	s[axis] = 1
-	return x.dev.recordShaped(fn, backend.OpSum, s, attrs{Axis: axis}, x)
+	return x.dev.recordShaped(fn, backend.OpSum, s, attrs{Axis: int32(axis)}, x)
 }
 
 // Sum adds all elements into a scalar (shape []).

@@ -148,15 +148,18 @@ func (t *Tensor) gatherInverse() *inverseMap {
 // for every op, so they are kept small: a lazy step makes a few hundred
 // Tensors, and their bytes were most of its allocation.
 type attrs struct {
-	A, B           float32
-	Axis, Start    int
-	Perm           []int
+	A, B float32
+	// int32: an axis is below backend.MaxRank, and with the flags it fills
+	// the word after A and B
+	Axis           int32
 	TransA, TransB bool
+	Start          int
+	Perm           []int
 }
 
 // node returns a's fields as a backend.Node's, for the lowering to fill.
 func (a attrs) node() backend.Node {
-	return backend.Node{A: a.A, B: a.B, Axis: a.Axis, Start: a.Start, Perm: a.Perm, TransA: a.TransA, TransB: a.TransB}
+	return backend.Node{A: a.A, B: a.B, Axis: int(a.Axis), Start: a.Start, Perm: a.Perm, TransA: a.TransA, TransB: a.TransB}
 }
 
 // state is atomic because String reads it without the device lock (it is
