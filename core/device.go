@@ -29,6 +29,8 @@ type Device struct {
 	recOwner  uintptr    // the goroutine recording a Capture (others wait); 0 when none
 	recording *recording // what recOwner records (its guards)
 	modes     map[uintptr]*modeStack
+	lastModeG uintptr         // the goroutine of lastMode
+	lastMode  *modeStack      // the stack modeOf found last, while in modes
 	spareMode *modeStack      // a stack to reuse (see withMode)
 	popMode   func()          // restoreMode's method value, made once (see withMode)
 	be        backend.Backend // nil while closed

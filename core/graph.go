@@ -198,7 +198,7 @@ func (d *Device) push(t *Tensor, shape []int, fn string, grad bool, ins ...*Tens
 		in.check(fn, i)
 		needGrad = needGrad || in.requiresGrad
 	}
-	m := d.modeOf()
+	m := d.modeOf(t.g)
 	t.requiresGrad = grad && needGrad && (m == nil || m.noGrad == 0)
 	t.pass = profile.PassForward
 	if m != nil {

@@ -65,11 +65,18 @@ type modeStack struct {
 // modeOf returns the recording mode of the calling goroutine: gradient
 // recording on or off, and the profiler pass of new nodes. Called with d.mu
 // held; free of goroutine lookups while no goroutine is in a mode.
-func (d *Device) modeOf() *gmode {
+func (d *Device) modeOf(g uintptr) *gmode {
 	if len(d.modes) == 0 {
 		return nil
 	}
-	if st := d.modes[goid.Get()]; st != nil {
+	// One goroutine records a step's ops, mostly inside a mode (Backward,
+	// a layer's Scope): the last one found answers without the map, whose
+	// lookup at every op was a fiftieth of a lazy step.
+	if d.lastMode != nil && d.lastModeG == g {
+		return &d.lastMode.cur
+	}
+	if st := d.modes[g]; st != nil {
+		d.lastModeG, d.lastMode = g, st
 		return &st.cur
 	}
 	return nil
@@ -119,6 +126,9 @@ func (d *Device) restoreMode() {
 	st.saved = st.saved[:len(st.saved)-1]
 	if len(st.saved) == 0 {
 		delete(d.modes, g)
+		if d.lastMode == st {
+			d.lastMode = nil
+		}
 		d.spareMode = st
 	}
 }
