@@ -334,8 +334,8 @@ func (c *Capture) record(in []Input) (*recording, [][]float32, error) {
 	}
 	e.refs++
 	rec.prog, rec.args = e, lw.args
-	for s, idx := range lw.argOf {
-		rec.bound = append(rec.bound, boundArg{s, lw.args[lw.g.Nodes[idx].Arg]})
+	for _, s := range lw.bound {
+		rec.bound = append(rec.bound, boundArg{s, lw.args[lw.g.Nodes[s.argNode].Arg]})
 	}
 	// Constants made for the recording (a causal mask, index tables) have
 	// no other owner: the recording keeps them, or a collection would free

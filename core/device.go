@@ -38,6 +38,7 @@ type Device struct {
 	gen       int // backend instances so far: recordings compare it
 	pending   []*Tensor
 	markGen   uint64 // keepSet's and topo's current marks (see Tensor.keptGen)
+	lowerGen  uint64 // the lowerings so far (see lowering.gen)
 	progs     progCache
 	live      map[*storage]struct{}
 	pool      map[int][]backend.Buffer // freed buffers by length, for reuse
@@ -296,6 +297,10 @@ type storage struct {
 	resident bool
 	// owned: registered (see own).
 	owned bool
+	// argNode is the value's arg node in the lowering of generation
+	// argGen (see lowering.argOf); int32 fills the word of the flags.
+	argNode int32
+	argGen  uint64
 }
 
 // hostSmall is the size, in floats (16 KiB), up to which a value made for

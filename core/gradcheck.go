@@ -149,7 +149,7 @@ func Gradcheck(f func() *Tensor, params []*Tensor, opt *GradcheckOptions) error 
 	var bad []string
 	nbad := 0
 	for i, p := range params {
-		node, ok := lw.argOf[p.stor]
+		node, ok := lw.argOf(p.stor)
 		if !ok {
 			continue // not an input of the graph: both sides are zero
 		}

@@ -369,7 +369,7 @@ func (d *Device) newLowering() *lowering {
 		return &lowering{start: time.Now()}
 	}
 	*lw = lowering{start: time.Now(), g: backend.Graph{Nodes: lw.g.Nodes, Outputs: lw.g.Outputs},
-		args: lw.args, slab: lw.slab, argOf: lw.argOf, nodeOf: lw.nodeOf, kept: lw.kept[:0],
+		args: lw.args, slab: lw.slab, bound: lw.bound[:0], nodeOf: lw.nodeOf, kept: lw.kept[:0],
 		out: lw.out, lent: lw.lent[:0], half: lw.half[:0]}
 	return lw
 }
@@ -389,7 +389,7 @@ func (d *Device) retire(lw *lowering, compiled bool) {
 	}
 	// emptied now, not when reused: a device holding the last run's
 	// tensors would keep them from the garbage collector
-	clear(lw.argOf)
+	clear(lw.bound)
 	lw.nodeOf.clear()
 	clear(lw.out)
 	clear(lw.kept)
@@ -513,8 +513,12 @@ type lowering struct {
 	end    time.Time
 	g      backend.Graph
 	args   []backend.Buffer
-	slab   []int            // the nodes' input lists, cut from one slice
-	argOf  map[*storage]int // arg node index per realized value
+	slab   []int // the nodes' input lists, cut from one slice
+	// gen marks the values bound as args (storage.argGen), bound lists
+	// them in binding order: a lazy step binds dozens of values, and a
+	// map of them was a fiftieth of its host time.
+	gen    uint64
+	bound  []*storage
 	nodeOf nodeIndex
 	kept   []*Tensor                  // values that outlive the run, in output order
 	out    map[*Tensor]backend.Buffer // kept values and their new buffers
@@ -556,8 +560,8 @@ func (lw *lowering) storeHalf(d *Device) {
 	}
 	remap, added := storeHalf(&lw.g, pass, d.store)
 	lw.nodeOf.remap(remap)
-	for s, i := range lw.argOf {
-		lw.argOf[s] = remap[i]
+	for _, s := range lw.bound {
+		s.argNode = int32(remap[s.argNode])
 	}
 	for _, h := range added {
 		f := from[h.from]
@@ -565,6 +569,14 @@ func (lw *lowering) storeHalf(d *Device) {
 		lw.nodeOf.set(t, h.node)
 		lw.half = append(lw.half, t)
 	}
+}
+
+// argOf returns the arg node of a value lw binds, and whether it binds s.
+func (lw *lowering) argOf(s *storage) (int, bool) {
+	if s.argGen != lw.gen {
+		return 0, false
+	}
+	return int(s.argNode), true
 }
 
 func (lw *lowering) lowerTime() time.Duration { return lw.end.Sub(lw.start) }
@@ -644,10 +656,12 @@ func (d *Device) lower(lends bool) (*lowering, error) {
 			}
 		}
 	}
-	if lw.argOf == nil {
-		lw.argOf = make(map[*storage]int, outer)
+	if lw.out == nil {
 		lw.out = make(map[*Tensor]backend.Buffer, nkeep)
 	}
+	d.lowerGen++
+	lw.gen = d.lowerGen
+	lw.bound = slices.Grow(lw.bound[:0], outer)
 	lw.nodeOf.reset(d.pending)
 	lw.args = slices.Grow(lw.args[:0], outer+nkeep)
 	lw.slab = slices.Grow(lw.slab[:0], ins)[:ins]
@@ -790,7 +804,7 @@ func (lw *lowering) input(d *Device, in *Tensor) (int, error) {
 	if err := in.readable("an op input"); err != nil {
 		return 0, err
 	}
-	if idx, ok := lw.argOf[in.stor]; ok {
+	if idx, ok := lw.argOf(in.stor); ok {
 		return idx, nil
 	}
 	var host []float32
@@ -816,7 +830,8 @@ func (lw *lowering) input(d *Device, in *Tensor) (int, error) {
 	idx := len(lw.g.Nodes)
 	lw.g.Nodes = append(lw.g.Nodes, backend.Node{Op: backend.OpArg, Shape: in.shape, Arg: len(lw.args)})
 	lw.args = append(lw.args, in.stor.buf)
-	lw.argOf[in.stor] = idx
+	in.stor.argGen, in.stor.argNode = lw.gen, int32(idx)
+	lw.bound = append(lw.bound, in.stor)
 	return idx, nil
 }
 

@@ -308,7 +308,7 @@ func TestActivationStorageKeepsWeightCopiesInHalf(t *testing.T) {
 			continue
 		}
 		r := g.Nodes[nd.In[0]]
-		if r.Op == backend.OpRoundF16 && g.Nodes[r.In[0]].Op == backend.OpArg && lw.argOf[w.stor] == r.In[0] {
+		if r.Op == backend.OpRoundF16 && g.Nodes[r.In[0]].Op == backend.OpArg && lw.nodeOfArg(w.stor) == r.In[0] {
 			found = true
 		}
 	}
