@@ -80,6 +80,9 @@ func checkOptimizer(fn string, o Optimizer) error {
 		return checkOptimizer(fn, s.Optimizer)
 	}
 	if c, ok := o.(Checkpointer); ok {
+		if f, ok := c.(interface{ hyperInRange() bool }); ok && f.hyperInRange() {
+			return nil // without making the map, at every step
+		}
 		// c's own hyperparameters have its names: only their values are
 		// checked, unless one is out of range (checkHyper then names it).
 		h := c.Hyperparameters()
@@ -289,8 +292,10 @@ func (o *Adam) Hyper(t int) []float32 {
 
 // Update records the fused AdamW update of every parameter with a gradient.
 func (o *Adam) Update(hp, scale *core.Tensor) error {
-	if _, err := o.State(); err != nil {
-		return err
+	if o.m == nil || o.AMSGrad && o.vmax == nil { // made once: State's list is not needed here
+		if _, err := o.State(); err != nil {
+			return err
+		}
 	}
 	if o.AMSGrad {
 		return o.amsgrad(hp, scale)
@@ -398,6 +403,14 @@ func (o *Adam) Hyperparameters() map[string]float64 {
 		h["amsgrad"] = 1
 	}
 	return h
+}
+
+// hyperInRange reports whether every value Hyperparameters returns is in
+// range (see checkOptimizer).
+func (o *Adam) hyperInRange() bool {
+	return hyperRange("lr", float64(o.LR)) == nil && hyperRange("beta1", float64(o.Beta1)) == nil &&
+		hyperRange("beta2", float64(o.Beta2)) == nil && hyperRange("eps", float64(o.Eps)) == nil &&
+		hyperRange("weight_decay", float64(o.WeightDecay)) == nil
 }
 
 // SetHyperparameters sets lr, beta1, beta2, eps and weight_decay.

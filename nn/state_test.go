@@ -404,3 +404,31 @@ func FuzzLoadState(f *testing.F) {
 		}
 	})
 }
+
+// Adam's check without the map (hyperInRange, at every Step) agrees with
+// the check of its Hyperparameters map.
+func TestAdamHyperInRangeAgrees(t *testing.T) {
+	dev, err := core.Open("cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	p := dev.Param([]float32{1}, 1)
+	for i, set := range []func(a *Adam){
+		func(a *Adam) {},
+		func(a *Adam) { a.AMSGrad = true },
+		func(a *Adam) { a.LR = float32(math.NaN()) },
+		func(a *Adam) { a.LR = -1 },
+		func(a *Adam) { a.Eps = 0 },
+		func(a *Adam) { a.Beta1 = 1 },
+		func(a *Adam) { a.Beta2 = -0.5 },
+		func(a *Adam) { a.WeightDecay = float32(math.Inf(1)) },
+	} {
+		a := NewAdam([]*core.Tensor{p}, 0.01)
+		set(a)
+		h := a.Hyperparameters()
+		if got, want := a.hyperInRange(), hyperOK(h, h); got != want {
+			t.Errorf("case %d: hyperInRange %t, the map's check %t", i, got, want)
+		}
+	}
+}
