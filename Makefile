@@ -107,7 +107,7 @@ wasm-check:
 # and TestProfileCoversStep finds 77-94% of a step attributed under wasm,
 # below its 95% (not yet explained).
 wasm-test:
-	GOOS=js GOARCH=wasm $(GO) test -count=1 -exec="$$($(GO) env GOROOT)/lib/wasm/go_js_wasm_exec" ./backend/cpu/ ./nn/ ./wasm/
+	GOOS=js GOARCH=wasm $(GO) test -count=1 -exec="$$($(GO) env GOROOT)/lib/wasm/go_js_wasm_exec" ./backend/cpu/ ./nn/ ./wasm/ ./internal/jsbridge/
 
 bench:
 	$(GO) run $(TAGS) ./cmd/ag bench -json bench.json

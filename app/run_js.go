@@ -3,7 +3,6 @@
 package app
 
 import (
-	"fmt"
 	"runtime"
 	"syscall/js"
 	"time"
@@ -65,9 +64,9 @@ func Run(spec Spec) {
 			return func() (any, error) { return s.build(given, device) }
 		}),
 		"train": fn(func(args []js.Value) func() (any, error) {
-			steps := 0
-			if a := jsbridge.Arg(args, 0); a.Type() == js.TypeNumber {
-				steps = a.Int()
+			steps, err := jsbridge.Count(jsbridge.Arg(args, 0), "train: steps", 0)
+			if err != nil {
+				return func() (any, error) { return nil, err }
 			}
 			var progress func(int, float32, float64)
 			if cb := jsbridge.Arg(args, 1); cb.Type() == js.TypeFunction {
@@ -75,11 +74,8 @@ func Run(spec Spec) {
 			}
 			every := 1
 			if o := jsbridge.Arg(args, 2); o.Type() == js.TypeObject {
-				if v := o.Get("every"); v.Type() == js.TypeNumber {
-					every = v.Int()
-				} else if !v.IsUndefined() {
-					text := v.String()
-					return func() (any, error) { return nil, fmt.Errorf("train: every %s: want a number of steps", text) }
+				if every, err = jsbridge.Count(o.Get("every"), "train: every", 1); err != nil {
+					return func() (any, error) { return nil, err }
 				}
 			}
 			return func() (any, error) { return s.train(steps, every, progress) }

@@ -12,7 +12,9 @@
 // Every call but stop returns a Promise. The work runs on one worker
 // goroutine, in call order, never inside a js.FuncOf callback: the WebGPU
 // backend waits on JS promises, which would deadlock a callback. Errors
-// reject the Promise with an Error holding the Go error text.
+// reject the Promise with an Error holding the Go error text. Counts
+// (train's steps and every) must be whole numbers: NaN, 2.5 or "10" reject
+// the call, naming the value.
 //
 // A read of the loss waits a round trip to the GPU process (2-4 ms in
 // Chromium, whatever the step's size); the steps between reads are

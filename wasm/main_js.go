@@ -3,7 +3,6 @@
 package main
 
 import (
-	"fmt"
 	"runtime"
 	"syscall/js"
 	"time"
@@ -36,9 +35,9 @@ func main() {
 			return jsbridge.Promise(q, func() (any, error) { return s.build(cfg) })
 		}),
 		"train": js.FuncOf(func(_ js.Value, args []js.Value) any {
-			steps := 0
-			if a := jsbridge.Arg(args, 0); a.Type() == js.TypeNumber {
-				steps = a.Int()
+			steps, err := jsbridge.Count(jsbridge.Arg(args, 0), "train: steps", 0)
+			if err != nil {
+				return jsbridge.Promise(q, func() (any, error) { return nil, err })
 			}
 			cb := jsbridge.Arg(args, 1)
 			var progress func(int, float32, float64)
@@ -52,13 +51,9 @@ func main() {
 				if !o.Get("mode").IsUndefined() {
 					mode = o.Get("mode").String()
 				}
-				if v := o.Get("every"); v.Type() == js.TypeNumber {
-					every = v.Int()
-				} else if !v.IsUndefined() {
-					text := v.String()
-					return jsbridge.Promise(q, func() (any, error) {
-						return nil, fmt.Errorf("train: every %s: want a number of steps", text)
-					})
+				var err error
+				if every, err = jsbridge.Count(o.Get("every"), "train: every", 1); err != nil {
+					return jsbridge.Promise(q, func() (any, error) { return nil, err })
 				}
 			}
 			return jsbridge.Promise(q, func() (any, error) { return s.train(steps, mode, every, progress) })

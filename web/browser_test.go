@@ -545,9 +545,14 @@ func TestTrainEvery(t *testing.T) {
 			}
 		}
 	}
-	msg := eval[string](t, tb, `ag.train(2, null, {every: "many"}).then(() => "resolved", e => e.message)`)
-	if !strings.Contains(msg, "every many") {
-		t.Errorf(`ag.train with every "many": %q, want an error naming it`, msg)
+	for call, want := range map[string]string{ // refused, naming the value
+		`ag.train(2, null, {every: "many"})`: "every many", `ag.train(2, null, {every: 2.5})`: "every 2.5",
+		`ag.train(2, null, {every: NaN})`: "every NaN", `ag.train(NaN)`: "steps NaN",
+	} {
+		msg := eval[string](t, tb, call+`.then(() => "resolved", e => e.message)`)
+		if !strings.Contains(msg, want) {
+			t.Errorf(`%s: %q, want an error naming the value (%q)`, call, msg, want)
+		}
 	}
 
 	// The form's field: 12 steps read every 5th are 3 points on the chart.

@@ -10,6 +10,7 @@ package jsbridge
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"runtime/debug"
 	"sync"
 	"syscall/js"
@@ -132,3 +133,25 @@ func Arg(args []js.Value, i int) js.Value {
 	}
 	return js.Undefined()
 }
+
+// Count reads a JS argument that counts steps (train's steps and every):
+// def when it is undefined or null, else a whole number. Anything else is
+// an error naming what (such as "train: every") and the value as JS
+// writes it: a string, NaN, Infinity, 2.5. Converted as they were, NaN
+// and Infinity became integers nothing could report truthfully, and 2.5
+// quietly became 2.
+func Count(v js.Value, what string, def int) (int, error) {
+	switch v.Type() {
+	case js.TypeUndefined, js.TypeNull:
+		return def, nil
+	case js.TypeNumber:
+		f := v.Float()
+		if f == math.Trunc(f) && math.Abs(f) <= 1<<53 { // false for NaN and ±Inf
+			return int(f), nil
+		}
+	}
+	return 0, fmt.Errorf("%s %s: want a whole number of steps", what, text(v))
+}
+
+// text is v as JavaScript's String(v) writes it.
+func text(v js.Value) string { return js.Global().Call("String", v).String() }
