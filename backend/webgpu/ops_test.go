@@ -11,7 +11,9 @@ import (
 
 	"github.com/ag-go/ag/backend"
 	"github.com/ag-go/ag/backend/backendtest"
+	"github.com/ag-go/ag/core"
 	"github.com/ag-go/ag/internal/testenv"
+	"github.com/ag-go/ag/internal/workload"
 )
 
 // The tests share one Backend per process: bookworm's lavapipe can corrupt
@@ -60,6 +62,43 @@ func (sharedDriver) Open() (backend.Backend, error) {
 func (sharedDriver) Available() backend.Availability { return driver{}.Available() }
 
 func init() { backend.Register("webgpu-shared", 0, sharedDriver{}) }
+
+// lazyStepsLike runs steps lazy MLP steps (width 24, depth 3, batch 24) on
+// the shared backend, calling mark before the fourth, and checks each loss
+// against the cpu backend's: the steps whose runs tests count.
+func lazyStepsLike(t *testing.T, steps int, mark func()) {
+	t.Helper()
+	losses := func(name string, mark func()) []float32 {
+		t.Helper()
+		dev, err := core.Open(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer dev.Close()
+		m, err := workload.New(dev, workload.Config{Width: 24, Depth: 3, Batch: 24, Seed: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ls []float32
+		for i := range steps {
+			if i == 3 && mark != nil {
+				mark()
+			}
+			l, err := m.StepMode(workload.Lazy)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ls = append(ls, l)
+		}
+		return ls
+	}
+	got, want := losses("webgpu-shared", mark), losses("cpu", nil)
+	for i := range want {
+		if d := math.Abs(float64(got[i] - want[i])); d > 1e-4*(1+math.Abs(float64(want[i]))) {
+			t.Fatalf("step %d: loss %v on webgpu, %v on cpu", i, got[i], want[i])
+		}
+	}
+}
 
 // opCase is one graph: its nodes read args 0..k-1 (filled with random data)
 // and the last node's value goes to the last arg.
