@@ -432,7 +432,7 @@ func (d *Device) dropPending(err error) {
 	for _, t := range d.pending {
 		t.setState(stateFailed)
 		t.more().err = err
-		t.inputs = nil
+		t.dropInputs()
 		t.keep = false
 	}
 	clear(d.pending)
@@ -495,7 +495,7 @@ func (d *Device) realize(lw *lowering, read *Tensor) {
 			t.setState(stateSpent)
 		}
 		if !t.requiresGrad || t.backwarded {
-			t.inputs = nil // let the ancestors go
+			t.dropInputs() // let the ancestors go
 		}
 	}
 	clear(d.pending)

@@ -430,3 +430,35 @@ func TestLentValueOfAFailedRunRegistered(t *testing.T) {
 		t.Errorf("a value lent to a failed run holds a buffer, registered: live %t, owned %t; want both", live, owned)
 	}
 }
+
+// TestRealizedValueLetsItsInputsGo: a value a run computed, which no
+// backward needs, holds none of its inputs, so a kept result does not keep
+// its ancestors (and their device buffers) alive; nor does a failed or
+// released one.
+func TestRealizedValueLetsItsInputsGo(t *testing.T) {
+	dev := open(t)
+	x := dev.Tensor([]float32{1, 2, 3, 4}, 4)
+	xx := Mul(x, x)
+	y := Add(xx, x)
+	if _, err := y.Data(); err != nil {
+		t.Fatal(err)
+	}
+	z := Neg(y)
+	z.Release()
+	for _, c := range []struct {
+		name string
+		v    *Tensor
+	}{{"a value read", y}, {"a released value", z}} {
+		if c.v.inputs != nil || c.v.in != [2]*Tensor{} {
+			t.Errorf("%s holds its inputs: %v, %v", c.name, c.v.inputs, c.v.in)
+		}
+	}
+	weak := weak.Make(xx)
+	xx = nil
+	runtime.GC()
+	runtime.GC()
+	if weak.Value() != nil {
+		t.Error("an intermediate is still reachable after its consumer ran")
+	}
+	runtime.KeepAlive(y)
+}

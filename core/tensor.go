@@ -56,7 +56,7 @@ type Tensor struct {
 	// in holds inputs of up to two: most nodes have one or two, and a
 	// slice of its own per node was a quarter of a lazy step's
 	// allocations (BenchmarkStepHost).
-	in    [2]*Tensor
+	in    [2]*Tensor // cleared with inputs (dropInputs)
 	attr  attrs   // scalar/axis/perm/trans attributes of op
 	seq   int     // position in the device's pending list
 	g     uintptr // the goroutine that recorded it (goid)
@@ -312,7 +312,7 @@ func (t *Tensor) Release() error {
 		t.stor = nil
 	}
 	t.setState(stateReleased)
-	t.inputs = nil
+	t.dropInputs()
 	t.grad = nil
 	return nil
 }
@@ -327,4 +327,11 @@ func (t *Tensor) check(op string, i int) {
 	case stateReleased:
 		panic(fmt.Sprintf("core.%s: input %d (%v) was released", op, i, t))
 	}
+}
+
+// dropInputs lets t's recipe go: its inputs slice and the array that may
+// back it, which would otherwise keep the ancestors alive.
+func (t *Tensor) dropInputs() {
+	t.inputs = nil
+	t.in = [2]*Tensor{}
 }
