@@ -57,11 +57,11 @@ type Tensor struct {
 	// slice of its own per node was a quarter of a lazy step's
 	// allocations (BenchmarkStepHost).
 	in    [2]*Tensor // cleared with inputs (dropInputs)
-	attr  attrs   // scalar/axis/perm/trans attributes of op
-	seq   int     // position in the device's pending list
-	g     uintptr // the goroutine that recorded it (goid)
-	user  string  // the public op that recorded it, for profiles
-	scope string  // the layer it was recorded in (Device.Scope)
+	attr  attrs      // scalar/axis/perm/trans attributes of op
+	seq   int        // position in the device's pending list
+	g     uintptr    // the goroutine that recorded it (goid)
+	user  string     // the public op that recorded it, for profiles
+	scope string     // the layer it was recorded in (Device.Scope)
 	grad  *Tensor
 	// keepSet's marks: equal to the device's markGen when the last
 	// keepSet found t consumed by a pending node (kept: to outlive the run).
