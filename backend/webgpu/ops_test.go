@@ -63,6 +63,19 @@ func (sharedDriver) Available() backend.Availability { return driver{}.Available
 
 func init() { backend.Register("webgpu-shared", 0, sharedDriver{}) }
 
+// incProgram compiles x = x + a in place over 6 values, released when the
+// test ends: the run the tests of repeated runs repeat.
+func incProgram(t *testing.T, be *Backend, a float32) backend.Program {
+	t.Helper()
+	p, err := be.Compile(&backend.Graph{NumArgs: 1, Nodes: []backend.Node{{Op: backend.OpArg, Arg: 0, Shape: []int{6}},
+		{Op: backend.OpAffine, In: []int{0}, Shape: []int{6}, A: 1, B: a}}, Outputs: []backend.Output{{Node: 1, Arg: 0}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Release)
+	return p
+}
+
 // lazyStepsLike runs steps lazy MLP steps (width 24, depth 3, batch 24) on
 // the shared backend, calling mark before the fourth, and checks each loss
 // against the cpu backend's: the steps whose runs tests count.

@@ -15,16 +15,7 @@ import (
 // Every result is read back and checked.
 func TestRunPlans(t *testing.T) {
 	be := openTest(t)
-	inc := func(a float32) backend.Program { // x = x + a, in place
-		t.Helper()
-		p, err := be.Compile(&backend.Graph{NumArgs: 1, Nodes: []backend.Node{{Op: backend.OpArg, Arg: 0, Shape: []int{6}},
-			{Op: backend.OpAffine, In: []int{0}, Shape: []int{6}, A: 1, B: a}}, Outputs: []backend.Output{{Node: 1, Arg: 0}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(p.Release)
-		return p
-	}
+	inc := func(a float32) backend.Program { return incProgram(t, be, a) }
 	alloc := func() backend.Buffer {
 		t.Helper()
 		x, err := be.Alloc(6)
