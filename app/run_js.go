@@ -93,8 +93,9 @@ func Run(spec Spec) {
 				if v := o.Get("mode"); v.Type() == js.TypeString {
 					mode = v.String()
 				}
-				if v := o.Get("steps"); v.Type() == js.TypeNumber {
-					steps = v.Int()
+				var err error
+				if steps, err = jsbridge.Count(o.Get("steps"), "profile: steps", 5); err != nil {
+					return func() (any, error) { return nil, err }
 				}
 			}
 			return func() (any, error) { return s.profile(mode, steps) }

@@ -60,7 +60,13 @@ func main() {
 		}),
 		"profile": js.FuncOf(func(_ js.Value, args []js.Value) any {
 			o := jsbridge.Arg(args, 0)
-			mode, steps := jsbridge.Str(o, "mode", ModeCaptured), int(jsbridge.Num(o, "steps", 5))
+			mode, steps := jsbridge.Str(o, "mode", ModeCaptured), 5
+			if o.Type() == js.TypeObject {
+				var err error
+				if steps, err = jsbridge.Count(o.Get("steps"), "profile: steps", 5); err != nil {
+					return jsbridge.Promise(q, func() (any, error) { return nil, err })
+				}
+			}
 			return jsbridge.Promise(q, func() (any, error) { return s.profile(mode, steps) })
 		}),
 		"trace": js.FuncOf(func(_ js.Value, args []js.Value) any {
