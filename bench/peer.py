@@ -17,11 +17,19 @@ def device(name):
     return dev, lambda: None
 
 
-def timed(fn, reps, sync, warm=3):
-    """Median and minimum milliseconds of reps calls of fn after warm ones."""
-    for _ in range(warm):
+WARM_S = 0.5  # ag bench's -warmup default: a GPU idle for a second clocks down
+
+
+def timed(fn, reps, sync, warm=3, warm_s=WARM_S):
+    """Median and minimum milliseconds of reps calls of fn after warm-up:
+    at least warm calls, and calls until warm_s seconds have passed (as ag
+    bench's -warmup), so that timing starts at the GPU's working clock."""
+    t0 = time.perf_counter()
+    n = 0
+    while n < warm or time.perf_counter() - t0 < warm_s:
         fn()
-    sync()
+        sync()
+        n += 1
     ts = []
     for _ in range(reps):
         t0 = time.perf_counter()

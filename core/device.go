@@ -93,6 +93,12 @@ type Stats struct {
 	// should count one; a step that does not is binding other buffers than
 	// the step before.
 	Ahead int
+	// Allocs counts device buffers allocated from the backend (the pool
+	// had none of that length), AllocBytes their size. A steady training
+	// loop allocates none per step: its values take the step before's
+	// buffers back.
+	Allocs     int
+	AllocBytes int64
 }
 
 // deviceIDs numbers opened devices.
@@ -507,6 +513,10 @@ func (d *Device) getBuf(n int) (backend.Buffer, error) {
 	if err != nil && d.pooled > 0 {
 		d.flushPool()
 		b, err = d.be.Alloc(n)
+	}
+	if err == nil {
+		d.stats.Allocs++
+		d.stats.AllocBytes += 4 * int64(n)
 	}
 	return b, err
 }

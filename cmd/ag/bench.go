@@ -28,6 +28,7 @@ type benchResult struct {
 	Down    float64 `json:"downloads_per_step,omitempty"`
 	Launch  float64 `json:"launches_per_step,omitempty"`
 	Ahead   float64 `json:"recorded_ahead_per_step,omitempty"` // runs submitted from commands recorded during the run before (core.Stats.Ahead)
+	Allocs  float64 `json:"allocs_per_step,omitempty"`          // device buffers allocated, not taken from the pool (core.Stats.Allocs)
 	N       int     `json:"n,omitempty"`
 	Width   int     `json:"width,omitempty"`
 	Depth   int     `json:"depth,omitempty"`
@@ -39,6 +40,9 @@ type benchResult struct {
 	MinMs   float64 `json:"min_ms"`
 	GFLOPs  float64 `json:"gflops"`
 	Reps    int     `json:"reps"`
+	// TimesMs is every timed repetition in order, so a slow start (a
+	// clock ramping up, buffers allocated) shows where a median hides it.
+	TimesMs []float64 `json:"times_ms,omitempty"`
 	Every   int     `json:"every,omitempty"` // mlp_step: the loss read every this many steps (reps timings of every steps each)
 	Loss    float64 `json:"final_loss,omitempty"`
 	// With -profiled: the median step with per-op profiling on, and its
@@ -75,11 +79,16 @@ func bench(args []string) error {
 	precs := fs.String("precision", "f32", "matmul precisions (core.Device.SetMatMulPrecision), comma-separated: f32, f16, bf16")
 	store16 := fs.Bool("store16", false, "with -precision f16 or bf16, also hold the activations saved for the backward in that format (core.Device.SetActivationStorage); results say \"f16+store\"")
 	profiled := fs.Bool("profiled", false, "also time each MLP step with per-op profiling on, in turns with steps without, and print the ratio (the profiler's cost)")
+	warmup := fs.Duration("warmup", warmupDefault, "warm-up before each measurement: at least two runs, and runs until this much time has passed (a GPU idle while shaders compiled clocks down; on an H200 the first 250 ms of work after a second idle ran 3x slower)")
 	cpuProf := fs.String("cpuprofile", "", "write a Go CPU profile of the whole run (the host's side of every step) to this file, for go tool pprof")
 	fs.Parse(args)
 	if *every < 1 {
 		return fmt.Errorf("-every %d: want >= 1", *every)
 	}
+	if *warmup < 0 {
+		return fmt.Errorf("-warmup %v: want >= 0", *warmup)
+	}
+	warmFor = *warmup
 	if *cpuProf != "" {
 		f, err := os.Create(*cpuProf)
 		if err != nil {
@@ -268,21 +277,25 @@ func benchMatMul(dev *core.Device, n, reps int) (benchResult, error) {
 		v[i] = float32(rng.Float64() - 0.5)
 	}
 	a, b := dev.Tensor(v, n, n), dev.Tensor(v, n, n)
-	var times []time.Duration
-	for i := -2; i < reps; i++ { // two warm-up runs compile and upload
-		t0 := time.Now()
+	product := func() error {
 		c := core.MatMul(a, b)
-		if err := dev.Sync(c); err != nil {
+		defer c.Release()
+		return dev.Sync(c)
+	}
+	if err := warm(product); err != nil { // compiles and uploads too
+		return benchResult{}, err
+	}
+	times := make([]time.Duration, reps)
+	for i := range times {
+		t0 := time.Now()
+		if err := product(); err != nil {
 			return benchResult{}, err
 		}
-		if i >= 0 {
-			times = append(times, time.Since(t0))
-		}
-		c.Release()
+		times[i] = time.Since(t0)
 	}
 	med, mn := stats(times)
 	return benchResult{Device: dev.Name(), Kind: "matmul", N: n, MedianM: med, MinMs: mn,
-		GFLOPs: 2 * float64(n) * float64(n) * float64(n) / med / 1e6, Reps: reps}, nil
+		GFLOPs: 2 * float64(n) * float64(n) * float64(n) / med / 1e6, Reps: reps, TimesMs: msList(times)}, nil
 }
 
 // stepper is a training workload that ag bench times.
@@ -291,10 +304,32 @@ type stepper interface {
 	FLOPs() float64
 }
 
-// benchStep times reps steps of m in mode after two that compile and
-// record, filling r's timings, transfers and launches.
+// warmupDefault is -warmup's default. On an H200 a step taken after a
+// second of shader compilation ran at a third of its speed for the first
+// 250 ms (the clock at 600 of 1980 MHz): two warm-up steps of 3 ms left
+// 23 of 30 timed steps in that state (bench/results, session 13).
+const warmupDefault = 500 * time.Millisecond
+
+// warmFor is how long warm runs (-warmup).
+var warmFor = warmupDefault
+
+// warm runs f at least twice (compiling, recording, uploading) and then
+// until warmFor has passed since it began, so that a measurement starts on
+// a device at its working clock.
+func warm(f func() error) error {
+	t0 := time.Now()
+	for i := 0; i < 2 || time.Since(t0) < warmFor; i++ {
+		if err := f(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// benchStep times reps steps of m in mode after warm-up steps (warm) that
+// compile and record, filling r's timings, transfers and launches.
 func benchStep(dev *core.Device, m stepper, mode workload.Mode, reps int, profiled bool, r *benchResult) error {
-	if _, _, err := m.Timed(mode, 2); err != nil { // compile, record
+	if err := warm(func() error { _, _, err := m.Timed(mode, 1); return err }); err != nil {
 		return err
 	}
 	// transfers and launches of the timed steps
@@ -314,8 +349,10 @@ func benchStep(dev *core.Device, m stepper, mode workload.Mode, reps int, profil
 	med, mn := stats(times)
 	n := float64(reps)
 	r.Device, r.Mode, r.MedianM, r.MinMs, r.GFLOPs, r.Reps, r.Loss = dev.Name(), string(mode), med, mn, m.FLOPs()/med/1e6, reps, float64(loss)
+	r.TimesMs = msList(times)
 	r.Up, r.Down, r.Launch = float64(st1.Uploads-st0.Uploads)/n, float64(st1.Downloads-st0.Downloads)/n, float64(launches)/n
 	r.Ahead = float64(st1.Ahead-st0.Ahead) / n
+	r.Allocs = float64(st1.Allocs-st0.Allocs) / n
 	if profiled {
 		plain, prof, err := profiledSteps(m, mode, reps)
 		if err != nil {
@@ -327,10 +364,10 @@ func benchStep(dev *core.Device, m stepper, mode workload.Mode, reps int, profil
 }
 
 // benchEvery times reps groups of every MLP steps in mode, the loss read at
-// the last of each (after two groups that compile and record), filling r's
+// the last of each (after warm-up groups, see warm), filling r's
 // per-step timings and transfers.
 func benchEvery(dev *core.Device, m *workload.MLP, mode workload.Mode, reps, every int, r *benchResult) error {
-	if _, _, err := m.TimedEvery(mode, 2, every); err != nil {
+	if err := warm(func() error { _, _, err := m.TimedEvery(mode, 1, every); return err }); err != nil {
 		return err
 	}
 	st0 := dev.Stats()
@@ -342,8 +379,10 @@ func benchEvery(dev *core.Device, m *workload.MLP, mode workload.Mode, reps, eve
 	med, mn := stats(times)
 	n := float64(reps * every)
 	r.Device, r.Mode, r.MedianM, r.MinMs, r.GFLOPs, r.Reps, r.Every, r.Loss = dev.Name(), string(mode), med, mn, m.FLOPs()/med/1e6, reps, every, float64(loss)
+	r.TimesMs = msList(times)
 	r.Up, r.Down = float64(st1.Uploads-st0.Uploads)/n, float64(st1.Downloads-st0.Downloads)/n
 	r.Ahead = float64(st1.Ahead-st0.Ahead) / n
+	r.Allocs = float64(st1.Allocs-st0.Allocs) / n
 	return nil
 }
 
@@ -379,6 +418,15 @@ func profiledSteps(m stepper, mode workload.Mode, reps int) (plain, prof float64
 	plain, _ = stats(off)
 	prof, _ = stats(on)
 	return plain, prof, nil
+}
+
+// msList is ts in milliseconds, rounded to the microsecond.
+func msList(ts []time.Duration) []float64 {
+	out := make([]float64, len(ts))
+	for i, t := range ts {
+		out[i] = float64(t.Microseconds()) / 1e3
+	}
+	return out
 }
 
 func stats(ts []time.Duration) (median, min float64) {

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 )
 
 // ag bench -every 2 reads the loss at every second step (half a download a
@@ -39,5 +41,46 @@ func TestBenchEveryAndProfile(t *testing.T) {
 	}
 	if err := bench([]string{"-device", "cpu", "-matmul", "", "-every", "0"}); err == nil {
 		t.Error("-every 0 accepted")
+	}
+}
+
+// ag bench warms up for -warmup before each measurement, lists every timed
+// repetition in its JSON, and counts device buffers allocated per step:
+// none in a steady training loop, whose values take the buffers of the
+// step before.
+func TestBenchWarmupTimesAllocs(t *testing.T) {
+	js := filepath.Join(t.TempDir(), "b.json")
+	const warmup = 300 * time.Millisecond
+	t0 := time.Now()
+	if err := bench([]string{"-device", "cpu", "-matmul", "8", "-width", "16", "-depth", "2", "-batch", "4", "-reps", "5",
+		"-warmup", warmup.String(), "-json", js}); err != nil {
+		t.Fatal(err)
+	}
+	// three measurements (a matmul, a lazy and a captured step), each
+	// after at least warmup of warm-up runs
+	if took := time.Since(t0); took < 3*warmup {
+		t.Errorf("ag bench took %v with three measurements after -warmup %v each", took, warmup)
+	}
+	b, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep benchReport
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Results) != 3 {
+		t.Fatalf("%d results, want a matmul, lazy and captured steps: %s", len(rep.Results), b)
+	}
+	for _, r := range rep.Results {
+		if len(r.TimesMs) != 5 || slices.Min(r.TimesMs) < 0 {
+			t.Errorf("%s %s: times_ms %v, want the 5 repetitions", r.Kind, r.Mode, r.TimesMs)
+		}
+		if r.Kind == "mlp_step" && r.Allocs != 0 {
+			t.Errorf("%s step: %g buffers allocated a step after warm-up, want none", r.Mode, r.Allocs)
+		}
+	}
+	if err := bench([]string{"-device", "cpu", "-matmul", "", "-warmup", "-1s"}); err == nil {
+		t.Error("-warmup -1s accepted")
 	}
 }
