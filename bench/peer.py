@@ -17,19 +17,21 @@ def device(name):
     return dev, lambda: None
 
 
-WARM_S = 0.5  # ag bench's -warmup default: a GPU idle for a second clocks down
+WARM_S = 1.0  # ag bench's -warmup default: a GPU idle for a second clocks down
 
 
 def timed(fn, reps, sync, warm=3, warm_s=WARM_S):
     """Median and minimum milliseconds of reps calls of fn after warm-up:
-    at least warm calls, and calls until warm_s seconds have passed (as ag
-    bench's -warmup), so that timing starts at the GPU's working clock."""
+    warm calls (compiling, capturing), then calls for warm_s seconds more
+    (as ag bench's -warmup), so that timing starts at the GPU's working
+    clock."""
+    for _ in range(warm):
+        fn()
+    sync()
     t0 = time.perf_counter()
-    n = 0
-    while n < warm or time.perf_counter() - t0 < warm_s:
+    while time.perf_counter() - t0 < warm_s:
         fn()
         sync()
-        n += 1
     ts = []
     for _ in range(reps):
         t0 = time.perf_counter()

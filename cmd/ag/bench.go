@@ -79,7 +79,7 @@ func bench(args []string) error {
 	precs := fs.String("precision", "f32", "matmul precisions (core.Device.SetMatMulPrecision), comma-separated: f32, f16, bf16")
 	store16 := fs.Bool("store16", false, "with -precision f16 or bf16, also hold the activations saved for the backward in that format (core.Device.SetActivationStorage); results say \"f16+store\"")
 	profiled := fs.Bool("profiled", false, "also time each MLP step with per-op profiling on, in turns with steps without, and print the ratio (the profiler's cost)")
-	warmup := fs.Duration("warmup", warmupDefault, "warm-up before each measurement: at least two runs, and runs until this much time has passed (a GPU idle while shaders compiled clocks down; on an H200 the first 250 ms of work after a second idle ran 3x slower)")
+	warmup := fs.Duration("warmup", warmupDefault, "warm-up before each measurement: two runs (compiling), then runs for this long (a GPU idle while shaders compiled clocks down; on an H200 steps ran 3x slower for 0.15 s and 1.8x for 0.2 s more after 1.6 s of compiling)")
 	cpuProf := fs.String("cpuprofile", "", "write a Go CPU profile of the whole run (the host's side of every step) to this file, for go tool pprof")
 	fs.Parse(args)
 	if *every < 1 {
@@ -304,21 +304,28 @@ type stepper interface {
 	FLOPs() float64
 }
 
-// warmupDefault is -warmup's default. On an H200 a step taken after a
-// second of shader compilation ran at a third of its speed for the first
-// 250 ms (the clock at 600 of 1980 MHz): two warm-up steps of 3 ms left
-// 23 of 30 timed steps in that state (bench/results, session 13).
-const warmupDefault = 500 * time.Millisecond
+// warmupDefault is -warmup's default. An H200 left idle for the 1.6 s
+// its driver took to compile a new step's shaders clocked down to 555 of
+// 1980 MHz; the 4x1024 batch-4096 step then took 10.6 ms for its first 15
+// runs, 5.9 ms for the next 34 and 3.2 ms from there on (0.36 s of work).
+// With two warm-up steps, 23 of 30 timed steps were slow
+// (bench/results/h200-2026-12-04-s13-*).
+const warmupDefault = time.Second
 
-// warmFor is how long warm runs (-warmup).
+// warmFor is how long warm runs f after its first two runs (-warmup).
 var warmFor = warmupDefault
 
-// warm runs f at least twice (compiling, recording, uploading) and then
-// until warmFor has passed since it began, so that a measurement starts on
-// a device at its working clock.
+// warm runs f twice (compiling, recording, uploading) and then for warmFor
+// more, so that a measurement starts on a device at its working clock: the
+// clock counts from the end of the compiling runs, during which the GPU
+// idles.
 func warm(f func() error) error {
-	t0 := time.Now()
-	for i := 0; i < 2 || time.Since(t0) < warmFor; i++ {
+	for range 2 {
+		if err := f(); err != nil {
+			return err
+		}
+	}
+	for t0 := time.Now(); time.Since(t0) < warmFor; {
 		if err := f(); err != nil {
 			return err
 		}
