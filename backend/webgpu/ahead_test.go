@@ -71,8 +71,12 @@ func TestRunAhead(t *testing.T) {
 	run(ten, 10) // another program: the recorded one is not it
 	run(one, 1)
 	check("programs alternating")
+	// A folded read is a command buffer of its own: runs and runs that
+	// read share what was recorded ahead (a loop reading its loss every
+	// few steps), and each read sees its own run's result.
 	dst := make([]float32, 6)
-	for range 3 { // a folded read is part of the key
+	hits = be.d.aheadHits
+	for range 3 {
 		if _, err := one.(backend.RunReader).RunRead(args, x, 0, dst); err != nil {
 			t.Fatal(err)
 		}
@@ -83,6 +87,26 @@ func TestRunAhead(t *testing.T) {
 		run(one, 1)
 	}
 	check("runs and reads alternating")
+	if got := be.d.aheadHits - hits; got != 5 {
+		t.Errorf("3 reads and runs alternating after a run of the same program: %d submitted a command recorded ahead, want 5 (all but the first)", got)
+	}
+	// a larger read replaces the staging buffer: the run's recording holds
+	big, err := be.Alloc(1 << 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Free(big)
+	hits = be.d.aheadHits // the Alloc did not touch it; Free would
+	bigDst := make([]float32, 1<<16)
+	if _, err := one.(backend.RunReader).RunRead(args, big, 0, bigDst); err != nil {
+		t.Fatal(err)
+	}
+	want++
+	if be.d.aheadHits != hits+1 {
+		t.Error("a run reading more than the staging buffer held did not submit the command recorded ahead")
+	}
+	run(one, 1)
+	check("a larger read")
 }
 
 // TestLazyStepRecordedAhead: a lazy training step through core (fresh batch
