@@ -125,7 +125,7 @@ func main() {
 	flag.IntVar(&o.Rounds, "rounds", 3, "rounds; each runs every configuration once, ag and tfjs alternating")
 	flag.IntVar(&o.WarmupSteps, "warmup-steps", 3, "untimed steps before timing, at least")
 	flag.Float64Var(&o.WarmupMS, "warmup-ms", 3000, "untimed milliseconds before timing, at least (WebGPU shader compiles take ~3 s)")
-	flag.IntVar(&o.ProfileSteps, "profile-steps", 5, "steps of ag's lazy-mode profile after its timing")
+	flag.IntVar(&o.ProfileSteps, "profile-steps", 5, "steps of ag's profile after its timing, in the timed mode (0: none)")
 	flag.StringVar(&agDevices, "ag-devices", "webgpu,cpu", "ag devices (cpu is ag's CPU backend compiled to wasm)")
 	flag.StringVar(&agModes, "ag-modes", "captured,lazy", "ag execution modes: captured, lazy, eager")
 	flag.StringVar(&tfjsBackends, "tfjs-backends", "webgpu,wasm,cpu", "tfjs backends: webgpu, wasm, cpu, webgl")
@@ -215,6 +215,11 @@ func jobs(o Options) []job {
 func run(o Options) error {
 	if o.Width < 1 || o.Depth < 1 || o.Batch < 1 || o.Steps < 1 || o.Rounds < 1 || o.Every < 1 {
 		return fmt.Errorf("width %d, depth %d, batch %d, steps %d, rounds %d, every %d: all must be >= 1", o.Width, o.Depth, o.Batch, o.Steps, o.Rounds, o.Every)
+	}
+	// ag.profile's own bound; 0 runs none (found before a round's runs
+	// failed one by one on it)
+	if o.ProfileSteps < 0 || o.ProfileSteps > 1000 {
+		return fmt.Errorf("-profile-steps %d: want 0 (no profile) to 1000", o.ProfileSteps)
 	}
 	if o.JSON != "" {
 		// the report's folder first, so that a long run never ends in a

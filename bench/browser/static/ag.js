@@ -45,7 +45,7 @@ async function runBench(cfg) {
       const t = await bench.timed(step, Math.max(1, Math.round(cfg.steps / every)));
       const ms = t.ms.map((v) => v / every); // per step
       Object.assign(out, bench.summary(ms), {every, first_loss: t.losses[0], last_loss: t.losses[t.losses.length - 1], profiled: false});
-      out.profile = await ag.profile({mode: cfg.mode, steps: cfg.profileSteps});
+      if (cfg.profileSteps > 0) out.profile = await ag.profile({mode: cfg.mode, steps: cfg.profileSteps});
     } else if (cfg.mode === "eager") {
       const step = () => ag.profile({mode: cfg.mode, steps: 1});
       out.warmup = await bench.warmup(step, cfg.warmup);
