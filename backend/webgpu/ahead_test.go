@@ -152,3 +152,69 @@ func TestLazyStepRecordedAhead(t *testing.T) {
 		t.Errorf("core.Stats.Ahead counted %d runs recorded ahead, the backend %d", counted, hits)
 	}
 }
+
+// TestDeferredRuns: natively a plain run returns without waiting
+// (RunInfo.Pending), at most maxInFlight of them unfinished; a read waits
+// for all before it, in order; closing with runs unfinished waits for them;
+// AG_WEBGPU_DEFER=off makes every run wait.
+func TestDeferredRuns(t *testing.T) {
+	open := func() *Backend {
+		t.Helper()
+		b, err := driver{}.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b.(*Backend)
+	}
+	openTest(t) // skips loudly without an adapter
+	be := open()
+	inc := incProgram(t, be, 1)
+	x, err := be.Alloc(6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const runs = 200
+	for i := range runs {
+		info, err := inc.Run([]backend.Buffer{x})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !info.Pending {
+			t.Fatalf("run %d: not pending: a plain run waited", i)
+		}
+		if n := be.d.inFlight; n > maxInFlight {
+			t.Fatalf("run %d: %d runs may be unfinished, want at most %d", i, n, maxInFlight)
+		}
+	}
+	v := make([]float32, 6)
+	if err := be.Read(x, 0, v); err != nil {
+		t.Fatal(err)
+	}
+	if v[0] != runs || v[5] != runs {
+		t.Fatalf("after %d deferred increments the read sees %v, want %d", runs, v, runs)
+	}
+	for range 5 { // closed with runs unfinished
+		if _, err := inc.Run([]backend.Buffer{x}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := be.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Setenv("AG_WEBGPU_DEFER", "off")
+	be = open()
+	defer be.Close()
+	inc = incProgram(t, be, 1)
+	y, err := be.Alloc(6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := inc.Run([]backend.Buffer{y})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Pending {
+		t.Error("AG_WEBGPU_DEFER=off: a plain run did not wait")
+	}
+}

@@ -531,14 +531,14 @@ func (d *dev) runInside(ds []dispatch, copies []copyOp) ([]uint64, error) {
 // process each, a millisecond, most of a small step's time in the browser.
 // The run is encoded by the JavaScript encode from a plan, reused while
 // its key repeats and nothing it binds went away (planGen).
-func (d *dev) deferRun(key runKey, build func() ([]dispatch, []copyOp, error)) error {
+func (d *dev) deferRun(key runKey, build func() ([]dispatch, []copyOp, error)) (bool, error) {
 	i := slices.IndexFunc(d.plans, func(p jsPlan) bool { return p.gen == d.planGen && p.key.same(key) })
 	if i >= 0 {
 		d.planHits++
 	} else {
 		ds, copies, err := build()
 		if err != nil {
-			return err
+			return false, err
 		}
 		d.planBuilt++
 		pl := jsPlan{key: key.clone(), gen: d.planGen, v: planOf(ds, copies)}
@@ -549,7 +549,7 @@ func (d *dev) deferRun(key runKey, build func() ([]dispatch, []copyOp, error)) e
 		i = len(d.plans) - 1
 	}
 	d.pending = append(d.pending, d.encode.Invoke(d.plans[i].v))
-	return nil
+	return false, nil
 }
 
 // planOf builds encode's plan of one pass of ds and the copies after it.

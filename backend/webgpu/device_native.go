@@ -64,7 +64,23 @@ type dev struct {
 	// polls adds wake-up latency to every run); else sleep between polls,
 	// leaving the cores to a software adapter.
 	spin bool
+	// deferRuns: plain runs are submitted without waiting (deferRun);
+	// inFlight counts those submitted since the queue was last seen empty,
+	// at most maxInFlight. (Not counted down by Queue.OnSubmittedWorkDone:
+	// cogentcore/webgpu v0.23 hands C the address of a Go variable as the
+	// callback's handle, which the collector may reuse before the callback
+	// runs; on an H200 two benchmark runs of six died that way. Nor waited
+	// for one by one: wgpu's blocking poll is never used, see dev.wait.)
+	deferRuns bool
+	inFlight  int
 }
+
+// maxInFlight bounds the deferred runs submitted since the queue was last
+// seen empty: the host builds and submits steps while the GPU runs the
+// ones before, and does not run away from it (a loop that never reads
+// would queue without end); the next waits for the queue to drain, a gap
+// of one poll every maxInFlight runs.
+const maxInFlight = 3
 
 // maxStaging bounds one readback or upload chunk so that a read of a large
 // table does not need a staging buffer as large as the table.
@@ -258,6 +274,7 @@ func openDev() (*dev, error) {
 	default:
 		d.spin = d.info.gpu
 	}
+	d.deferRuns = os.Getenv("AG_WEBGPU_DEFER") != "off"
 	return d, nil
 }
 
@@ -400,6 +417,7 @@ func (d *dev) waitFor(done func() bool) {
 	for {
 		empty := d.device.Poll(false, nil)
 		if empty && done() {
+			d.inFlight = 0 // all finished
 			return
 		}
 		if !d.spin {
@@ -753,15 +771,70 @@ func (d *dev) dropAhead() {
 	}
 }
 
-// defersRuns is false: natively a wait is a poll, and plain runs wait.
-func (d *dev) defersRuns() bool { return false }
+// defersRuns reports whether plain runs are submitted without waiting
+// (AG_WEBGPU_DEFER=off: every run waits, as before).
+func (d *dev) defersRuns() bool { return d.deferRuns }
 
-// deferRun is never called natively (defersRuns is false).
-func (d *dev) deferRun(runKey, func() ([]dispatch, []copyOp, error)) error {
-	panic("webgpu: internal: deferRun on a native device")
+// deferRun submits a plain run and returns without waiting for it, so that
+// the host builds the next step while the GPU runs this one: a loop that
+// reads its loss every tenth step waits once in ten. Reads, and runs that
+// read, wait for everything submitted before (queue order). At most
+// maxInFlight deferred runs are unfinished: the next waits for the oldest.
+// Like runRepeatable it submits a command recorded ahead when the run
+// repeats the one before (ahead reports it), and records the next one
+// after submitting; a deferred run writes the same timestamps as a
+// waited one (unread) so that both share recordings.
+func (d *dev) deferRun(key runKey, build func() ([]dispatch, []copyOp, error)) (bool, error) {
+	d.throttle()
+	key.hasTimed = d.info.timestamps
+	var cmd *wgpu.CommandBuffer
+	if a := d.ahead; a != nil {
+		d.ahead = nil
+		if a.gen == d.aheadGen && a.key.same(key) {
+			cmd = a.cmd
+			d.aheadHits++
+		} else {
+			a.cmd.Release()
+		}
+	}
+	ahead := cmd != nil
+	repeat := ahead || d.lastKey.same(key)
+	d.lastKey = key.clone()
+	if cmd == nil {
+		ds, copies, err := build()
+		if err != nil {
+			return false, err
+		}
+		if cmd, err = d.encode([][]dispatch{ds}, copies, d.info.timestamps, nil, true); err != nil {
+			return false, err
+		}
+	}
+	d.pendingWrites = 0 // the submit flushes them
+	d.inFlight++
+	d.queue.Submit(cmd)
+	cmd.Release()
+	if repeat {
+		if ds, copies, err := build(); err == nil {
+			if c, err := d.encode([][]dispatch{ds}, copies, d.info.timestamps, nil, false); err == nil {
+				d.ahead = &aheadCmd{key: d.lastKey, cmd: c, gen: d.aheadGen}
+			}
+		}
+	}
+	return ahead, nil
+}
+
+// throttle waits for the queue to drain once maxInFlight deferred runs
+// were submitted since it was last seen empty.
+func (d *dev) throttle() {
+	if d.inFlight >= maxInFlight {
+		d.wait(nil) // sets inFlight to 0
+	}
 }
 
 func (d *dev) close() {
+	if d.inFlight > 0 {
+		d.wait(nil) // deferred runs finish before the device goes
+	}
 	d.dropAhead()
 	d.releaseQueries()
 	if d.staging != nil {

@@ -124,15 +124,17 @@ func (p *program) run(args []backend.Buffer, nodeTimes *backend.NodeTimes, rr *r
 		return info, false, nil
 	}
 	d := b.d
-	// A plain run is not waited for where a wait is a round trip (the
-	// browser): RunInfo.Pending, the next read waits. Elsewhere it waits and
-	// reports its device time.
+	// A plain run is not waited for (RunInfo.Pending; the next read waits):
+	// in the browser a wait is a round trip, natively the host builds the
+	// next step meanwhile (AG_WEBGPU_DEFER=off waits, reporting the run's
+	// device time).
 	build := func() ([]dispatch, []copyOp, error) { return p.dispatches(bufs) }
 	if rb == nil && d.defersRuns() {
-		if err := d.deferRun(runKey{prog: p, bufs: bufs}, build); err != nil {
+		ahead, err := d.deferRun(runKey{prog: p, bufs: bufs}, build)
+		if err != nil {
 			return backend.RunInfo{}, false, err
 		}
-		return backend.RunInfo{Launches: 1, Pending: true}, false, nil
+		return backend.RunInfo{Launches: 1, Pending: true, Ahead: ahead}, false, nil
 	}
 	key := runKey{prog: p, bufs: bufs, hasTimed: d.info.timestamps}
 	if rb != nil {

@@ -28,7 +28,7 @@ type benchResult struct {
 	Down    float64 `json:"downloads_per_step,omitempty"`
 	Launch  float64 `json:"launches_per_step,omitempty"`
 	Ahead   float64 `json:"recorded_ahead_per_step,omitempty"` // runs submitted from commands recorded during the run before (core.Stats.Ahead)
-	Allocs  float64 `json:"allocs_per_step,omitempty"`          // device buffers allocated, not taken from the pool (core.Stats.Allocs)
+	Allocs  float64 `json:"allocs_per_step,omitempty"`         // device buffers allocated, not taken from the pool (core.Stats.Allocs)
 	N       int     `json:"n,omitempty"`
 	Width   int     `json:"width,omitempty"`
 	Depth   int     `json:"depth,omitempty"`
@@ -43,8 +43,8 @@ type benchResult struct {
 	// TimesMs is every timed repetition in order, so a slow start (a
 	// clock ramping up, buffers allocated) shows where a median hides it.
 	TimesMs []float64 `json:"times_ms,omitempty"`
-	Every   int     `json:"every,omitempty"` // mlp_step: the loss read every this many steps (reps timings of every steps each)
-	Loss    float64 `json:"final_loss,omitempty"`
+	Every   int       `json:"every,omitempty"` // mlp_step: the loss read every this many steps (reps timings of every steps each)
+	Loss    float64   `json:"final_loss,omitempty"`
 	// With -profiled: the median step with per-op profiling on, and its
 	// ratio to the median step without, both from steps taken in turns.
 	ProfMs    float64 `json:"profiled_median_ms,omitempty"`
