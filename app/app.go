@@ -91,8 +91,8 @@ type Trainer interface {
 
 // UnreadStepper is a Trainer that can take a step without reading its loss
 // back. The page (ag.train's {every}, its "Read loss every N steps") calls
-// StepUnread for the steps between those whose loss it shows: in the
-// browser such a step is submitted and not waited for, while a read waits
+// StepUnread for the steps between those whose loss it shows: on WebGPU
+// such a step is submitted and not waited for, while a read in the browser waits
 // a round trip to the GPU process (2-4 ms on a GPU, whatever the step's
 // size). A captured step gets it from nn.StepCapture.StepUnread. Without
 // it every step is read.

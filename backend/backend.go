@@ -56,8 +56,9 @@ type RunInfo struct {
 	// Pending.
 	DeviceTime time.Duration
 	// Pending: Run submitted the work and returned without waiting for it
-	// (the browser's WebGPU, where a wait is a round trip to the GPU
-	// process, about a millisecond each). Reads and later runs are ordered
+	// (WebGPU: in the browser a wait is a round trip to the GPU process,
+	// about a millisecond each; natively the host builds the next step
+	// while the GPU runs this one). Reads and later runs are ordered
 	// after it, so reading the results is still safe; the run's time is
 	// not measured, and a device error it meets is returned by the next
 	// read or run. RunTimed always waits.

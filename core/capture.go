@@ -167,9 +167,9 @@ func (c *Capture) Call(in ...Input) ([][]float32, error) {
 // Run runs the captured function on the inputs as Call does and does not
 // read its outputs back: for steps whose outputs nobody looks at (a loss
 // reported every tenth step). The run that records reads them all the
-// same. A backend that can submit work without waiting for it (WebGPU in
-// the browser) returns as soon as the run is submitted, so the next step
-// queues behind it instead of waiting a round trip to the GPU; elsewhere
+// same. A backend that can submit work without waiting for it (WebGPU,
+// natively and in the browser) returns as soon as the run is submitted, so
+// the next step is built and queued while the GPU runs this one; elsewhere
 // Run waits for the run, as Call does, and saves only the download.
 func (c *Capture) Run(in ...Input) error {
 	_, err := c.call("Capture.Run", in, false)

@@ -23,8 +23,8 @@ func (p *program) Run(args []backend.Buffer) (backend.RunInfo, error) {
 
 // RunRead is Run followed by the Backend's Read of src, the read's copy
 // recorded after the run's in its submission where the device folds reads
-// (natively: one wait for both; in the browser a run is not waited for, so
-// a run and a read are one round trip already).
+// (natively: one wait for both; in the browser a plain run is not waited
+// for, so a run and a read are one round trip already).
 func (p *program) RunRead(args []backend.Buffer, src backend.Buffer, off int, dst []float32) (backend.RunInfo, error) {
 	info, folded, err := p.run(args, nil, &readReq{src: src, off: off, dst: dst})
 	if err != nil || folded {

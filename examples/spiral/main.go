@@ -106,7 +106,7 @@ func (m *Model) Step() (float32, error) { return m.StepMode(app.ModeCaptured) }
 
 // StepUnread runs one captured training step and does not read its loss
 // back (app.UnreadStepper): the page's steps between those it shows, which
-// in the browser are submitted without waiting.
+// on WebGPU are submitted without waiting.
 func (m *Model) StepUnread() error {
 	idx := m.nextBatch()
 	return m.captured().StepUnread(core.In(idx, len(idx)))

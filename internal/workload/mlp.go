@@ -121,7 +121,7 @@ func (m *MLP) StepMode(mode Mode) (float32, error) { return m.step1(mode, true) 
 
 // StepUnread runs one training step in the given mode as StepMode does and
 // does not read the loss back. A lazy step runs at a Sync; where the
-// backend can submit without waiting (WebGPU in the browser), neither mode
+// backend can submit without waiting (WebGPU), neither mode
 // waits for the step's work (see core.Capture.Run).
 func (m *MLP) StepUnread(mode Mode) error {
 	_, err := m.step1(mode, false)
