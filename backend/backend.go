@@ -100,6 +100,15 @@ type RunReader interface {
 // cannot be queried (WebGPU on a hardware GPU).
 var ErrMemoryUnknown = errors.New("device memory unknown")
 
+// Waiter is implemented by backends whose runs may return before their
+// work is done (RunInfo.Pending): Wait returns when everything submitted
+// so far has finished on the device, with the error a deferred run met if
+// one did. core.Device.Sync calls it, so that Sync is a barrier to time
+// work by; a backend that always waits need not implement it.
+type Waiter interface {
+	Wait() error
+}
+
 // Backend is one opened device.
 type Backend interface {
 	Caps() Caps

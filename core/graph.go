@@ -226,14 +226,27 @@ func (d *Device) push(t *Tensor, shape []int, fn string, grad bool, ins ...*Tens
 	return t
 }
 
-// Sync runs all pending work on the device as one program and keeps the
-// values of ts (and of tensors marked with Keep). It is the explicit sync
-// point; Data, Item and buffer reads call it.
+// Sync runs all pending work on the device as one program, keeps the
+// values of ts (and of tensors marked with Keep) and returns when the
+// device has finished it and everything before: the barrier to time work
+// by, as torch.cuda.synchronize. (A backend may return from a run before
+// its work is done, backend.Waiter: WebGPU does. Reads wait for what they
+// read; steps that read nothing - nn.StepCapture.StepUnread, a lazy step
+// ended by Release - do not wait, so the host builds the next step while
+// the device runs this one.)
 func (d *Device) Sync(ts ...*Tensor) error {
 	needTensors("Device.Sync", ts...)
 	d.lock()
 	defer d.mu.Unlock()
-	return d.syncLocked(ts, "Sync")
+	if err := d.syncLocked(ts, "Sync"); err != nil {
+		return err
+	}
+	if w, ok := d.be.(backend.Waiter); ok {
+		if err := w.Wait(); err != nil {
+			return fmt.Errorf("core: Device.Sync: %w", err)
+		}
+	}
+	return nil
 }
 
 // syncLocked runs the pending work (see run) and hands its profile to the

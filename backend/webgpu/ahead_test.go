@@ -155,8 +155,8 @@ func TestLazyStepRecordedAhead(t *testing.T) {
 
 // TestDeferredRuns: natively a plain run returns without waiting
 // (RunInfo.Pending), at most maxInFlight of them unfinished; a read waits
-// for all before it, in order; closing with runs unfinished waits for them;
-// AG_WEBGPU_DEFER=off makes every run wait.
+// for all before it, in order; Wait is a barrier; closing with runs
+// unfinished waits for them; AG_WEBGPU_DEFER=off makes every run wait.
 func TestDeferredRuns(t *testing.T) {
 	open := func() *Backend {
 		t.Helper()
@@ -193,6 +193,18 @@ func TestDeferredRuns(t *testing.T) {
 	if v[0] != runs || v[5] != runs {
 		t.Fatalf("after %d deferred increments the read sees %v, want %d", runs, v, runs)
 	}
+	// Wait (backend.Waiter, what core.Device.Sync calls) is a barrier
+	for range 2 {
+		if _, err := inc.Run([]backend.Buffer{x}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := be.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if be.d.inFlight != 0 {
+		t.Errorf("after Wait %d runs counted unfinished", be.d.inFlight)
+	}
 	for range 5 { // closed with runs unfinished
 		if _, err := inc.Run([]backend.Buffer{x}); err != nil {
 			t.Fatal(err)
@@ -200,6 +212,10 @@ func TestDeferredRuns(t *testing.T) {
 	}
 	if err := be.Close(); err != nil {
 		t.Fatal(err)
+	}
+
+	if err := be.Wait(); err == nil {
+		t.Error("Wait on a closed backend: no error")
 	}
 
 	t.Setenv("AG_WEBGPU_DEFER", "off")
@@ -216,5 +232,35 @@ func TestDeferredRuns(t *testing.T) {
 	}
 	if info.Pending {
 		t.Error("AG_WEBGPU_DEFER=off: a plain run did not wait")
+	}
+}
+
+// TestSyncWaits: core.Device.Sync is a barrier on webgpu (backend.Waiter):
+// unread lazy steps are submitted without waiting, and Sync returns with
+// nothing unfinished; the values read after are those of every step.
+func TestSyncWaits(t *testing.T) {
+	be := openTest(t)
+	dev, err := core.Open("webgpu-shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	m, err := workload.New(dev, workload.Config{Width: 16, Depth: 2, Batch: 8, Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		if err := m.StepUnread(workload.Lazy); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if be.d.inFlight == 0 {
+		t.Error("four unread lazy steps: none counted unfinished (were they waited for?)")
+	}
+	if err := dev.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if be.d.inFlight != 0 {
+		t.Errorf("after Device.Sync %d runs counted unfinished", be.d.inFlight)
 	}
 }

@@ -304,6 +304,20 @@ func (b *Backend) Read(buf backend.Buffer, off int, dst []float32) error {
 	return nil
 }
 
+// Wait returns when every run submitted so far has finished on the device
+// (backend.Waiter): plain runs are not waited for (RunInfo.Pending).
+func (b *Backend) Wait() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return errors.New("webgpu.Wait: backend closed")
+	}
+	if err := b.d.waitIdle(); err != nil {
+		return fmt.Errorf("webgpu.Wait: %w", err)
+	}
+	return nil
+}
+
 // Memory reports an estimate (WebGPU cannot query device memory): total is
 // the budget of memoryBudget, free is total minus the bytes this backend has
 // allocated (buffers, program intermediates and parameters). Without a

@@ -33,7 +33,7 @@ func BenchmarkMatMul(b *testing.B) {
 // BenchmarkDispatch measures the cost of one dispatch inside a batched run:
 // a chain of 200 tiny adds, unfused, is one submission of 200 dispatches.
 func BenchmarkDispatch(b *testing.B) {
-	be := openTest(b)
+	be := waitedRuns(b, openTest(b))
 	be.noFuse = true
 	defer func() { be.noFuse = false }()
 	const chain = 200
@@ -87,6 +87,7 @@ func setup(b *testing.B, be *Backend, g *backend.Graph, sizes []int) ([]backend.
 }
 
 func runBench(b *testing.B, be *Backend, g *backend.Graph, sizes []int, flops float64) {
+	waitedRuns(b, be)
 	bufs, p := setup(b, be, g, sizes)
 	defer p.Release()
 	var dev time.Duration

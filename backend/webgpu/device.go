@@ -27,6 +27,8 @@ import (
 //	(*dev).runRead(passes [][]dispatch, copies []copyOp, timed bool, rb *readBack) (ticks []uint64, err error)
 //	(*dev).runRepeatable(key runKey, build func() ([]dispatch, []copyOp, error), timed bool, rb *readBack) (ticks []uint64, ahead bool, err error)
 //	(*dev).foldsRead(bytes int) bool
+//	(*dev).waitIdle() error
+//	(*dev).setDefer(on bool) (was bool)
 //	(*dev).defersRuns() bool
 //	(*dev).deferRun(key runKey, build func() ([]dispatch, []copyOp, error)) (ahead bool, err error)
 //	(*dev).dropAhead()

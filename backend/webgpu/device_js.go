@@ -570,6 +570,16 @@ func planOf(ds []dispatch, copies []copyOp) js.Value {
 	return js.ValueOf([]any{pipes, binds, w, cs})
 }
 
+// setDefer does nothing: in the browser plain runs are always deferred.
+func (d *dev) setDefer(bool) bool { return true }
+
+// waitIdle waits until everything submitted has finished, and for the
+// pending error scopes: one round trip.
+func (d *dev) waitIdle() error {
+	_, err := d.settle(d.queue.Call("onSubmittedWorkDone"))
+	return err
+}
+
 // defersRuns is true: plain runs are submitted and not waited for
 // (deferRun).
 func (d *dev) defersRuns() bool { return true }

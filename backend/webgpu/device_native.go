@@ -823,6 +823,23 @@ func (d *dev) deferRun(key runKey, build func() ([]dispatch, []copyOp, error)) (
 	return ahead, nil
 }
 
+// setDefer turns deferRun on or off and returns what it was (tests that
+// read each run's device time turn it off).
+func (d *dev) setDefer(on bool) bool {
+	was := d.deferRuns
+	if was && !on {
+		d.wait(nil)
+	}
+	d.deferRuns = on
+	return was
+}
+
+// waitIdle waits until everything submitted has finished.
+func (d *dev) waitIdle() error {
+	d.wait(nil)
+	return nil
+}
+
 // throttle waits for the queue to drain once maxInFlight deferred runs
 // were submitted since it was last seen empty.
 func (d *dev) throttle() {

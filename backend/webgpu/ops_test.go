@@ -63,6 +63,14 @@ func (sharedDriver) Available() backend.Availability { return driver{}.Available
 
 func init() { backend.Register("webgpu-shared", 0, sharedDriver{}) }
 
+// waitedRuns makes be's plain runs wait and report their device time
+// (natively they are deferred) until t ends.
+func waitedRuns(t testing.TB, be *Backend) *Backend {
+	was := be.d.setDefer(false)
+	t.Cleanup(func() { be.d.setDefer(was) })
+	return be
+}
+
 // incProgram compiles x = x + a in place over 6 values, released when the
 // test ends: the run the tests of repeated runs repeat.
 func incProgram(t *testing.T, be *Backend, a float32) backend.Program {

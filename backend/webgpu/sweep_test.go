@@ -26,7 +26,7 @@ func sweepOn(t *testing.T) *Backend {
 	if os.Getenv("AG_WEBGPU_SWEEP") == "" {
 		t.Skip("set AG_WEBGPU_SWEEP=1 to run the GPU sweeps")
 	}
-	return openTest(t)
+	return waitedRuns(t, openTest(t))
 }
 
 // devTimes runs p reps times and returns the median device time and the
