@@ -9,7 +9,7 @@ import argparse, contextlib, json, os
 
 import torch
 
-from peer import cuda_graph, device, timed
+from peer import cuda_graph, device, every, timed
 
 
 AMP = contextlib.nullcontext  # autocast with --amp
@@ -27,9 +27,13 @@ def main():
                     help="CPU threads (default 0: torch's own choice; OpenBLAS adds its own pool)")
     ap.add_argument("--amp", default="", help="autocast dtype: f16 or bf16 (ag bench -precision); empty: f32")
     ap.add_argument("--cuda-graph", action="store_true", help="also time the step captured in a CUDA graph")
+    ap.add_argument("--every", type=int, default=1,
+                    help="read the loss every this many steps (a timing is that many steps, shared), as ag bench -every")
     ap.add_argument("--matmul-dtypes", default="f32",
                     help="the matmul rows' types: f32 (TF32 off), tf32, bf16, f16 (comma-separated)")
     a = ap.parse_args()
+    if a.every < 1:
+        ap.error(f"--every {a.every}: want >= 1")
     global AMP
     if a.amp:
         dt = {"f16": torch.float16, "bf16": torch.bfloat16}[a.amp]
@@ -64,16 +68,20 @@ def main():
         opt = torch.optim.Adam(model.parameters(), lr=1e-3, capturable=a.cuda_graph)
         x, t = torch.rand(b, w, device=dev) * 2 - 1, torch.tanh(torch.randn(b, w, device=dev))
 
-        def step():
+        def unread():
             opt.zero_grad(set_to_none=True)
             with AMP():
                 loss = torch.nn.functional.mse_loss(model(x), t)
             loss.backward()
             opt.step()
-            return loss.item()
+            return loss
 
-        med, mn = timed(step, a.reps, sync)
-        out["results"].append({"kind": "mlp_step", "mode": "eager", "width": w, "depth": d, "batch": b,
+        def step():
+            return unread().item()
+
+        k = a.every
+        med, mn = (v / k for v in timed(every(k, unread, step), a.reps, sync))
+        out["results"].append({"kind": "mlp_step", "mode": "eager", "width": w, "depth": d, "batch": b, "every": k,
                                "median_ms": med, "min_ms": mn, "gflops": 6 * b * w * w * d / med / 1e6})
         if a.cuda_graph and dev.type == "cuda":
             def body():
@@ -84,8 +92,8 @@ def main():
                 return gl
 
             replay = cuda_graph(step, body, lambda: opt.zero_grad(set_to_none=True))
-            med, mn = timed(replay, a.reps, sync)
-            out["results"].append({"kind": "mlp_step", "mode": "cuda_graph", "width": w, "depth": d, "batch": b,
+            med, mn = (v / k for v in timed(every(k, replay.unread, replay), a.reps, sync))
+            out["results"].append({"kind": "mlp_step", "mode": "cuda_graph", "width": w, "depth": d, "batch": b, "every": k,
                                    "median_ms": med, "min_ms": mn, "gflops": 6 * b * w * w * d / med / 1e6})
     print(json.dumps(out, indent=1))
 
