@@ -28,6 +28,7 @@ import (
 //	(*dev).runRepeatable(key runKey, build func() ([]dispatch, []copyOp, error), timed bool, rb *readBack) (ticks []uint64, ahead bool, err error)
 //	(*dev).foldsRead(bytes int) bool
 //	(*dev).waitIdle() error
+//	(*dev).drainDeferred()
 //	(*dev).setDefer(on bool) (was bool)
 //	(*dev).defersRuns() bool
 //	(*dev).deferRun(key runKey, build func() ([]dispatch, []copyOp, error)) (ahead bool, err error)

@@ -570,6 +570,10 @@ func planOf(ds []dispatch, copies []copyOp) js.Value {
 	return js.ValueOf([]any{pipes, binds, w, cs})
 }
 
+// drainDeferred does nothing: in the browser a timed run's wait is a round
+// trip anyway, which covers the runs before it.
+func (d *dev) drainDeferred() {}
+
 // setDefer does nothing: in the browser plain runs are always deferred.
 func (d *dev) setDefer(bool) bool { return true }
 

@@ -834,6 +834,13 @@ func (d *dev) setDefer(on bool) bool {
 	return was
 }
 
+// drainDeferred waits for the deferred runs not yet seen finished.
+func (d *dev) drainDeferred() {
+	if d.inFlight > 0 {
+		d.wait(nil)
+	}
+}
+
 // waitIdle waits until everything submitted has finished.
 func (d *dev) waitIdle() error {
 	d.wait(nil)
@@ -849,9 +856,7 @@ func (d *dev) throttle() {
 }
 
 func (d *dev) close() {
-	if d.inFlight > 0 {
-		d.wait(nil) // deferred runs finish before the device goes
-	}
+	d.drainDeferred() // deferred runs finish before the device goes
 	d.dropAhead()
 	d.releaseQueries()
 	if d.staging != nil {

@@ -104,6 +104,9 @@ func (p *program) run(args []backend.Buffer, nodeTimes *backend.NodeTimes, rr *r
 		}
 	}
 	if nodeTimes != nil {
+		// a timed run's host time is its own, not that of runs deferred
+		// before it
+		b.d.drainDeferred()
 		ds, copies, err := p.dispatches(bufs)
 		if err != nil {
 			return backend.RunInfo{}, false, err
