@@ -237,7 +237,7 @@ func TestDeferredRuns(t *testing.T) {
 
 // TestSyncWaits: core.Device.Sync is a barrier on webgpu (backend.Waiter):
 // unread lazy steps are submitted without waiting, and Sync returns with
-// nothing unfinished; the values read after are those of every step.
+// nothing unfinished.
 func TestSyncWaits(t *testing.T) {
 	be := openTest(t)
 	dev, err := core.Open("webgpu-shared")

@@ -617,18 +617,7 @@ func (d *dev) encode(passes [][]dispatch, copies []copyOp, timed bool, rb *readB
 // readCmd is a command buffer of rb's copy into the staging buffer alone,
 // submitted after a run's own (see runRepeatable).
 func (d *dev) readCmd(rb *readBack) (*wgpu.CommandBuffer, error) {
-	if err := d.ensureStaging(uint64(len(rb.dst))); err != nil {
-		return nil, err
-	}
-	enc, err := d.device.CreateCommandEncoder(nil)
-	if err != nil {
-		return nil, err
-	}
-	defer enc.Release()
-	if err := enc.CopyBufferToBuffer(rb.src.b, rb.off, d.staging, 0, uint64(len(rb.dst))); err != nil {
-		return nil, err
-	}
-	return enc.Finish(nil)
+	return d.encode(nil, nil, false, rb, true)
 }
 
 // submitWait submits cmd (made by encode with nq timestamps) and then, when
@@ -706,7 +695,30 @@ func (d *dev) submitWait(cmd, rbCmd *wgpu.CommandBuffer, nq uint32, timed bool, 
 // key.
 func (d *dev) runRepeatable(key runKey, build func() ([]dispatch, []copyOp, error), timed bool, rb *readBack) ([]uint64, bool, error) {
 	key.src, key.off, key.n = nil, 0, 0
-	var cmd *wgpu.CommandBuffer
+	cmd, ahead, repeat, err := d.command(key, build, timed)
+	if err != nil {
+		return nil, false, err
+	}
+	var rbCmd *wgpu.CommandBuffer
+	if rb != nil {
+		if rbCmd, err = d.readCmd(rb); err != nil {
+			cmd.Release()
+			return nil, false, err
+		}
+	}
+	var next func()
+	if repeat {
+		next = func() { d.recordAhead(build, timed) }
+	}
+	ticks, err := d.submitWait(cmd, rbCmd, 2, timed, rb, next)
+	return ticks, ahead, err
+}
+
+// command returns the command buffer of the run of key: the one recorded
+// ahead when it is that run's (ahead), else recorded now; repeat reports
+// that the run repeats the one before, whose successor is then worth
+// recording ahead.
+func (d *dev) command(key runKey, build func() ([]dispatch, []copyOp, error), timed bool) (cmd *wgpu.CommandBuffer, ahead, repeat bool, err error) {
 	if a := d.ahead; a != nil {
 		d.ahead = nil
 		if a.gen == d.aheadGen && a.key.same(key) {
@@ -716,42 +728,31 @@ func (d *dev) runRepeatable(key runKey, build func() ([]dispatch, []copyOp, erro
 			a.cmd.Release()
 		}
 	}
-	ahead := cmd != nil
-	repeat := ahead || d.lastKey.same(key)
+	ahead = cmd != nil
+	repeat = ahead || d.lastKey.same(key)
 	d.lastKey = key.clone()
 	if cmd == nil {
 		ds, copies, err := build()
 		if err != nil {
-			return nil, false, err
+			return nil, false, false, err
 		}
 		if cmd, err = d.encode([][]dispatch{ds}, copies, timed, nil, true); err != nil {
-			return nil, false, err
+			return nil, false, false, err
 		}
 	}
-	var rbCmd *wgpu.CommandBuffer
-	if rb != nil {
-		var err error
-		if rbCmd, err = d.readCmd(rb); err != nil {
-			cmd.Release()
-			return nil, false, err
-		}
+	return cmd, ahead, repeat, nil
+}
+
+// recordAhead records the next run of the last key, assumed to repeat it.
+// A failure records nothing: the next run builds again and reports it.
+func (d *dev) recordAhead(build func() ([]dispatch, []copyOp, error), timed bool) {
+	ds, copies, err := build()
+	if err != nil {
+		return
 	}
-	var next func()
-	if repeat {
-		next = func() {
-			ds, copies, err := build()
-			if err != nil {
-				return // the next run builds again and reports it
-			}
-			c, err := d.encode([][]dispatch{ds}, copies, timed, nil, false)
-			if err != nil {
-				return
-			}
-			d.ahead = &aheadCmd{key: d.lastKey, cmd: c, gen: d.aheadGen}
-		}
+	if c, err := d.encode([][]dispatch{ds}, copies, timed, nil, false); err == nil {
+		d.ahead = &aheadCmd{key: d.lastKey, cmd: c, gen: d.aheadGen}
 	}
-	ticks, err := d.submitWait(cmd, rbCmd, 2, timed, rb, next)
-	return ticks, ahead, err
 }
 
 // aheadCmd is a run's command buffer recorded during the run before.
@@ -778,47 +779,25 @@ func (d *dev) defersRuns() bool { return d.deferRuns }
 // deferRun submits a plain run and returns without waiting for it, so that
 // the host builds the next step while the GPU runs this one: a loop that
 // reads its loss every tenth step waits once in ten. Reads, and runs that
-// read, wait for everything submitted before (queue order). At most
-// maxInFlight deferred runs are unfinished: the next waits for the oldest.
-// Like runRepeatable it submits a command recorded ahead when the run
-// repeats the one before (ahead reports it), and records the next one
-// after submitting; a deferred run writes the same timestamps as a
+// read, wait for everything submitted before (queue order). After
+// maxInFlight deferred runs the next waits for the queue to drain (see
+// throttle). Like runRepeatable it submits a command recorded ahead when
+// the run repeats the one before (ahead reports it), and records the next
+// one after submitting; a deferred run writes the same timestamps as a
 // waited one (unread) so that both share recordings.
 func (d *dev) deferRun(key runKey, build func() ([]dispatch, []copyOp, error)) (bool, error) {
 	d.throttle()
 	key.hasTimed = d.info.timestamps
-	var cmd *wgpu.CommandBuffer
-	if a := d.ahead; a != nil {
-		d.ahead = nil
-		if a.gen == d.aheadGen && a.key.same(key) {
-			cmd = a.cmd
-			d.aheadHits++
-		} else {
-			a.cmd.Release()
-		}
-	}
-	ahead := cmd != nil
-	repeat := ahead || d.lastKey.same(key)
-	d.lastKey = key.clone()
-	if cmd == nil {
-		ds, copies, err := build()
-		if err != nil {
-			return false, err
-		}
-		if cmd, err = d.encode([][]dispatch{ds}, copies, d.info.timestamps, nil, true); err != nil {
-			return false, err
-		}
+	cmd, ahead, repeat, err := d.command(key, build, d.info.timestamps)
+	if err != nil {
+		return false, err
 	}
 	d.pendingWrites = 0 // the submit flushes them
 	d.inFlight++
 	d.queue.Submit(cmd)
 	cmd.Release()
 	if repeat {
-		if ds, copies, err := build(); err == nil {
-			if c, err := d.encode([][]dispatch{ds}, copies, d.info.timestamps, nil, false); err == nil {
-				d.ahead = &aheadCmd{key: d.lastKey, cmd: c, gen: d.aheadGen}
-			}
-		}
+		d.recordAhead(build, d.info.timestamps)
 	}
 	return ahead, nil
 }

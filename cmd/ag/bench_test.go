@@ -19,14 +19,7 @@ func TestBenchEveryAndProfile(t *testing.T) {
 		"-every", "2", "-json", js, "-cpuprofile", prof}); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(js)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep benchReport
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatal(err)
-	}
+	rep, b := readReport(t, js)
 	if len(rep.Results) != 2 {
 		t.Fatalf("%d results, want lazy and captured: %s", len(rep.Results), b)
 	}
@@ -61,14 +54,7 @@ func TestBenchWarmupTimesAllocs(t *testing.T) {
 	if took := time.Since(t0); took < 3*warmup {
 		t.Errorf("ag bench took %v with three measurements after -warmup %v each", took, warmup)
 	}
-	b, err := os.ReadFile(js)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep benchReport
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatal(err)
-	}
+	rep, b := readReport(t, js)
 	if len(rep.Results) != 3 {
 		t.Fatalf("%d results, want a matmul, lazy and captured steps: %s", len(rep.Results), b)
 	}
@@ -83,4 +69,19 @@ func TestBenchWarmupTimesAllocs(t *testing.T) {
 	if err := bench([]string{"-device", "cpu", "-matmul", "", "-warmup", "-1s"}); err == nil {
 		t.Error("-warmup -1s accepted")
 	}
+}
+
+// readReport reads ag bench's JSON report at path, and its bytes for
+// messages.
+func readReport(t *testing.T, path string) (benchReport, []byte) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep benchReport
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	return rep, b
 }
