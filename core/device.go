@@ -93,10 +93,10 @@ type Stats struct {
 	// should count one; a step that does not is binding other buffers than
 	// the step before.
 	Ahead int
-	// Allocs counts device buffers allocated from the backend (the pool
-	// had none of that length), AllocBytes their size. A steady training
-	// loop allocates none per step: its values take the step before's
-	// buffers back.
+	// Allocs counts device buffers allocated from the backend (a value's
+	// when the pool had none of its length, and Zeros'), AllocBytes their
+	// size. A steady training loop allocates none per step: its values
+	// take the step before's buffers back.
 	Allocs     int
 	AllocBytes int64
 }
@@ -515,10 +515,16 @@ func (d *Device) getBuf(n int) (backend.Buffer, error) {
 		b, err = d.be.Alloc(n)
 	}
 	if err == nil {
-		d.stats.Allocs++
-		d.stats.AllocBytes += 4 * int64(n)
+		d.countAlloc(n)
 	}
 	return b, err
+}
+
+// countAlloc counts a buffer of n floats allocated from the backend.
+// Called with d.mu held.
+func (d *Device) countAlloc(n int) {
+	d.stats.Allocs++
+	d.stats.AllocBytes += 4 * int64(n)
 }
 
 // getBufAt is getBuf for arg number arg of a run: it takes the buffer

@@ -77,6 +77,7 @@ func (d *Device) Zeros(shape ...int) (*Tensor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("core: Zeros%v: allocating %d floats on %s: %w", shape, n, d.caps.Name, err)
 	}
+	d.countAlloc(n)
 	t := &Tensor{dev: d, shape: slices.Clone(shape), param: true}
 	t.setState(stateRealized)
 	t.stor = d.newStorage(t, nil, n)

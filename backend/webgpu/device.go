@@ -89,21 +89,19 @@ type readBack struct {
 	dst []byte
 }
 
-// runKey identifies a plain run for recording the next one ahead
-// (runRepeatable, natively) or for reusing its encoding (deferRun, in the
-// browser): its program, its bound buffers and the read folded into it.
-// Holding the pointers keeps their addresses from being reused.
+// runKey identifies a run for recording the next one ahead (natively) or
+// for reusing its encoding (deferRun, in the browser): its program and its
+// bound buffers. A read folded into the run is not part of it (natively a
+// command buffer of its own), and whether a run writes timestamps is the
+// device's, the same for all. Holding the pointers keeps their addresses
+// from being reused.
 type runKey struct {
-	prog     *program
-	bufs     []*buffer
-	src      *gbuf
-	off, n   uint64
-	hasTimed bool
+	prog *program
+	bufs []*buffer
 }
 
 func (k runKey) same(o runKey) bool {
-	return k.prog != nil && k.prog == o.prog && k.src == o.src && k.off == o.off && k.n == o.n &&
-		k.hasTimed == o.hasTimed && slices.Equal(k.bufs, o.bufs)
+	return k.prog != nil && k.prog == o.prog && slices.Equal(k.bufs, o.bufs)
 }
 
 // clone copies the buffer list, which the caller's run owns.

@@ -694,7 +694,6 @@ func (d *dev) submitWait(cmd, rbCmd *wgpu.CommandBuffer, nq uint32, timed bool, 
 // ms a step at 4x1024 batch 64 on an H200) when the read was part of the
 // key.
 func (d *dev) runRepeatable(key runKey, build func() ([]dispatch, []copyOp, error), timed bool, rb *readBack) ([]uint64, bool, error) {
-	key.src, key.off, key.n = nil, 0, 0
 	cmd, ahead, repeat, err := d.command(key, build, timed)
 	if err != nil {
 		return nil, false, err
@@ -787,7 +786,6 @@ func (d *dev) defersRuns() bool { return d.deferRuns }
 // waited one (unread) so that both share recordings.
 func (d *dev) deferRun(key runKey, build func() ([]dispatch, []copyOp, error)) (bool, error) {
 	d.throttle()
-	key.hasTimed = d.info.timestamps
 	cmd, ahead, repeat, err := d.command(key, build, d.info.timestamps)
 	if err != nil {
 		return false, err

@@ -132,16 +132,13 @@ func (p *program) run(args []backend.Buffer, nodeTimes *backend.NodeTimes, rr *r
 	// next step meanwhile (AG_WEBGPU_DEFER=off waits, reporting the run's
 	// device time).
 	build := func() ([]dispatch, []copyOp, error) { return p.dispatches(bufs) }
+	key := runKey{prog: p, bufs: bufs}
 	if rb == nil && d.defersRuns() {
-		ahead, err := d.deferRun(runKey{prog: p, bufs: bufs}, build)
+		ahead, err := d.deferRun(key, build)
 		if err != nil {
 			return backend.RunInfo{}, false, err
 		}
 		return backend.RunInfo{Launches: 1, Pending: true, Ahead: ahead}, false, nil
-	}
-	key := runKey{prog: p, bufs: bufs, hasTimed: d.info.timestamps}
-	if rb != nil {
-		key.src, key.off, key.n = rb.src, rb.off, uint64(len(rb.dst))
 	}
 	start := time.Now()
 	ticks, ahead, err := d.runRepeatable(key, build, d.info.timestamps, rb)

@@ -309,7 +309,7 @@ type stepper interface {
 // 1980 MHz; the 4x1024 batch-4096 step then took 10.6 ms for its first 15
 // runs, 5.9 ms for the next 34 and 3.2 ms from there on (0.36 s of work).
 // With two warm-up steps, 23 of 30 timed steps were slow
-// (bench/results/h200-2026-12-04-s13-*).
+// (bench/results/h200-2026-12-04-s13a-*, -s13c-*).
 const warmupDefault = time.Second
 
 // warmFor is how long warm runs f after its first two runs (-warmup).
@@ -356,10 +356,8 @@ func benchStep(dev *core.Device, m stepper, mode workload.Mode, reps int, profil
 	med, mn := stats(times)
 	n := float64(reps)
 	r.Device, r.Mode, r.MedianM, r.MinMs, r.GFLOPs, r.Reps, r.Loss = dev.Name(), string(mode), med, mn, m.FLOPs()/med/1e6, reps, float64(loss)
-	r.TimesMs = msList(times)
-	r.Up, r.Down, r.Launch = float64(st1.Uploads-st0.Uploads)/n, float64(st1.Downloads-st0.Downloads)/n, float64(launches)/n
-	r.Ahead = float64(st1.Ahead-st0.Ahead) / n
-	r.Allocs = float64(st1.Allocs-st0.Allocs) / n
+	r.perStep(times, st0, st1, n)
+	r.Launch = float64(launches) / n
 	if profiled {
 		plain, prof, err := profiledSteps(m, mode, reps)
 		if err != nil {
@@ -386,10 +384,7 @@ func benchEvery(dev *core.Device, m *workload.MLP, mode workload.Mode, reps, eve
 	med, mn := stats(times)
 	n := float64(reps * every)
 	r.Device, r.Mode, r.MedianM, r.MinMs, r.GFLOPs, r.Reps, r.Every, r.Loss = dev.Name(), string(mode), med, mn, m.FLOPs()/med/1e6, reps, every, float64(loss)
-	r.TimesMs = msList(times)
-	r.Up, r.Down = float64(st1.Uploads-st0.Uploads)/n, float64(st1.Downloads-st0.Downloads)/n
-	r.Ahead = float64(st1.Ahead-st0.Ahead) / n
-	r.Allocs = float64(st1.Allocs-st0.Allocs) / n
+	r.perStep(times, st0, st1, n)
 	return nil
 }
 
@@ -427,11 +422,20 @@ func profiledSteps(m stepper, mode workload.Mode, reps int) (plain, prof float64
 	return plain, prof, nil
 }
 
-// msList is ts in milliseconds, rounded to the microsecond.
+// perStep fills r's timings and its counts per step from the device's
+// stats before and after n steps.
+func (r *benchResult) perStep(times []time.Duration, st0, st1 core.Stats, n float64) {
+	r.TimesMs = msList(times)
+	r.Up, r.Down = float64(st1.Uploads-st0.Uploads)/n, float64(st1.Downloads-st0.Downloads)/n
+	r.Ahead = float64(st1.Ahead-st0.Ahead) / n
+	r.Allocs = float64(st1.Allocs-st0.Allocs) / n
+}
+
+// msList is ts in milliseconds (ms).
 func msList(ts []time.Duration) []float64 {
 	out := make([]float64, len(ts))
 	for i, t := range ts {
-		out[i] = float64(t.Microseconds()) / 1e3
+		out[i] = ms(t)
 	}
 	return out
 }
