@@ -122,9 +122,12 @@ type Backend struct {
 	attnForce *attnTuning
 	// noFuse turns fusion off (tests and benchmarks compare both ways).
 	noFuse bool
-	// tbRows replaces tbMinRows when not 0 (-1: never transpose B first;
-	// benchmarks compare).
+	// tbRows replaces tbMinRows when not 0 (-1: never transpose an
+	// operand first; benchmarks compare).
 	tbRows int
+	// tnAll plans every product whose operands may be copied as mmTN's
+	// (pickTN), whatever its size (tests).
+	tnAll bool
 	// gpuPlans plans matmuls for a GPU on a software adapter too, so that
 	// tests there reach the GPU's tilings, K splits and dot kernels.
 	gpuPlans bool

@@ -49,15 +49,21 @@
 // through workgroup memory as vec4s (A transposed), the next K step loaded
 // into registers during the current one, and 16-byte global loads and
 // stores when M, N and K are multiples of 4. The tiling follows the product
-// (pickMatmul): 128x64 double-buffered with 8x8 per invocation for large
-// ones and, K split in two or four, for those of about 1024; 128x128 where
-// B is stored transposed; and for products with few tiles but a long K (a
-// batch of 64-256 rows) 64x64 with K split into parts whose partial
-// products a second kernel sums, applying the epilogue. From 2048 rows, B
-// stored transposed (dX = dY W^T) is first transposed through workgroup
-// tiles into a scratch buffer of its own, since tiles loaded along K on
-// both sides ran at half speed. Measured on an H200 by the device clock:
-// 32-36 TFLOP/s at 2048-4096 (PyTorch f32 without TF32: about 50).
+// (pickMatmul). The largest products (from 2^32 multiply-adds) run laid
+// out A stored transposed and B not, where both tiles are loaded along M
+// and N and stored into workgroup memory as loaded: 128x128 tiles with K
+// steps of 32 (mmTN), 38-40 TFLOP/s on an H200 where the same tiles did
+// 28-30 in the other layouts; an operand stored the other way is first
+// transposed through workgroup tiles into a scratch buffer (A from N =
+// 2048, both operands of dX = dY W^T), which costs a few per cent of the
+// product. Below that: 128x64 double-buffered with 8x8 per invocation for
+// large products and, K split in two or four, for those of about 1024;
+// 128x128 where B is stored transposed; and for products with few tiles
+// but a long K (a batch of 64-256 rows) 64x64 with K split into parts
+// whose partial products a second kernel sums, applying the epilogue. From
+// 2048 rows, B stored transposed is transposed first too, since tiles
+// loaded along K on both sides ran at half speed. Measured on an H200 by
+// ag bench: 34-39 TFLOP/s at 2048-4096 (PyTorch f32 without TF32: 46-51).
 // Products of at most 16 outputs (a dot product, a row times a few columns)
 // run as dot products, one workgroup per output and part of K.
 //

@@ -274,6 +274,65 @@ func TestFusedTransposeFirst(t *testing.T) {
 	}
 }
 
+// TestFusedTN runs the fused training step and epilogues that read an
+// operand of their matmul with every product planned as mmTN's where its
+// operands may be copied (Backend.tnAll), against the reference: A not
+// stored transposed and B stored transposed are copied transposed first
+// (mmPlan.tA, tB) unless an epilogue reads them.
+func TestFusedTN(t *testing.T) {
+	be := openTest(t)
+	if !mmTN.fits(be.d.info) {
+		t.Skipf("SKIPPED: %s has no room for mmTN's tiles (%d invocations, %d bytes of workgroup memory)", be.d.info.name, mmTN.threads(), mmTN.sharedBytes())
+	}
+	be.gpuPlans, be.tnAll = true, true
+	defer func() { be.gpuPlans, be.tnAll = false, false }()
+	b := mlpStep(9, 16, 24, 3, 48)
+	want := reference(t, &b.g, b.args, 2)
+	got, _ := runGraph(t, be, &b.g, b.args, 2, true)
+	compare(t, "mlp step", got, want, 1e-4)
+	for _, n := range []int{12, 13} { // vec4 and scalar kernels
+		for _, c := range []struct {
+			name           string
+			transA, transB bool
+			readsA         bool // the epilogue reads A, else B
+			copies         int  // transposing copies expected
+		}{
+			{"NN reading A", false, false, true, 0},
+			{"NN reading B", false, false, false, 1},
+			{"NT reading A", false, true, true, 0},
+			{"NT reading B", false, true, false, 0},
+			{"TN reading A", true, false, true, 0},
+			{"TT reading A", true, true, true, 1},
+		} {
+			b := newGB(uint64(n))
+			x, y := b.rand(-1, 1, n, n), b.rand(-1, 1, n, n)
+			s := []int{n, n}
+			z := b.node(backend.Node{Op: backend.OpMatMul, In: []int{x, y}, Shape: s, TransA: c.transA, TransB: c.transB})
+			read := y
+			if c.readsA {
+				read = x
+			}
+			b.out(b.op(backend.OpMul, s, b.op(backend.OpSub, s, z, read), read))
+			want := reference(t, &b.g, b.args, 1)
+			got, _ := runGraph(t, be, &b.g, b.args, 1, true)
+			what := fmt.Sprintf("%s, %dx%d", c.name, n, n)
+			compare(t, what, got, want, 2e-5)
+			p, err := be.Compile(&b.g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, st := range p.(*program).steps {
+				names = append(names, st.k.name)
+			}
+			p.Release()
+			if k := strings.Count(strings.Join(names, " "), "transpose"); k != c.copies {
+				t.Errorf("%s: %d transposing copies, want %d (kernels %v)", what, k, c.copies, names)
+			}
+		}
+	}
+}
+
 // TestFusionPatterns covers each kind of fused kernel against the reference.
 func TestFusionPatterns(t *testing.T) {
 	be := openTest(t)

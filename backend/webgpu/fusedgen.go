@@ -633,9 +633,10 @@ func (p *program) lowerMatmul(r, mi int, locs []loc) error {
 	if r != mi {
 		rd = fp.reads(r)
 	}
-	// An epilogue that reads B reads it as stored: then B is not
-	// transposed first, and the tiles are those for B transposed.
-	pl := p.matmulPlan(M, N, K, batch, mn.TransB, r == mi || !fp.epiReads(r, mi, mn.In[1]))
+	// An epilogue that reads an operand reads it as stored: then that
+	// operand is not transposed first, and the tiles are those for it as
+	// stored.
+	pl := p.matmulPlan(M, N, K, batch, mn.TransA, mn.TransB, r == mi || !fp.epiReads(r, mi, mn.In[0]), r == mi || !fp.epiReads(r, mi, mn.In[1]))
 	if r != mi && pl.cfg == mmLarge && p.b.matmulForce == nil {
 		// With an epilogue the 128x128 tiling ran twice as slow as plain
 		// on an H200 (TestSweepStep); 128x64 is within 3% of it unfused.
@@ -647,15 +648,27 @@ func (p *program) lowerMatmul(r, mi int, locs []loc) error {
 	}
 	c := pl.cfg
 	half := p.b.d.info.f16 && !p.b.noF16 && f16Valued(g, mn.In[0]) && f16Valued(g, mn.In[1])
-	// refB is what the kernel reads as B: B itself or its transposed copy.
+	// refA (refB) is what the kernel reads as A (B): the operand itself or
+	// its transposed copy, both copies in the one scratch buffer.
+	refA, transA := ref(mn.In[0]), mn.TransA
 	refB, transB := ref(mn.In[1]), mn.TransB
+	var tEnd uint64
 	if pl.tB && transB {
 		nb := backend.NumElems(g.Nodes[mn.In[1]].Shape)
 		t := bref{kind: refScratchT, size: uint64(nb) * 4}
-		p.scratchTBytes = max(p.scratchTBytes, t.size)
+		tEnd = t.size
 		p.transpose(r, refB, t, batch, N, K)
 		refB, transB = t, false
 	}
+	if pl.tA && !transA {
+		na := backend.NumElems(g.Nodes[mn.In[0]].Shape)
+		al := uint64(max(p.b.d.info.storageAlign, 4))
+		t := bref{kind: refScratchT, off: (tEnd + al - 1) / al * al, size: uint64(na) * 4}
+		tEnd = t.off + t.size
+		p.transpose(r, refA, t, batch, M, K)
+		refA, transA = t, true
+	}
+	p.scratchTBytes = max(p.scratchTBytes, tEnd)
 	gx, gy, gz := ceilDiv(N, c.BN), ceilDiv(M, c.BM), batch*pl.split
 	if mx := uint64(max(p.b.d.info.maxWGPerDim, 1)); uint64(gx)*uint64(gy)*uint64(gz) > mx*mx {
 		return fmt.Errorf("matmul grid %dx%dx%d exceeds %d workgroups in two dimensions", gx, gy, gz, mx)
@@ -669,7 +682,7 @@ func (p *program) lowerMatmul(r, mi int, locs []loc) error {
 	e := newExprGen(fp, r)
 	if pl.split <= 1 {
 		kc := K
-		binds := []bref{ref(mn.In[0]), refB, ref(r)}
+		binds := []bref{refA, refB, ref(r)}
 		var epi *epilogue
 		if r != mi {
 			e.leafName[mn.In[0]], e.leafName[mn.In[1]] = "A", "B"
@@ -690,7 +703,7 @@ func (p *program) lowerMatmul(r, mi int, locs []loc) error {
 			e.w.WriteString("fn epi(i: u32, acc: f32) -> f32 { return " + e.name(r) + "(i, acc); }\n")
 			epi.fns = e.w.String()
 		}
-		p.add(r, matmulKernel2(c, mn.TransA, transB, vec, half, epi), binds,
+		p.add(r, matmulKernel2(c, transA, transB, vec, half, epi), binds,
 			append([]uint32{uint32(M), uint32(N), uint32(K), uint32(kc), 1}, tiles...), x, y, 1)
 		return nil
 	}
@@ -698,7 +711,7 @@ func (p *program) lowerMatmul(r, mi int, locs []loc) error {
 	ne := batch * M * N
 	part := bref{kind: refScratch, size: uint64(S*ne) * 4}
 	p.scratchBytes = max(p.scratchBytes, part.size)
-	p.add(r, matmulKernel2(c, mn.TransA, transB, vec, half, nil), []bref{ref(mn.In[0]), refB, part},
+	p.add(r, matmulKernel2(c, transA, transB, vec, half, nil), []bref{refA, refB, part},
 		append([]uint32{uint32(M), uint32(N), uint32(K), uint32(splitK(K, S, c.BK)), uint32(S)}, tiles...), x, y, 1)
 	// The sum of the parts, pairwise, and the epilogue.
 	decls := []bindDecl{{name: "Part"}}

@@ -142,8 +142,8 @@ func (p *program) scatterAdd(node int, src, ids, out bref, s []int, n int) {
 }
 
 // matmulPlan picks the matmul tiling and split (pickMatmul, or what a test
-// forces); with tbOK false B is never transposed first.
-func (p *program) matmulPlan(m, n, k, batch int, transB, tbOK bool) mmPlan {
+// forces); with tbOK (taOK) false B (A) is never transposed first.
+func (p *program) matmulPlan(m, n, k, batch int, transA, transB, taOK, tbOK bool) mmPlan {
 	tbRows := tbMinRows
 	if p.b.tbRows != 0 {
 		tbRows = p.b.tbRows
@@ -151,10 +151,14 @@ func (p *program) matmulPlan(m, n, k, batch int, transB, tbOK bool) mmPlan {
 	if !tbOK {
 		tbRows = -1
 	}
-	pl := pickMatmulTB(p.b.d.info, p.gpuPlans(), m, n, k, batch, transB, p.b.bindLimit, tbRows)
+	pl := pickMatmulTB(p.b.d.info, p.gpuPlans(), m, n, k, batch, transA, transB, p.b.bindLimit, tbRows, taOK && p.b.tbRows >= 0)
+	if tn, ok := pickTN(p.b.d.info, m, n, k, batch, transA, transB, p.b.bindLimit, tbOK, taOK, true); ok && p.b.tnAll && p.gpuPlans() {
+		pl = tn
+	}
 	if f := p.b.matmulForce; f != nil {
 		pl = *f
 		pl.tB = pl.tB && tbOK
+		pl.tA = pl.tA && taOK
 	}
 	pl.split = max(pl.split, 1, minSplit(k, pl.cfg.BK, p.b.maxTrips))
 	return pl

@@ -72,9 +72,12 @@ func (c mmCfg) fits(info devInfo) bool {
 // (mmSmall, K in four parts); on lavapipe 1.2 and 1.7 ms. (Its vec4 kernel
 // only, see pickMatmul.)
 var (
-	mmSoft   = mmCfg{BM: 64, BN: 64, BK: 16, TM: 8, TN: 8}
-	mmWide   = mmCfg{BM: 128, BN: 64, BK: 16, TM: 8, TN: 8, DB: true}
-	mmLarge  = mmCfg{BM: 128, BN: 128, BK: 8, TM: 8, TN: 8}
+	mmSoft  = mmCfg{BM: 64, BN: 64, BK: 16, TM: 8, TN: 8}
+	mmWide  = mmCfg{BM: 128, BN: 64, BK: 16, TM: 8, TN: 8, DB: true}
+	mmLarge = mmCfg{BM: 128, BN: 128, BK: 8, TM: 8, TN: 8}
+	// mmTN is the tiling of large products laid out A stored transposed,
+	// B not (see pickMatmulTB): 256 invocations of 8x8, K steps of 32.
+	mmTN     = mmCfg{BM: 128, BN: 128, BK: 32, TM: 8, TN: 8}
 	mmMedium = mmCfg{BM: 128, BN: 64, BK: 16, TM: 8, TN: 4}
 	mmSmall  = mmCfg{BM: 64, BN: 64, BK: 16, TM: 4, TN: 4}
 	// mmTiny always fits (WebGPU guarantees 256 invocations, 16 KiB).
@@ -89,6 +92,9 @@ type mmPlan struct {
 	// tB: B (stored transposed) is copied transposed into scratch first
 	// and the product runs as if B were not transposed.
 	tB bool
+	// tA: A (not stored transposed) is copied transposed into scratch
+	// first and the product runs as if A were stored transposed.
+	tA bool
 }
 
 const (
@@ -98,12 +104,17 @@ const (
 	splitTarget  = 512 // workgroups a split aims at
 	splitMinK    = 64  // the least K extent of a part
 	splitMax     = 16
-	deepK        = 2048 // from this K, a product too small for the large tiles splits K instead
-	deepMinK     = 512  // the least K extent of a part of such a split
-	midMinRows   = 512  // a middle-sized product runs wide tiles from this many rows
-	midGroups    = 256  // ... split until this many of them run
-	midMinK      = 256  // ... in parts at least this deep
-	tbMinRows    = 2048 // B stored transposed is transposed first from this many rows
+	deepK        = 2048    // from this K, a product too small for the large tiles splits K instead
+	deepMinK     = 512     // the least K extent of a part of such a split
+	midMinRows   = 512     // a middle-sized product runs wide tiles from this many rows
+	midGroups    = 256     // ... split until this many of them run
+	midMinK      = 256     // ... in parts at least this deep
+	tbMinRows    = 2048    // B stored transposed is transposed first from this many rows
+	tnMin        = 1024    // mmTN for products with M, N and K from this
+	tnWideN      = 2048    // ... A not stored transposed is transposed first from this N
+	tnWork       = 1 << 32 // ... and this M*N*K
+	tnGroups     = 128     // ... K split until this many tiles run
+	tnMinK       = 512     // ... in parts at least this deep
 )
 
 // pickLarge is the large tiling for B stored transposed or not.
@@ -114,16 +125,17 @@ func pickLarge(info devInfo, transB bool) mmCfg {
 	return mmLarge
 }
 
-// pickMatmul returns the plan for a batch of m x n x k products (B stored
-// transposed: transB) on a GPU (gpu) or a software adapter, the partial
-// products of a split kept within maxPart bytes.
-func pickMatmul(info devInfo, gpu bool, m, n, k, batch int, transB bool, maxPart uint64) mmPlan {
-	return pickMatmulTB(info, gpu, m, n, k, batch, transB, maxPart, tbMinRows)
+// pickMatmul returns the plan for a batch of m x n x k products (A, B
+// stored transposed: transA, transB) on a GPU (gpu) or a software adapter,
+// the partial products of a split and the transposed copies of operands
+// kept within maxPart bytes.
+func pickMatmul(info devInfo, gpu bool, m, n, k, batch int, transA, transB bool, maxPart uint64) mmPlan {
+	return pickMatmulTB(info, gpu, m, n, k, batch, transA, transB, maxPart, tbMinRows, true)
 }
 
 // pickMatmulTB is pickMatmul transposing B first from tbRows rows (never
-// if tbRows < 0).
-func pickMatmulTB(info devInfo, gpu bool, m, n, k, batch int, transB bool, maxPart uint64, tbRows int) mmPlan {
+// if tbRows < 0) and A only if taOK.
+func pickMatmulTB(info devInfo, gpu bool, m, n, k, batch int, transA, transB bool, maxPart uint64, tbRows int, taOK bool) mmPlan {
 	if !gpu {
 		// The scalar kernel (a dimension not a multiple of 4) of mmSoft's
 		// 8x8 blocks is a shader large enough that compiling it in
@@ -136,6 +148,9 @@ func pickMatmulTB(info devInfo, gpu bool, m, n, k, batch int, transB bool, maxPa
 		}
 		return mmPlan{cfg: mmTiny, split: 1}
 	}
+	if pl, ok := pickTN(info, m, n, k, batch, transA, transB, maxPart, tbRows >= 0, taOK, false); ok {
+		return pl
+	}
 	// B stored transposed ([N, K]: dX = dY W^T) loads both tiles along
 	// K, which ran at 17-22 TFLOP/s at 4096^3 on an H200 against 36 for B
 	// not transposed; transposing B first (8*N*K bytes of traffic against
@@ -146,7 +161,7 @@ func pickMatmulTB(info devInfo, gpu bool, m, n, k, batch int, transB bool, maxPa
 	// batch 1024; s8c, s8e). The copy lives in a scratch buffer of its
 	// own.
 	if tbRows >= 0 && transB && m >= tbRows && uint64(batch*n*k)*4 <= maxPart {
-		pl := pickMatmulTB(info, gpu, m, n, k, batch, false, maxPart, tbRows)
+		pl := pickMatmulTB(info, gpu, m, n, k, batch, transA, false, maxPart, tbRows, false)
 		pl.tB = true
 		return pl
 	}
@@ -199,6 +214,49 @@ func pickMatmulTB(info devInfo, gpu bool, m, n, k, batch int, transB bool, maxPa
 		}
 	}
 	return mmPlan{cfg: mmSmall, split: s}
+}
+
+// pickTN returns the plan of a large product as A stored transposed and B
+// not, where it is one or its operands are worth transposing first (only
+// A if taOK, only B if tbOK). In that layout both tiles are loaded along M
+// and N and stored into workgroup memory as loaded, and mmTN's tiles ran
+// at 40.3 TFLOP/s at 4096^3 on an H200 against 36.5 for the best of the
+// other tilings, 36.2 NN (mmWide) and 28.6 NT; 38.0 against 35.0 at
+// 2048^3, 39.3 against 35.7 at 1024x4096x4096 (M x K x N), 34.7 in four
+// parts against 32.8 at 1024x4096x1024 (a weight gradient over a batch of
+// 4096). The same tiles ran at 30.2 NN and 28.5 NT: not the tiling but the
+// layout pays (bench/results/h200-2026-12-04-s14d-sweep-layouts.txt).
+// From 2^32 multiply-adds: at 1024^3 they did 28.6 in two parts against
+// 27.8, which the 4x1024 step at batch 1024 did not show. A transposed
+// copy of an R x K operand moves 8RK bytes at 2.0-2.8 TB/s, which costs
+// about 76/C per cent of the product's time at 40 TFLOP/s, C the other
+// operand's width: A not stored transposed is copied from N = 2048 (8% of
+// 4096x1024x4096 NN gained, 1.5% lost at N = 1024), both operands of an
+// NT product always (9% gained at 4096^3, 20% at 1024x4096x4096, about
+// even at 4096x1024x1024). With all (tests) the sizes do not matter.
+func pickTN(info devInfo, m, n, k, batch int, transA, transB bool, maxPart uint64, tbOK, taOK, all bool) (mmPlan, bool) {
+	tA, tB := !transA, transB
+	switch {
+	case !mmTN.fits(info), tA && !taOK, tB && !tbOK:
+		return mmPlan{}, false
+	case tA && uint64(batch*m*k)*4 > maxPart, tB && uint64(batch*n*k)*4 > maxPart:
+		return mmPlan{}, false
+	case all:
+	case m < tnMin || n < tnMin || k < tnMin:
+		return mmPlan{}, false
+	case uint64(m)*uint64(n)*uint64(k) < tnWork:
+		return mmPlan{}, false
+	case tA && !tB && n < tnWideN:
+		return mmPlan{}, false
+	case !tA && tB && m < tnWideN:
+		return mmPlan{}, false
+	}
+	tiles := ceilDiv(m, mmTN.BM) * ceilDiv(n, mmTN.BN) * batch
+	s := 1
+	for tiles*s < tnGroups && s*2 <= splitMax && k/(s*2) >= tnMinK && uint64(s*2)*uint64(m*n*batch)*4 <= maxPart {
+		s *= 2
+	}
+	return mmPlan{cfg: mmTN, split: s, tA: tA, tB: tB}, true
 }
 
 // minSplit is the least number of parts K must be split into so that an

@@ -268,7 +268,7 @@ func TestOps(t *testing.T) {
 	be.gpuPlans = false
 	// Every tiling, with and without double buffering, on the matmul cases;
 	// two of them with K split in 3 and 5 parts (uneven, some parts empty).
-	for i, c := range append([]mmCfg{mmLarge, mmMedium, mmSmall, mmTiny, mmWide}, extraTilings(t)...) {
+	for i, c := range append([]mmCfg{mmLarge, mmMedium, mmSmall, mmTiny, mmWide, mmTN}, extraTilings(t)...) {
 		for _, db := range []bool{false, true} {
 			for _, split := range []int{1, 3, 5} {
 				c.DB = db
@@ -283,12 +283,13 @@ func TestOps(t *testing.T) {
 		}
 	}
 	// B transposed first (large products with B stored transposed).
-	for _, pl := range []mmPlan{{cfg: mmWide, split: 1, tB: true}, {cfg: mmSmall, split: 3, tB: true}, {cfg: mmLarge, split: 1, tB: true}} {
+	for _, pl := range []mmPlan{{cfg: mmWide, split: 1, tB: true}, {cfg: mmSmall, split: 3, tB: true}, {cfg: mmLarge, split: 1, tB: true},
+		{cfg: mmTN, split: 1, tA: true}, {cfg: mmTN, split: 3, tA: true, tB: true}} {
 		if !pl.cfg.fits(be.d.info) {
 			continue
 		}
 		be.matmulForce = &pl
-		t.Run(fmt.Sprintf("matmul-%s-split%d-tB", pl.cfg, pl.split), func(t *testing.T) { testOps(t, be, true) })
+		t.Run(fmt.Sprintf("matmul-%s-split%d-tA%v-tB%v", pl.cfg, pl.split, pl.tA, pl.tB), func(t *testing.T) { testOps(t, be, true) })
 	}
 	be.matmulForce = nil
 }

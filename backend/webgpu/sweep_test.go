@@ -116,6 +116,7 @@ func TestSweepMatmul(t *testing.T) {
 		// of medium tiles on a GPU of 132 multiprocessors
 		{1024, 1024, 1024, false, false}, {1024, 1024, 1024, true, false}, {2048, 1024, 1024, false, false}}
 	skinnyCfgs := []mmCfg{mmSmall, {BM: 64, BN: 32, BK: 16, TM: 4, TN: 4, DB: true}, mmMedium, mmWide, mmLarge}
+	skinnyCfgs = append(skinnyCfgs, extraTilings(t)...)
 	splits := []int{1, 2, 4, 8, 16}
 	var b strings.Builder
 	row := func(s shape, plans []mmPlan) {
@@ -132,7 +133,7 @@ func TestSweepMatmul(t *testing.T) {
 			fmt.Fprintf(&b, " %9s", measureTF(t, be, g, bufs, flops))
 		}
 		be.matmulForce = nil
-		auto := pickMatmul(be.d.info, be.d.info.gpu, s.m, s.n, s.k, 1, s.tb, be.bindLimit)
+		auto := pickMatmul(be.d.info, be.d.info.gpu, s.m, s.n, s.k, 1, s.ta, s.tb, be.bindLimit)
 		fmt.Fprintf(&b, "  auto %s %s/%d\n", measureTF(t, be, g, bufs, flops), auto.cfg, auto.split)
 		for _, x := range bufs {
 			be.Free(x)
@@ -622,11 +623,26 @@ func TestSweepAttention(t *testing.T) {
 func fmaKernel(src string, rm, rn int) *kernel {
 	var w strings.Builder
 	pr := func(f string, a ...any) { fmt.Fprintf(&w, f, a...) }
-	pr("var<workgroup> As: array<vec4<f32>, 1024>;\nvar<workgroup> Bs: array<vec4<f32>, 512>;\n")
+	// The thread-major layouts ("ldst"): invocation ty's vec4s of all 16
+	// steps are one row of At[buf][ty], padded to an odd length so that
+	// neighbouring rows start in different banks; the only dynamic index
+	// is ty (tx), which the compiler clamps once.
+	la, lb := 16*rm+1, 16*rn+1
+	if src != "ldst" {
+		pr("var<workgroup> As: array<vec4<f32>, 1024>;\nvar<workgroup> Bs: array<vec4<f32>, 512>;\n")
+	} else {
+		pr("var<workgroup> At: array<array<array<vec4<f32>, %d>, 16>, 2>;\n", la)
+		pr("var<workgroup> Bt: array<array<array<vec4<f32>, %d>, 8>, 2>;\n", lb)
+	}
 	pr("@compute @workgroup_size(128)\nfn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {\n")
 	pr("\tlet tx = lid %% 8u; let ty = lid / 8u;\n")
-	pr("\tfor (var i = lid; i < 1024u; i = i + 128u) { As[i] = vec4<f32>(Y[i %% 64u]); }\n")
-	pr("\tfor (var i = lid; i < 512u; i = i + 128u) { Bs[i] = vec4<f32>(Y[(i + 7u) %% 64u]); }\n")
+	if src == "ldst" {
+		pr("\tfor (var i = lid; i < %du; i = i + 128u) { At[i / %du][(i / %du) %% 16u][i %% %du] = vec4<f32>(Y[i %% 64u]); }\n", 2*16*la, 16*la, la, la)
+		pr("\tfor (var i = lid; i < %du; i = i + 128u) { Bt[i / %du][(i / %du) %% 8u][i %% %du] = vec4<f32>(Y[(i + 7u) %% 64u]); }\n", 2*8*lb, 8*lb, lb, lb)
+	} else {
+		pr("\tfor (var i = lid; i < 1024u; i = i + 128u) { As[i] = vec4<f32>(Y[i %% 64u]); }\n")
+		pr("\tfor (var i = lid; i < 512u; i = i + 128u) { Bs[i] = vec4<f32>(Y[(i + 7u) %% 64u]); }\n")
+	}
 	pr("\tworkgroupBarrier();\n")
 	pr("\tlet r0 = vec4<f32>(Y[lid %% 64u]);\n")
 	sw := []string{"xyzw", "yzwx", "zwxy", "wxyz"}
@@ -641,35 +657,54 @@ func fmaKernel(src string, rm, rn int) *kernel {
 			pr("\tvar c%d_%d = vec4<f32>(0.0);\n", r, q)
 		}
 	}
-	pr("\tfor (var it = 0u; it < P[0]; it = it + 1u) {\n")
-	pr("\t\tlet o = (it & 1u) * 512u;\n")
-	for kk := 0; kk < 16; kk++ {
-		pr("\t\t{\n")
-		// operand name, its registers' name, its array, the array's
-		// offset and thread index, the row stride per kk and per q
-		load := func(n int, v, reg, arr, off, thr string, row, step int) {
-			for q := 0; q < n; q++ {
-				switch src {
-				case "regs":
-					pr("\t\tlet %s%d = %s%d;\n", v, q, reg, q)
-				case "lds":
-					pr("\t\tlet %s%d = %s[%s + %du + %s + %du];\n", v, q, arr, off, kk*row, thr, q*step)
-				case "ldsconst":
-					pr("\t\tlet %s%d = %s[%du];\n", v, q, arr, kk*row+q*step)
+	// "ldsb", "ldsu" and "ldst" synchronize after every 16 steps as the
+	// matmul does (which also keeps the compiler from hoisting the loads
+	// out of the loop); "ldsu" and "ldst" unroll two trips so that the
+	// buffer is a constant.
+	halves := []string{"(it & 1u) * 512u"}
+	step := "1u"
+	if src == "ldsu" || src == "ldst" {
+		halves = []string{"0u", "512u"}
+		step = "2u"
+	}
+	pr("\tfor (var it = 0u; it < P[0]; it = it + %s) {\n", step)
+	for hi, half := range halves {
+		pr("\t\tlet o%d = %s;\n", hi, half)
+		for kk := 0; kk < 16; kk++ {
+			pr("\t\t{\n")
+			// operand name, its registers' name, its array, the array's
+			// offset and thread index, the row stride per kk and per q
+			load := func(n int, v, reg, arr, off, thr string, row, step int) {
+				for q := 0; q < n; q++ {
+					switch src {
+					case "regs":
+						pr("\t\tlet %s%d = %s%d;\n", v, q, reg, q)
+					case "lds", "ldsb", "ldsu":
+						pr("\t\tlet %s%d = %s[%s + %du + %s + %du];\n", v, q, arr, off, kk*row, thr, q*step)
+					case "ldsconst":
+						pr("\t\tlet %s%d = %s[%du];\n", v, q, arr, kk*row+q*step)
+					case "ldst":
+						pr("\t\tlet %s%d = %st[%d][%s][%d];\n", v, q, arr[:1], hi, thr, kk*n+q)
+					default:
+						panic("fmaKernel: unknown source " + src)
+					}
 				}
 			}
-		}
-		load(rm, "a", "ra", "As", "o", "ty", 32, 16)
-		load(rn, "b", "rb", "Bs", "(o >> 1u)", "tx", 16, 8)
-		for qa := 0; qa < rm; qa++ {
-			for j := 0; j < 4; j++ {
-				for qb := 0; qb < rn; qb++ {
-					v := fmt.Sprintf("c%d_%d", qa*4+j, qb)
-					pr("\t\t%s = fma(vec4<f32>(a%d[%d]), b%d, %s);\n", v, qa, j, qb, v)
+			load(rm, "a", "ra", "As", fmt.Sprintf("o%d", hi), "ty", 32, 16)
+			load(rn, "b", "rb", "Bs", fmt.Sprintf("(o%d >> 1u)", hi), "tx", 16, 8)
+			for qa := 0; qa < rm; qa++ {
+				for j := 0; j < 4; j++ {
+					for qb := 0; qb < rn; qb++ {
+						v := fmt.Sprintf("c%d_%d", qa*4+j, qb)
+						pr("\t\t%s = fma(vec4<f32>(a%d[%d]), b%d, %s);\n", v, qa, j, qb, v)
+					}
 				}
 			}
+			pr("\t\t}\n")
 		}
-		pr("\t\t}\n")
+		if src != "regs" && src != "lds" && src != "ldsconst" {
+			pr("\t\tworkgroupBarrier();\n")
+		}
 	}
 	pr("\t}\n\tvar s = vec4<f32>(0.0);\n")
 	for r := 0; r < 4*rm; r++ {
@@ -720,7 +755,8 @@ func TestSweepFMA(t *testing.T) {
 	var vs []variant
 	for range 2 {
 		vs = append(vs, variant{"regs", 2, 2}, variant{"lds", 2, 2}, variant{"ldsconst", 2, 2},
-			variant{"lds", 2, 4}, variant{"lds", 4, 2}, variant{"lds", 1, 4}, variant{"lds", 4, 4})
+			variant{"ldsb", 2, 2}, variant{"ldsu", 2, 2}, variant{"ldst", 2, 2},
+			variant{"ldsb", 2, 4}, variant{"ldst", 2, 4}, variant{"ldst", 4, 2})
 	}
 	for _, v := range vs {
 		src := fmt.Sprintf("%s %dx%d", v.src, 4*v.rm, 4*v.rn)
@@ -746,4 +782,74 @@ func TestSweepFMA(t *testing.T) {
 		flops := float64(groups) * 128 * float64(trips) * 16 * float64(16*v.rm*v.rn) * 2
 		t.Logf("fma %-14s %v: %.1f TFLOP/s", src, ds[3], flops/ds[3].Seconds()/1e12)
 	}
+}
+
+// TestSweepTN times products in the three layouts (A or B stored
+// transposed) by tiling and K split, next to the auto plan; and the
+// transposes that turn one layout into another.
+func TestSweepTN(t *testing.T) {
+	be := sweepOn(t)
+	type shape struct{ m, k, n int }
+	shapes := []shape{{4096, 4096, 4096}, {2048, 2048, 2048}, {4096, 1024, 1024}, {1024, 4096, 4096}, {4096, 1024, 4096}, {1024, 4096, 1024}, {1024, 1024, 1024}}
+	big := mmCfg{BM: 128, BN: 128, BK: 32, TM: 8, TN: 8}
+	cfgs := []mmCfg{mmWide, big, {BM: 128, BN: 128, BK: 16, TM: 8, TN: 8}, {BM: 256, BN: 128, BK: 16, TM: 8, TN: 8}}
+	cfgs = append(cfgs, extraTilings(t)...)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-16s %6s %5s", "MxKxN", "layout", "auto")
+	for _, c := range cfgs {
+		fmt.Fprintf(&b, " %16s", c)
+	}
+	b.WriteString("\n")
+	for _, s := range shapes {
+		bufs := []backend.Buffer{allocFilled(t, be, s.m*s.k), allocFilled(t, be, s.k*s.n), allocFilled(t, be, s.m*s.n)}
+		flops := 2 * float64(s.m) * float64(s.n) * float64(s.k)
+		for _, l := range []struct {
+			name   string
+			ta, tb bool
+		}{{"NN", false, false}, {"NT", false, true}, {"TN", true, false}} {
+			g := mmGraph(s.m, s.k, s.n, l.ta, l.tb)
+			fmt.Fprintf(&b, "%-16s %6s %5s", fmt.Sprintf("%dx%dx%d", s.m, s.k, s.n), l.name, measureTF(t, be, g, bufs, flops))
+			for _, c := range cfgs {
+				if !c.fits(be.d.info) {
+					fmt.Fprintf(&b, " %16s", "-")
+					continue
+				}
+				var vs []string
+				for _, sp := range []int{1, 2, 4} {
+					if sp > 1 && ceilDiv(s.m, c.BM)*ceilDiv(s.n, c.BN)*sp > 1024 {
+						break
+					}
+					be.matmulForce = &mmPlan{cfg: c, split: sp}
+					vs = append(vs, measureTF(t, be, g, bufs, flops))
+				}
+				be.matmulForce = nil
+				fmt.Fprintf(&b, " %16s", strings.Join(vs, "/"))
+			}
+			b.WriteString("\n")
+		}
+		for _, x := range bufs {
+			be.Free(x)
+		}
+	}
+	// The transposes: [r, c] -> [c, r].
+	for _, rc := range [][2]int{{4096, 4096}, {4096, 1024}, {1024, 4096}, {2048, 2048}, {1024, 1024}} {
+		r, c := rc[0], rc[1]
+		g := &backend.Graph{NumArgs: 2, Nodes: []backend.Node{{Op: backend.OpArg, Arg: 0, Shape: []int{r, c}},
+			{Op: backend.OpPermute, In: []int{0}, Shape: []int{c, r}, Perm: []int{1, 0}}}, Outputs: []backend.Output{{Node: 1, Arg: 1}}}
+		bufs := []backend.Buffer{allocFilled(t, be, r*c), allocFilled(t, be, r*c)}
+		p, err := be.Compile(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Run(bufs); err != nil {
+			t.Fatal(err)
+		}
+		d, _ := devTimes(t, p, bufs, 15)
+		fmt.Fprintf(&b, "transpose %dx%d: %v (%.0f GB/s)\n", r, c, d, 8*float64(r*c)/d.Seconds()/1e9)
+		p.Release()
+		for _, x := range bufs {
+			be.Free(x)
+		}
+	}
+	t.Logf("TFLOP/s by the device clock (tiling: split 1/2/4):\n%s", b.String())
 }
