@@ -225,7 +225,10 @@ func pickMatmulTB(info devInfo, gpu bool, m, n, k, batch int, transA, transB boo
 // 2048^3, 39.3 against 35.7 at 1024x4096x4096 (M x K x N), 34.7 in four
 // parts against 32.8 at 1024x4096x1024 (a weight gradient over a batch of
 // 4096). The same tiles ran at 30.2 NN and 28.5 NT: not the tiling but the
-// layout pays (bench/results/h200-2026-12-04-s14d-sweep-layouts.txt).
+// layout pays (bench/results/h200-2026-12-04-s14d-sweep-layouts.txt);
+// swizzling the tiles so that the transposing stores of a tile loaded
+// along K meet no bank conflicts brought them to 33.8 and 34.6, short of
+// copying (h200-2026-12-04-s14f-sweep-swizzle.txt).
 // From 2^32 multiply-adds: at 1024^3 they did 28.6 in two parts against
 // 27.8, which the 4x1024 step at batch 1024 did not show. A transposed
 // copy of an R x K operand moves 8RK bytes at 2.0-2.8 TB/s, which costs
