@@ -290,6 +290,26 @@ func TestFusedTN(t *testing.T) {
 	want := reference(t, &b.g, b.args, 2)
 	got, _ := runGraph(t, be, &b.g, b.args, 2, true)
 	compare(t, "mlp step", got, want, 1e-4)
+	// Batched products larger than a tile with partial tiles, each layout
+	// copied into TN (vec4 and scalar kernels).
+	for _, d := range [][3]int{{260, 136, 200}, {261, 135, 199}} {
+		for _, l := range [][2]bool{{false, false}, {false, true}, {true, false}, {true, true}} {
+			b := newGB(uint64(d[0]))
+			m, k, n := d[0], d[1], d[2]
+			sa, sb := []int{2, m, k}, []int{2, k, n}
+			if l[0] {
+				sa = []int{2, k, m}
+			}
+			if l[1] {
+				sb = []int{2, n, k}
+			}
+			x, y := b.rand(-1, 1, sa...), b.rand(-1, 1, sb...)
+			b.out(b.node(backend.Node{Op: backend.OpMatMul, In: []int{x, y}, Shape: []int{2, m, n}, TransA: l[0], TransB: l[1]}))
+			want := reference(t, &b.g, b.args, 1)
+			got, _ := runGraph(t, be, &b.g, b.args, 1, true)
+			compare(t, fmt.Sprintf("%dx%dx%d transA %v transB %v", m, k, n, l[0], l[1]), got, want, 1e-5*float64(k))
+		}
+	}
 	for _, n := range []int{12, 13} { // vec4 and scalar kernels
 		for _, c := range []struct {
 			name           string

@@ -244,6 +244,9 @@ func pickTN(info devInfo, m, n, k, batch int, transA, transB bool, maxPart uint6
 		return mmPlan{}, false
 	case tA && uint64(batch*m*k)*4 > maxPart, tB && uint64(batch*n*k)*4 > maxPart:
 		return mmPlan{}, false
+	case tA && tB && uint64(batch*(m+n)*k)*4+uint64(info.storageAlign) > info.maxBuffer:
+		// both copies share the scratch buffer
+		return mmPlan{}, false
 	case all:
 	case m < tnMin || n < tnMin || k < tnMin:
 		return mmPlan{}, false

@@ -5,7 +5,7 @@ import "testing"
 // TestPickMatmul pins the tiling rules on a device where every tiling fits
 // and on one with WebGPU's default limits.
 func TestPickMatmul(t *testing.T) {
-	gpu := devInfo{maxInvocations: 1024, maxWGSizeX: 1024, maxWGStorage: 48 << 10}
+	gpu := devInfo{maxInvocations: 1024, maxWGSizeX: 1024, maxWGStorage: 48 << 10, maxBuffer: 1 << 40, storageAlign: 256}
 	base := devInfo{maxInvocations: 256, maxWGSizeX: 256, maxWGStorage: 16 << 10}
 	const part = 1 << 30
 	for _, tc := range []struct {
@@ -48,6 +48,12 @@ func TestPickMatmul(t *testing.T) {
 	// then runs as stored.
 	if got := pickMatmulTB(gpu, true, 4096, 4096, 4096, 1, false, false, part, tbMinRows, false); got.tA || got.cfg != mmWide {
 		t.Errorf("pickMatmulTB(gpu, 4096^3 NN, A not to be copied) = %+v, want mmWide as stored", got)
+	}
+	// Both copies must fit in one buffer: 2 x 64 MiB do not in 100 MiB.
+	small := gpu
+	small.maxBuffer = 100 << 20
+	if got := pickMatmul(small, true, 4096, 4096, 4096, 1, false, true, part); got.tA || got.cfg == mmTN {
+		t.Errorf("pickMatmul(gpu with 100 MiB buffers, 4096^3 NT) = %+v, want no TN copies", got)
 	}
 	// The transposed copies must fit in a binding: 4096x4096 (64 MiB)
 	// does not in 32 MiB.
