@@ -33,6 +33,9 @@ func TestMatmulF16Tiles(t *testing.T) {
 		{m: 37, k: 29, n: 41, batch: 3, force: &mmPlan{cfg: mmSmall, split: 1}},
 		{m: 96, k: 64, n: 80, batch: 1, epi: true},
 		{m: 64, k: 1024, n: 64, batch: 1, tb: true}, // picked plan: split K
+		// the TN tiles, operands transposed first (copies of f16 values)
+		{m: 260, k: 96, n: 132, batch: 2, force: &mmPlan{cfg: mmTN, split: 1, tA: true}},
+		{m: 130, k: 70, n: 66, batch: 1, tb: true, force: &mmPlan{cfg: mmTN, split: 2, tA: true, tB: true}},
 	}
 	for _, c := range cases {
 		b := newGB(uint64(c.m*c.k + c.n))
