@@ -235,6 +235,32 @@ func TestFusedTrainingStep(t *testing.T) {
 	}
 }
 
+// compiledKernels compiles g and returns the kernels of its dispatches.
+func compiledKernels(t *testing.T, be *Backend, g *backend.Graph) []*kernel {
+	t.Helper()
+	p, err := be.Compile(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Release()
+	var ks []*kernel
+	for _, st := range p.(*program).steps {
+		ks = append(ks, st.k)
+	}
+	return ks
+}
+
+// transposes compiles g and returns how many of its kernels are
+// transposing copies, and all their names.
+func transposes(t *testing.T, be *Backend, g *backend.Graph) (int, []string) {
+	t.Helper()
+	var names []string
+	for _, k := range compiledKernels(t, be, g) {
+		names = append(names, k.name)
+	}
+	return strings.Count(strings.Join(names, " "), "transpose"), names
+}
+
 // TestFusedTransposeFirst runs the fused training step and epilogues that
 // read an operand of their matmul under the GPU's plans with every product
 // of B stored transposed transposing B first (mmPlan.tB), against the
@@ -258,17 +284,8 @@ func TestFusedTransposeFirst(t *testing.T) {
 		want := reference(t, &b.g, b.args, 1)
 		got, _ := runGraph(t, be, &b.g, b.args, 1, true)
 		compare(t, fmt.Sprintf("epilogues reading operands, %dx%d", n, n), got, want, 2e-5)
-		p, err := be.Compile(&b.g)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for _, st := range p.(*program).steps {
-			names = append(names, st.k.name)
-		}
-		p.Release()
 		// The second product transposes B first; the first may not.
-		if k := strings.Count(strings.Join(names, " "), "transpose"); k != 1 {
+		if k, names := transposes(t, be, &b.g); k != 1 {
 			t.Errorf("%dx%d: %d transposing copies, want 1 (kernels %v)", n, n, k, names)
 		}
 	}
@@ -337,16 +354,7 @@ func TestFusedTN(t *testing.T) {
 			got, _ := runGraph(t, be, &b.g, b.args, 1, true)
 			what := fmt.Sprintf("%s, %dx%d", c.name, n, n)
 			compare(t, what, got, want, 2e-5)
-			p, err := be.Compile(&b.g)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var names []string
-			for _, st := range p.(*program).steps {
-				names = append(names, st.k.name)
-			}
-			p.Release()
-			if k := strings.Count(strings.Join(names, " "), "transpose"); k != c.copies {
+			if k, names := transposes(t, be, &b.g); k != c.copies {
 				t.Errorf("%s: %d transposing copies, want %d (kernels %v)", what, k, c.copies, names)
 			}
 		}

@@ -191,14 +191,9 @@ func f16Data(b *gb, n int) []float32 {
 // tiles.
 func f16Kernels(t *testing.T, be *Backend, g *backend.Graph) int {
 	t.Helper()
-	p, err := be.Compile(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Release()
 	n := 0
-	for _, s := range p.(*program).steps {
-		if strings.HasPrefix(s.k.src, "enable f16;") {
+	for _, k := range compiledKernels(t, be, g) {
+		if strings.HasPrefix(k.src, "enable f16;") {
 			n++
 		}
 	}
@@ -217,14 +212,9 @@ func TestCheckF16Tiles(t *testing.T) {
 	g, _ := f16CheckGraph()
 	be.matmulForce = &mmPlan{cfg: mmTiny, split: 1}
 	defer func() { be.matmulForce = nil }()
-	p, err := be.Compile(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Release()
 	var names []string
-	for _, s := range p.(*program).steps {
-		names = append(names, s.k.name)
+	for _, k := range compiledKernels(t, be, g) {
+		names = append(names, k.name)
 	}
 	want := 0
 	for _, n := range names {
