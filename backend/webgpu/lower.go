@@ -152,8 +152,10 @@ func (p *program) matmulPlan(m, n, k, batch int, transA, transB, taOK, tbOK bool
 		tbRows = -1
 	}
 	pl := pickMatmulTB(p.b.d.info, p.gpuPlans(), m, n, k, batch, transA, transB, p.b.bindLimit, tbRows, taOK && p.b.tbRows >= 0)
-	if tn, ok := pickTN(p.b.d.info, m, n, k, batch, transA, transB, p.b.bindLimit, tbOK, taOK, true); ok && p.b.tnAll && p.gpuPlans() {
-		pl = tn
+	if p.b.tnAll && p.gpuPlans() {
+		if tn, ok := pickTN(p.b.d.info, m, n, k, batch, transA, transB, p.b.bindLimit, tbOK, taOK, true); ok {
+			pl = tn
+		}
 	}
 	if f := p.b.matmulForce; f != nil {
 		pl = *f

@@ -76,7 +76,7 @@ var (
 	mmWide  = mmCfg{BM: 128, BN: 64, BK: 16, TM: 8, TN: 8, DB: true}
 	mmLarge = mmCfg{BM: 128, BN: 128, BK: 8, TM: 8, TN: 8}
 	// mmTN is the tiling of large products laid out A stored transposed,
-	// B not (see pickMatmulTB): 256 invocations of 8x8, K steps of 32.
+	// B not (see pickTN): 256 invocations of 8x8, K steps of 32.
 	mmTN     = mmCfg{BM: 128, BN: 128, BK: 32, TM: 8, TN: 8}
 	mmMedium = mmCfg{BM: 128, BN: 64, BK: 16, TM: 8, TN: 4}
 	mmSmall  = mmCfg{BM: 64, BN: 64, BK: 16, TM: 4, TN: 4}
