@@ -173,11 +173,7 @@ func pickMatmulTB(info devInfo, gpu bool, m, n, k, batch int, transA, transB boo
 	// fill is the least split of K (a power of two) that runs at least
 	// target tiles of c in parts at least minK deep, if there is one.
 	fill := func(c mmCfg, target, minK int) (int, bool) {
-		g, s := groups(c), 1
-		for g*s < target && s*2 <= splitMax && k/(s*2) >= minK && uint64(s*2)*uint64(m*n*batch)*4 <= maxPart {
-			s *= 2
-		}
-		return s, g*s >= target
+		return fillSplit(groups(c), target, k, minK, m*n*batch, maxPart)
 	}
 	// Deep products with a small output (a weight gradient X^T dY over a
 	// large batch): split K so that the large tiles fill the GPU, where
@@ -257,12 +253,20 @@ func pickTN(info devInfo, m, n, k, batch int, transA, transB bool, maxPart uint6
 	case !tA && tB && m < tnWideN:
 		return mmPlan{}, false
 	}
-	tiles := ceilDiv(m, mmTN.BM) * ceilDiv(n, mmTN.BN) * batch
-	s := 1
-	for tiles*s < tnGroups && s*2 <= splitMax && k/(s*2) >= tnMinK && uint64(s*2)*uint64(m*n*batch)*4 <= maxPart {
+	s, _ := fillSplit(ceilDiv(m, mmTN.BM)*ceilDiv(n, mmTN.BN)*batch, tnGroups, k, tnMinK, m*n*batch, maxPart)
+	return mmPlan{cfg: mmTN, split: s, tA: tA, tB: tB}, true
+}
+
+// fillSplit is the least split of K (a power of two, at most splitMax) that
+// runs at least target workgroups of a product of tiles tiles, each part at
+// least minK deep and the partial products (outs floats a part) within
+// maxPart bytes; ok reports whether it reaches target.
+func fillSplit(tiles, target, k, minK, outs int, maxPart uint64) (s int, ok bool) {
+	s = 1
+	for tiles*s < target && s*2 <= splitMax && k/(s*2) >= minK && uint64(s*2)*uint64(outs)*4 <= maxPart {
 		s *= 2
 	}
-	return mmPlan{cfg: mmTN, split: s, tA: tA, tB: tB}, true
+	return s, tiles*s >= target
 }
 
 // minSplit is the least number of parts K must be split into so that an
