@@ -100,6 +100,16 @@ type UnreadStepper interface {
 	StepUnread() error
 }
 
+// LaterStepper is a Trainer that can take a step and ask for its loss
+// without waiting for it (core.Later; a captured step gets it from
+// nn.StepCapture.StepLater, a lazy one from core.Tensor.ReadLater). The
+// page's loop then waits for a loss a few steps after asking for it: in
+// the browser the GPU keeps running the steps queued meanwhile, where a
+// read waited for at once leaves it idle for the round trip.
+type LaterStepper interface {
+	StepLater() (*core.Later, error)
+}
+
 // Metrics are named measurements of a model, e.g. "train accuracy".
 type Metrics map[string]float64
 

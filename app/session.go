@@ -174,7 +174,8 @@ var errNoModel = errors.New("no model: call ag.build first")
 // train runs steps training steps, reading the loss every `every` steps
 // and at the last and calling progress after each read (pageapi.Train).
 // The steps between reads are StepUnread's when the Trainer is an
-// UnreadStepper; otherwise they are read too and only not reported.
+// UnreadStepper; otherwise they are read too and only not reported. The
+// read steps are StepLater's when it is a LaterStepper.
 func (s *session) train(steps, every int, progress func(step int, loss float32, ms float64)) (TrainResult, error) {
 	if s.tr == nil {
 		return TrainResult{}, fmt.Errorf("train: %w", errNoModel)
@@ -190,8 +191,18 @@ func (s *session) train(steps, every int, progress func(step int, loss float32, 
 	if u, ok := s.tr.(UnreadStepper); ok {
 		unread = u.StepUnread
 	}
+	var later func() (func() (float32, error), error)
+	if l, ok := s.tr.(LaterStepper); ok {
+		later = func() (func() (float32, error), error) {
+			r, err := l.StepLater()
+			if err != nil {
+				return nil, err
+			}
+			return r.Item, nil
+		}
+	}
 	r, err := pageapi.Train{Steps: steps, Every: every, First: s.total + 1, Stop: &s.stop, Yield: s.yield,
-		Read: s.tr.Step, Unread: unread, Progress: progress,
+		Read: s.tr.Step, Unread: unread, Later: later, Progress: progress,
 		StepErr: func(step int, err error) error {
 			return fmt.Errorf("train %s: step %d on %s: %w", s.spec.Name, step, s.dev, err)
 		},

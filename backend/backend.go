@@ -109,6 +109,22 @@ type Waiter interface {
 	Wait() error
 }
 
+// LaterReader is implemented by backends that can start a read without
+// waiting for it: in the browser a read waits a round trip to the GPU
+// process (1-3 ms on a GPU, whatever its size), which a training loop
+// hides by asking for step k's loss and waiting for it a few steps later.
+// core.Tensor.ReadLater and core.Capture.CallLater use it; elsewhere they
+// read at once.
+type LaterReader interface {
+	// ReadLater copies len(dst) elements of b starting at off, after the
+	// work submitted before it, and returns without waiting: wait blocks
+	// until they are in dst (or returns the error of the read, or of a run
+	// before it that failed). A nil wait means dst is filled already.
+	// Work submitted afterwards does not change what is read; every wait
+	// must be called, once.
+	ReadLater(b Buffer, off int, dst []float32) (wait func() error, err error)
+}
+
 // Backend is one opened device.
 type Backend interface {
 	Caps() Caps

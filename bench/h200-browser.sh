@@ -21,7 +21,8 @@
 #   2. carry .chr/p01:  cp .chr/p01 /root/chr/
 #   3. carry .chr/p02 .chr/extra.tar.xz .chr/agbrow .chr/run-chr.sh .chr/agnat.gz and .run
 #      (Debian's libvulkan1 and GL dispatch .debs, see bench/h200.sh):
-#      bash bench/h200-browser.sh run     (sizes: BR_SIZES, see run below)
+#      bash bench/h200-browser.sh run     (sizes: BR_SIZES; BR_EVERY, BR_STEPS,
+#      BR_STREAM, BR_TFJS: see run below)
 # or, for the WebGPU tests in that browser on the GPU (TestInBrowser with
 # AG_BROWSERTEST_GPU=1: the conformance suite, the package's tests and the
 # f16 matmul tiles, which need a GPU's shader-f16), carry .chr/browsertest.gz
@@ -128,17 +129,31 @@ run() {
   unpack
   rm -rf /root/agbrow && cp -r .chr/agbrow /root/agbrow
   gunzip -c .chr/agnat.gz >/root/agnat && chmod +x /root/agnat
-  local out=${OUT:-/tmp} s w d b tf ev=${BR_EVERY:-1}
+  # BR_EVERY: the loss read every this many steps on every side; BR_STEPS:
+  # the page's timed steps (30 reads' worth by default); BR_STREAM: "" the
+  # page timed per ag.train call of BR_EVERY steps, 1 as one call of all
+  # steps (browserbench -stream: its reads waited for groups later), both;
+  # BR_TFJS: tfjs's backend up to width 1024 ("" none).
+  local out=${OUT:-/tmp} s w d b tf ev=${BR_EVERY:-1} st=${BR_STREAM:-} tfo=${BR_TFJS-webgpu}
+  local steps=${BR_STEPS:-$((30 * ${BR_EVERY:-1}))}
   (cd /root/agbrow && ./run.sh -probe -gpu -chromium /opt/chr/run.sh -json "$out/browser-probe.json")
+  page() { # page FLAG SUFFIX
+    (cd /root/agbrow && timeout "${BR_TIMEOUT:-240}" ./run.sh -gpu -rounds 1 -width "$w" -depth "$d" -batch "$b" -steps "$steps" -every "$ev" $1 \
+      -ag-devices webgpu -tfjs-backends "$tf" -chromium /opt/chr/run.sh -json "$out/browser-$s-e$ev$2.json" | grep -E "^1 |median|ratio") || echo "browser $s $1: rc=$?"
+  }
   for s in ${BR_SIZES:-256x4x64 1024x4x256 1024x4x1024 4096x8x1024}; do
     IFS=x read -r w d b <<<"$s"
-    tf=webgpu
+    tf=$tfo
     [ "$w" -le 1024 ] || tf=
-    echo "== $s"
-    /root/agnat bench -device webgpu -matmul '' -width "$w" -depth "$d" -batch "$b" -modes lazy,captured -reps 30 -every "$ev" -json "$out/native-$s-a.json" 2>&1 | grep -v measuring
-    (cd /root/agbrow && timeout "${BR_TIMEOUT:-240}" ./run.sh -gpu -rounds 1 -width "$w" -depth "$d" -batch "$b" -steps $((30 * ev)) -every "$ev" \
-      -ag-devices webgpu -tfjs-backends "$tf" -chromium /opt/chr/run.sh -json "$out/browser-$s.json" | grep -E "^1 |median|ratio" ) || echo "browser $s: rc=$?"
-    /root/agnat bench -device webgpu -matmul '' -width "$w" -depth "$d" -batch "$b" -modes lazy,captured -reps 30 -every "$ev" -json "$out/native-$s-b.json" 2>&1 | grep -v measuring
+    echo "== $s, the loss read every $ev"
+    /root/agnat bench -device webgpu -matmul '' -width "$w" -depth "$d" -batch "$b" -modes lazy,captured -reps 30 -every "$ev" -json "$out/native-$s-e$ev-a.json" 2>&1 | grep -v measuring
+    case "$st" in
+    "") page "" "" ;;
+    1) page -stream -stream ;;
+    both) page "" "" && page -stream -stream ;;
+    *) echo "BR_STREAM=$st: want empty, 1 or both" >&2 && return 2 ;;
+    esac
+    /root/agnat bench -device webgpu -matmul '' -width "$w" -depth "$d" -batch "$b" -modes lazy,captured -reps 30 -every "$ev" -json "$out/native-$s-e$ev-b.json" 2>&1 | grep -v measuring
   done
 }
 

@@ -161,7 +161,21 @@ func (c *Capture) Records() int {
 // Call runs the captured function on the inputs and returns the outputs'
 // values, recording first when needed (see Capture).
 func (c *Capture) Call(in ...Input) ([][]float32, error) {
-	return c.call("Capture.Call", in, true)
+	l, err := c.call("Capture.Call", in, readNow)
+	if err != nil {
+		return nil, err
+	}
+	return l.Wait()
+}
+
+// CallLater runs the captured function on the inputs as Call does and asks
+// for its outputs without waiting for them: Wait on the result returns
+// them. In the browser the run and the read are queued and the call
+// returns at once, so the next steps are queued while this one's outputs
+// travel back (see Later); elsewhere it is Call. The run that records
+// reads its outputs at once.
+func (c *Capture) CallLater(in ...Input) (*Later, error) {
+	return c.call("Capture.CallLater", in, readLater)
 }
 
 // Run runs the captured function on the inputs as Call does and does not
@@ -172,12 +186,22 @@ func (c *Capture) Call(in ...Input) ([][]float32, error) {
 // the next step is built and queued while the GPU runs this one; elsewhere
 // Run waits for the run, as Call does, and saves only the download.
 func (c *Capture) Run(in ...Input) error {
-	_, err := c.call("Capture.Run", in, false)
+	_, err := c.call("Capture.Run", in, readNone)
 	return err
 }
 
-// call is Call (read) or Run (!read), named fn in errors.
-func (c *Capture) call(fn string, in []Input, read bool) ([][]float32, error) {
+// readHow is what a call does with the outputs of its run.
+type readHow int
+
+const (
+	readNone  readHow = iota // Run: nothing (the run that records reads them all the same)
+	readNow                  // Call
+	readLater                // CallLater
+)
+
+// call is Call, CallLater or Run (how), named fn in errors. Its Later has
+// the outputs read (or being read); nil for Run's replays.
+func (c *Capture) call(fn string, in []Input, how readHow) (*Later, error) {
 	start := time.Now()
 	for i, x := range in {
 		checkShape(fn, x.Shape)
@@ -199,7 +223,7 @@ func (c *Capture) call(fn string, in []Input, read bool) ([][]float32, error) {
 		if r.valid(d, in) {
 			copy(recs[1:i+1], recs[:i]) // most recently used first
 			recs[0] = r
-			return r.replay(d, in, start, fn, read)
+			return r.replay(d, in, start, fn, how)
 		}
 	}
 	// A recording made under the modes that hold now is out of date (other
@@ -220,7 +244,7 @@ func (c *Capture) call(fn string, in []Input, read bool) ([][]float32, error) {
 	}
 	c.slot.recs = append([]*recording{rec}, kept...)
 	c.recs++
-	return outs, nil
+	return Ready(outs...), nil
 }
 
 func (r *recording) valid(d *Device, in []Input) bool {
@@ -405,7 +429,7 @@ const packAlign = 64
 
 // replay uploads the packed inputs, runs the program and downloads the
 // outputs. Called with d.mu held and nothing pending.
-func (r *recording) replay(d *Device, in []Input, start time.Time, fn string, read bool) ([][]float32, error) {
+func (r *recording) replay(d *Device, in []Input, start time.Time, fn string, how readHow) (*Later, error) {
 	prof := profiling()
 	t0 := time.Now()
 	packed := make([]float32, r.packed.stor.n)
@@ -433,7 +457,7 @@ func (r *recording) replay(d *Device, in []Input, start time.Time, fn string, re
 	switch {
 	case prof:
 		info, times, err = runTimed(r.prog.prog, r.args, r.nnodes)
-	case folds && read:
+	case folds && how == readNow:
 		// one wait for the run and the download (see backend.RunReader)
 		flat = make([]float32, r.flat.stor.n)
 		info, err = rr.RunRead(r.args, r.flat.stor.buf, 0, flat)
@@ -450,9 +474,15 @@ func (r *recording) replay(d *Device, in []Input, start time.Time, fn string, re
 	}
 	profile.Launch("captured", info.Launches)
 	t2 := time.Now()
-	var res [][]float32
-	if read {
-		res, err = r.download(d, flat)
+	var res *Later
+	switch {
+	case how == readNow || how == readLater && prof:
+		var out [][]float32
+		if out, err = r.download(d, flat); err == nil {
+			res = Ready(out...)
+		}
+	case how == readLater:
+		res, err = r.downloadLater(d, fn)
 	}
 	if prof {
 		// ctx: checking that the recording still holds, before the upload
@@ -468,6 +498,28 @@ func (r *recording) replay(d *Device, in []Input, start time.Time, fn string, re
 		profile.RecordRun(&rec)
 	}
 	return res, err
+}
+
+// downloadLater asks for the outputs without waiting (see Later).
+func (r *recording) downloadLater(d *Device, fn string) (*Later, error) {
+	flat := make([]float32, r.flat.stor.n)
+	sizes := make([]int, len(r.outs))
+	for i, s := range r.outs {
+		sizes[i] = backend.NumElems(s)
+	}
+	d.count(false, len(flat), "capture outputs")
+	lr, ok := d.be.(backend.LaterReader)
+	if !ok {
+		if err := d.be.Read(r.flat.stor.buf, 0, flat); err != nil {
+			return nil, fmt.Errorf("core: %s: downloading outputs: %w", fn, err)
+		}
+		return newLater(fn, flat, sizes, nil), nil
+	}
+	wait, err := lr.ReadLater(r.flat.stor.buf, 0, flat)
+	if err != nil {
+		return nil, fmt.Errorf("core: %s: downloading outputs: %w", fn, err)
+	}
+	return newLater(fn, flat, sizes, wait), nil
 }
 
 // download reads the outputs (unless the run did: flat) and splits them.

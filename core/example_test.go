@@ -26,6 +26,33 @@ func ExampleNewCapture() {
 	// recordings: 1
 }
 
+// CallLater asks for a step's outputs and returns without waiting: a loop
+// waits for step k's outputs a few steps later, which in the browser keeps
+// the GPU busy while they travel back (on the cpu they are read at once).
+func ExampleCapture_CallLater() {
+	dev, _ := core.Open("cpu")
+	defer dev.Close()
+	c := core.NewCapture(dev, func(in []*core.Tensor) []*core.Tensor {
+		return []*core.Tensor{core.Sum(core.Mul(in[0], in[0]))}
+	})
+	var pending []*core.Later
+	for _, x := range [][]float32{{1, 2}, {3, 4}, {5, 6}} {
+		l, err := c.CallLater(core.In(x, 2))
+		if err != nil {
+			panic(err)
+		}
+		pending = append(pending, l)
+	}
+	for _, l := range pending {
+		v, err := l.Item()
+		fmt.Println(v, err)
+	}
+	// Output:
+	// 5 <nil>
+	// 25 <nil>
+	// 61 <nil>
+}
+
 // Checkpoint recomputes a segment in the backward instead of keeping its
 // values: the same gradients, less memory (see Device.EstimateMemory).
 func ExampleCheckpoint() {

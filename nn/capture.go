@@ -145,8 +145,41 @@ func (s *StepCapture) StepUnread(in ...core.Input) error {
 	return err
 }
 
+// StepLater runs one training step as Step does and asks for its loss
+// without waiting for it: Item on the result returns it. In the browser
+// the step and the read are queued and StepLater returns at once, so a
+// loop that waits for step k's loss a few steps later keeps the GPU busy
+// while the loss travels back (see core.Later); elsewhere the loss is read
+// at once. GradNorm is not updated (the two-run clipping, which reads the
+// norm every step, still does).
+func (s *StepCapture) StepLater(in ...core.Input) (*core.Later, error) {
+	var l *core.Later
+	loss, err := s.stepHow("StepCapture.StepLater", in, howLater, &l)
+	if err != nil || l != nil {
+		return l, err
+	}
+	return core.Ready([]float32{loss}), nil
+}
+
+// How a step reads its loss: Step, StepUnread, StepLater.
+const (
+	howRead = iota
+	howUnread
+	howLater
+)
+
 // step is Step (read) or StepUnread, named fn in errors.
 func (s *StepCapture) step(fn string, in []core.Input, read bool) (float32, error) {
+	how := howUnread
+	if read {
+		how = howRead
+	}
+	return s.stepHow(fn, in, how, nil)
+}
+
+// stepHow is step; with howLater the one-run step's Later is left in
+// *later (the two-run clipping reads its loss and returns it).
+func (s *StepCapture) stepHow(fn string, in []core.Input, how int, later **core.Later) (float32, error) {
 	if err := checkOptimizer(fn, s.opt); err != nil {
 		return 0, err
 	}
@@ -166,16 +199,21 @@ func (s *StepCapture) step(fn string, in []core.Input, read bool) (float32, erro
 		}
 		var out [][]float32
 		var err error
-		if read {
+		switch how {
+		case howRead:
 			out, err = c.Call(in...)
-		} else {
+		case howUnread:
 			err = c.Run(in...)
+		case howLater:
+			*later, err = c.CallLater(in...)
+		default:
+			panic(fmt.Sprintf("nn.%s: unknown read %d", fn, how))
 		}
 		if err != nil {
 			return 0, err
 		}
 		s.opt.SetStepCount(next)
-		if !read {
+		if how != howRead {
 			return 0, nil
 		}
 		if len(out) > 1 {

@@ -307,6 +307,44 @@ func (b *Backend) Read(buf backend.Buffer, off int, dst []float32) error {
 	return nil
 }
 
+// ReadLater starts a Read and returns without waiting for it
+// (backend.LaterReader). In the browser the copy is submitted behind the
+// work before it and its buffer mapped when the GPU process says so; the
+// wait takes the result, and reports the validation errors of the runs
+// deferred before it. Natively a read waits about as long as a dispatch,
+// so it reads at once and wait is nil.
+func (b *Backend) ReadLater(buf backend.Buffer, off int, dst []float32) (func() error, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	wb, err := b.own("ReadLater", buf)
+	if err != nil {
+		return nil, err
+	}
+	if !inside(off, len(dst), wb.n) {
+		return nil, fmt.Errorf("webgpu.ReadLater: %d elements at %d outside buffer of %d", len(dst), off, wb.n)
+	}
+	if len(dst) == 0 {
+		return nil, nil
+	}
+	lr, err := b.d.readLater(wb.g, uint64(off)*4, f32Bytes(dst))
+	if err != nil {
+		return nil, fmt.Errorf("webgpu.ReadLater(%d elements at %d): %w", len(dst), off, err)
+	}
+	if lr == nil {
+		return nil, nil
+	}
+	return func() error {
+		// the wait holds no lock: other goroutines use the device meanwhile
+		werr := lr.await()
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if err := lr.finish(werr, b.closed); err != nil {
+			return fmt.Errorf("webgpu.ReadLater(%d elements at %d): %w", len(dst), off, err)
+		}
+		return nil
+	}, nil
+}
+
 // Wait returns when every run submitted so far has finished on the device
 // (backend.Waiter): plain runs are not waited for (RunInfo.Pending).
 func (b *Backend) Wait() error {

@@ -19,6 +19,9 @@ import (
 //	(*dev).destroyBuffer(*gbuf)
 //	(*dev).write(b *gbuf, off uint64, data []byte) error
 //	(*dev).read(b *gbuf, off uint64, dst []byte) error
+//	(*dev).readLater(b *gbuf, off uint64, dst []byte) (*laterRead, error) // nil: read already
+//	(*laterRead).await() error                 // without the backend's lock
+//	(*laterRead).finish(awaitErr error, closed bool) error // with it
 //	(*dev).newPipeline(label, wgsl string, readOnly []bool) (*gpipe, error)
 //	(*dev).releasePipeline(*gpipe)
 //	(*dev).newBindGroup(p *gpipe, entries []bindEntry) (*gbind, error)

@@ -47,6 +47,12 @@ type dev struct {
 	stage     js.Value
 	stageSize uint64
 
+	// Reads started and not waited for (readLater) each map a staging
+	// buffer of their own: laterFree holds those given back, inFlight
+	// those mapping (destroyed by close, which fails their waits).
+	laterFree []stageBuf
+	inFlight  map[*laterRead]bool
+
 	// A deferred run is encoded in JavaScript from a plan (deferRun): one
 	// call from Go where per-dispatch calls were three, each a crossing of
 	// the wasm boundary that cost microseconds. The last few plans are kept
@@ -377,6 +383,108 @@ func (d *dev) read(b *gbuf, off uint64, dst []byte) error {
 	return nil
 }
 
+// stageBuf is a MapRead staging buffer and its size.
+type stageBuf struct {
+	v    js.Value
+	size uint64
+}
+
+// maxLaterFree bounds the staging buffers kept for later reads.
+const maxLaterFree = 64
+
+// readLater submits the copy of n bytes of b at off into a staging buffer
+// of its own and asks for its mapping, without waiting: await waits for
+// the mapping and for the error scopes pending until then (the runs
+// deferred before the read), finish copies the bytes out. A read larger
+// than one staging chunk reads at once (nil).
+func (d *dev) readLater(b *gbuf, off uint64, dst []byte) (*laterRead, error) {
+	n := uint64(len(dst))
+	if n > maxStaging {
+		return nil, d.read(b, off, dst)
+	}
+	var st stageBuf
+	if i := slices.IndexFunc(d.laterFree, func(s stageBuf) bool { return s.size >= n }); i >= 0 {
+		st = d.laterFree[i]
+		d.laterFree = slices.Delete(d.laterFree, i, i+1)
+	} else {
+		size := max((n+3)&^3, 256)
+		v, err := d.rawBuffer(size, jsMapRead|jsCopyDst)
+		if err != nil {
+			return nil, err
+		}
+		st = stageBuf{v: v, size: size}
+	}
+	d.scopedLater(func() {
+		enc := d.device.Call("createCommandEncoder")
+		enc.Call("copyBufferToBuffer", b.v, off, st.v, 0, n)
+		d.queue.Call("submit", []any{enc.Call("finish")})
+	})
+	all := make([]any, 0, len(d.pending)+1)
+	for _, e := range d.pending {
+		all = append(all, e)
+	}
+	d.pending = d.pending[:0]
+	all = append(all, st.v.Call("mapAsync", jsModeRead, 0, n))
+	lr := &laterRead{d: d, st: st, n: n, dst: dst, scopes: len(all) - 1,
+		p: js.Global().Get("Promise").Call("all", all)}
+	if d.inFlight == nil {
+		d.inFlight = map[*laterRead]bool{}
+	}
+	d.inFlight[lr] = true
+	return lr, nil
+}
+
+// laterRead is a read in flight (readLater).
+type laterRead struct {
+	d      *dev
+	st     stageBuf
+	n      uint64
+	dst    []byte
+	scopes int      // error scopes before the mapping in p's results
+	p      js.Value // Promise.all(scopes..., mapAsync)
+}
+
+// await waits for the mapping and the error scopes; the first validation
+// error is the read's.
+func (r *laterRead) await() error {
+	res, err := await(r.p)
+	if err != nil {
+		return fmt.Errorf("mapAsync: %w", err)
+	}
+	for i := range r.scopes {
+		if e := res.Index(i); e.Truthy() {
+			return errors.New(e.Get("message").String())
+		}
+	}
+	return nil
+}
+
+// finish copies the mapped bytes out and gives the staging buffer back;
+// after an error (or the device's close) the buffer is dropped.
+func (r *laterRead) finish(werr error, closed bool) error {
+	d := r.d
+	delete(d.inFlight, r)
+	if closed {
+		return errors.New("backend closed before the read finished")
+	}
+	if werr != nil {
+		if st := r.st.v.Get("mapState").String(); st == "mapped" {
+			r.st.v.Call("unmap")
+		}
+		r.st.v.Call("destroy")
+		return werr
+	}
+	arr := js.Global().Get("Uint8Array").New(r.st.v.Call("getMappedRange", 0, r.n))
+	js.CopyBytesToGo(r.dst, arr)
+	r.st.v.Call("unmap")
+	if len(d.laterFree) < maxLaterFree {
+		d.laterFree = append(d.laterFree, r.st)
+	} else {
+		r.st.v.Call("destroy")
+	}
+	return nil
+}
+
 // mapRead maps a MapRead buffer, copies n bytes out and unmaps; the wait
 // settles the pending error scopes too.
 func (d *dev) mapRead(buf js.Value, n uint64, dst []byte) error {
@@ -646,6 +754,13 @@ func (d *dev) submit(passes [][]dispatch, copies []copyOp, timed bool) {
 func (d *dev) close() {
 	d.dropAhead()
 	d.releaseQueries()
+	for _, st := range d.laterFree {
+		st.v.Call("destroy")
+	}
+	d.laterFree = nil
+	for r := range d.inFlight { // their mappings fail: the waits report the close
+		r.st.v.Call("destroy")
+	}
 	if d.stageSize > 0 {
 		d.stage.Call("destroy")
 		d.stageSize = 0

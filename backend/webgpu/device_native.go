@@ -368,6 +368,19 @@ func (d *dev) read(b *gbuf, off uint64, dst []byte) error {
 	return nil
 }
 
+// readLater reads at once (a nil laterRead): natively the wait for a read
+// is about a dispatch's time, nothing worth keeping a staging buffer per
+// read in flight for.
+func (d *dev) readLater(b *gbuf, off uint64, dst []byte) (*laterRead, error) {
+	return nil, d.read(b, off, dst)
+}
+
+// laterRead is a read in flight; natively there is none (readLater).
+type laterRead struct{}
+
+func (*laterRead) await() error                    { return nil }
+func (*laterRead) finish(werr error, _ bool) error { return werr }
+
 // mapRead maps the first n bytes of a MapRead buffer, copies them into dst
 // (the mapped memory is valid only until Unmap) and unmaps.
 func (d *dev) mapRead(buf *wgpu.Buffer, n uint64, dst []byte) error {

@@ -48,7 +48,8 @@ type Options struct {
 	Width, Depth, Batch int
 	LR                  float64
 	Steps, Rounds       int
-	Every               int // read the loss back every this many steps
+	Every               int  // read the loss back every this many steps
+	Stream              bool // ag's timed steps in one ag.train call (reads waited for groups later)
 	WarmupSteps         int
 	WarmupMS            float64
 	ProfileSteps        int
@@ -82,6 +83,7 @@ type Report struct {
 	Model    any      `json:"model"`
 	Steps    int      `json:"steps"`
 	Every    int      `json:"every"`
+	Stream   bool     `json:"stream"`
 	Rounds   int      `json:"rounds"`
 	Browser  string   `json:"browser"`
 	Go       string   `json:"go"`
@@ -101,6 +103,7 @@ type pageConfig struct {
 	LR           float64 `json:"lr"`
 	Steps        int     `json:"steps"`
 	Every        int     `json:"every"`
+	Stream       bool    `json:"stream,omitempty"` // ag
 	ProfileSteps int     `json:"profileSteps"`
 	Device       string  `json:"device,omitempty"`      // ag
 	Mode         string  `json:"mode,omitempty"`        // ag
@@ -122,6 +125,7 @@ func main() {
 	flag.Float64Var(&o.LR, "lr", 1e-3, "Adam learning rate")
 	flag.IntVar(&o.Steps, "steps", 20, "timed steps per run")
 	flag.IntVar(&o.Every, "every", 1, "read the loss back every this many steps (both sides; a read waits for the GPU, steps between are only queued)")
+	flag.BoolVar(&o.Stream, "stream", false, "time ag's steps as one ag.train call of -steps steps, as a page trains: its reads are waited for a few groups after they are asked (app.LaterStepper), so the GPU is not idle while a loss travels back; the per-step times are the call's step_ms (tfjs stays timed per call)")
 	flag.IntVar(&o.Rounds, "rounds", 3, "rounds; each runs every configuration once, ag and tfjs alternating")
 	flag.IntVar(&o.WarmupSteps, "warmup-steps", 3, "untimed steps before timing, at least")
 	flag.Float64Var(&o.WarmupMS, "warmup-ms", 3000, "untimed milliseconds before timing, at least (WebGPU shader compiles take ~3 s)")
@@ -176,7 +180,7 @@ type job struct {
 // device's modes, then the tfjs backend that matches it (webgpu next to
 // webgpu, wasm and cpu next to ag's cpu-wasm), so ag and tfjs alternate.
 func jobs(o Options) []job {
-	base := pageConfig{Width: o.Width, Depth: o.Depth, Batch: o.Batch, LR: o.LR, Steps: o.Steps, Every: o.Every, ProfileSteps: o.ProfileSteps, WasmThreads: o.TfjsWasmThreads}
+	base := pageConfig{Width: o.Width, Depth: o.Depth, Batch: o.Batch, LR: o.LR, Steps: o.Steps, Every: o.Every, Stream: o.Stream, ProfileSteps: o.ProfileSteps, WasmThreads: o.TfjsWasmThreads}
 	base.Warmup.MinSteps, base.Warmup.MinMS, base.Warmup.MaxSteps = o.WarmupSteps, o.WarmupMS, max(50, o.WarmupSteps)
 	var out []job
 	tfjsDone := map[string]bool{}
@@ -355,7 +359,7 @@ func run(o Options) error {
 	logf("WebGPU adapter: %s", pb.Adapter().Summary())
 
 	rep := &Report{Command: strings.Join(os.Args, " "), AgSrc: agSrc, AgRev: agRev, GPUMode: o.GPU, Adapter: pb.Adapter(), Probe: pb,
-		Steps: o.Steps, Every: o.Every, Rounds: o.Rounds, Browser: br.Version,
+		Steps: o.Steps, Every: o.Every, Stream: o.Stream, Rounds: o.Rounds, Browser: br.Version,
 		Go: runtime.Version(), CPUs: runtime.NumCPU(), Started: time.Now().UTC().Format(time.RFC3339),
 		Model: map[string]any{"width": o.Width, "depth": o.Depth, "batch": o.Batch, "lr": o.LR, "flops_per_step": 6.0 * float64(o.Batch*o.Width*o.Width*o.Depth)},
 		Goals: map[string]float64{"webgpu_ratio": GoalWebGPU, "best_ratio": GoalBest}}
@@ -383,6 +387,10 @@ func run(o Options) error {
 			case r.Error != "":
 				logf("round %d %-22s FAILED after %.0f s: %s", round, r.Name(), r.WallS, r.Error)
 			default:
+				if mean, ok := r.Info["mean_ms"].(float64); ok { // -stream
+					logf("round %d %-22s median %8.2f ms  min %8.2f ms  mean %8.2f ms  (one call of %d steps, read every %d, after %d warm-up calls, %.0f s)", round, r.Name(), r.MedianMS, r.MinMS, mean, len(r.StepMS), o.Every, r.Warmup.Steps, r.WallS)
+					break
+				}
 				logf("round %d %-22s median %8.2f ms  min %8.2f ms  (%d timed calls of %d step(s) after %d warm-up calls, %.0f s)", round, r.Name(), r.MedianMS, r.MinMS, len(r.StepMS), o.Every, r.Warmup.Steps, r.WallS)
 			}
 			for _, e := range r.ConsoleErrors {

@@ -112,6 +112,14 @@ func (m *Model) StepUnread() error {
 	return m.captured().StepUnread(core.In(idx, len(idx)))
 }
 
+// StepLater runs one captured training step and asks for its loss
+// without waiting for it (app.LaterStepper): in the browser the page waits
+// for it a few steps later, while the GPU runs the steps queued since.
+func (m *Model) StepLater() (*core.Later, error) {
+	idx := m.nextBatch()
+	return m.captured().StepLater(core.In(idx, len(idx)))
+}
+
 // nextBatch is the next batch's row indices.
 func (m *Model) nextBatch() []float32 {
 	idx, ok := m.loader.NextIndices()

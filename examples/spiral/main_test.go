@@ -110,4 +110,5 @@ func TestSpiralStepUnread(t *testing.T) {
 		t.Errorf("loss at step 10: %v after 9 unread steps, %v after read ones", last[1], last[0])
 	}
 	var _ app.UnreadStepper = (*Model)(nil)
+	var _ app.LaterStepper = (*Model)(nil)
 }

@@ -48,3 +48,81 @@ func TestTrain(t *testing.T) {
 		t.Errorf("every 0: %v, result %+v", err, r)
 	}
 }
+
+// With Later the reads are waited for groups after they are asked, in
+// order, each loss reported with its own step; the results are those of
+// the loop that waits at once. A failing wait names its read step and
+// counts the groups read before it; a failing Later waits for the reads
+// before it first; ag.stop waits for the reads in flight; no more than
+// maxInFlight+1 reads are ever in flight.
+func TestTrainLater(t *testing.T) {
+	var log []string
+	var stop atomic.Bool
+	inFlight, most := 0, 0
+	failWait, failLater := 0, 0
+	step := 10
+	tr := Train{Steps: 7, Every: 3, First: 11, Stop: &stop,
+		Read:   func() (float32, error) { t.Fatal("Read called though Later is set"); return 0, nil },
+		Unread: func() error { step++; log = append(log, "u"); return nil },
+		Later: func() (func() (float32, error), error) {
+			step++
+			if step == failLater {
+				return nil, errors.New("refused")
+			}
+			log = append(log, "L")
+			inFlight++
+			most = max(most, inFlight)
+			s := step
+			return func() (float32, error) {
+				inFlight--
+				log = append(log, fmt.Sprint("w", s))
+				if s == failWait {
+					return 0, errors.New("boom")
+				}
+				return float32(s), nil
+			}, nil
+		},
+		Progress: func(step int, loss float32, ms float64) {
+			if float32(step) != loss {
+				t.Errorf("progress of step %d with the loss of step %v", step, loss)
+			}
+			log = append(log, fmt.Sprint(step))
+		},
+	}
+	r, err := tr.Run()
+	if got := strings.Join(log, " "); err != nil || got != "u u L u u L L w13 13 w16 16 w17 17" {
+		t.Errorf("7 steps every 3: %v, calls %q", err, got)
+	}
+	if r.Steps != 7 || r.Total != 17 || len(r.StepMS) != 7 || r.FirstLoss != 13 || r.LastLoss != 17 || r.Stopped {
+		t.Errorf("result %+v", r)
+	}
+
+	log, step, failWait = nil, 10, 16
+	r, err = tr.Run()
+	if err == nil || err.Error() != "step 16: boom" || r.Steps != 3 || r.Total != 13 || r.LastLoss != 13 {
+		t.Errorf("the wait of step 16 failing: %v, result %+v", err, r)
+	}
+	if inFlight != 0 {
+		t.Errorf("after the failed wait %d reads were left in flight, want 0 (each wait is called)", inFlight)
+	}
+
+	log, step, failWait, failLater = nil, 10, 0, 16
+	r, err = tr.Run()
+	if got := strings.Join(log, " "); err == nil || err.Error() != "step 16: refused" || r.Steps != 5 || got != "u u L u u w13 13" {
+		t.Errorf("Later of step 16 failing: %v, result %+v, calls %q", err, r, got)
+	}
+
+	log, step, failLater = nil, 10, 0
+	tr.Progress = func(step int, loss float32, ms float64) { log = append(log, fmt.Sprint(step)); stop.Store(true) }
+	tr.Steps = 30
+	r, err = tr.Run()
+	if got := strings.Join(log, " "); err != nil || !r.Stopped || r.Steps != 9 || got != "u u L u u L u u L w13 13 w16 16 w19 19" {
+		t.Errorf("ag.stop at the first read: %v, result %+v, calls %q", err, r, got)
+	}
+	stop.Store(false)
+
+	tr.Steps, tr.Every, tr.Progress, step, most = 500, 1, nil, 10, 0
+	if _, err := tr.Run(); err != nil || inFlight != 0 || most > maxInFlight+1 {
+		t.Errorf("500 steps read every step: %v, %d reads left in flight, %d at most (want <= %d)", err, inFlight, most, maxInFlight+1)
+	}
+}

@@ -128,8 +128,23 @@ func (m *MLP) StepUnread(mode Mode) error {
 	return err
 }
 
+// StepLater runs one training step in the given mode as StepMode does and
+// asks for its loss without waiting for it (core.Later): in the browser
+// the page's loop waits for it a few steps later.
+func (m *MLP) StepLater(mode Mode) (*core.Later, error) {
+	var l *core.Later
+	_, err := m.stepAs(mode, false, &l)
+	return l, err
+}
+
 // step1 is StepMode (read) or StepUnread.
 func (m *MLP) step1(mode Mode, read bool) (float32, error) {
+	return m.stepAs(mode, read, nil)
+}
+
+// stepAs is step1, or StepLater when later is not nil (the Later left in
+// *later).
+func (m *MLP) stepAs(mode Mode, read bool, later **core.Later) (float32, error) {
 	idx := m.idx[m.step%len(m.idx)]
 	m.step++
 	return inMode(m.Dev, mode, func() (float32, error) {
@@ -144,12 +159,25 @@ func (m *MLP) step1(mode Mode, read bool) (float32, error) {
 		if read {
 			return loss.Item()
 		}
+		if later != nil {
+			l, err := loss.ReadLater()
+			if err != nil {
+				return 0, err
+			}
+			*later = l
+			// the read is queued: the buffer can go back to the pool
+		}
 		// Release runs the step (a sync) and gives the loss's buffer back
 		// now, rather than when the collector finds it
 		return 0, loss.Release()
 	}, func() (float32, error) {
 		if m.capt == nil {
 			m.capt = nn.CaptureStep(m.Opt, func(in []*core.Tensor) *core.Tensor { return m.loss(in[0]) })
+		}
+		if later != nil {
+			l, err := m.capt.StepLater(core.In(idx, len(idx)))
+			*later = l
+			return 0, err
 		}
 		if !read {
 			return 0, m.capt.StepUnread(core.In(idx, len(idx)))

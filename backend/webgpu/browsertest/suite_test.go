@@ -38,7 +38,7 @@ type binary struct {
 // tile variants; every op is in the conformance suite) and
 // TestFusedTrainingStep (~2 min; fused training is covered by the suite's
 // graph/train-step and TestMLPTrains). TestConformance runs in wasmsuite.
-const packageTests = "^(TestAvailable|TestSplitLargeBindings|TestMemoryPlan|TestRebind|TestMemoryEstimate|TestDeviceTime|TestFusionPatterns|TestOptimizerGroups|TestMatmulF16Tiles|TestMatmulSpeed|TestRunPlans|TestLazyStepPlans)$"
+const packageTests = "^(TestAvailable|TestSplitLargeBindings|TestMemoryPlan|TestRebind|TestMemoryEstimate|TestDeviceTime|TestFusionPatterns|TestOptimizerGroups|TestMatmulF16Tiles|TestMatmulSpeed|TestRunPlans|TestLazyStepPlans|TestReadLater|TestReadLaterClose|TestStepLater)$"
 
 // packageSkips: TestFusionPatterns/sgd-group expects its five SGD updates
 // (four buffers each) in one dispatch, which needs 21 storage buffers per

@@ -1,0 +1,190 @@
+package webgpu
+
+import (
+	"math"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/core"
+	"github.com/ag-go/ag/internal/workload"
+)
+
+// TestReadLater: a read asked for and waited for later returns the values
+// as they were when it was asked, whatever runs and writes came after and
+// in whatever order the waits come; many reads may be in flight at once.
+// In the browser each is a staging buffer mapping while the test goes on.
+func TestReadLater(t *testing.T) {
+	be := openTest(t)
+	x, err := be.Alloc(6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Free(x)
+	if err := be.Write(x, 0, []float32{1, 2, 3, 4, 5, 6}); err != nil {
+		t.Fatal(err)
+	}
+	ten, one, hundred := incProgram(t, be, 10), incProgram(t, be, 1), incProgram(t, be, 100)
+	run := func(p backend.Program) {
+		t.Helper()
+		if _, err := p.Run([]backend.Buffer{x}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type read struct {
+		want []float32
+		got  []float32
+		wait func() error
+	}
+	var reads []*read
+	later := func(off int, want ...float32) {
+		t.Helper()
+		r := &read{want: want, got: make([]float32, len(want))}
+		if r.wait, err = be.ReadLater(x, off, r.got); err != nil {
+			t.Fatal(err)
+		}
+		reads = append(reads, r)
+	}
+	run(ten)
+	later(0, 11, 12, 13, 14, 15, 16)
+	run(one)
+	later(4, 16, 17)
+	if err := be.Write(x, 0, make([]float32, 6)); err != nil {
+		t.Fatal(err)
+	}
+	later(0, 0, 0, 0, 0, 0, 0)
+	run(hundred)
+	for i := range 40 { // more in flight than staging buffers kept
+		run(one)
+		later(5, float32(101+i))
+	}
+	slices.Reverse(reads) // the last asked is waited for first
+	for i, r := range reads {
+		if r.wait != nil {
+			if err := r.wait(); err != nil {
+				t.Fatalf("read %d: %v", len(reads)-1-i, err)
+			}
+		}
+		if !slices.Equal(r.got, r.want) {
+			t.Fatalf("read %d: %v, want %v", len(reads)-1-i, r.got, r.want)
+		}
+	}
+	v := make([]float32, 6)
+	if err := be.Read(x, 0, v); err != nil {
+		t.Fatal(err)
+	}
+	if v[0] != 140 {
+		t.Fatalf("after the reads x[0] = %v, want 140", v[0])
+	}
+	if _, err := be.ReadLater(x, 4, make([]float32, 3)); err == nil || !strings.Contains(err.Error(), "outside buffer") {
+		t.Fatalf("a read past the buffer's end: err %v, want one naming it", err)
+	}
+}
+
+// TestReadLaterClose: a read in flight when its device closes fails with
+// an error that says so (in the browser; natively it was read when asked).
+func TestReadLaterClose(t *testing.T) {
+	openTest(t) // skips loudly without a device
+	b, err := driver{}.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	be := b.(*Backend)
+	x, err := be.Alloc(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := make([]float32, 4)
+	wait, err := be.ReadLater(x, 0, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	be.Free(x)
+	if err := be.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if runtime.GOOS != "js" {
+		if wait != nil {
+			t.Fatal("natively ReadLater reads at once (nil wait)")
+		}
+		return
+	}
+	if wait == nil {
+		t.Fatal("in the browser ReadLater returned no wait")
+	}
+	if err := wait(); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Fatalf("wait after Close: err %v, want one saying the backend closed", err)
+	}
+}
+
+// TestStepLater: the MLP's steps asked for with StepLater, each loss waited
+// for three steps after it was asked (as the page's loop does), give the
+// losses StepMode gives, lazy and captured.
+func TestStepLater(t *testing.T) {
+	openTest(t)
+	for _, mode := range []workload.Mode{workload.Lazy, workload.Captured} {
+		t.Run(string(mode), func(t *testing.T) {
+			const steps, lag = 12, 3
+			want := stepLosses(t, mode, steps, nil)
+			got := stepLosses(t, mode, steps, func(m *workload.MLP) []float32 {
+				var ls []float32
+				var waits []func() (float32, error)
+				take := func() {
+					l, err := waits[0]()
+					if err != nil {
+						t.Fatal(err)
+					}
+					ls, waits = append(ls, l), waits[1:]
+				}
+				for range steps {
+					l, err := m.StepLater(mode)
+					if err != nil {
+						t.Fatal(err)
+					}
+					waits = append(waits, l.Item)
+					if len(waits) > lag {
+						take()
+					}
+				}
+				for len(waits) > 0 {
+					take()
+				}
+				return ls
+			})
+			for i := range want {
+				if d := math.Abs(float64(got[i] - want[i])); d > 1e-5*(1+math.Abs(float64(want[i]))) {
+					t.Fatalf("step %d: StepLater's loss %v, StepMode's %v", i, got[i], want[i])
+				}
+			}
+		})
+	}
+}
+
+// stepLosses trains a fresh MLP on the shared backend for steps steps with
+// train (nil: StepMode) and returns the losses.
+func stepLosses(t *testing.T, mode workload.Mode, steps int, train func(*workload.MLP) []float32) []float32 {
+	t.Helper()
+	dev, err := core.Open("webgpu-shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dev.Close() })
+	m, err := workload.New(dev, workload.Config{Width: 24, Depth: 3, Batch: 24, Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if train != nil {
+		return train(m)
+	}
+	var ls []float32
+	for range steps {
+		l, err := m.StepMode(mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+	}
+	return ls
+}

@@ -1,0 +1,140 @@
+package core
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/profile"
+)
+
+// Later is a read asked of the device and not yet waited for
+// (Tensor.ReadLater, Capture.CallLater, nn.StepCapture.StepLater). Wait
+// returns the values as they were when the read was asked for: work
+// submitted after it does not change them.
+//
+// It pays in the browser, where a read waits a round trip to the GPU
+// process (1-3 ms on a GPU, however small the step): a training loop that
+// asks for step k's loss and waits for it a few steps later keeps the GPU
+// busy meanwhile. On the other devices the values are read when asked
+// for, and Wait only returns them.
+type Later struct {
+	fn    string
+	mu    sync.Mutex
+	wait  func() error // nil once waited for (or read at once)
+	flat  []float32
+	sizes []int // the outputs' lengths, in flat's order
+	out   [][]float32
+	err   error
+}
+
+// Ready returns a Later whose values are read already: for a Trainer whose
+// step reads its loss at once but whose caller takes Laters.
+func Ready(values ...[]float32) *Later {
+	return &Later{fn: "Later", out: values}
+}
+
+// newLater is a read of flat's outputs (of the given lengths) that wait
+// completes (nil: complete).
+func newLater(fn string, flat []float32, sizes []int, wait func() error) *Later {
+	l := &Later{fn: fn, flat: flat, sizes: sizes, wait: wait}
+	if wait == nil {
+		l.split()
+	}
+	return l
+}
+
+func (l *Later) split() {
+	l.out = make([][]float32, len(l.sizes))
+	off := 0
+	for i, n := range l.sizes {
+		l.out[i] = l.flat[off : off+n : off+n]
+		off += n
+	}
+}
+
+// Wait blocks until the read is done and returns the values, one slice
+// per output (one for Tensor.ReadLater), or the error of the read or of
+// the work before it. Calling it again returns the same. It is safe from
+// any goroutine and holds no lock of the device while it waits.
+func (l *Later) Wait() ([][]float32, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.wait != nil {
+		err := l.wait()
+		l.wait = nil
+		if err != nil {
+			l.err = fmt.Errorf("core: %s: %w", l.fn, err)
+		} else {
+			l.split()
+		}
+	}
+	return l.out, l.err
+}
+
+// Item is Wait for a read whose first output has one element (a loss):
+// that element.
+func (l *Later) Item() (float32, error) {
+	out, err := l.Wait()
+	if err != nil {
+		return 0, err
+	}
+	if len(out) == 0 || len(out[0]) != 1 {
+		n := 0
+		if len(out) > 0 {
+			n = len(out[0])
+		}
+		return 0, fmt.Errorf("core: Later.Item of %s: its first output has %d elements, want 1", l.fn, n)
+	}
+	return out[0][0], nil
+}
+
+// ReadLater asks for the tensor's values and returns without waiting for
+// them: pending work on the device runs first (it is a sync point, as
+// Data), and the read is queued behind it. See Later.
+func (t *Tensor) ReadLater() (*Later, error) {
+	const fn = "Tensor.ReadLater"
+	needTensors(fn, t)
+	d := t.dev
+	d.lock()
+	defer d.mu.Unlock()
+	// as syncRead: the run leaves t unregistered
+	defer d.ownHeld(t)
+	rec, err := d.run([]*Tensor{t}, fn, nil)
+	if rec != nil {
+		defer profile.RecordRun(rec)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := t.readable(fn); err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	s := t.stor
+	out := make([]float32, s.n)
+	sizes := []int{s.n}
+	lr, ok := d.be.(backend.LaterReader)
+	switch {
+	case s.buf == nil:
+		copy(out, s.host)
+		return newLater(fn, out, sizes, nil), nil
+	case !ok:
+		v, err := d.read(t, fn)
+		if err != nil {
+			return nil, err
+		}
+		return newLater(fn, v, sizes, nil), nil
+	}
+	wait, err := lr.ReadLater(s.buf, 0, out)
+	if err != nil {
+		return nil, fmt.Errorf("core: %s of %v: %w", fn, t, err)
+	}
+	d.count(false, s.n, fn)
+	if rec != nil {
+		rec.Download = time.Since(t0)
+		rec.DownloadPass = t.pass
+	}
+	return newLater(fn, out, sizes, wait), nil
+}
