@@ -333,15 +333,19 @@ func (b *Backend) ReadLater(buf backend.Buffer, off int, dst []float32) (func() 
 	if lr == nil {
 		return nil, nil
 	}
+	var once sync.Once
+	var res error
 	return func() error {
-		// the wait holds no lock: other goroutines use the device meanwhile
-		werr := lr.await()
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		if err := lr.finish(werr, b.closed); err != nil {
-			return fmt.Errorf("webgpu.ReadLater(%d elements at %d): %w", len(dst), off, err)
-		}
-		return nil
+		once.Do(func() { // a second call returns the first's result
+			// the wait holds no lock: other goroutines use the device meanwhile
+			werr := lr.await()
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			if err := lr.finish(werr, b.closed); err != nil {
+				res = fmt.Errorf("webgpu.ReadLater(%d elements at %d): %w", len(dst), off, err)
+			}
+		})
+		return res
 	}, nil
 }
 

@@ -71,6 +71,11 @@ func TestReadLater(t *testing.T) {
 			t.Fatalf("read %d: %v, want %v", len(reads)-1-i, r.got, r.want)
 		}
 	}
+	if w := reads[0].wait; w != nil {
+		if err := w(); err != nil {
+			t.Fatalf("a wait called twice: %v the second time", err)
+		}
+	}
 	v := make([]float32, 6)
 	if err := be.Read(x, 0, v); err != nil {
 		t.Fatal(err)
