@@ -29,6 +29,14 @@
 // which lets a backend record the next run ahead (webgpu). Such a value
 // used again is uploaded once more and stays on the device.
 //
+// Tensor.ReadLater and Capture.CallLater are sync points that do not wait:
+// they queue a read behind the work and return a Later, whose Wait returns
+// the values as they were when asked for. In the browser a read waits a
+// round trip to the GPU process (1-3 ms on a GPU, whatever its size), and a
+// loop that waits for step k's loss a few steps later keeps the GPU busy
+// meanwhile (the page's training loop does); elsewhere the values are read
+// when asked for.
+//
 // # Errors
 //
 // Shape mistakes are programming errors: ops panic at the call with a message

@@ -125,6 +125,7 @@ func (t *Tensor) ReadLater() (*Later, error) {
 		if err != nil {
 			return nil, err
 		}
+		d.keepRead(t, v) // as syncRead: a small value moves to the host
 		return newLater(fn, v, sizes, nil), nil
 	}
 	wait, err := lr.ReadLater(s.buf, 0, out)

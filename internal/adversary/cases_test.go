@@ -28,7 +28,7 @@ func allCases() []adCase {
 	var cs []adCase
 	for _, g := range [][]adCase{nilCases(), deviceCases(), shapeCases(), rangeCases(), hugeCases(),
 		lifecycleCases(), nanCases(), precisionCases(), labelCases(), bufferCases(), nnCases(),
-		captureCases(), concurrencyCases()} {
+		captureCases(), concurrencyCases(), laterCases()} {
 		cs = append(cs, g...)
 	}
 	return cs
@@ -1048,6 +1048,115 @@ func concurrencyCases() []adCase {
 				return fail(wrong, "Close: %v", cerr)
 			}
 			return value(v, err, []float32{2, 4, 6, 8, 10, 12}, 0)
+		}},
+	}
+}
+
+// laterCases: reads asked for and waited for later (core.Later) keep the
+// values of when they were asked, on bad input name the function, and
+// survive the device closing and other goroutines.
+func laterCases() []adCase {
+	sq := func(e *env) *core.Tensor { return core.Mul(t23(e.d), t23(e.d)) }
+	want := []float32{1, 4, 9, 16, 25, 36}
+	return []adCase{
+		{"ReadLater of a released tensor", func(e *env) result {
+			t := t23(e.d)
+			_ = t.Release()
+			_, err := t.ReadLater()
+			return errIs(err, core.ErrReleased, "core", "ReadLater")
+		}},
+		{"ReadLater, then the tensor released and its memory reused, then Wait", func(e *env) result {
+			t := sq(e)
+			l, err := t.ReadLater()
+			if err != nil {
+				return fail(wrong, "%v", err)
+			}
+			_ = t.Release()
+			if _, err := core.Scale(sq(e), -1).Data(); err != nil { // takes the pool's buffers
+				return fail(wrong, "%v", err)
+			}
+			out, err := l.Wait()
+			if err != nil || len(out) != 1 {
+				return fail(wrong, "%v %v", out, err)
+			}
+			return value(out[0], nil, want, 0)
+		}},
+		{"ReadLater of NaN and infinities", func(e *env) result {
+			inf := float32(math.Inf(1))
+			l, err := core.Scale(e.d.Tensor([]float32{float32(math.NaN()), inf, -inf, 1}, 4), 2).ReadLater()
+			if err != nil {
+				return fail(wrong, "%v", err)
+			}
+			out, err := l.Wait()
+			if err != nil || len(out) != 1 || len(out[0]) != 4 || !math.IsNaN(float64(out[0][0])) ||
+				out[0][1] != inf || out[0][2] != -inf || out[0][3] != 2 {
+				return fail(wrong, "%v %v, want [NaN +Inf -Inf 2]", out, err)
+			}
+			return ok()
+		}},
+		{"Later.Item of a read of six values", func(e *env) result {
+			l, err := sq(e).ReadLater()
+			if err != nil {
+				return fail(wrong, "%v", err)
+			}
+			_, err = l.Item()
+			return errs(err, "core", "Later.Item", "6 elements")
+		}},
+		{"Wait after the device closed", func(e *env) result {
+			d, err := core.Open(e.name)
+			if err != nil {
+				return fail(wrong, "%v", err)
+			}
+			l, err := core.Mul(t23(d), t23(d)).ReadLater()
+			if err != nil {
+				d.Close()
+				return fail(wrong, "%v", err)
+			}
+			if err := d.Close(); err != nil {
+				return fail(wrong, "Close: %v", err)
+			}
+			// natively the values were read when asked for; in the browser
+			// the read fails, saying the backend closed
+			out, err := l.Wait()
+			if err != nil {
+				return errs(err, "closed")
+			}
+			return value(out[0], nil, want, 0)
+		}},
+		{"CallLater waited for in other goroutines while steps go on", func(e *env) result {
+			c := core.NewCapture(e.d, func(in []*core.Tensor) []*core.Tensor {
+				return []*core.Tensor{core.Sum(core.Mul(in[0], in[0]))}
+			})
+			ls := make([]*core.Later, 20)
+			for i := range ls {
+				l, err := c.CallLater(core.In([]float32{float32(i), 1}, 2))
+				if err != nil {
+					return fail(wrong, "call %d: %v", i, err)
+				}
+				ls[i] = l
+			}
+			var wg sync.WaitGroup
+			res := make([]result, len(ls))
+			for i, l := range ls {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					v, err := l.Item()
+					res[i] = value([]float32{v}, err, []float32{float32(i*i + 1)}, 0)
+				}()
+			}
+			for i := range 5 { // more work while they wait
+				if _, err := c.Call(core.In([]float32{float32(i), 2}, 2)); err != nil {
+					return fail(wrong, "%v", err)
+				}
+			}
+			wg.Wait()
+			for _, r := range res {
+				if r.out != handled {
+					return r
+				}
+			}
+			return ok()
 		}},
 	}
 }
