@@ -37,6 +37,10 @@ type Caps struct {
 	// Timer says how its NodeTimer times nodes, for people reading a
 	// profile ("timestamp queries per kernel"); "" when it has none.
 	Timer string
+	// LaterReads is true when its LaterReader returns before the values
+	// are in (WebGPU in the browser); elsewhere core reads when asked,
+	// folding the read into the run where the program can (RunReader).
+	LaterReads bool
 }
 
 // Supports reports whether op is runnable.
@@ -113,8 +117,8 @@ type Waiter interface {
 // waiting for it: in the browser a read waits a round trip to the GPU
 // process (1-3 ms on a GPU, whatever its size), which a training loop
 // hides by asking for step k's loss and waiting for it a few steps later.
-// core.Tensor.ReadLater and core.Capture.CallLater use it; elsewhere they
-// read at once.
+// core.Tensor.ReadLater and core.Capture.CallLater use it where
+// Caps.LaterReads; elsewhere they read at once.
 type LaterReader interface {
 	// ReadLater copies len(dst) elements of b starting at off, after the
 	// work submitted before it, and returns without waiting: wait blocks

@@ -90,6 +90,14 @@ func (l *Later) Item() (float32, error) {
 	return out[0][0], nil
 }
 
+// laterReader is the backend's LaterReader where its reads return before
+// the values are in (Caps.LaterReads); elsewhere reads are taken when
+// asked, by the paths Data and Call take (a read folded into its run).
+func (d *Device) laterReader() (backend.LaterReader, bool) {
+	lr, ok := d.be.(backend.LaterReader)
+	return lr, ok && d.caps.LaterReads
+}
+
 // ReadLater asks for the tensor's values and returns without waiting for
 // them: pending work on the device runs first (it is a sync point, as
 // Data), and the read is queued behind it. See Later.
@@ -98,6 +106,15 @@ func (t *Tensor) ReadLater() (*Later, error) {
 	needTensors(fn, t)
 	d := t.dev
 	d.lock()
+	if _, ok := d.laterReader(); !ok {
+		// reads are taken when asked: Data's path (the read folded into the run)
+		d.mu.Unlock()
+		v, err := d.syncRead(t, fn)
+		if err != nil {
+			return nil, err
+		}
+		return newLater(fn, v, []int{len(v)}, nil), nil
+	}
 	defer d.mu.Unlock()
 	// as syncRead: the run leaves t unregistered
 	defer d.ownHeld(t)
@@ -115,17 +132,16 @@ func (t *Tensor) ReadLater() (*Later, error) {
 	s := t.stor
 	out := make([]float32, s.n)
 	sizes := []int{s.n}
-	lr, ok := d.be.(backend.LaterReader)
-	switch {
-	case s.buf == nil:
+	if s.buf == nil {
 		copy(out, s.host)
 		return newLater(fn, out, sizes, nil), nil
-	case !ok:
+	}
+	lr, ok := d.laterReader()
+	if !ok { // the backend was reopened as another since the check above
 		v, err := d.read(t, fn)
 		if err != nil {
 			return nil, err
 		}
-		d.keepRead(t, v) // as syncRead: a small value moves to the host
 		return newLater(fn, v, sizes, nil), nil
 	}
 	wait, err := lr.ReadLater(s.buf, 0, out)

@@ -181,6 +181,7 @@ func (b *Backend) Caps() backend.Caps {
 		DeviceTimer:    b.d.info.timestamps,
 		Timer:          b.timerText(),
 		Unsupported:    b.d.info.unsupported,
+		LaterReads:     readsLater,
 	}
 }
 

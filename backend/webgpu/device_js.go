@@ -383,6 +383,9 @@ func (d *dev) read(b *gbuf, off uint64, dst []byte) error {
 	return nil
 }
 
+// readsLater: readLater returns before the values are in (Caps.LaterReads).
+const readsLater = true
+
 // stageBuf is a MapRead staging buffer and its size.
 type stageBuf struct {
 	v    js.Value

@@ -368,6 +368,9 @@ func (d *dev) read(b *gbuf, off uint64, dst []byte) error {
 	return nil
 }
 
+// readsLater: readLater reads at once (Caps.LaterReads).
+const readsLater = false
+
 // readLater reads at once (a nil laterRead): natively the wait for a read
 // is about a dispatch's time, nothing worth keeping a staging buffer per
 // read in flight for.
