@@ -125,7 +125,7 @@ func main() {
 	flag.Float64Var(&o.LR, "lr", 1e-3, "Adam learning rate")
 	flag.IntVar(&o.Steps, "steps", 20, "timed steps per run")
 	flag.IntVar(&o.Every, "every", 1, "read the loss back every this many steps (both sides; a read waits for the GPU, steps between are only queued)")
-	flag.BoolVar(&o.Stream, "stream", false, "time ag's steps as one ag.train call of -steps steps, as a page trains: its reads are waited for a few groups after they are asked (app.LaterStepper), so the GPU is not idle while a loss travels back; the per-step times are the call's step_ms (tfjs stays timed per call)")
+	flag.BoolVar(&o.Stream, "stream", false, "time ag's steps as one ag.train call of -steps steps, as a page trains: its reads are waited for a few groups after they are asked (app.LaterStepper), so the GPU is not idle while a loss travels back; the per-step times are the call's step_ms; tfjs the same way, each group's loss.data() awaited groups after it is asked")
 	flag.IntVar(&o.Rounds, "rounds", 3, "rounds; each runs every configuration once, ag and tfjs alternating")
 	flag.IntVar(&o.WarmupSteps, "warmup-steps", 3, "untimed steps before timing, at least")
 	flag.Float64Var(&o.WarmupMS, "warmup-ms", 3000, "untimed milliseconds before timing, at least (WebGPU shader compiles take ~3 s)")
@@ -388,7 +388,7 @@ func run(o Options) error {
 				logf("round %d %-22s FAILED after %.0f s: %s", round, r.Name(), r.WallS, r.Error)
 			default:
 				if mean, ok := r.Info["mean_ms"].(float64); ok { // -stream
-					logf("round %d %-22s median %8.2f ms  min %8.2f ms  mean %8.2f ms  (one call of %d steps, read every %d, after %d warm-up calls, %.0f s)", round, r.Name(), r.MedianMS, r.MinMS, mean, len(r.StepMS), o.Every, r.Warmup.Steps, r.WallS)
+					logf("round %d %-22s median %8.2f ms  min %8.2f ms  mean %8.2f ms  (one stream of %d steps, reads waited for later, read every %d, after %d warm-up calls, %.0f s)", round, r.Name(), r.MedianMS, r.MinMS, mean, len(r.StepMS), o.Every, r.Warmup.Steps, r.WallS)
 					break
 				}
 				logf("round %d %-22s median %8.2f ms  min %8.2f ms  (%d timed calls of %d step(s) after %d warm-up calls, %.0f s)", round, r.Name(), r.MedianMS, r.MinMS, len(r.StepMS), o.Every, r.Warmup.Steps, r.WallS)

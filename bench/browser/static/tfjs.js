@@ -72,15 +72,16 @@ function mlp(cfg) {
   let n = 0;
   const every = cfg.every || 1;
   const lossOf = (i) => () => tf.mean(tf.squaredDifference(model.apply(tf.gather(x, i)), tf.gather(y, i)));
-  const step = async () => {
+  // ask queues a group of every steps and returns the promise of the last
+  // one's loss, not awaited (bench.streamed); step awaits it at once.
+  const ask = () => {
     for (let k = 1; k < every; k++) opt.minimize(lossOf(idx[n++ % batches]), false); // not read
     const loss = opt.minimize(lossOf(idx[n++ % batches]), true);
-    const v = (await loss.data())[0]; // read back every `every` steps, as ag's train does
-    loss.dispose();
-    return v;
+    return loss.data().then((d) => { loss.dispose(); return d[0]; }); // read back every `every` steps, as ag's train does
   };
+  const step = () => ask();
   const dispose = () => { model.dispose(); opt.dispose(); tf.dispose([x, y, ...idx]); };
-  return {model, step, dispose};
+  return {model, step, ask, dispose};
 }
 
 // runBench times cfg.steps steps on tfjs backend cfg.backend after the
@@ -94,10 +95,13 @@ async function runBench(cfg) {
     out.warmup = await bench.warmup(m.step, cfg.warmup);
     const before = tf.memory().numTensors;
     const every = cfg.every || 1;
-    const t = await bench.timed(m.step, Math.max(1, Math.round(cfg.steps / every)));
+    const groups = Math.max(1, Math.round(cfg.steps / every));
+    // -stream: the reads awaited groups later, as ag's -stream does
+    const t = cfg.stream ? await bench.streamed(m.ask, groups) : await bench.timed(m.step, groups);
     out.leaked_tensors = tf.memory().numTensors - before;
     const ms = t.ms.map((v) => v / every); // per step
     Object.assign(out, bench.summary(ms), {every, first_loss: t.losses[0], last_loss: t.losses[t.losses.length - 1], profiled: false});
+    if (cfg.stream) Object.assign(out, {stream: true, mean_ms: ms.reduce((a, b) => a + b, 0) / ms.length});
     return bench.done(out);
   } catch (e) {
     if (e && e.skip) return bench.done({skip: e.skip});
