@@ -107,6 +107,8 @@ type UnreadStepper interface {
 // the browser the GPU keeps running the steps queued meanwhile, where a
 // read waited for at once leaves it idle for the round trip.
 type LaterStepper interface {
+	// StepLater's Later has the loss as its first output, one value
+	// (Later.Item).
 	StepLater() (*core.Later, error)
 }
 
