@@ -191,15 +191,9 @@ func (s *session) train(steps, every int, progress func(step int, loss float32, 
 	if u, ok := s.tr.(UnreadStepper); ok {
 		unread = u.StepUnread
 	}
-	var later func() (func() (float32, error), error)
+	var later func() (pageapi.Loss, error)
 	if l, ok := s.tr.(LaterStepper); ok {
-		later = func() (func() (float32, error), error) {
-			r, err := l.StepLater()
-			if err != nil {
-				return nil, err
-			}
-			return r.Item, nil
-		}
+		later = func() (pageapi.Loss, error) { return l.StepLater() }
 	}
 	r, err := pageapi.Train{Steps: steps, Every: every, First: s.total + 1, Stop: &s.stop, Yield: s.yield,
 		Read: s.tr.Step, Unread: unread, Later: later, Progress: progress,

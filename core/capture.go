@@ -77,7 +77,7 @@ type recording struct {
 	packed  *Tensor    // all inputs, one upload
 	offsets []int
 	flat    *Tensor            // all outputs, one download
-	outs    [][]int            // output shapes
+	sizes   []int              // the outputs' lengths, in the flat output's order
 	nodes   []profile.NodeTime // the recorded nodes, for profiles of replays
 	nodeIdx []int              // their graph node indices (their times in RunTimed)
 	nnodes  int                // the graph's node count
@@ -410,7 +410,7 @@ func (c *Capture) callFn(rec *recording) (flat *Tensor, err error) {
 		return nil, fmt.Errorf("core: Capture: the function returned no outputs")
 	}
 	for _, o := range outs {
-		rec.outs = append(rec.outs, slices.Clone(o.shape))
+		rec.sizes = append(rec.sizes, o.Len())
 		o = Reshape(o, o.Len())
 		if flat == nil {
 			flat = o
@@ -510,20 +510,11 @@ func (r *recording) replay(d *Device, in []Input, start time.Time, fn string, ho
 // backend that reads later (Device.laterReader).
 func (r *recording) downloadLater(d *Device, fn string) (*Later, error) {
 	flat := make([]float32, r.flat.stor.n)
-	sizes := make([]int, len(r.outs))
-	for i, s := range r.outs {
-		sizes[i] = backend.NumElems(s)
-	}
-	d.count(false, len(flat), "capture outputs")
-	lr, ok := d.laterReader() // replay checked it, under the same lock
-	if !ok {
-		panic("core: internal: downloadLater on a backend that reads when asked")
-	}
-	wait, err := lr.ReadLater(r.flat.stor.buf, 0, flat)
+	wait, err := d.readLater(r.flat.stor.buf, flat, "capture outputs")
 	if err != nil {
 		return nil, fmt.Errorf("core: %s: downloading outputs: %w", fn, err)
 	}
-	return newLater(fn, flat, sizes, wait), nil
+	return newLater(fn, flat, r.sizes, wait), nil
 }
 
 // download reads the outputs (unless the run did: flat) and splits them.
@@ -535,12 +526,5 @@ func (r *recording) download(d *Device, flat []float32) ([][]float32, error) {
 		}
 	}
 	d.count(false, len(flat), "capture outputs")
-	out := make([][]float32, len(r.outs))
-	off := 0
-	for i, s := range r.outs {
-		n := backend.NumElems(s)
-		out[i] = flat[off : off+n : off+n]
-		off += n
-	}
-	return out, nil
+	return splitOutputs(flat, r.sizes), nil
 }

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -45,20 +46,27 @@ func newLater(fn string, flat []float32, sizes []int, wait func() error) *Later 
 	return l
 }
 
-func (l *Later) split() {
-	l.out = make([][]float32, len(l.sizes))
+func (l *Later) split() { l.out = splitOutputs(l.flat, l.sizes) }
+
+// splitOutputs cuts flat into outputs of the given lengths, in order.
+func splitOutputs(flat []float32, sizes []int) [][]float32 {
+	out := make([][]float32, len(sizes))
 	off := 0
-	for i, n := range l.sizes {
-		l.out[i] = l.flat[off : off+n : off+n]
+	for i, n := range sizes {
+		out[i] = flat[off : off+n : off+n]
 		off += n
 	}
+	return out
 }
 
 // Wait blocks until the read is done and returns the values, one slice
 // per output (one for Tensor.ReadLater), or the error of the read or of
-// the work before it. Calling it again returns the same. It is safe from
+// the work before it (or of a nil Later). Calling it again returns the same. It is safe from
 // any goroutine and holds no lock of the device while it waits.
 func (l *Later) Wait() ([][]float32, error) {
+	if l == nil { // a Trainer's StepLater that returned neither a Later nor an error
+		return nil, errors.New("core: Wait of a nil *Later")
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.wait != nil {
@@ -96,6 +104,21 @@ func (l *Later) Item() (float32, error) {
 func (d *Device) laterReader() (backend.LaterReader, bool) {
 	lr, ok := d.be.(backend.LaterReader)
 	return lr, ok && d.caps.LaterReads
+}
+
+// readLater starts the backend's read of len(dst) values of buf and counts
+// the download (site names it). Only where laterReader holds: the callers
+// checked under the same lock, and a reopened backend is the same driver's.
+func (d *Device) readLater(buf backend.Buffer, dst []float32, site string) (func() error, error) {
+	lr, ok := d.laterReader()
+	if !ok {
+		panic("core: internal: a read later on a backend that reads when asked")
+	}
+	wait, err := lr.ReadLater(buf, 0, dst)
+	if err == nil {
+		d.count(false, len(dst), site)
+	}
+	return wait, err
 }
 
 // ReadLater asks for the tensor's values and returns without waiting for
@@ -136,19 +159,10 @@ func (t *Tensor) ReadLater() (*Later, error) {
 		copy(out, s.host)
 		return newLater(fn, out, sizes, nil), nil
 	}
-	lr, ok := d.laterReader()
-	if !ok { // the backend was reopened as another since the check above
-		v, err := d.read(t, fn)
-		if err != nil {
-			return nil, err
-		}
-		return newLater(fn, v, sizes, nil), nil
-	}
-	wait, err := lr.ReadLater(s.buf, 0, out)
+	wait, err := d.readLater(s.buf, out, fn)
 	if err != nil {
 		return nil, fmt.Errorf("core: %s of %v: %w", fn, t, err)
 	}
-	d.count(false, s.n, fn)
 	if rec != nil {
 		rec.Download = time.Since(t0)
 		rec.DownloadPass = t.pass

@@ -34,6 +34,10 @@ func TestReadLater(t *testing.T) {
 	if _, err := l.Item(); err == nil || !strings.Contains(err.Error(), "3 elements, want 1") {
 		t.Fatalf("Item of 3 elements: err %v", err)
 	}
+	var none *Later
+	if _, err := none.Item(); err == nil || !strings.Contains(err.Error(), "nil") {
+		t.Fatalf("Item of a nil Later: err %v, want one saying nil", err)
+	}
 	if v, err := Ready([]float32{4}).Item(); v != 4 || err != nil {
 		t.Fatalf("Ready's Item: %v, %v", v, err)
 	}

@@ -131,7 +131,8 @@ func globalNorm(ps []*core.Tensor) *core.Tensor {
 // Step runs one training step on the inputs and returns the loss. The
 // optimizer's step count advances when its update ran.
 func (s *StepCapture) Step(in ...core.Input) (float32, error) {
-	return s.step("StepCapture.Step", in, true)
+	loss, _, err := s.step("StepCapture.Step", in, howRead)
+	return loss, err
 }
 
 // StepUnread runs one training step as Step does and does not read the
@@ -141,7 +142,7 @@ func (s *StepCapture) Step(in ...core.Input) (float32, error) {
 // of paying a round trip each. The safe two-run clipping (MaxGradNorm
 // without OneRun) still reads the norm, and waits for it, every step.
 func (s *StepCapture) StepUnread(in ...core.Input) error {
-	_, err := s.step("StepCapture.StepUnread", in, false)
+	_, _, err := s.step("StepCapture.StepUnread", in, howUnread)
 	return err
 }
 
@@ -153,8 +154,7 @@ func (s *StepCapture) StepUnread(in ...core.Input) error {
 // at once. GradNorm is not updated (the two-run clipping, which reads the
 // norm every step, still does).
 func (s *StepCapture) StepLater(in ...core.Input) (*core.Later, error) {
-	var l *core.Later
-	loss, err := s.stepHow("StepCapture.StepLater", in, howLater, &l)
+	loss, l, err := s.step("StepCapture.StepLater", in, howLater)
 	if err != nil || l != nil {
 		return l, err
 	}
@@ -168,25 +168,17 @@ const (
 	howLater
 )
 
-// step is Step (read) or StepUnread, named fn in errors.
-func (s *StepCapture) step(fn string, in []core.Input, read bool) (float32, error) {
-	how := howUnread
-	if read {
-		how = howRead
-	}
-	return s.stepHow(fn, in, how, nil)
-}
-
-// stepHow is step; with howLater the one-run step's Later is left in
-// *later (the two-run clipping reads its loss and returns it).
-func (s *StepCapture) stepHow(fn string, in []core.Input, how int, later **core.Later) (float32, error) {
+// step is Step, StepUnread or StepLater (how), named fn in errors. With
+// howLater the one-run step returns its Later (the two-run clipping reads
+// its loss and returns it).
+func (s *StepCapture) step(fn string, in []core.Input, how int) (loss float32, later *core.Later, err error) {
 	if err := checkOptimizer(fn, s.opt); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	// NaN is neither > 0 nor <= 0: as a limit it made every parameter NaN
 	// (two runs) or silently did not clip (OneRun)
 	if m := float64(s.MaxGradNorm); math.IsNaN(m) || math.IsInf(m, 0) {
-		return 0, fmt.Errorf("nn.%s: MaxGradNorm %v, want a finite value (> 0 clips, 0 does not); nothing ran", fn, s.MaxGradNorm)
+		return 0, nil, fmt.Errorf("nn.%s: MaxGradNorm %v, want a finite value (> 0 clips, 0 does not); nothing ran", fn, s.MaxGradNorm)
 	}
 	next := s.opt.StepCount() + 1
 	hyper := s.opt.Hyper(next)
@@ -198,43 +190,42 @@ func (s *StepCapture) stepHow(fn string, in []core.Input, how int, later **core.
 			c, in = s.oneRun, append(in, core.In([]float32{s.MaxGradNorm}, 1))
 		}
 		var out [][]float32
-		var err error
 		switch how {
 		case howRead:
 			out, err = c.Call(in...)
 		case howUnread:
 			err = c.Run(in...)
 		case howLater:
-			*later, err = c.CallLater(in...)
+			later, err = c.CallLater(in...)
 		default:
 			panic(fmt.Sprintf("nn.%s: unknown read %d", fn, how))
 		}
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		s.opt.SetStepCount(next)
 		if how != howRead {
-			return 0, nil
+			return 0, later, nil
 		}
 		if len(out) > 1 {
 			s.GradNorm = out[1][0]
 		}
-		return out[0][0], nil
+		return out[0][0], nil, nil
 	}
 	out, err := s.grads.Call(in...)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	loss, norm := out[0][0], out[1][0]
 	s.GradNorm = norm
 	if math.IsNaN(float64(norm)) || math.IsInf(float64(norm), 0) {
-		return loss, fmt.Errorf("nn.%s: %w (%v); the update was skipped", fn, ErrNonFiniteNorm, norm)
+		return loss, nil, fmt.Errorf("nn.%s: %w (%v); the update was skipped", fn, ErrNonFiniteNorm, norm)
 	}
 	_, err = s.clipped.Call(core.In(hyper, len(hyper)), core.In([]float32{s.MaxGradNorm}, 1), core.In([]float32{norm}, 1))
 	if err == nil {
 		s.opt.SetStepCount(next)
 	}
-	return loss, err
+	return loss, nil, err
 }
 
 // Records counts the recordings of the step's captures.

@@ -219,15 +219,9 @@ func (s *session) train(steps int, mode string, every int, progress func(step in
 	s.dev.SetEager(false)
 	wm := workload.Mode(mode)
 	o, err := pageapi.Train{Steps: steps, Every: every, First: s.total + 1, Stop: &s.stop, Yield: s.yield,
-		Read:   func() (float32, error) { return s.m.StepMode(wm) },
-		Unread: func() error { return s.m.StepUnread(wm) },
-		Later: func() (func() (float32, error), error) {
-			l, err := s.m.StepLater(wm)
-			if err != nil {
-				return nil, err
-			}
-			return l.Item, nil
-		},
+		Read:     func() (float32, error) { return s.m.StepMode(wm) },
+		Unread:   func() error { return s.m.StepUnread(wm) },
+		Later:    func() (pageapi.Loss, error) { return s.m.StepLater(wm) },
 		Progress: progress,
 		StepErr: func(step int, err error) error {
 			return fmt.Errorf("train: %s step %d on %s: %w", mode, step, s.dev, err)

@@ -298,31 +298,46 @@ func (d *dev) scopedLater(f func()) {
 // settle waits for p (undefined: nothing) and the pending error scopes
 // together, one round trip, and returns p's value or the first error.
 func (d *dev) settle(p js.Value) (js.Value, error) {
-	all := make([]any, 0, len(d.pending)+1)
-	for _, e := range d.pending {
-		all = append(all, e)
-	}
-	n := len(all)
-	d.pending = d.pending[:0]
-	if !p.IsUndefined() {
-		all = append(all, p)
-	}
-	if len(all) == 0 {
+	if len(d.pending) == 0 && p.IsUndefined() {
 		return js.Value{}, nil
 	}
-	res, err := await(js.Global().Get("Promise").Call("all", all))
+	all, n := d.gather(p)
+	res, err := await(all)
 	if err != nil {
 		return js.Value{}, err
 	}
-	for i := range n {
-		if e := res.Index(i); e.Truthy() {
-			return js.Value{}, errors.New(e.Get("message").String())
-		}
+	if err := scopeErr(res, n); err != nil {
+		return js.Value{}, err
 	}
 	if p.IsUndefined() {
 		return js.Value{}, nil
 	}
 	return res.Index(n), nil
+}
+
+// gather takes the pending error scopes and p (undefined: none) into one
+// promise of all their results, the n scopes' first.
+func (d *dev) gather(p js.Value) (all js.Value, n int) {
+	ps := make([]any, 0, len(d.pending)+1)
+	for _, e := range d.pending {
+		ps = append(ps, e)
+	}
+	n = len(ps)
+	d.pending = d.pending[:0]
+	if !p.IsUndefined() {
+		ps = append(ps, p)
+	}
+	return js.Global().Get("Promise").Call("all", ps), n
+}
+
+// scopeErr is the first validation error among the first n results.
+func scopeErr(res js.Value, n int) error {
+	for i := range n {
+		if e := res.Index(i); e.Truthy() {
+			return errors.New(e.Get("message").String())
+		}
+	}
+	return nil
 }
 
 func (d *dev) rawBuffer(size uint64, usage int) (js.Value, error) {
@@ -422,14 +437,8 @@ func (d *dev) readLater(b *gbuf, off uint64, dst []byte) (*laterRead, error) {
 		enc.Call("copyBufferToBuffer", b.v, off, st.v, 0, n)
 		d.queue.Call("submit", []any{enc.Call("finish")})
 	})
-	all := make([]any, 0, len(d.pending)+1)
-	for _, e := range d.pending {
-		all = append(all, e)
-	}
-	d.pending = d.pending[:0]
-	all = append(all, st.v.Call("mapAsync", jsModeRead, 0, n))
-	lr := &laterRead{d: d, st: st, n: n, dst: dst, scopes: len(all) - 1,
-		p: js.Global().Get("Promise").Call("all", all)}
+	all, scopes := d.gather(st.v.Call("mapAsync", jsModeRead, 0, n))
+	lr := &laterRead{d: d, st: st, n: n, dst: dst, scopes: scopes, p: all}
 	if d.inFlight == nil {
 		d.inFlight = map[*laterRead]bool{}
 	}
@@ -454,12 +463,7 @@ func (r *laterRead) await() error {
 	if err != nil {
 		return fmt.Errorf("mapAsync: %w", err)
 	}
-	for i := range r.scopes {
-		if e := res.Index(i); e.Truthy() {
-			return errors.New(e.Get("message").String())
-		}
-	}
-	return nil
+	return scopeErr(res, r.scopes)
 }
 
 // finish copies the mapped bytes out and gives the staging buffer back;

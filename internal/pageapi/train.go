@@ -33,9 +33,10 @@ type Train struct {
 	Yield        func()       // lets the page paint, at most every 30 ms (nil: never)
 	Read         func() (float32, error)
 	Unread       func() error // nil: every step is Read
-	// Later takes a read step as Read does and returns the wait for its
-	// loss (nil: every read step is Read, waited for at once).
-	Later func() (wait func() (float32, error), err error)
+	// Later takes a read step as Read does and returns its loss, asked
+	// for and not yet waited for (nil: every read step is Read, waited for
+	// at once).
+	Later func() (Loss, error)
 	// Progress is called after each read with the step's number, its loss
 	// and the mean time of the steps since the read before.
 	Progress func(step int, loss float32, ms float64)
@@ -68,10 +69,16 @@ const (
 	maxInFlight = 32
 )
 
+// Loss is a step's loss asked for and not yet waited for: Item waits and
+// returns it (a *core.Later).
+type Loss interface {
+	Item() (float32, error)
+}
+
 // inFlight is a read asked for and not yet waited for.
 type inFlight struct {
 	step, n int // the read step's number, the steps of its group
-	wait    func() (float32, error)
+	loss    Loss
 }
 
 // Run runs the loop. The error of a failed step names its number (see
@@ -120,11 +127,11 @@ func (t Train) Run() (TrainResult, error) {
 	collect := func() error {
 		f := queue[0]
 		queue = queue[1:]
-		loss, err := f.wait()
+		loss, err := f.loss.Item()
 		if err != nil {
 			out.Steps = done
 			for _, g := range queue { // each wait is called once; theirs follow the failure
-				g.wait()
+				g.loss.Item()
 			}
 			queue = nil
 			return fail(f.step, err)
@@ -169,9 +176,9 @@ func (t Train) Run() (TrainResult, error) {
 			case k < n-1 && t.Unread != nil:
 				err = t.Unread()
 			case k == n-1 && t.Later != nil:
-				var w func() (float32, error)
-				if w, err = t.Later(); err == nil {
-					queue = append(queue, inFlight{step: t.First + out.Steps, n: n, wait: w})
+				var l Loss
+				if l, err = t.Later(); err == nil {
+					queue = append(queue, inFlight{step: t.First + out.Steps, n: n, loss: l})
 				}
 			default:
 				loss, err = t.Read()

@@ -64,7 +64,7 @@ func TestTrainLater(t *testing.T) {
 	tr := Train{Steps: 7, Every: 3, First: 11, Stop: &stop,
 		Read:   func() (float32, error) { t.Fatal("Read called though Later is set"); return 0, nil },
 		Unread: func() error { step++; log = append(log, "u"); return nil },
-		Later: func() (func() (float32, error), error) {
+		Later: func() (Loss, error) {
 			step++
 			if step == failLater {
 				return nil, errors.New("refused")
@@ -73,14 +73,14 @@ func TestTrainLater(t *testing.T) {
 			inFlight++
 			most = max(most, inFlight)
 			s := step
-			return func() (float32, error) {
+			return fakeLoss(func() (float32, error) {
 				inFlight--
 				log = append(log, fmt.Sprint("w", s))
 				if s == failWait {
 					return 0, errors.New("boom")
 				}
 				return float32(s), nil
-			}, nil
+			}), nil
 		},
 		Progress: func(step int, loss float32, ms float64) {
 			if float32(step) != loss {
@@ -126,3 +126,8 @@ func TestTrainLater(t *testing.T) {
 		t.Errorf("500 steps read every step: %v, %d reads left in flight, %d at most (want <= %d)", err, inFlight, most, maxInFlight+1)
 	}
 }
+
+// fakeLoss is a Loss whose Item is the function.
+type fakeLoss func() (float32, error)
+
+func (f fakeLoss) Item() (float32, error) { return f() }

@@ -117,14 +117,14 @@ func (m *MLP) loss(idx *core.Tensor) *core.Tensor {
 }
 
 // StepMode runs one training step in the given mode and returns the loss.
-func (m *MLP) StepMode(mode Mode) (float32, error) { return m.step1(mode, true) }
+func (m *MLP) StepMode(mode Mode) (float32, error) { return m.stepAs(mode, true, nil) }
 
 // StepUnread runs one training step in the given mode as StepMode does and
 // does not read the loss back. A lazy step runs at a Sync; where the
 // backend can submit without waiting (WebGPU), neither mode
 // waits for the step's work (see core.Capture.Run).
 func (m *MLP) StepUnread(mode Mode) error {
-	_, err := m.step1(mode, false)
+	_, err := m.stepAs(mode, false, nil)
 	return err
 }
 
@@ -137,13 +137,8 @@ func (m *MLP) StepLater(mode Mode) (*core.Later, error) {
 	return l, err
 }
 
-// step1 is StepMode (read) or StepUnread.
-func (m *MLP) step1(mode Mode, read bool) (float32, error) {
-	return m.stepAs(mode, read, nil)
-}
-
-// stepAs is step1, or StepLater when later is not nil (the Later left in
-// *later).
+// stepAs is StepMode (read), StepUnread, or StepLater when later is not
+// nil (the Later left in *later: the mode's closures return a loss).
 func (m *MLP) stepAs(mode Mode, read bool, later **core.Later) (float32, error) {
 	idx := m.idx[m.step%len(m.idx)]
 	m.step++
