@@ -114,9 +114,11 @@ type Waiter interface {
 }
 
 // LaterReader is implemented by backends that can start a read without
-// waiting for it: in the browser a read waits a round trip to the GPU
-// process (1-3 ms on a GPU, whatever its size), which a training loop
-// hides by asking for step k's loss and waiting for it a few steps later.
+// waiting for it, so that a training loop asking for step k's loss and
+// waiting for it a few steps later keeps the device busy meanwhile: in
+// the browser a read waits a round trip to the GPU process (1-3 ms on a
+// GPU, whatever its size), and natively the host's work on the next steps
+// overlaps the device's (webgpu).
 // core.Tensor.ReadLater and core.Capture.CallLater use it where
 // Caps.LaterReads; elsewhere they read at once.
 type LaterReader interface {

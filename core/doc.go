@@ -31,11 +31,12 @@
 //
 // Tensor.ReadLater and Capture.CallLater are sync points that do not wait:
 // they queue a read behind the work and return a Later, whose Wait returns
-// the values as they were when asked for. In the browser a read waits a
-// round trip to the GPU process (1-3 ms on a GPU, whatever its size), and a
-// loop that waits for step k's loss a few steps later keeps the GPU busy
-// meanwhile (the page's training loop does); elsewhere the values are read
-// when asked for.
+// the values as they were when asked for. A loop that waits for step k's
+// loss a few steps later keeps the GPU busy meanwhile (the page's training
+// loop does): in the browser a read waits a round trip to the GPU process
+// (1-3 ms on a GPU, whatever its size), and on native webgpu the host
+// builds the next steps while the GPU runs this one. On the CPU backends
+// and ggml the values are read when asked for.
 //
 // # Errors
 //

@@ -15,11 +15,13 @@ import (
 // returns the values as they were when the read was asked for: work
 // submitted after it does not change them.
 //
-// It pays in the browser, where a read waits a round trip to the GPU
-// process (1-3 ms on a GPU, however small the step): a training loop that
-// asks for step k's loss and waits for it a few steps later keeps the GPU
-// busy meanwhile. On the other devices the values are read when asked
-// for, and Wait only returns them.
+// A training loop that asks for step k's loss and waits for it a few steps
+// later keeps the GPU busy meanwhile. That pays most in the browser, where
+// a read waits a round trip to the GPU process (1-3 ms on a GPU, however
+// small the step), and on native webgpu it hides the host's work on the
+// next steps (a lazy step's recording and lowering) behind the device's.
+// On the devices without Caps.LaterReads (the CPU backends, ggml) the
+// values are read when asked for, and Wait only returns them.
 type Later struct {
 	fn    string
 	mu    sync.Mutex

@@ -153,6 +153,14 @@ func TestLazyStepRecordedAhead(t *testing.T) {
 	}
 }
 
+// queueState is the native layer's count of deferred runs not known
+// finished, the most it allows (maxInFlight) and its count of throttles
+// that drained the queue (native: true; the browser's layer keeps none of
+// them, see plan_js_test.go).
+func queueState(be *Backend) (unfinished, most uint64, drains int, native bool) {
+	return be.d.unfinished(), maxInFlight, be.d.drains, true
+}
+
 // TestDeferredRuns: natively a plain run returns without waiting
 // (RunInfo.Pending), at most maxInFlight of them unfinished; a read waits
 // for all before it, in order; Wait is a barrier; closing with runs
@@ -182,7 +190,7 @@ func TestDeferredRuns(t *testing.T) {
 		if !info.Pending {
 			t.Fatalf("run %d: not pending: a plain run waited", i)
 		}
-		if n := be.d.inFlight; n > maxInFlight {
+		if n := be.d.unfinished(); n > maxInFlight {
 			t.Fatalf("run %d: %d runs may be unfinished, want at most %d", i, n, maxInFlight)
 		}
 	}
@@ -202,8 +210,8 @@ func TestDeferredRuns(t *testing.T) {
 	if err := be.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	if be.d.inFlight != 0 {
-		t.Errorf("after Wait %d runs counted unfinished", be.d.inFlight)
+	if be.d.unfinished() != 0 {
+		t.Errorf("after Wait %d runs counted unfinished", be.d.unfinished())
 	}
 	for range 5 { // closed with runs unfinished
 		if _, err := inc.Run([]backend.Buffer{x}); err != nil {
@@ -254,13 +262,13 @@ func TestSyncWaits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if be.d.inFlight == 0 {
+	if be.d.unfinished() == 0 {
 		t.Error("four unread lazy steps: none counted unfinished (were they waited for?)")
 	}
 	if err := dev.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	if be.d.inFlight != 0 {
-		t.Errorf("after Device.Sync %d runs counted unfinished", be.d.inFlight)
+	if be.d.unfinished() != 0 {
+		t.Errorf("after Device.Sync %d runs counted unfinished", be.d.unfinished())
 	}
 }

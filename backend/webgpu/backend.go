@@ -309,11 +309,14 @@ func (b *Backend) Read(buf backend.Buffer, off int, dst []float32) error {
 }
 
 // ReadLater starts a Read and returns without waiting for it
-// (backend.LaterReader). In the browser the copy is submitted behind the
-// work before it and its buffer mapped when the GPU process says so; the
-// wait takes the result, and reports the validation errors of the runs
-// deferred before it. Natively a read waits about as long as a dispatch,
-// so it reads at once and wait is nil.
+// (backend.LaterReader): the copy is submitted behind the work before it,
+// into a staging buffer of its own, and the wait takes the result. In the
+// browser the buffer is mapped when the GPU process says so and the wait
+// reports the validation errors of the runs deferred before it; natively
+// the wait maps it (under the backend's lock) and returns once that copy
+// is done, whatever was submitted after. Close completes the reads in
+// flight natively (their waits give the values) and fails them in the
+// browser. A read of more than 64 MiB reads at once (wait is nil).
 func (b *Backend) ReadLater(buf backend.Buffer, off int, dst []float32) (func() error, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

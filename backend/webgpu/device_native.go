@@ -64,15 +64,24 @@ type dev struct {
 	// polls adds wake-up latency to every run); else sleep between polls,
 	// leaving the cores to a software adapter.
 	spin bool
-	// deferRuns: plain runs are submitted without waiting (deferRun);
-	// inFlight counts those submitted since the queue was last seen empty,
-	// at most maxInFlight. (Not counted down by Queue.OnSubmittedWorkDone:
+	// deferRuns: plain runs are submitted without waiting (deferRun).
+	// runs counts those submitted, done those of them known finished: all
+	// when the queue was last seen empty, or those before a later read's
+	// copy once its mapping completed. At most maxInFlight are not known
+	// finished. (Not counted down by Queue.OnSubmittedWorkDone:
 	// cogentcore/webgpu v0.23 hands C the address of a Go variable as the
 	// callback's handle, which the collector may reuse before the callback
 	// runs; on an H200 two benchmark runs of six died that way. Nor waited
 	// for one by one: wgpu's blocking poll is never used, see dev.wait.)
-	deferRuns bool
-	inFlight  int
+	deferRuns  bool
+	runs, done uint64
+
+	// Reads started and not waited for (readLater), oldest first, each
+	// with a staging buffer of its own; laterFree holds the staging
+	// buffers given back.
+	later     []*laterRead
+	laterFree []stageBuf
+	drains    int // throttles that waited for the queue to drain (tests)
 }
 
 // maxInFlight bounds the deferred runs submitted since the queue was last
@@ -368,21 +377,146 @@ func (d *dev) read(b *gbuf, off uint64, dst []byte) error {
 	return nil
 }
 
-// readsLater: readLater reads at once (Caps.LaterReads).
-const readsLater = false
+// readsLater: readLater returns before the values are in (Caps.LaterReads).
+const readsLater = true
 
-// readLater reads at once (a nil laterRead): natively the wait for a read
-// is about a dispatch's time, nothing worth keeping a staging buffer per
-// read in flight for.
-func (d *dev) readLater(b *gbuf, off uint64, dst []byte) (*laterRead, error) {
-	return nil, d.read(b, off, dst)
+// stageBuf is a MapRead staging buffer and its size.
+type stageBuf struct {
+	b    *wgpu.Buffer
+	size uint64
 }
 
-// laterRead is a read in flight; natively there is none (readLater).
-type laterRead struct{}
+// maxLaterFree bounds the staging buffers kept for later reads;
+// maxLater the reads in flight: past it the oldest completes (its wait
+// then returns at once), so reads never waited for, against
+// LaterReader's contract, hold a bounded number of staging buffers.
+const (
+	maxLaterFree = 64
+	maxLater     = 256
+)
 
-func (*laterRead) await() error                    { return nil }
-func (*laterRead) finish(werr error, _ bool) error { return werr }
+// readLater submits the copy of n bytes of b at off into a staging buffer
+// of its own and returns without waiting: the host goes on building and
+// submitting steps while the device runs the work before the read (a lazy
+// step's host work, 50-90 us on an H200 machine, otherwise left the GPU
+// idle at every read). finish maps the buffer and copies the bytes out.
+// Nothing is mapped until then: cogentcore's MapAsync hands C the address
+// of a Go variable (see deferRuns), so a mapping is kept in flight only
+// for one wait, as read's is. A read larger than one staging chunk reads
+// at once (nil).
+func (d *dev) readLater(b *gbuf, off uint64, dst []byte) (*laterRead, error) {
+	n := uint64(len(dst))
+	if n > maxStaging {
+		return nil, d.read(b, off, dst)
+	}
+	for len(d.later) >= maxLater {
+		d.completeRead(d.later[0])
+	}
+	var st stageBuf
+	if i := slices.IndexFunc(d.laterFree, func(s stageBuf) bool { return s.size >= n }); i >= 0 {
+		st = d.laterFree[i]
+		d.laterFree = slices.Delete(d.laterFree, i, i+1)
+	} else {
+		size := max((n+3)&^3, 256)
+		buf, err := d.device.CreateBuffer(&wgpu.BufferDescriptor{Usage: wgpu.BufferUsageMapRead | wgpu.BufferUsageCopyDst, Size: size})
+		if err != nil {
+			return nil, err
+		}
+		st = stageBuf{b: buf, size: size}
+	}
+	cmd, err := d.copyCmd(b.b, off, st.b, n)
+	if err != nil {
+		d.giveStage(st)
+		return nil, err
+	}
+	d.pendingWrites = 0 // the submit flushes them
+	d.queue.Submit(cmd)
+	cmd.Release()
+	r := &laterRead{d: d, st: st, n: n, dst: dst, through: d.runs}
+	d.later = append(d.later, r)
+	return r, nil
+}
+
+// copyCmd is a command buffer of one copy.
+func (d *dev) copyCmd(src *wgpu.Buffer, off uint64, dst *wgpu.Buffer, n uint64) (*wgpu.CommandBuffer, error) {
+	enc, err := d.device.CreateCommandEncoder(nil)
+	if err != nil {
+		return nil, err
+	}
+	defer enc.Release()
+	if err := enc.CopyBufferToBuffer(src, off, dst, 0, n); err != nil {
+		return nil, err
+	}
+	return enc.Finish(nil)
+}
+
+// giveStage keeps a staging buffer for the next later read, or destroys it.
+func (d *dev) giveStage(st stageBuf) {
+	if len(d.laterFree) < maxLaterFree {
+		d.laterFree = append(d.laterFree, st)
+		return
+	}
+	st.b.Destroy()
+	st.b.Release()
+}
+
+// laterRead is a read in flight (readLater): its copy is submitted after
+// the first through deferred runs.
+type laterRead struct {
+	d       *dev
+	st      stageBuf
+	n       uint64
+	dst     []byte
+	through uint64
+	// complete: the bytes are in dst (or err says why not), by finish,
+	// or earlier by throttle or close.
+	complete bool
+	err      error
+}
+
+// await does nothing natively: the mapping is asked for and waited for
+// under the backend's lock (finish), as every other use of the device.
+func (*laterRead) await() error { return nil }
+
+// finish completes the read, unless throttle or close did, and returns
+// its error.
+func (r *laterRead) finish(werr error, closed bool) error {
+	if !r.complete {
+		if closed { // close completes every read in flight; this cannot be
+			return errors.New("backend closed before the read finished")
+		}
+		r.d.completeRead(r)
+	}
+	return errors.Join(werr, r.err)
+}
+
+// completeRead maps r's staging buffer, waiting for that mapping only
+// (the runs submitted after the read go on), copies the bytes out and
+// gives the buffer back. The runs before the copy are finished then.
+func (d *dev) completeRead(r *laterRead) {
+	r.complete = true
+	if i := slices.Index(d.later, r); i >= 0 {
+		d.later = slices.Delete(d.later, i, i+1)
+	}
+	mapped := false
+	var status wgpu.BufferMapAsyncStatus
+	if err := r.st.b.MapAsync(wgpu.MapModeRead, 0, r.n, func(s wgpu.BufferMapAsyncStatus) { status, mapped = s, true }); err != nil {
+		r.err = fmt.Errorf("read: %w", err)
+		d.wait(nil) // the copy may still run: the buffer goes after it
+		r.st.b.Destroy()
+		r.st.b.Release()
+		return
+	}
+	d.waitFor(func() bool { return mapped }, false)
+	if err := d.finishMap(r.st.b, r.n, r.dst, status); err != nil {
+		r.err = fmt.Errorf("read: %w", err)
+		r.st.b.Destroy()
+		r.st.b.Release()
+		return
+	}
+	d.done = max(d.done, r.through)
+	d.giveStage(r.st)
+}
 
 // mapRead maps the first n bytes of a MapRead buffer, copies them into dst
 // (the mapped memory is valid only until Unmap) and unmaps.
@@ -424,16 +558,19 @@ const (
 // copied a staging buffer before the copy into it had finished. A
 // non-blocking poll compares the fence's real value.
 func (d *dev) wait(done *bool) {
-	d.waitFor(func() bool { return done == nil || *done })
+	d.waitFor(func() bool { return done == nil || *done }, true)
 }
 
-// waitFor is wait with the callbacks' condition as a function.
-func (d *dev) waitFor(done func() bool) {
+// waitFor is wait with the callbacks' condition as a function; without
+// empty it returns once done holds, whatever the queue still runs.
+func (d *dev) waitFor(done func() bool, empty bool) {
 	pause := minPollPause
 	for {
-		empty := d.device.Poll(false, nil)
-		if empty && done() {
-			d.inFlight = 0 // all finished
+		idle := d.device.Poll(false, nil)
+		if idle {
+			d.done = d.runs // all finished
+		}
+		if (idle || !empty) && done() {
 			return
 		}
 		if !d.spin {
@@ -674,7 +811,7 @@ func (d *dev) submitWait(cmd, rbCmd *wgpu.CommandBuffer, nq uint32, timed bool, 
 	if during != nil {
 		during()
 	}
-	d.waitFor(func() bool { return tsDone && rbDone })
+	d.waitFor(func() bool { return tsDone && rbDone }, true)
 	var raw []uint64
 	var tsErr error
 	if timed {
@@ -807,7 +944,7 @@ func (d *dev) deferRun(key runKey, build func() ([]dispatch, []copyOp, error)) (
 		return false, err
 	}
 	d.pendingWrites = 0 // the submit flushes them
-	d.inFlight++
+	d.runs++
 	d.queue.Submit(cmd)
 	cmd.Release()
 	if repeat {
@@ -827,9 +964,12 @@ func (d *dev) setDefer(on bool) bool {
 	return was
 }
 
+// unfinished is the number of deferred runs not known finished.
+func (d *dev) unfinished() uint64 { return d.runs - d.done }
+
 // drainDeferred waits for the deferred runs not yet seen finished.
 func (d *dev) drainDeferred() {
-	if d.inFlight > 0 {
+	if d.runs > d.done {
 		d.wait(nil)
 	}
 }
@@ -840,16 +980,33 @@ func (d *dev) waitIdle() error {
 	return nil
 }
 
-// throttle waits for the queue to drain once maxInFlight deferred runs
-// were submitted since it was last seen empty.
+// throttle waits once maxInFlight deferred runs are not known finished:
+// for the oldest later read whose copy follows enough of them (the runs
+// after it go on, as a pipelined loop wants), else for the queue to drain.
 func (d *dev) throttle() {
-	if d.inFlight >= maxInFlight {
-		d.wait(nil) // sets inFlight to 0
+	for d.runs-d.done >= maxInFlight {
+		i := slices.IndexFunc(d.later, func(r *laterRead) bool { return r.through > d.done })
+		if i < 0 {
+			d.drains++
+			d.wait(nil) // all finished
+			return
+		}
+		d.completeRead(d.later[i])
 	}
 }
 
 func (d *dev) close() {
 	d.drainDeferred() // deferred runs finish before the device goes
+	// reads in flight complete: their waits give the values, as a read
+	// waited for before the close would have
+	for len(d.later) > 0 {
+		d.completeRead(d.later[0])
+	}
+	for _, st := range d.laterFree {
+		st.b.Destroy()
+		st.b.Release()
+	}
+	d.laterFree = nil
 	d.dropAhead()
 	d.releaseQueries()
 	if d.staging != nil {

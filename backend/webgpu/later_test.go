@@ -56,7 +56,13 @@ func TestReadLater(t *testing.T) {
 	}
 	later(0, 0, 0, 0, 0, 0, 0)
 	run(hundred)
-	for i := range 40 { // more in flight than staging buffers kept
+	// more in flight than staging buffers kept; natively more than the
+	// reads kept in flight (maxLater), past which the oldest complete
+	many := 40
+	if _, _, _, native := queueState(be); native {
+		many = 300
+	}
+	for i := range many {
 		run(one)
 		later(5, float32(101+i))
 	}
@@ -80,16 +86,17 @@ func TestReadLater(t *testing.T) {
 	if err := be.Read(x, 0, v); err != nil {
 		t.Fatal(err)
 	}
-	if v[0] != 140 {
-		t.Fatalf("after the reads x[0] = %v, want 140", v[0])
+	if v[0] != float32(100+many) {
+		t.Fatalf("after the reads x[0] = %v, want %d", v[0], 100+many)
 	}
 	if _, err := be.ReadLater(x, 4, make([]float32, 3)); err == nil || !strings.Contains(err.Error(), "outside buffer") {
 		t.Fatalf("a read past the buffer's end: err %v, want one naming it", err)
 	}
 }
 
-// TestReadLaterClose: a read in flight when its device closes fails with
-// an error that says so (in the browser; natively it was read when asked).
+// TestReadLaterClose: a read in flight when its device closes: natively
+// Close completes it and the wait gives the values; in the browser the
+// wait fails with an error that says the backend closed.
 func TestReadLaterClose(t *testing.T) {
 	openTest(t) // skips loudly without a device
 	b, err := driver{}.Open()
@@ -101,26 +108,104 @@ func TestReadLaterClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dst := make([]float32, 4)
+	if err := be.Write(x, 0, []float32{1, 2, 3, 4}); err != nil {
+		t.Fatal(err)
+	}
+	inc := incProgram(t, be, 1)
+	y, err := be.Alloc(6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := inc.Run([]backend.Buffer{y}); err != nil {
+		t.Fatal(err)
+	}
+	dst, dstY := make([]float32, 4), make([]float32, 6)
 	wait, err := be.ReadLater(x, 0, dst)
 	if err != nil {
 		t.Fatal(err)
+	}
+	waitY, err := be.ReadLater(y, 0, dstY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wait == nil || waitY == nil {
+		t.Fatal("ReadLater of a small buffer returned no wait: it read at once")
 	}
 	be.Free(x)
 	if err := be.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if runtime.GOOS != "js" {
-		if wait != nil {
-			t.Fatal("natively ReadLater reads at once (nil wait)")
+		for i, w := range []func() error{wait, waitY} {
+			if err := w(); err != nil {
+				t.Fatalf("read %d: wait after Close: %v, want the values (Close completes reads in flight)", i, err)
+			}
+		}
+		if !slices.Equal(dst, []float32{1, 2, 3, 4}) || !slices.Equal(dstY, []float32{1, 1, 1, 1, 1, 1}) {
+			t.Fatalf("reads completed by Close: %v and %v, want [1 2 3 4] and six ones", dst, dstY)
 		}
 		return
 	}
-	if wait == nil {
-		t.Fatal("in the browser ReadLater returned no wait")
-	}
 	if err := wait(); err == nil || !strings.Contains(err.Error(), "closed") {
 		t.Fatalf("wait after Close: err %v, want one saying the backend closed", err)
+	}
+}
+
+// TestReadLaterPipelined: a loop that runs a step, asks for its value and
+// waits for it some steps later keeps runs queued natively: with more reads
+// in flight than maxInFlight runs may be unfinished, the throttle waits for
+// the oldest read's copy, never for the queue to drain; every read sees its
+// own step.
+func TestReadLaterPipelined(t *testing.T) {
+	be := openTest(t)
+	inc := incProgram(t, be, 1)
+	x, err := be.Alloc(6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Free(x)
+	if err := be.Write(x, 0, make([]float32, 6)); err != nil {
+		t.Fatal(err)
+	}
+	_, most, drains, native := queueState(be)
+	const steps = 60
+	lag := int(most) + 2 // more reads in flight than runs may be unfinished
+	type read struct {
+		got  []float32
+		wait func() error
+	}
+	var reads []read
+	take := func(i int) {
+		t.Helper()
+		r := reads[i]
+		if err := r.wait(); err != nil {
+			t.Fatalf("read %d: %v", i, err)
+		}
+		if r.got[0] != float32(i+1) || r.got[5] != float32(i+1) {
+			t.Fatalf("read %d asked after %d runs: %v", i, i+1, r.got)
+		}
+	}
+	for i := range steps {
+		if _, err := inc.Run([]backend.Buffer{x}); err != nil {
+			t.Fatal(err)
+		}
+		r := read{got: make([]float32, 6)}
+		if r.wait, err = be.ReadLater(x, 0, r.got); err != nil {
+			t.Fatal(err)
+		}
+		reads = append(reads, r)
+		if i >= lag {
+			take(i - lag)
+		}
+		if n, _, _, _ := queueState(be); n > most {
+			t.Fatalf("step %d: %d runs may be unfinished, want at most %d", i, n, most)
+		}
+	}
+	for i := steps - lag; i < steps; i++ {
+		take(i)
+	}
+	if _, _, d, _ := queueState(be); native && d != drains {
+		t.Errorf("%d of %d steps waited for the queue to drain, with reads in flight to wait for instead", d-drains, steps)
 	}
 }
 

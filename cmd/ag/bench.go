@@ -44,6 +44,7 @@ type benchResult struct {
 	// clock ramping up, buffers allocated) shows where a median hides it.
 	TimesMs []float64 `json:"times_ms,omitempty"`
 	Every   int       `json:"every,omitempty"` // mlp_step: the loss read every this many steps (reps timings of every steps each)
+	Later   int       `json:"later,omitempty"` // mlp_step: each read waited for this many reads after it was asked (core.Later)
 	Loss    float64   `json:"final_loss,omitempty"`
 	// With -profiled: the median step with per-op profiling on, and its
 	// ratio to the median step without, both from steps taken in turns.
@@ -69,6 +70,7 @@ func bench(args []string) error {
 	reps := fs.Int("reps", 10, "timed repetitions per measurement")
 	modes := fs.String("modes", "lazy,captured", "MLP step execution modes: eager, lazy, captured")
 	every := fs.Int("every", 1, "MLP steps: read the loss back every this many steps (a timing is then that many steps, shared); as the page's ag.train(n, cb, {every})")
+	later := fs.Int("later", 0, "MLP steps: wait for each read loss this many reads after asking for it (core.Later, as the page's ag.train does), so the device runs the steps queued meanwhile; 0: wait when asked")
 	out := fs.String("json", "", "write the results as JSON to this file")
 	gpts := fs.String("gpt", "", "character-level transformer steps (models.GPT), comma-separated LAYERSxWIDTH, e.g. 4x256 (heads of 64)")
 	gptCtx := fs.Int("gpt-ctx", 128, "transformer context (tokens per sequence)")
@@ -84,6 +86,9 @@ func bench(args []string) error {
 	fs.Parse(args)
 	if *every < 1 {
 		return fmt.Errorf("-every %d: want >= 1", *every)
+	}
+	if *later < 0 {
+		return fmt.Errorf("-later %d: want >= 0", *later)
 	}
 	if *warmup < 0 {
 		return fmt.Errorf("-warmup %v: want >= 0", *warmup)
@@ -126,7 +131,7 @@ func bench(args []string) error {
 		}
 	}
 	rep := benchReport{Time: time.Now().UTC().Format(time.RFC3339), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, CPUs: runtime.NumCPU()}
-	fmt.Printf("%-12s %-18s %-14s %10s %10s %10s %8s %8s\n", "device", "kind", "shape", "median ms", "min ms", "GFLOP/s", "up/dn", "launch")
+	fmt.Printf("%-12s %-24s %-14s %10s %10s %10s %8s %8s\n", "device", "kind", "shape", "median ms", "min ms", "GFLOP/s", "up/dn", "launch")
 	for _, name := range names {
 		dev, err := core.Open(name)
 		if err != nil {
@@ -166,8 +171,8 @@ func bench(args []string) error {
 					}
 					r := benchResult{Kind: "mlp_step", Width: *width, Depth: *depth, Batch: b}
 					progress("MLP %dx%d batch %d %s%s on %s", *depth, *width, b, mode, suffix, name)
-					if *every > 1 {
-						err = benchEvery(dev, m, workload.Mode(mode), *reps, *every, &r)
+					if *every > 1 || *later > 0 {
+						err = benchEvery(dev, m, workload.Mode(mode), *reps, *every, *later, &r)
 					} else {
 						err = benchStep(dev, m, workload.Mode(mode), *reps, *profiled, &r)
 					}
@@ -260,13 +265,16 @@ func printResult(r benchResult, shape string) {
 	if r.Mode != "" {
 		kind += " " + r.Mode
 	}
+	if r.Later > 0 {
+		kind += fmt.Sprintf(" later%d", r.Later)
+	}
 	xfer := ""
 	if r.Kind != "matmul" {
 		xfer = fmt.Sprintf("%.0f/%.0f", r.Up, r.Down)
 	}
-	fmt.Printf("%-12s %-18s %-14s %10.3f %10.3f %10.1f %8s %8.1f\n", r.Device, kind, shape, r.MedianM, r.MinMs, r.GFLOPs, xfer, r.Launch)
+	fmt.Printf("%-12s %-24s %-14s %10.3f %10.3f %10.1f %8s %8.1f\n", r.Device, kind, shape, r.MedianM, r.MinMs, r.GFLOPs, xfer, r.Launch)
 	if r.ProfMs > 0 {
-		fmt.Printf("%-12s %-18s %-14s %10.3f  (profiled: %.3fx the steps without, taken in turns)\n", r.Device, "  profiled", shape, r.ProfMs, r.ProfRatio)
+		fmt.Printf("%-12s %-24s %-14s %10.3f  (profiled: %.3fx the steps without, taken in turns)\n", r.Device, "  profiled", shape, r.ProfMs, r.ProfRatio)
 	}
 }
 
@@ -339,19 +347,14 @@ func benchStep(dev *core.Device, m stepper, mode workload.Mode, reps int, profil
 	if err := warm(func() error { _, _, err := m.Timed(mode, 1); return err }); err != nil {
 		return err
 	}
-	// transfers and launches of the timed steps
-	profile.Count(true)
-	profile.ResetLaunches()
-	st0 := dev.Stats()
-	times, loss, err := m.Timed(mode, reps)
-	profile.Count(false)
+	var times []time.Duration
+	var loss float32
+	st0, st1, launches, err := counted(dev, func() (err error) {
+		times, loss, err = m.Timed(mode, reps)
+		return err
+	})
 	if err != nil {
 		return err
-	}
-	st1 := dev.Stats()
-	launches := 0
-	for _, n := range profile.Launches() {
-		launches += n
 	}
 	med, mn := stats(times)
 	n := float64(reps)
@@ -369,23 +372,52 @@ func benchStep(dev *core.Device, m stepper, mode workload.Mode, reps int, profil
 }
 
 // benchEvery times reps groups of every MLP steps in mode, the loss read at
-// the last of each (after warm-up groups, see warm), filling r's
-// per-step timings and transfers.
-func benchEvery(dev *core.Device, m *workload.MLP, mode workload.Mode, reps, every int, r *benchResult) error {
-	if err := warm(func() error { _, _, err := m.TimedEvery(mode, 1, every); return err }); err != nil {
+// the last of each - waited for at once, or later reads after (TimedLater)
+// - after warm-up groups (see warm), filling r's per-step timings and
+// transfers.
+func benchEvery(dev *core.Device, m *workload.MLP, mode workload.Mode, reps, every, later int, r *benchResult) error {
+	timed := func(n int) ([]time.Duration, float32, error) {
+		if later > 0 {
+			return m.TimedLater(mode, n, every, later)
+		}
+		return m.TimedEvery(mode, n, every)
+	}
+	if err := warm(func() error { _, _, err := timed(max(1, later)); return err }); err != nil {
 		return err
 	}
-	st0 := dev.Stats()
-	times, loss, err := m.TimedEvery(mode, reps, every)
+	var times []time.Duration
+	var loss float32
+	st0, st1, launches, err := counted(dev, func() (err error) {
+		times, loss, err = timed(reps)
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	st1 := dev.Stats()
 	med, mn := stats(times)
 	n := float64(reps * every)
-	r.Device, r.Mode, r.MedianM, r.MinMs, r.GFLOPs, r.Reps, r.Every, r.Loss = dev.Name(), string(mode), med, mn, m.FLOPs()/med/1e6, reps, every, float64(loss)
+	if later > 0 { // the groups filling and draining the pipeline ran too
+		n = float64((reps + 1 + later) * every)
+	}
+	r.Device, r.Mode, r.MedianM, r.MinMs, r.GFLOPs, r.Reps, r.Every, r.Later, r.Loss = dev.Name(), string(mode), med, mn, m.FLOPs()/med/1e6, reps, every, later, float64(loss)
 	r.perStep(times, st0, st1, n)
+	r.Launch = float64(launches) / n
 	return nil
+}
+
+// counted runs f counting the device's transfers (its Stats before and
+// after) and the launches the profiler counts.
+func counted(dev *core.Device, f func() error) (st0, st1 core.Stats, launches int, err error) {
+	profile.Count(true)
+	profile.ResetLaunches()
+	st0 = dev.Stats()
+	err = f()
+	profile.Count(false)
+	st1 = dev.Stats()
+	for _, n := range profile.Launches() {
+		launches += n
+	}
+	return st0, st1, launches, err
 }
 
 // profiledSteps times steps with per-op profiling off and on in turns, so

@@ -7,6 +7,9 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/ag-go/ag/core"
+	"github.com/ag-go/ag/internal/testenv"
 )
 
 // ag bench -every 2 reads the loss at every second step (half a download a
@@ -34,6 +37,36 @@ func TestBenchEveryAndProfile(t *testing.T) {
 	}
 	if err := bench([]string{"-device", "cpu", "-matmul", "", "-every", "0"}); err == nil {
 		t.Error("-every 0 accepted")
+	}
+}
+
+// ag bench -later 2 waits for each read two reads after asking for it, on
+// webgpu (whose reads return before the values are in): the JSON says so,
+// the transfers and launches per step are those of the loop reading at
+// once.
+func TestBenchLater(t *testing.T) {
+	dev, err := core.Open("webgpu")
+	if err != nil {
+		testenv.SkipDevice(t, "webgpu", err.Error())
+	}
+	dev.Close()
+	js := filepath.Join(t.TempDir(), "b.json")
+	if err := bench([]string{"-device", "webgpu", "-matmul", "", "-width", "16", "-depth", "2", "-batch", "4", "-reps", "6",
+		"-every", "2", "-later", "2", "-warmup", "0", "-json", js}); err != nil {
+		t.Fatal(err)
+	}
+	rep, b := readReport(t, js)
+	if len(rep.Results) != 2 {
+		t.Fatalf("%d results, want lazy and captured: %s", len(rep.Results), b)
+	}
+	for _, r := range rep.Results {
+		if r.Later != 2 || r.Every != 2 || r.Reps != 6 || len(r.TimesMs) != 6 || r.Down != 0.5 || r.Launch != 1 || !(r.MedianM > 0) {
+			t.Errorf("%s step: later %d, every %d, reps %d, %d times, %g downloads and %g launches a step, median %g ms; want later 2, every 2, 6 reps and times, 0.5 downloads, 1 launch",
+				r.Mode, r.Later, r.Every, r.Reps, len(r.TimesMs), r.Down, r.Launch, r.MedianM)
+		}
+	}
+	if err := bench([]string{"-device", "cpu", "-matmul", "", "-later", "-1"}); err == nil {
+		t.Error("-later -1 accepted")
 	}
 }
 

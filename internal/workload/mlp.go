@@ -231,6 +231,59 @@ func (m *MLP) TimedEvery(mode Mode, n, every int) ([]time.Duration, float32, err
 	return times, loss, err
 }
 
+// TimedLater is TimedEvery with each read waited for lag groups after it
+// is asked (StepLater, as the page's loop does): the host builds and
+// submits the steps after a read while the device runs the ones before.
+// It times n groups in the steady state: each from the wait that returned
+// the read before it to the one that returned its own, shared by its
+// steps. The group that fills the pipeline before the first timed wait and
+// the lag groups drained after the last are run and not timed. The loss is
+// the last group's.
+func (m *MLP) TimedLater(mode Mode, n, every, lag int) ([]time.Duration, float32, error) {
+	if n < 1 || every < 1 || lag < 1 {
+		return nil, 0, fmt.Errorf("workload.MLP.TimedLater: n %d, every %d, lag %d: want each >= 1", n, every, lag)
+	}
+	times := make([]time.Duration, 0, n)
+	var queue []*core.Later
+	var loss float32
+	var last time.Time
+	take := func() error {
+		l, err := queue[0].Item()
+		queue = queue[1:]
+		if err != nil {
+			return err
+		}
+		now := time.Now()
+		if !last.IsZero() && len(times) < n {
+			times = append(times, now.Sub(last)/time.Duration(every))
+		}
+		loss, last = l, now
+		return nil
+	}
+	for range n + 1 + lag {
+		for range every - 1 {
+			if err := m.StepUnread(mode); err != nil {
+				return nil, 0, err
+			}
+		}
+		l, err := m.StepLater(mode)
+		if err != nil {
+			return nil, 0, err
+		}
+		if queue = append(queue, l); len(queue) > lag {
+			if err := take(); err != nil {
+				return nil, 0, err
+			}
+		}
+	}
+	for len(queue) > 0 {
+		if err := take(); err != nil {
+			return nil, 0, err
+		}
+	}
+	return times, loss, nil
+}
+
 // timeSteps runs step n times, timing each, and returns the last loss.
 func timeSteps(n int, step func() (float32, error)) ([]time.Duration, float32, error) {
 	times := make([]time.Duration, n)

@@ -73,6 +73,41 @@ func TestStepUnread(t *testing.T) {
 	}
 }
 
+// TimedLater times n groups of every steps, runs the groups that fill and
+// drain its pipeline too, and returns the last group's loss: the loss of
+// step (n+1+lag)*every of the same run taken with StepMode.
+func TestTimedLater(t *testing.T) {
+	const n, every, lag = 4, 2, 3
+	for _, mode := range []Mode{Lazy, Captured} {
+		m := testMLP(t)
+		times, loss, err := m.TimedLater(mode, n, every, lag)
+		if err != nil {
+			t.Fatalf("%s: %v", mode, err)
+		}
+		if len(times) != n {
+			t.Fatalf("%s: %d times, want %d", mode, len(times), n)
+		}
+		for i, d := range times {
+			if d <= 0 {
+				t.Fatalf("%s: time %d is %v", mode, i, d)
+			}
+		}
+		ref := testMLP(t)
+		var want float32
+		for range (n + 1 + lag) * every {
+			if want, err = ref.StepMode(mode); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if loss != want {
+			t.Errorf("%s: TimedLater's last loss %v, the %dth step's %v", mode, loss, (n+1+lag)*every, want)
+		}
+	}
+	if _, _, err := testMLP(t).TimedLater(Lazy, 1, 1, 0); err == nil {
+		t.Error("lag 0 accepted")
+	}
+}
+
 // BenchmarkStepHost measures the host's share of a training step in each
 // mode: the seeds' MLP and Adam at depth 4 but width 8 and batch 4, on the
 // cpu device, so the arithmetic is negligible and what remains is core's
