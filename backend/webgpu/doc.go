@@ -156,7 +156,13 @@
 // the device runs it, so the next step submits at once rather than after
 // recording its dispatches; anything that could make that recording wrong
 // (a buffer destroyed, the query set replaced, a program released) drops
-// it.
+// it. A read asked for with ReadLater (backend.LaterReader, core.Later)
+// is a copy into a staging buffer of its own, submitted and not waited
+// for; its wait maps that buffer and returns once the copy is done,
+// whatever was submitted after, so a loop that waits for step k's loss a
+// few steps later never leaves the GPU idle while the host builds a step.
+// With reads in flight, the three-run throttle waits for the oldest read's
+// copy rather than for the queue to drain.
 //
 // # Memory
 //
