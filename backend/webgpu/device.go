@@ -38,6 +38,19 @@ import (
 //	(*dev).dropAhead()
 //	(*dev).close()
 
+// Reads waited for later (readLater) each copy into a staging buffer of
+// their own. maxLaterFree bounds those kept for the next reads; maxLater
+// the reads in flight: past it the oldest completes (its wait then returns
+// what it took), so reads never waited for, against LaterReader's
+// contract, hold a bounded number of staging buffers.
+const (
+	maxLaterFree = 64
+	maxLater     = 256
+)
+
+// stageSize is the size of a later read's staging buffer for n bytes.
+func stageSize(n uint64) uint64 { return max((n+3)&^3, 256) }
+
 // devInfo describes the adapter and the limits the device was created with.
 type devInfo struct {
 	name   string // adapter name ("llvmpipe (LLVM 15.0.6, 256 bits)")

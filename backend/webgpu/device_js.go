@@ -48,10 +48,10 @@ type dev struct {
 	stageSize uint64
 
 	// Reads started and not waited for (readLater) each map a staging
-	// buffer of their own: laterFree holds those given back, inFlight
-	// those mapping (destroyed by close, which fails their waits).
+	// buffer of their own: laterFree holds those given back, later those
+	// mapping, oldest first (destroyed by close, which fails their waits).
 	laterFree []stageBuf
-	inFlight  map[*laterRead]bool
+	later     []*laterRead
 
 	// A deferred run is encoded in JavaScript from a plan (deferRun): one
 	// call from Go where per-dispatch calls were three, each a crossing of
@@ -75,6 +75,9 @@ type jsPlan struct {
 	gen uint64
 	v   js.Value
 }
+
+// noop is a JavaScript function that does nothing (a promise's handler).
+var noop = js.Global().Get("Function").New("")
 
 // maxPlans bounds the plans kept: a step is one or two programs (a clipped
 // captured step's two runs), and what a plan holds in JS lives as long as
@@ -407,9 +410,6 @@ type stageBuf struct {
 	size uint64
 }
 
-// maxLaterFree bounds the staging buffers kept for later reads.
-const maxLaterFree = 64
-
 // readLater submits the copy of n bytes of b at off into a staging buffer
 // of its own and asks for its mapping, without waiting: await waits for
 // the mapping and for the error scopes pending until then (the runs
@@ -420,17 +420,19 @@ func (d *dev) readLater(b *gbuf, off uint64, dst []byte) (*laterRead, error) {
 	if n > maxStaging {
 		return nil, d.read(b, off, dst)
 	}
+	for len(d.later) >= maxLater {
+		d.completeRead(d.later[0])
+	}
 	var st stageBuf
 	if i := slices.IndexFunc(d.laterFree, func(s stageBuf) bool { return s.size >= n }); i >= 0 {
 		st = d.laterFree[i]
 		d.laterFree = slices.Delete(d.laterFree, i, i+1)
 	} else {
-		size := max((n+3)&^3, 256)
-		v, err := d.rawBuffer(size, jsMapRead|jsCopyDst)
+		v, err := d.rawBuffer(stageSize(n), jsMapRead|jsCopyDst)
 		if err != nil {
 			return nil, err
 		}
-		st = stageBuf{v: v, size: size}
+		st = stageBuf{v: v, size: stageSize(n)}
 	}
 	d.scopedLater(func() {
 		enc := d.device.Call("createCommandEncoder")
@@ -438,12 +440,20 @@ func (d *dev) readLater(b *gbuf, off uint64, dst []byte) (*laterRead, error) {
 		d.queue.Call("submit", []any{enc.Call("finish")})
 	})
 	all, scopes := d.gather(st.v.Call("mapAsync", jsModeRead, 0, n))
+	// A read never waited for (against LaterReader's contract) whose
+	// device closes rejects: handled here, so that it is no page error;
+	// a wait still gets the rejection.
+	all.Call("catch", noop)
 	lr := &laterRead{d: d, st: st, n: n, dst: dst, scopes: scopes, p: all}
-	if d.inFlight == nil {
-		d.inFlight = map[*laterRead]bool{}
-	}
-	d.inFlight[lr] = true
+	d.later = append(d.later, lr)
 	return lr, nil
+}
+
+// completeRead waits for r and copies its bytes out (past maxLater reads
+// in flight): its own wait then returns what this did.
+func (d *dev) completeRead(r *laterRead) {
+	r.err = r.take(r.await())
+	r.complete = true
 }
 
 // laterRead is a read in flight (readLater).
@@ -454,6 +464,9 @@ type laterRead struct {
 	dst    []byte
 	scopes int      // error scopes before the mapping in p's results
 	p      js.Value // Promise.all(scopes..., mapAsync)
+	// complete: taken already (completeRead), with this error
+	complete bool
+	err      error
 }
 
 // await waits for the mapping and the error scopes; the first validation
@@ -466,13 +479,25 @@ func (r *laterRead) await() error {
 	return scopeErr(res, r.scopes)
 }
 
-// finish copies the mapped bytes out and gives the staging buffer back;
-// after an error (or the device's close) the buffer is dropped.
+// finish copies the mapped bytes out and gives the staging buffer back,
+// unless completeRead did; after an error (or the device's close) the
+// buffer is dropped.
 func (r *laterRead) finish(werr error, closed bool) error {
-	d := r.d
-	delete(d.inFlight, r)
+	if r.complete {
+		return r.err
+	}
 	if closed {
 		return errors.New("backend closed before the read finished")
+	}
+	return r.take(werr)
+}
+
+// take copies the mapped bytes out (unless werr) and gives the staging
+// buffer back, or drops it after an error.
+func (r *laterRead) take(werr error) error {
+	d := r.d
+	if i := slices.Index(d.later, r); i >= 0 {
+		d.later = slices.Delete(d.later, i, i+1)
 	}
 	if werr != nil {
 		if st := r.st.v.Get("mapState").String(); st == "mapped" {
@@ -765,7 +790,7 @@ func (d *dev) close() {
 		st.v.Call("destroy")
 	}
 	d.laterFree = nil
-	for r := range d.inFlight { // their mappings fail: the waits report the close
+	for _, r := range d.later { // their mappings fail: the waits report the close
 		r.st.v.Call("destroy")
 	}
 	if d.stageSize > 0 {

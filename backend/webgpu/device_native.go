@@ -386,15 +386,6 @@ type stageBuf struct {
 	size uint64
 }
 
-// maxLaterFree bounds the staging buffers kept for later reads;
-// maxLater the reads in flight: past it the oldest completes (its wait
-// then returns at once), so reads never waited for, against
-// LaterReader's contract, hold a bounded number of staging buffers.
-const (
-	maxLaterFree = 64
-	maxLater     = 256
-)
-
 // readLater submits the copy of n bytes of b at off into a staging buffer
 // of its own and returns without waiting: the host goes on building and
 // submitting steps while the device runs the work before the read (a lazy
@@ -417,12 +408,11 @@ func (d *dev) readLater(b *gbuf, off uint64, dst []byte) (*laterRead, error) {
 		st = d.laterFree[i]
 		d.laterFree = slices.Delete(d.laterFree, i, i+1)
 	} else {
-		size := max((n+3)&^3, 256)
-		buf, err := d.device.CreateBuffer(&wgpu.BufferDescriptor{Usage: wgpu.BufferUsageMapRead | wgpu.BufferUsageCopyDst, Size: size})
+		buf, err := d.device.CreateBuffer(&wgpu.BufferDescriptor{Usage: wgpu.BufferUsageMapRead | wgpu.BufferUsageCopyDst, Size: stageSize(n)})
 		if err != nil {
 			return nil, err
 		}
-		st = stageBuf{b: buf, size: size}
+		st = stageBuf{b: buf, size: stageSize(n)}
 	}
 	cmd, err := d.copyCmd(b.b, off, st.b, n)
 	if err != nil {

@@ -38,7 +38,7 @@ type binary struct {
 // tile variants; every op is in the conformance suite) and
 // TestFusedTrainingStep (~2 min; fused training is covered by the suite's
 // graph/train-step and TestMLPTrains). TestConformance runs in wasmsuite.
-const packageTests = "^(TestAvailable|TestSplitLargeBindings|TestMemoryPlan|TestRebind|TestMemoryEstimate|TestDeviceTime|TestFusionPatterns|TestOptimizerGroups|TestMatmulF16Tiles|TestMatmulSpeed|TestRunPlans|TestLazyStepPlans|TestReadLater|TestReadLaterClose|TestStepLater)$"
+const packageTests = "^(TestAvailable|TestSplitLargeBindings|TestMemoryPlan|TestRebind|TestMemoryEstimate|TestDeviceTime|TestFusionPatterns|TestOptimizerGroups|TestMatmulF16Tiles|TestMatmulSpeed|TestRunPlans|TestLazyStepPlans|TestReadLater|TestReadLaterClose|TestReadLaterPipelined|TestStepLater)$"
 
 // packageSkips: TestFusionPatterns/sgd-group expects its five SGD updates
 // (four buffers each) in one dispatch, which needs 21 storage buffers per
@@ -55,7 +55,8 @@ var binaries = []binary{
 	{"conformance", "./wasmsuite", []string{"-test.v"},
 		[]string{"TestConformance", "TestMLPTrains"}, 300, 6 * time.Minute},
 	{"package", "..", []string{"-test.v", "-test.run=" + packageTests, "-test.skip=" + packageSkips},
-		[]string{"TestAvailable", "TestSplitLargeBindings", "TestMemoryPlan", "TestRebind", "TestMemoryEstimate", "TestDeviceTime", "TestFusionPatterns", "TestOptimizerGroups", "TestRunPlans", "TestLazyStepPlans"}, 17, 4 * time.Minute},
+		[]string{"TestAvailable", "TestSplitLargeBindings", "TestMemoryPlan", "TestRebind", "TestMemoryEstimate", "TestDeviceTime", "TestFusionPatterns", "TestOptimizerGroups", "TestRunPlans", "TestLazyStepPlans",
+			"TestReadLater", "TestReadLaterClose", "TestReadLaterPipelined", "TestStepLater"}, 17, 4 * time.Minute},
 }
 
 // TestInBrowser runs the WebGPU backend's tests compiled to wasm inside
