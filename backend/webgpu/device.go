@@ -51,6 +51,30 @@ const (
 // stageSize is the size of a later read's staging buffer for n bytes.
 func stageSize(n uint64) uint64 { return max((n+3)&^3, 256) }
 
+// laterStage returns a staging buffer of at least n bytes for a later read: one
+// given back, or a fresh one of stageSize(n) bytes. Past maxLater reads in
+// flight the oldest completes first. (Both layers' dev and stageBuf.)
+func (d *dev) laterStage(n uint64, fresh func(size uint64) (stageBuf, error)) (stageBuf, error) {
+	for len(d.later) >= maxLater {
+		d.completeRead(d.later[0])
+	}
+	if i := slices.IndexFunc(d.laterFree, func(s stageBuf) bool { return s.size >= n }); i >= 0 {
+		st := d.laterFree[i]
+		d.laterFree = slices.Delete(d.laterFree, i, i+1)
+		return st, nil
+	}
+	return fresh(stageSize(n))
+}
+
+// giveStage keeps a staging buffer for the next later read, or destroys it.
+func (d *dev) giveStage(st stageBuf) {
+	if len(d.laterFree) < maxLaterFree {
+		d.laterFree = append(d.laterFree, st)
+		return
+	}
+	st.destroy()
+}
+
 // devInfo describes the adapter and the limits the device was created with.
 type devInfo struct {
 	name   string // adapter name ("llvmpipe (LLVM 15.0.6, 256 bits)")

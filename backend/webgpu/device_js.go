@@ -420,19 +420,12 @@ func (d *dev) readLater(b *gbuf, off uint64, dst []byte) (*laterRead, error) {
 	if n > maxStaging {
 		return nil, d.read(b, off, dst)
 	}
-	for len(d.later) >= maxLater {
-		d.completeRead(d.later[0])
-	}
-	var st stageBuf
-	if i := slices.IndexFunc(d.laterFree, func(s stageBuf) bool { return s.size >= n }); i >= 0 {
-		st = d.laterFree[i]
-		d.laterFree = slices.Delete(d.laterFree, i, i+1)
-	} else {
-		v, err := d.rawBuffer(stageSize(n), jsMapRead|jsCopyDst)
-		if err != nil {
-			return nil, err
-		}
-		st = stageBuf{v: v, size: stageSize(n)}
+	st, err := d.laterStage(n, func(size uint64) (stageBuf, error) {
+		v, err := d.rawBuffer(size, jsMapRead|jsCopyDst)
+		return stageBuf{v: v, size: size}, err
+	})
+	if err != nil {
+		return nil, err
 	}
 	d.scopedLater(func() {
 		enc := d.device.Call("createCommandEncoder")
@@ -503,19 +496,17 @@ func (r *laterRead) take(werr error) error {
 		if st := r.st.v.Get("mapState").String(); st == "mapped" {
 			r.st.v.Call("unmap")
 		}
-		r.st.v.Call("destroy")
+		r.st.destroy()
 		return werr
 	}
 	arr := js.Global().Get("Uint8Array").New(r.st.v.Call("getMappedRange", 0, r.n))
 	js.CopyBytesToGo(r.dst, arr)
 	r.st.v.Call("unmap")
-	if len(d.laterFree) < maxLaterFree {
-		d.laterFree = append(d.laterFree, r.st)
-	} else {
-		r.st.v.Call("destroy")
-	}
+	d.giveStage(r.st)
 	return nil
 }
+
+func (st stageBuf) destroy() { st.v.Call("destroy") }
 
 // mapRead maps a MapRead buffer, copies n bytes out and unmaps; the wait
 // settles the pending error scopes too.
@@ -787,11 +778,11 @@ func (d *dev) close() {
 	d.dropAhead()
 	d.releaseQueries()
 	for _, st := range d.laterFree {
-		st.v.Call("destroy")
+		st.destroy()
 	}
 	d.laterFree = nil
 	for _, r := range d.later { // their mappings fail: the waits report the close
-		r.st.v.Call("destroy")
+		r.st.destroy()
 	}
 	if d.stageSize > 0 {
 		d.stage.Call("destroy")

@@ -400,19 +400,12 @@ func (d *dev) readLater(b *gbuf, off uint64, dst []byte) (*laterRead, error) {
 	if n > maxStaging {
 		return nil, d.read(b, off, dst)
 	}
-	for len(d.later) >= maxLater {
-		d.completeRead(d.later[0])
-	}
-	var st stageBuf
-	if i := slices.IndexFunc(d.laterFree, func(s stageBuf) bool { return s.size >= n }); i >= 0 {
-		st = d.laterFree[i]
-		d.laterFree = slices.Delete(d.laterFree, i, i+1)
-	} else {
-		buf, err := d.device.CreateBuffer(&wgpu.BufferDescriptor{Usage: wgpu.BufferUsageMapRead | wgpu.BufferUsageCopyDst, Size: stageSize(n)})
-		if err != nil {
-			return nil, err
-		}
-		st = stageBuf{b: buf, size: stageSize(n)}
+	st, err := d.laterStage(n, func(size uint64) (stageBuf, error) {
+		buf, err := d.device.CreateBuffer(&wgpu.BufferDescriptor{Usage: wgpu.BufferUsageMapRead | wgpu.BufferUsageCopyDst, Size: size})
+		return stageBuf{b: buf, size: size}, err
+	})
+	if err != nil {
+		return nil, err
 	}
 	cmd, err := d.copyCmd(b.b, off, st.b, n)
 	if err != nil {
@@ -440,12 +433,7 @@ func (d *dev) copyCmd(src *wgpu.Buffer, off uint64, dst *wgpu.Buffer, n uint64) 
 	return enc.Finish(nil)
 }
 
-// giveStage keeps a staging buffer for the next later read, or destroys it.
-func (d *dev) giveStage(st stageBuf) {
-	if len(d.laterFree) < maxLaterFree {
-		d.laterFree = append(d.laterFree, st)
-		return
-	}
+func (st stageBuf) destroy() {
 	st.b.Destroy()
 	st.b.Release()
 }
@@ -493,15 +481,13 @@ func (d *dev) completeRead(r *laterRead) {
 	if err := r.st.b.MapAsync(wgpu.MapModeRead, 0, r.n, func(s wgpu.BufferMapAsyncStatus) { status, mapped = s, true }); err != nil {
 		r.err = fmt.Errorf("read: %w", err)
 		d.wait(nil) // the copy may still run: the buffer goes after it
-		r.st.b.Destroy()
-		r.st.b.Release()
+		r.st.destroy()
 		return
 	}
 	d.waitFor(func() bool { return mapped }, false)
 	if err := d.finishMap(r.st.b, r.n, r.dst, status); err != nil {
 		r.err = fmt.Errorf("read: %w", err)
-		r.st.b.Destroy()
-		r.st.b.Release()
+		r.st.destroy()
 		return
 	}
 	d.done = max(d.done, r.through)
@@ -993,8 +979,7 @@ func (d *dev) close() {
 		d.completeRead(d.later[0])
 	}
 	for _, st := range d.laterFree {
-		st.b.Destroy()
-		st.b.Release()
+		st.destroy()
 	}
 	d.laterFree = nil
 	d.dropAhead()
