@@ -9,6 +9,7 @@ import (
 
 	"github.com/ag-go/ag/backend"
 	"github.com/ag-go/ag/core"
+	"github.com/ag-go/ag/internal/testenv"
 	"github.com/ag-go/ag/internal/workload"
 )
 
@@ -88,6 +89,45 @@ func TestReadLater(t *testing.T) {
 	}
 	if _, err := be.ReadLater(x, 4, make([]float32, 3)); err == nil || !strings.Contains(err.Error(), "outside buffer") {
 		t.Fatalf("a read past the buffer's end: err %v, want one naming it", err)
+	}
+	if _, err := be.ReadLater(x, -1, make([]float32, 1)); err == nil || !strings.Contains(err.Error(), "outside buffer") {
+		t.Fatalf("a read at offset -1: err %v, want one naming it", err)
+	}
+}
+
+// TestReadLaterLarge: a read larger than one staging chunk (maxStaging)
+// is read at once, in chunks, and its wait is nil. Natively only: on
+// SwiftShader 64 MiB takes long.
+func TestReadLaterLarge(t *testing.T) {
+	be := openTest(t)
+	if _, _, _, native := queueState(be); !native {
+		testenv.Skipf(t, "natively only (a 64 MiB read on SwiftShader takes long); TestReadLater covers the browser's reads")
+	}
+	n := maxStaging/4 + 5
+	x, err := be.Alloc(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Free(x)
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(i % 1000)
+	}
+	if err := be.Write(x, 0, v); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]float32, n)
+	wait, err := be.ReadLater(x, 0, got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wait != nil {
+		t.Fatal("a read past one staging chunk returned a wait: want it read at once")
+	}
+	for i := range v {
+		if got[i] != v[i] {
+			t.Fatalf("the large read differs from what was written: element %d is %v, want %v", i, got[i], v[i])
+		}
 	}
 }
 
