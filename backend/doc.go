@@ -48,3 +48,21 @@ package backend
 // init with a priority (see PriorityWebGPU), add it to backend/all, and run
 // the conformance suite: `func TestConformance(t *testing.T) {
 // backendtest.Run(t, "name") }`.
+//
+// # Optional interfaces
+//
+// core asks for these by type assertion and does without them:
+//
+//   - RunReader (a program): a run and a read of one of its results in one
+//     wait, for a step that reads its loss at once;
+//   - NodeTimer (a program): per-node times for the profiler;
+//   - ProgramSizer (a program): the memory it holds, for core's program
+//     cache;
+//   - Waiter (a backend): a barrier, for backends whose runs return before
+//     their work is done (RunInfo.Pending);
+//   - LaterReader (a backend, where Caps.LaterReads): a read queued behind
+//     the work and waited for later (core.Later). The values are those at
+//     the time it is asked, whatever is submitted after; every wait is
+//     called once; a backend bounds the reads it keeps in flight. webgpu
+//     implements it in both layers: Close completes the reads in flight
+//     natively and fails them in the browser.
