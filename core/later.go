@@ -63,8 +63,9 @@ func splitOutputs(flat []float32, sizes []int) [][]float32 {
 
 // Wait blocks until the read is done and returns the values, one slice
 // per output (one for Tensor.ReadLater), or the error of the read or of
-// the work before it (or of a nil Later). Calling it again returns the same. It is safe from
-// any goroutine and holds no lock of the device while it waits.
+// the work before it (or of a nil Later). Calling it again returns the
+// same. It is safe from any goroutine and holds no lock of the device
+// while it waits.
 func (l *Later) Wait() ([][]float32, error) {
 	if l == nil { // a Trainer's StepLater that returned neither a Later nor an error
 		return nil, errors.New("core: Wait of a nil *Later")

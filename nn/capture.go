@@ -151,8 +151,9 @@ func (s *StepCapture) StepUnread(in ...core.Input) error {
 // the browser and natively) the step and the read are queued and StepLater
 // returns at once, so a loop that waits for step k's loss a few steps
 // later keeps the GPU busy while the loss travels back and the host builds
-// the next steps (see core.Later); elsewhere the loss is read at once. GradNorm is not updated (the two-run clipping, which reads the
-// norm every step, still does).
+// the next steps (see core.Later); elsewhere the loss is read at once.
+// GradNorm is not updated (the two-run clipping, which reads the norm
+// every step, still does).
 func (s *StepCapture) StepLater(in ...core.Input) (*core.Later, error) {
 	loss, l, err := s.step("StepCapture.StepLater", in, howLater)
 	if err != nil || l != nil {

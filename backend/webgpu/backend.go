@@ -341,7 +341,9 @@ func (b *Backend) ReadLater(buf backend.Buffer, off int, dst []float32) (func() 
 	var res error
 	return func() error {
 		once.Do(func() { // a second call returns the first's result
-			// the wait holds no lock: other goroutines use the device meanwhile
+			// await holds no lock: in the browser other goroutines use the
+			// device while the GPU process answers (natively it does
+			// nothing, and finish maps under the lock, as Read does)
 			werr := lr.await()
 			b.mu.Lock()
 			defer b.mu.Unlock()

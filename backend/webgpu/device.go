@@ -51,9 +51,10 @@ const (
 // stageSize is the size of a later read's staging buffer for n bytes.
 func stageSize(n uint64) uint64 { return max((n+3)&^3, 256) }
 
-// laterStage returns a staging buffer of at least n bytes for a later read: one
-// given back, or a fresh one of stageSize(n) bytes. Past maxLater reads in
-// flight the oldest completes first. (Both layers' dev and stageBuf.)
+// laterStage returns a staging buffer of at least n bytes for a later
+// read: one given back, or a fresh one of stageSize(n) bytes. Past
+// maxLater reads in flight the oldest completes first. (Both layers' dev
+// and stageBuf.)
 func (d *dev) laterStage(n uint64, fresh func(size uint64) (stageBuf, error)) (stageBuf, error) {
 	for len(d.later) >= maxLater {
 		d.completeRead(d.later[0])

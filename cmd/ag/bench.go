@@ -70,7 +70,7 @@ func bench(args []string) error {
 	reps := fs.Int("reps", 10, "timed repetitions per measurement")
 	modes := fs.String("modes", "lazy,captured", "MLP step execution modes: eager, lazy, captured")
 	every := fs.Int("every", 1, "MLP steps: read the loss back every this many steps (a timing is then that many steps, shared); as the page's ag.train(n, cb, {every})")
-	later := fs.Int("later", 0, "MLP steps: wait for each read loss this many reads after asking for it (core.Later, as the page's ag.train does), so the device runs the steps queued meanwhile; 0: wait when asked")
+	later := fs.Int("later", 0, "MLP steps: wait for each loss read this many reads after asking for it (core.Later, as the page's ag.train does), so the device runs the steps queued meanwhile; 0: wait when asked")
 	out := fs.String("json", "", "write the results as JSON to this file")
 	gpts := fs.String("gpt", "", "character-level transformer steps (models.GPT), comma-separated LAYERSxWIDTH, e.g. 4x256 (heads of 64)")
 	gptCtx := fs.Int("gpt-ctx", 128, "transformer context (tokens per sequence)")
@@ -359,8 +359,7 @@ func benchStep(dev *core.Device, m stepper, mode workload.Mode, reps int, profil
 	med, mn := stats(times)
 	n := float64(reps)
 	r.Device, r.Mode, r.MedianM, r.MinMs, r.GFLOPs, r.Reps, r.Loss = dev.Name(), string(mode), med, mn, m.FLOPs()/med/1e6, reps, float64(loss)
-	r.perStep(times, st0, st1, n)
-	r.Launch = float64(launches) / n
+	r.perStep(times, st0, st1, launches, n)
 	if profiled {
 		plain, prof, err := profiledSteps(m, mode, reps)
 		if err != nil {
@@ -397,11 +396,10 @@ func benchEvery(dev *core.Device, m *workload.MLP, mode workload.Mode, reps, eve
 	med, mn := stats(times)
 	n := float64(reps * every)
 	if later > 0 { // the groups filling and draining the pipeline ran too
-		n = float64((reps + 1 + later) * every)
+		n = float64(workload.LaterGroups(reps, later) * every)
 	}
 	r.Device, r.Mode, r.MedianM, r.MinMs, r.GFLOPs, r.Reps, r.Every, r.Later, r.Loss = dev.Name(), string(mode), med, mn, m.FLOPs()/med/1e6, reps, every, later, float64(loss)
-	r.perStep(times, st0, st1, n)
-	r.Launch = float64(launches) / n
+	r.perStep(times, st0, st1, launches, n)
 	return nil
 }
 
@@ -455,9 +453,10 @@ func profiledSteps(m stepper, mode workload.Mode, reps int) (plain, prof float64
 }
 
 // perStep fills r's timings and its counts per step from the device's
-// stats before and after n steps.
-func (r *benchResult) perStep(times []time.Duration, st0, st1 core.Stats, n float64) {
+// stats before and after n steps and the launches counted meanwhile.
+func (r *benchResult) perStep(times []time.Duration, st0, st1 core.Stats, launches int, n float64) {
 	r.TimesMs = msList(times)
+	r.Launch = float64(launches) / n
 	r.Up, r.Down = float64(st1.Uploads-st0.Uploads)/n, float64(st1.Downloads-st0.Downloads)/n
 	r.Ahead = float64(st1.Ahead-st0.Ahead) / n
 	r.Allocs = float64(st1.Allocs-st0.Allocs) / n

@@ -231,6 +231,11 @@ func (m *MLP) TimedEvery(mode Mode, n, every int) ([]time.Duration, float32, err
 	return times, loss, err
 }
 
+// LaterGroups is the number of groups TimedLater(mode, n, every, lag)
+// runs: the n timed, the one filling the pipeline before the first timed
+// wait and the lag drained after the last.
+func LaterGroups(n, lag int) int { return n + 1 + lag }
+
 // TimedLater is TimedEvery with each read waited for lag groups after it
 // is asked (StepLater, as the page's loop does): the host builds and
 // submits the steps after a read while the device runs the ones before.
@@ -260,7 +265,7 @@ func (m *MLP) TimedLater(mode Mode, n, every, lag int) ([]time.Duration, float32
 		loss, last = l, now
 		return nil
 	}
-	for range n + 1 + lag {
+	for range LaterGroups(n, lag) {
 		for range every - 1 {
 			if err := m.StepUnread(mode); err != nil {
 				return nil, 0, err

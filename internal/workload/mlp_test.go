@@ -94,13 +94,13 @@ func TestTimedLater(t *testing.T) {
 		}
 		ref := testMLP(t)
 		var want float32
-		for range (n + 1 + lag) * every {
+		for range LaterGroups(n, lag) * every {
 			if want, err = ref.StepMode(mode); err != nil {
 				t.Fatal(err)
 			}
 		}
 		if loss != want {
-			t.Errorf("%s: TimedLater's last loss %v, the %dth step's %v", mode, loss, (n+1+lag)*every, want)
+			t.Errorf("%s: TimedLater's last loss %v, the %dth step's %v", mode, loss, LaterGroups(n, lag)*every, want)
 		}
 	}
 	if _, _, err := testMLP(t).TimedLater(Lazy, 1, 1, 0); err == nil {
