@@ -785,8 +785,8 @@ func TestSweepFMA(t *testing.T) {
 }
 
 // TestSweepTN times products in the three layouts (A or B stored
-// transposed) by tiling and K split, next to the auto plan; and the
-// transposes that turn one layout into another.
+// transposed) by tiling and K split, next to the auto plan (AG_SWEEP_LAYOUTS=TN,NN:
+// only those layouts); and the transposes that turn one layout into another.
 func TestSweepTN(t *testing.T) {
 	be := sweepOn(t)
 	type shape struct{ m, k, n int }
@@ -807,6 +807,9 @@ func TestSweepTN(t *testing.T) {
 			name   string
 			ta, tb bool
 		}{{"NN", false, false}, {"NT", false, true}, {"TN", true, false}} {
+			if v := os.Getenv("AG_SWEEP_LAYOUTS"); v != "" && !strings.Contains(v, l.name) {
+				continue
+			}
 			g := mmGraph(s.m, s.k, s.n, l.ta, l.tb)
 			fmt.Fprintf(&b, "%-16s %6s %5s", fmt.Sprintf("%dx%dx%d", s.m, s.k, s.n), l.name, measureTF(t, be, g, bufs, flops))
 			for _, c := range cfgs {
