@@ -25,35 +25,12 @@ type mmCfg struct {
 	BM, BN, BK int
 	TM, TN     int  // outputs per invocation: multiples of 4
 	DB         bool // double-buffered workgroup memory
-	// KU is how many k steps of a tile the multiply unrolls per iteration
-	// of a loop over the tile (0: all BK, no loop). A tile of BK 32 fully
-	// unrolled is 32 x TM*TN multiply-adds of straight-line code.
-	KU int
-	// WT maps the invocations of a 32-wide subgroup onto an 8 x 4 block
-	// of invocation columns and rows (rather than 16 x 2), so that its
-	// reads of a k row of A and of B each span 128 bytes of workgroup
-	// memory. It needs BN/TN a multiple of 8.
-	WT bool
-	// NP (not with DB) loads each tile from global memory just before
-	// storing it, not one step ahead into registers: fewer live registers
-	// per invocation, so more workgroups may share a multiprocessor and
-	// hide each other's loads and barriers.
-	NP bool
 }
 
 func (c mmCfg) String() string {
 	db := ""
 	if c.DB {
 		db = "db"
-	}
-	if c.WT {
-		db += "w"
-	}
-	if c.NP {
-		db += "n"
-	}
-	if c.KU > 0 && c.KU < c.BK {
-		db += fmt.Sprintf("u%d", c.KU)
 	}
 	return fmt.Sprintf("%dx%dx%d/%dx%d%s", c.BM, c.BN, c.BK, c.TM, c.TN, db)
 }
@@ -247,7 +224,11 @@ func pickMatmulTB(info devInfo, gpu bool, m, n, k, batch int, transA, transB boo
 // layout pays (bench/results/h200-2026-12-04-s14d-sweep-layouts.txt);
 // swizzling the tiles so that the transposing stores of a tile loaded
 // along K meet no bank conflicts brought them to 33.8 and 34.6, short of
-// copying (h200-2026-12-04-s14f-sweep-swizzle.txt).
+// copying (h200-2026-12-04-s14f-sweep-swizzle.txt). Variants of mmTN's
+// kernel lost 10-20%: a subgroup's invocations blocked 8x4 (its workgroup
+// reads 128 bytes wide), no prefetch into registers (fewer live
+// registers), a loop over the tile's K in steps of 8, and 128x128x16
+// double-buffered (h200-2026-12-05-s17b-sweep-variants.txt).
 // From 2^32 multiply-adds: at 1024^3 they did 28.6 in two parts against
 // 27.8, which the 4x1024 step at batch 1024 did not show. A transposed
 // copy of an R x K operand moves 8RK bytes at 2.0-2.8 TB/s, which costs
@@ -430,14 +411,7 @@ func matmulKernel2(c mmCfg, transA, transB, vec, half bool, epi *epilogue) *kern
 	}
 	computeCode := func(bufA, bufB string) string {
 		var b strings.Builder
-		steps := c.BK
-		if c.KU > 0 && c.KU < c.BK {
-			steps = c.KU
-			b.WriteString("\t\tfor (var kb = 0u; kb < BK; kb = kb + " + fmt.Sprint(steps) + "u) {\n")
-			bufA = fmt.Sprintf("%s + kb * %du", bufA, c.BM/4)
-			bufB = fmt.Sprintf("%s + kb * %du", bufB, c.BN/4)
-		}
-		for kk := 0; kk < steps; kk++ {
+		for kk := 0; kk < c.BK; kk++ {
 			b.WriteString("\t\t{\n")
 			for q := 0; q < RM; q++ {
 				fmt.Fprintf(&b, "\t\t  let a%d = vec4<f32>(As[%s + %du + ty + %du]);\n", q, bufA, kk*c.BM/4, q*TY)
@@ -453,9 +427,6 @@ func matmulKernel2(c mmCfg, transA, transB, vec, half bool, epi *epilogue) *kern
 					}
 				}
 			}
-			b.WriteString("\t\t}\n")
-		}
-		if steps < c.BK {
 			b.WriteString("\t\t}\n")
 		}
 		return b.String()
@@ -484,12 +455,7 @@ func matmulKernel2(c mmCfg, transA, transB, vec, half bool, epi *epilogue) *kern
 	pr("\tlet bz = wz / S; let kBeg = (wz %% S) * Kc; let kEnd = min(K, kBeg + Kc);\n")
 	pr("\tlet aOff = bz * M * K; let bOff = bz * K * N; let cOff = wz * M * N;\n")
 	pr("\tlet m0 = wy * %du; let n0 = wx * %du;\n", c.BM, c.BN)
-	if c.WT && TX%8 == 0 && th%32 == 0 {
-		pr("\tlet wq = lid / 32u; let lane = lid %% 32u;\n")
-		pr("\tlet tx = (wq %% %du) * 8u + lane %% 8u; let ty = (wq / %du) * 4u + lane / 8u;\n", TX/8, TX/8)
-	} else {
-		pr("\tlet tx = lid %% %du; let ty = lid / %du;\n", TX, TX)
-	}
+	pr("\tlet tx = lid %% %du; let ty = lid / %du;\n", TX, TX)
 	for r := 0; r < c.TM; r++ {
 		for q := 0; q < RN; q++ {
 			pr("\tvar c%d_%d = vec4<f32>(0.0);\n", r, q)
@@ -501,10 +467,8 @@ func matmulKernel2(c mmCfg, transA, transB, vec, half bool, epi *epilogue) *kern
 	for l := 0; l < perThread(B); l++ {
 		pr("\tvar rb%d: %s;\n", l, regType)
 	}
-	if !c.NP || c.DB {
-		w.WriteString(loadCode(A, "kBeg"))
-		w.WriteString(loadCode(B, "kBeg"))
-	}
+	w.WriteString(loadCode(A, "kBeg"))
+	w.WriteString(loadCode(B, "kBeg"))
 	if c.DB {
 		w.WriteString(storeCode(A, "As", "0u"))
 		w.WriteString(storeCode(B, "Bs", "0u"))
@@ -525,16 +489,6 @@ func matmulKernel2(c mmCfg, transA, transB, vec, half bool, epi *epilogue) *kern
 		w.WriteString("\t\t}\n")
 		w.WriteString("\t\tworkgroupBarrier();\n")
 		w.WriteString("\t\tcur = 1u - cur;\n")
-		w.WriteString("\t}\n")
-	} else if c.NP {
-		w.WriteString("\tfor (var k0 = kBeg; k0 < kEnd; k0 = k0 + BK) {\n")
-		w.WriteString(loadCode(A, "k0"))
-		w.WriteString(loadCode(B, "k0"))
-		w.WriteString(storeCode(A, "As", "0u"))
-		w.WriteString(storeCode(B, "Bs", "0u"))
-		w.WriteString("\t\tworkgroupBarrier();\n")
-		w.WriteString(computeCode("0u", "0u"))
-		w.WriteString("\t\tworkgroupBarrier();\n")
 		w.WriteString("\t}\n")
 	} else {
 		w.WriteString("\tfor (var k0 = kBeg; k0 < kEnd; k0 = k0 + BK) {\n")

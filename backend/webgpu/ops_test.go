@@ -296,10 +296,8 @@ func TestOps(t *testing.T) {
 
 // extraTilings parses $AG_WEBGPU_MM_TILINGS, tilings to try besides the
 // ones matmul picks from (TestOps checks them, TestSweepMatmul times them):
-// comma-separated BMxBNxBK/TMxTN, db for double-buffered, w for
-// subgroup-blocked invocations, n for no prefetch, uK for K steps unrolled
-// K at a time, e.g.
-// 128x256x8/8x16,128x64x16/8x8db,128x128x32/8x8wu8.
+// comma-separated BMxBNxBK/TMxTN, db for double-buffered, e.g.
+// 128x256x8/8x16,128x64x16/8x8db.
 func extraTilings(t *testing.T) []mmCfg {
 	var cs []mmCfg
 	for _, f := range strings.Split(os.Getenv("AG_WEBGPU_MM_TILINGS"), ",") {
@@ -309,20 +307,9 @@ func extraTilings(t *testing.T) []mmCfg {
 		var c mmCfg
 		var rest string
 		n, _ := fmt.Sscanf(f, "%dx%dx%d/%dx%d%s", &c.BM, &c.BN, &c.BK, &c.TM, &c.TN, &rest)
-		rest, c.DB = strings.CutPrefix(rest, "db")
-		rest, c.WT = strings.CutPrefix(rest, "w")
-		rest, c.NP = strings.CutPrefix(rest, "n")
-		if c.NP && c.DB {
-			t.Fatalf("AG_WEBGPU_MM_TILINGS: %q: n (no prefetch) is for single-buffered tilings", f)
-		}
-		if rest != "" {
-			if _, err := fmt.Sscanf(rest, "u%d", &c.KU); err != nil || c.KU <= 0 || c.BK%c.KU != 0 {
-				t.Fatalf("AG_WEBGPU_MM_TILINGS: %q: the unroll uK must divide BK", f)
-			}
-			rest = ""
-		}
-		if n < 5 || rest != "" || c.TM%4 != 0 || c.TN%4 != 0 || c.BM%c.TM != 0 || c.BN%c.TN != 0 || c.BK%4 != 0 {
-			t.Fatalf("AG_WEBGPU_MM_TILINGS: %q: want BMxBNxBK/TMxTN[db][w][n][uK], TM and TN multiples of 4 dividing BM and BN, BK a multiple of 4", f)
+		c.DB = rest == "db"
+		if n < 5 || (rest != "" && !c.DB) || c.TM%4 != 0 || c.TN%4 != 0 || c.BM%c.TM != 0 || c.BN%c.TN != 0 || c.BK%4 != 0 {
+			t.Fatalf("AG_WEBGPU_MM_TILINGS: %q: want BMxBNxBK/TMxTN[db], TM and TN multiples of 4 dividing BM and BN, BK a multiple of 4", f)
 		}
 		cs = append(cs, c)
 	}
