@@ -785,8 +785,9 @@ func TestSweepFMA(t *testing.T) {
 }
 
 // TestSweepTN times products in the three layouts (A or B stored
-// transposed) by tiling and K split, next to the auto plan (AG_SWEEP_LAYOUTS=TN,NN:
-// only those layouts); and the transposes that turn one layout into another.
+// transposed) by tiling and K split, next to the auto plan
+// (AG_SWEEP_LAYOUTS=TN,NN: only those layouts); and the transposes that
+// turn one layout into another.
 func TestSweepTN(t *testing.T) {
 	be := sweepOn(t)
 	type shape struct{ m, k, n int }
