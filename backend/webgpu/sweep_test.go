@@ -792,6 +792,17 @@ func TestSweepTN(t *testing.T) {
 	be := sweepOn(t)
 	type shape struct{ m, k, n int }
 	shapes := []shape{{4096, 4096, 4096}, {2048, 2048, 2048}, {4096, 1024, 1024}, {1024, 4096, 4096}, {4096, 1024, 4096}, {1024, 4096, 1024}, {1024, 1024, 1024}}
+	layouts := map[string]bool{"NN": true, "NT": true, "TN": true}
+	if v := os.Getenv("AG_SWEEP_LAYOUTS"); v != "" {
+		want := map[string]bool{}
+		for _, l := range strings.Split(v, ",") {
+			if !layouts[l] {
+				t.Fatalf("AG_SWEEP_LAYOUTS=%q: %q is no layout; want a comma-separated list of NN, NT and TN", v, l)
+			}
+			want[l] = true
+		}
+		layouts = want
+	}
 	big := mmCfg{BM: 128, BN: 128, BK: 32, TM: 8, TN: 8}
 	cfgs := []mmCfg{mmWide, big, {BM: 128, BN: 128, BK: 16, TM: 8, TN: 8}, {BM: 256, BN: 128, BK: 16, TM: 8, TN: 8}}
 	cfgs = append(cfgs, extraTilings(t)...)
@@ -808,7 +819,7 @@ func TestSweepTN(t *testing.T) {
 			name   string
 			ta, tb bool
 		}{{"NN", false, false}, {"NT", false, true}, {"TN", true, false}} {
-			if v := os.Getenv("AG_SWEEP_LAYOUTS"); v != "" && !strings.Contains(v, l.name) {
+			if !layouts[l.name] {
 				continue
 			}
 			g := mmGraph(s.m, s.k, s.n, l.ta, l.tb)

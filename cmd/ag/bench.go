@@ -84,6 +84,9 @@ func bench(args []string) error {
 	warmup := fs.Duration("warmup", warmupDefault, "warm-up before each measurement: two runs (compiling), then runs for this long (a GPU idle while shaders compiled clocks down; on an H200 steps ran 3x slower for 0.15 s and 1.8x for 0.2 s more after 1.6 s of compiling)")
 	cpuProf := fs.String("cpuprofile", "", "write a Go CPU profile of the whole run (the host's side of every step) to this file, for go tool pprof")
 	fs.Parse(args)
+	if *reps < 1 { // every statistic takes the median of the reps
+		return fmt.Errorf("-reps %d: want >= 1", *reps)
+	}
 	if *every < 1 {
 		return fmt.Errorf("-every %d: want >= 1", *every)
 	}

@@ -38,6 +38,9 @@ func TestBenchEveryAndProfile(t *testing.T) {
 	if err := bench([]string{"-device", "cpu", "-matmul", "", "-every", "0"}); err == nil {
 		t.Error("-every 0 accepted")
 	}
+	if err := bench([]string{"-device", "cpu", "-matmul", "64", "-batch", "", "-reps", "0"}); err == nil {
+		t.Error("-reps 0 accepted") // it panicked taking the median of no times
+	}
 }
 
 // ag bench -later 2 waits for each read two reads after asking for it, on
