@@ -78,12 +78,27 @@ func dumpGraph(name string, l *lowering) {
 		fmt.Fprintf(os.Stderr, "native: %s Compile: %s\n", name, l.opCounts())
 	case "2":
 		fmt.Fprintf(os.Stderr, "native: %s Compile: %s\n", name, l.opCounts())
+		// Sources are named by their node number (#k), else as leaves:
+		// "arg" for a bound buffer, "leaf" for a constant.
 		nn := int(C.ggml_graph_n_nodes(l.gf))
+		index := make(map[tensor]int, nn)
+		isArg := map[tensor]bool{}
+		for _, a := range l.args {
+			isArg[a.t] = true
+		}
 		for k := 0; k < nn; k++ {
 			t := C.ggml_graph_node(l.gf, C.int(k))
+			index[t] = k
 			fmt.Fprintf(os.Stderr, "  %3d %-14s [%d %d %d %d]", k, C.GoString(C.ggml_op_desc(t)), t.ne[0], t.ne[1], t.ne[2], t.ne[3])
 			for j := 0; j < 3 && t.src[j] != nil; j++ {
-				fmt.Fprintf(os.Stderr, " src%d=%s[%d %d]", j, C.GoString(C.ggml_op_desc(t.src[j])), t.src[j].ne[0], t.src[j].ne[1])
+				s := t.src[j]
+				name := "leaf"
+				if i, ok := index[s]; ok {
+					name = fmt.Sprintf("#%d", i)
+				} else if isArg[s] {
+					name = "arg"
+				}
+				fmt.Fprintf(os.Stderr, " src%d=%s[%d %d]", j, name, s.ne[0], s.ne[1])
 			}
 			fmt.Fprintln(os.Stderr)
 		}

@@ -291,9 +291,16 @@ func (l *lowering) build() error {
 		l.expand(v)
 		l.nodeEnd[i] = int(C.ggml_graph_n_nodes(l.gf))
 	}
+	direct := l.directOutputs()
 	for _, o := range l.g.Outputs {
 		if l.holdsArg(o.Node, o.Arg) {
 			continue // the value already lives in that arg
+		}
+		if t := direct[o]; t != nil {
+			// The node computes straight into the arg: no copy node.
+			l.args = append(l.args, argLeaf{t: t, arg: o.Arg, elems: backend.NumElems(l.g.Nodes[o.Node].Shape), write: true})
+			C.ggml_set_output(t)
+			continue
 		}
 		on := &l.g.Nodes[o.Node]
 		var dst, src tensor
@@ -308,6 +315,61 @@ func (l *lowering) build() error {
 		l.copies = append(l.copies, outCopy{int(C.ggml_graph_n_nodes(l.gf)), o.Node})
 	}
 	return nil
+}
+
+// directOutputs picks the outputs whose ggml tensor can live in the arg
+// itself, so Run binds the arg's buffer as that tensor's memory (as it
+// binds the args a graph reads) instead of copying the value at the end:
+// on ggml-vulkan each copy is a dispatch and a barrier (a training step's
+// gradients and loss were 10 of its 103). An output qualifies when
+//   - its arg is written by this output alone and read by no node, so the
+//     arg's final state is the value from the moment it is computed, and
+//     no reordering of the graph by ggml can let a read see it early;
+//   - its tensor is a computed f32 node with memory of its own (no leaf,
+//     arg, constant or view of one), contiguous and of the output's size,
+//     or a whole, contiguous view of one (a reshape);
+//   - no node writes into that tensor afterwards (an in-place op or a copy
+//     into a view of it), and no other output takes the same tensor.
+func (l *lowering) directOutputs() map[backend.Output]tensor {
+	outs := map[int]int{} // arg -> outputs into it
+	for _, o := range l.g.Outputs {
+		outs[o.Arg]++
+	}
+	read := map[int]bool{}
+	for _, a := range l.args { // before the outputs' args: reads only
+		read[a.arg] = true
+	}
+	written := map[tensor]bool{} // targets of in-place writes
+	nn := int(C.ggml_graph_n_nodes(l.gf))
+	for k := 0; k < nn; k++ {
+		t := C.ggml_graph_node(l.gf, C.int(k))
+		if t.view_src != nil && !noOp(t) {
+			written[t.view_src] = true
+		}
+	}
+	taken := map[tensor]bool{}
+	direct := map[backend.Output]tensor{}
+	for _, o := range l.g.Outputs {
+		on := &l.g.Nodes[o.Node]
+		if outs[o.Arg] != 1 || read[o.Arg] || l.holdsArg(o.Node, o.Arg) || on.Op == backend.OpPackF16 || on.Op == backend.OpPackBF16 {
+			continue
+		}
+		v := l.val[o.Node]
+		base := v
+		if v.view_src != nil {
+			base = v.view_src
+			if v.view_offs != 0 || C.ggml_nbytes(v) != C.ggml_nbytes(base) || !bool(C.ggml_is_contiguous(v)) {
+				continue
+			}
+		}
+		if base.op == C.GGML_OP_NONE || base.view_src != nil || base._type != C.GGML_TYPE_F32 || !bool(C.ggml_is_contiguous(base)) ||
+			int(C.ggml_nelements(base)) != backend.NumElems(on.Shape) || written[base] || taken[base] {
+			continue
+		}
+		taken[base] = true
+		direct[o] = base
+	}
+	return direct
 }
 
 // aliasesMutatedArg reports whether v, the value of node i (not itself an
