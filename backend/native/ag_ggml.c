@@ -257,6 +257,15 @@ static void clamp_op(struct ggml_tensor *dst, int ith, int nth, float lo, float 
 	}
 }
 
+struct ggml_tensor *ag_clamp_to(struct ggml_context *ctx, struct ggml_tensor *a, float lo, float hi) {
+	struct ggml_tensor *r = ggml_dup_tensor(ctx, a);
+	const float params[2] = {lo, hi};
+	memcpy(r->op_params, params, sizeof(params)); // as ggml_clamp sets them
+	r->op = GGML_OP_CLAMP;
+	r->src[0] = a;
+	return r;
+}
+
 void ag_relu(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
 	(void)userdata;
 	clamp_op(dst, ith, nth, 0.0f, INFINITY);

@@ -73,6 +73,11 @@ void ag_log_init(int min_level);
 // 6x16 register tiles instead. Threads split dst's rows.
 void ag_matmul_tn(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 
+// ag_clamp_to is ggml_clamp into a tensor of its own. ggml_clamp works in
+// place (its result is a view of a), so a graph that reads a after the clamp
+// (ggml-vulkan may reorder nodes) would see it clamped.
+struct ggml_tensor *ag_clamp_to(struct ggml_context *ctx, struct ggml_tensor *a, float lo, float hi);
+
 // ag_relu, ag_clamp and ag_row_max are ggml custom ops (ggml-cpu only) with
 // the NaN semantics of backend/ir.go, which ggml-cpu's own relu, clamp and
 // max pool lack (they turn NaN into 0, hi and the row's other maximum):

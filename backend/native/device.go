@@ -32,7 +32,10 @@ type device struct {
 	// getRowsBack: the device runs GGML_OP_GET_ROWS_BACK (ggml-cpu does,
 	// ggml-vulkan does not); ScatterAddRows then avoids a one-hot matmul.
 	getRowsBack bool
-	slabs       slabPool // small buffers (see slab.go)
+	// clampKeepsNaN: GGML_OP_CLAMP keeps NaN here (probeClamp), so a clamp
+	// or ReLU is one node (ggml-vulkan; ggml-cpu runs ag_clamp instead).
+	clampKeepsNaN bool
+	slabs         slabPool // small buffers (see slab.go)
 }
 
 func newDevice(name, desc string, be C.ggml_backend_t, isCPU bool) (*device, error) {
@@ -53,6 +56,9 @@ func newDevice(name, desc string, be C.ggml_backend_t, isCPU bool) (*device, err
 		d.caps.Timer = "the clock as thread 0 ends each node of the real graph compute (measured; the wait for the other threads goes to the next node)"
 	}
 	d.getRowsBack = d.probeGetRowsBack()
+	if !isCPU {
+		d.clampKeepsNaN = d.probeClamp()
+	}
 	d.caps.Unsupported = d.probeUnsupported()
 	return d, nil
 }

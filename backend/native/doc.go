@@ -15,14 +15,18 @@
 // Run points at the bound buffers, intermediates are planned once by ggml's
 // graph allocator at Compile, and every node is checked with
 // ggml_backend_supports_op at Compile (ggml's Vulkan backend computes
-// garbage for unsupported ops instead of failing).
+// garbage for unsupported ops instead of failing). An output whose arg no
+// node reads and no other output writes is computed straight into the arg's
+// buffer (bound at Run like the args read); the rest are copied at the end.
 //
 // Speed on a GPU (measured on an H200, see tune.go and slab.go): small
 // buffers are chunks of shared slabs (a Vulkan allocation per step input
 // cost ~0.25 ms each); matmuls whose result has too few 128x128 tiles to
 // fill the GPU are split into a batch of row blocks so that ggml-vulkan
 // picks smaller tiles; long sums run in two stages; ReLU' masks take 3 ggml
-// nodes; transposed copies and clamped indices are made once per source.
+// nodes; transposed copies and clamped indices are made once per source; a
+// clamp or ReLU is one node where the device's clamp keeps NaN (ggml built
+// with patches/0004, checked on the device at Open), five otherwise.
 //
 // On ggml-cpu, whose mul_mat needs both operands contiguous along K, two
 // custom ops (ag_ggml.c) replace ggml's slow paths: A^T B (weight

@@ -646,16 +646,21 @@ func (l *lowering) positive(y tensor) tensor {
 
 // clamp is min(max(x, lo), hi) into a new tensor, NaN staying NaN (ir.go).
 // ggml-cpu's clamp turns NaN into hi, so there it is ag_clamp. On
-// ggml-vulkan, NVIDIA's shader compiler turns clamp's compare chain into
+// ggml-vulkan, NVIDIA's shader compiler turned clamp's compare chain into
 // min/max, which drop NaN (relu(NaN) gave +Inf and clamp(NaN) its bound on
-// an H200; lavapipe keeps it), so the NaN comes back through a flag,
-// 0*tanh(x) - 0 for every number, the infinities too, and NaN for NaN -
-// added to the clamp. ggml's clamp works in place, so it gets a copy of x:
+// an H200; lavapipe keeps it). build.sh's patch 0004 tests the bits in the
+// shader; where the device's probe (probeClamp) confirms that, a clamp is
+// one node. Else the NaN comes back through a flag, 0*tanh(x) - 0 for every
+// number, the infinities too, and NaN for NaN - added to the clamp: five
+// nodes. ggml's clamp works in place, so it gets a copy of x there:
 // ggml-vulkan may reorder the graph, and the flag must read x unclamped.
 func (l *lowering) clamp(x tensor, lo, hi float32) tensor {
 	if l.d.isCPU {
 		one := []int{1}
 		return l.custom(C.ggml_custom_op_t(C.ag_clamp), x.ne, x, l.constant(one, lo), l.constant(one, hi))
+	}
+	if l.d.clampKeepsNaN {
+		return C.ag_clamp_to(l.ctx, x, C.float(lo), C.float(hi))
 	}
 	flag := l.scaleBias(C.ggml_tanh(l.ctx, x), 0, 0)
 	y := C.ggml_clamp(l.ctx, C.ggml_cont(l.ctx, x), C.float(lo), C.float(hi))

@@ -7,7 +7,12 @@ package native
 */
 import "C"
 
-import "github.com/ag-go/ag/backend"
+import (
+	"math"
+	"unsafe"
+
+	"github.com/ag-go/ag/backend"
+)
 
 // probeGetRowsBack asks the device whether it runs GGML_OP_GET_ROWS_BACK.
 func (d *device) probeGetRowsBack() bool {
@@ -40,4 +45,59 @@ func (d *device) probeUnsupported() []backend.Op {
 		l.free()
 	}
 	return out
+}
+
+// probeClamp reports whether the device's GGML_OP_CLAMP gives what ir.go
+// defines: x clamped, NaN staying NaN. ggml's Vulkan shader (patched by
+// build.sh's 0004 patch) tests the bits for NaN; this runs it once on the
+// device, so a driver that drops the NaN anyway, or a ggml built without
+// the patch, makes the lowering keep its NaN flag (see lowering.clamp)
+// instead of giving a wrong number. It costs one small graph compute.
+func (d *device) probeClamp() bool {
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	in := []float32{nan, -inf, -1, 0, 0.25, 2, inf, 1, -nan}
+	cases := []struct {
+		lo, hi float32
+		want   []float32
+	}{
+		{0, 1, []float32{nan, 0, 0, 0, 0.25, 1, 1, 1, nan}},
+		{0, inf, []float32{nan, 0, 0, 0, 0.25, 2, inf, 1, nan}},
+		{-inf, 0.5, []float32{nan, -inf, -1, 0, 0.25, 0.5, 0.5, 0.5, nan}},
+	}
+	ctx := C.ggml_init(C.struct_ggml_init_params{mem_size: 16*C.ggml_tensor_overhead() + C.ggml_graph_overhead(), no_alloc: true})
+	if ctx == nil {
+		return false
+	}
+	defer C.ggml_free(ctx)
+	x := C.ggml_new_tensor_1d(ctx, C.GGML_TYPE_F32, C.int64_t(len(in)))
+	gf := C.ggml_new_graph(ctx)
+	outs := make([]tensor, len(cases))
+	for i, c := range cases {
+		outs[i] = C.ag_clamp_to(ctx, x, C.float(c.lo), C.float(c.hi))
+		C.ggml_build_forward_expand(gf, outs[i])
+	}
+	for i := 0; i < int(C.ggml_graph_n_nodes(gf)); i++ {
+		if !C.ggml_backend_supports_op(d.be, C.ggml_graph_node(gf, C.int(i))) {
+			return false
+		}
+	}
+	buf := C.ggml_backend_alloc_ctx_tensors(ctx, d.be)
+	if buf == nil {
+		return false
+	}
+	defer C.ggml_backend_buffer_free(buf)
+	C.ggml_backend_tensor_set(x, unsafe.Pointer(&in[0]), 0, C.size_t(4*len(in)))
+	if C.ggml_backend_graph_compute(d.be, gf) != C.GGML_STATUS_SUCCESS {
+		return false
+	}
+	got := make([]float32, len(in))
+	for i, c := range cases {
+		C.ggml_backend_tensor_get(outs[i], unsafe.Pointer(&got[0]), 0, C.size_t(4*len(got)))
+		for k, w := range c.want {
+			if g := got[k]; w != w && g == g || w == w && g != w {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -96,6 +96,17 @@ func bench(args []string) error {
 	if *warmup < 0 {
 		return fmt.Errorf("-warmup %v: want >= 0", *warmup)
 	}
+	lists := map[string][]int{}
+	for _, l := range []struct {
+		flag string
+		val  *string
+	}{{"matmul", sizes}, {"batch", batches}, {"gpt-batch", gptBatches}, {"convnet", convSides}, {"convnet-batch", convBatches}} {
+		v, err := sizesOf(l.flag, *l.val)
+		if err != nil {
+			return err
+		}
+		lists[l.flag] = v
+	}
 	warmFor = *warmup
 	if *cpuProf != "" {
 		f, err := os.Create(*cpuProf)
@@ -156,7 +167,7 @@ func bench(args []string) error {
 			if prec != core.PrecisionF32 {
 				suffix = " " + precName
 			}
-			for _, n := range ints(*sizes) {
+			for _, n := range lists["matmul"] {
 				progress("matmul %dx%dx%d%s on %s", n, n, n, suffix, name)
 				r, err := benchMatMul(dev, n, *reps)
 				if err != nil {
@@ -166,7 +177,7 @@ func bench(args []string) error {
 				rep.Results = append(rep.Results, r)
 				printResult(r, fmt.Sprintf("%dx%dx%d", n, n, n)+suffix)
 			}
-			for _, b := range ints(*batches) {
+			for _, b := range lists["batch"] {
 				for _, mode := range splitList(*modes) {
 					m, err := workload.New(dev, workload.Config{Width: *width, Depth: *depth, Batch: b, Seed: 1})
 					if err != nil {
@@ -197,7 +208,7 @@ func bench(args []string) error {
 					return fmt.Errorf("-gpt %q: want LAYERSxWIDTH, e.g. 4x256", spec)
 				}
 				for _, drop := range dropouts {
-					for _, b := range ints(*gptBatches) {
+					for _, b := range lists["gpt-batch"] {
 						for _, mode := range splitList(*modes) {
 							g, err := workload.NewGPT(dev, workload.GPTConfig{Layers: layers, Dim: dim, Heads: max(1, dim/64), Context: *gptCtx, Batch: b, Dropout: float32(drop), Seed: 1})
 							if err != nil {
@@ -215,8 +226,8 @@ func bench(args []string) error {
 					}
 				}
 			}
-			for _, side := range ints(*convSides) {
-				for _, b := range ints(*convBatches) {
+			for _, side := range lists["convnet"] {
+				for _, b := range lists["convnet-batch"] {
 					for _, mode := range splitList(*modes) {
 						c, err := workload.NewConvNet(dev, workload.ConvNetConfig{Side: side, Batch: b, Seed: 1})
 						if err != nil {
@@ -503,15 +514,16 @@ func probabilities(s string) ([]float64, error) {
 	return out, nil
 }
 
-func ints(s string) []int {
+// sizesOf parses flag's comma-separated list of positive sizes; a bad entry
+// refuses the whole run, naming it, before anything is measured.
+func sizesOf(flag, s string) ([]int, error) {
 	var out []int
 	for _, f := range splitList(s) {
 		n, err := strconv.Atoi(f)
 		if err != nil || n < 1 {
-			fmt.Fprintf(os.Stderr, "ag bench: ignoring size %q\n", f)
-			continue
+			return nil, fmt.Errorf("-%s %q: %q is no size; want positive whole numbers, comma-separated", flag, s, f)
 		}
 		out = append(out, n)
 	}
-	return out
+	return out, nil
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,6 +41,14 @@ func TestBenchEveryAndProfile(t *testing.T) {
 	}
 	if err := bench([]string{"-device", "cpu", "-matmul", "64", "-batch", "", "-reps", "0"}); err == nil {
 		t.Error("-reps 0 accepted") // it panicked taking the median of no times
+	}
+	// A bad size refused the whole run, naming it (it was skipped with a
+	// warning, and a list of only bad sizes measured nothing and passed).
+	for _, args := range [][]string{{"-batch", "64,x"}, {"-matmul", "0"}, {"-convnet", "-3"}, {"-gpt-batch", "1.5"}} {
+		err := bench(append([]string{"-device", "cpu", "-reps", "1"}, args...))
+		if err == nil || !strings.Contains(err.Error(), args[0]) {
+			t.Errorf("ag bench %s: err %v, want one naming %s", strings.Join(args, " "), err, args[0])
+		}
 	}
 }
 

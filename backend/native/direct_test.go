@@ -1,0 +1,176 @@
+//go:build ggml
+
+package native
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/ag-go/ag/backend"
+)
+
+// copies counts the output copies (CPY nodes) g lowers to on d.
+func copies(t *testing.T, d *device, g *backend.Graph) int {
+	t.Helper()
+	c := loweredOps(t, d, g)
+	i := strings.Index(c, " CPY=")
+	if i < 0 {
+		return 0
+	}
+	n := 0
+	for _, r := range c[i+len(" CPY="):] {
+		if r < '0' || r > '9' {
+			break
+		}
+		n = 10*n + int(r-'0')
+	}
+	return n
+}
+
+// An output is computed straight into its arg, with no copy node, only
+// where that is the arg's final state: the arg is written by this output
+// alone and read by no node. Every case's values match backendtest.Eval.
+func TestDirectOutputs(t *testing.T) {
+	mm := func(outs ...backend.Output) *backend.Graph {
+		return &backend.Graph{NumArgs: 5, Nodes: []backend.Node{
+			{Op: backend.OpArg, Arg: 0, Shape: []int{8, 16}},
+			{Op: backend.OpArg, Arg: 1, Shape: []int{16, 4}},
+			{Op: backend.OpMatMul, In: []int{0, 1}, Shape: []int{8, 4}},
+			{Op: backend.OpReshape, In: []int{2}, Shape: []int{32}},
+			{Op: backend.OpArg, Arg: 3, Shape: []int{32}},
+			{Op: backend.OpAdd, In: []int{3, 4}, Shape: []int{32}},
+			{Op: backend.OpSliceRows, In: []int{2}, Start: 2, Shape: []int{3, 4}},
+		}, Outputs: outs}
+	}
+	cases := []struct {
+		name   string
+		g      *backend.Graph
+		copies int
+	}{
+		// the product into a write-only arg: its tensor is the arg
+		{"write-only", mm(backend.Output{Node: 2, Arg: 2}), 0},
+		// a whole reshape of it: the same memory
+		{"reshape", mm(backend.Output{Node: 3, Arg: 2}), 0},
+		// arg 3 is read by the add: written at the end, after the read
+		{"read arg", mm(backend.Output{Node: 5, Arg: 3}), 1},
+		// two args of one value: one is the tensor, the other a copy
+		{"one value, two args", mm(backend.Output{Node: 2, Arg: 2}, backend.Output{Node: 2, Arg: 4}), 1},
+		// two outputs into one arg: the last is its final state
+		{"two values, one arg", mm(backend.Output{Node: 2, Arg: 2}, backend.Output{Node: 5, Arg: 2}), 2},
+		// a slice is part of the product's memory
+		{"slice", mm(backend.Output{Node: 6, Arg: 2}), 1},
+	}
+	for _, name := range devices(t) {
+		be := open(t, name)
+		d := be.(*device)
+		for _, c := range cases {
+			t.Run(name+"/"+c.name, func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(7, 7))
+				args := [][]float32{randVals(rng, 8*16), randVals(rng, 16*4), randVals(rng, 40), randVals(rng, 32), randVals(rng, 36)}
+				runAndCompare(t, be, c.g, args, 1e-5)
+				if got := copies(t, d, c.g); got != c.copies {
+					t.Errorf("%d copy nodes, want %d: %s", got, c.copies, loweredOps(t, d, c.g))
+				}
+			})
+		}
+	}
+}
+
+// A direct output's arg is bound run by run: a second run into other
+// buffers leaves the first run's untouched.
+func TestDirectOutputsRebind(t *testing.T) {
+	g := &backend.Graph{NumArgs: 2, Nodes: []backend.Node{
+		{Op: backend.OpArg, Arg: 0, Shape: []int{4}},
+		{Op: backend.OpExp, In: []int{0}, Shape: []int{4}},
+	}, Outputs: []backend.Output{{Node: 1, Arg: 1}}}
+	for _, name := range devices(t) {
+		t.Run(name, func(t *testing.T) {
+			be := open(t, name)
+			if n := copies(t, be.(*device), g); n != 0 {
+				t.Fatalf("%d copy nodes, want 0", n)
+			}
+			p, err := be.Compile(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Release()
+			x1, y1 := upload(t, be, []float32{0, 1, 2, 3}), upload(t, be, make([]float32, 4))
+			x2, y2 := upload(t, be, []float32{-1, -2, -3, -4}), upload(t, be, make([]float32, 4))
+			for _, bufs := range [][]backend.Buffer{{x1, y1}, {x2, y2}} {
+				if _, err := p.Run(bufs); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i, b := range []backend.Buffer{y1, y2} {
+				got := download(t, be, b)
+				for j, v := range got {
+					x := float64(j)
+					if i == 1 {
+						x = -float64(j + 1)
+					}
+					if w := math.Exp(x); math.Abs(float64(v)-w) > 1e-6*w {
+						t.Errorf("run %d: y[%d] = %g, want %g", i+1, j, v, w)
+					}
+				}
+			}
+		})
+	}
+}
+
+// On ggml-vulkan a clamp and a ReLU are one CLAMP node when the device's
+// clamp keeps NaN (build.sh's patch 0004, checked by probeClamp), and the
+// five-node NaN flag otherwise; both give ir.go's values, NaN included.
+func TestClampKeepsNaN(t *testing.T) {
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	in := []float32{nan, -inf, -2, -0.5, 0, 0.5, 2, inf}
+	g := &backend.Graph{NumArgs: 3, Nodes: []backend.Node{
+		{Op: backend.OpArg, Arg: 0, Shape: []int{8}},
+		{Op: backend.OpClamp, In: []int{0}, A: -1, B: 1, Shape: []int{8}},
+		{Op: backend.OpReLU, In: []int{0}, Shape: []int{8}},
+	}, Outputs: []backend.Output{{Node: 1, Arg: 1}, {Node: 2, Arg: 2}}}
+	want := [][]float32{
+		{nan, -1, -1, -0.5, 0, 0.5, 1, 1},
+		{nan, 0, 0, 0, 0, 0.5, 2, inf},
+	}
+	for _, name := range devices(t) {
+		if name != VulkanName {
+			continue // ggml-cpu runs ag_clamp and ag_relu (custom ops)
+		}
+		be := open(t, name)
+		d := be.(*device)
+		if !d.clampKeepsNaN {
+			t.Errorf("%s: probeClamp found that the device's clamp drops NaN: is ggml built without patch 0004?", name)
+		}
+		keep := d.clampKeepsNaN
+		for _, oneNode := range []bool{true, false} {
+			t.Run(map[bool]string{true: "one node", false: "flagged"}[oneNode], func(t *testing.T) {
+				d.mu.Lock()
+				d.clampKeepsNaN = oneNode
+				d.mu.Unlock()
+				defer func() { d.mu.Lock(); d.clampKeepsNaN = keep; d.mu.Unlock() }()
+				ops := loweredOps(t, d, g)
+				if tanh := strings.Contains(ops, "TANH"); tanh == oneNode || !strings.Contains(ops, "CLAMP=2") {
+					t.Errorf("one node %v: %s", oneNode, ops)
+				}
+				p, err := be.Compile(g)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer p.Release()
+				x, y, r := upload(t, be, in), upload(t, be, make([]float32, 8)), upload(t, be, make([]float32, 8))
+				if _, err := p.Run([]backend.Buffer{x, y, r}); err != nil {
+					t.Fatal(err)
+				}
+				for k, b := range []backend.Buffer{y, r} {
+					for j, v := range download(t, be, b) {
+						if w := want[k][j]; w != w && v == v || w == w && v != w {
+							t.Errorf("%s(%g) = %g, want %g", []string{"clamp", "relu"}[k], in[j], v, w)
+						}
+					}
+				}
+			})
+		}
+	}
+}
