@@ -174,3 +174,42 @@ func TestClampKeepsNaN(t *testing.T) {
 		}
 	}
 }
+
+// An expand read only by broadcasting adds, subs, muls and divs (as src1,
+// or either side of an add or mul) stays unrepeated, and a binary op
+// repeated on the same operands is one node; an expand read otherwise is
+// repeated. The values match backendtest.Eval.
+func TestThinExpandAndRepeatedOps(t *testing.T) {
+	g := func(last backend.Op) *backend.Graph {
+		return &backend.Graph{NumArgs: 3, Nodes: []backend.Node{
+			{Op: backend.OpArg, Arg: 0, Shape: []int{6, 5}},
+			{Op: backend.OpArg, Arg: 1, Shape: []int{5}},
+			{Op: backend.OpExpand, In: []int{1}, Shape: []int{6, 5}},
+			{Op: backend.OpMul, In: []int{2, 0}, Shape: []int{6, 5}}, // expand as src0: swapped
+			{Op: backend.OpMul, In: []int{2, 0}, Shape: []int{6, 5}}, // the same product again
+			{Op: backend.OpAdd, In: []int{3, 4}, Shape: []int{6, 5}},
+			{Op: last, In: []int{5, 2}, Shape: []int{6, 5}}, // expand as src1
+		}, Outputs: []backend.Output{{Node: 6, Arg: 2}}}
+	}
+	for _, name := range devices(t) {
+		be := open(t, name)
+		d := be.(*device)
+		for _, c := range []struct {
+			last    backend.Op
+			repeats int
+		}{{backend.OpSub, 0}, {backend.OpMaximum, 1}} {
+			t.Run(name+"/"+c.last.String(), func(t *testing.T) {
+				gr := g(c.last)
+				rng := rand.New(rand.NewPCG(3, 3))
+				runAndCompare(t, be, gr, [][]float32{randVals(rng, 30), randVals(rng, 5), make([]float32, 30)}, 1e-6)
+				ops := loweredOps(t, d, gr)
+				if got := strings.Count(ops, "REPEAT="); got != c.repeats {
+					t.Errorf("want %d REPEAT: %s", c.repeats, ops)
+				}
+				if c.last == backend.OpSub && !strings.Contains(ops, " MUL=1") {
+					t.Errorf("want the two equal products as one MUL: %s", ops)
+				}
+			})
+		}
+	}
+}

@@ -58,6 +58,12 @@ type lowering struct {
 	tmemo    map[tensor]tensor
 	idxmemo  map[idxKey][2]tensor
 	maskmemo map[maskKey][2]tensor
+	binmemo  map[binKey]tensor // add, sub, mul and div by operands
+	// thin marks the expands whose value is their input, not repeated:
+	// every reader is a broadcasting binary op (see thinExpand).
+	thin map[int]bool
+	// users[j] lists the nodes that read node j (made on first use).
+	users [][]int
 	// uses[j] counts the nodes and outputs that read IR node j.
 	uses []int
 	// words marks the get_rows of packed words (Graph.WordGathers): they
@@ -76,6 +82,13 @@ type randLeaf struct {
 	t     tensor
 	arg   int // the state's arg
 	start uint64
+}
+
+// binKey is a binary op on two ggml tensors: autograd repeats some
+// (x*x's gradient multiplies g by x twice), and each is a dispatch.
+type binKey struct {
+	op   backend.Op
+	a, b tensor
 }
 
 type idxKey struct {
@@ -279,7 +292,7 @@ func (l *lowering) build() error {
 			v = C.ggml_cont(l.ctx, v)
 		}
 		if n.Op.InPlace() {
-			l.tmemo, l.idxmemo, l.maskmemo = nil, nil, nil
+			l.tmemo, l.idxmemo, l.maskmemo, l.binmemo = nil, nil, nil, nil
 		}
 		if used := l.tensorsUsed() - before; used > tensorsFor(n) {
 			return fmt.Errorf("node %d (%s): lowering made %d ggml tensors, more than its budget %d (a bug in package native)", i, n.Op, used, tensorsFor(n))
@@ -315,6 +328,51 @@ func (l *lowering) build() error {
 		l.copies = append(l.copies, outCopy{int(C.ggml_graph_n_nodes(l.gf)), o.Node})
 	}
 	return nil
+}
+
+// thinExpand reports whether expand node i can stay its input, unrepeated:
+// each node that reads it is an add, sub, mul or div of the expand's shape
+// whose other operand is no expand, with the expand as src1 (an add or
+// mul may take it as src0: the lowering swaps them), and it is no output.
+// ggml broadcasts src1 in those ops itself, so the REPEAT node (a
+// dispatch, and a full-size tensor) is not needed. An IR expand only adds
+// leading axes or stretches axes of 1, which ggml's ne (reversed) repeats
+// as they are.
+func (l *lowering) thinExpand(i int, n *backend.Node) bool {
+	for _, o := range l.g.Outputs {
+		if o.Node == i {
+			return false
+		}
+	}
+	if l.users == nil {
+		l.users = make([][]int, len(l.g.Nodes))
+		for j := range l.g.Nodes {
+			for _, k := range l.g.Nodes[j].In {
+				l.users[k] = append(l.users[k], j)
+			}
+		}
+	}
+	if len(l.users[i]) == 0 {
+		return false
+	}
+	for _, j := range l.users[i] {
+		m := &l.g.Nodes[j]
+		if m.Op != backend.OpAdd && m.Op != backend.OpSub && m.Op != backend.OpMul && m.Op != backend.OpDiv ||
+			!slices.Equal(m.Shape, n.Shape) || m.In[0] == m.In[1] {
+			return false
+		}
+		other := m.In[0]
+		if m.In[0] == i {
+			if m.Op == backend.OpSub || m.Op == backend.OpDiv {
+				return false
+			}
+			other = m.In[1]
+		}
+		if l.g.Nodes[other].Op == backend.OpExpand {
+			return false
+		}
+	}
+	return true
 }
 
 // directOutputs picks the outputs whose ggml tensor can live in the arg
@@ -490,23 +548,38 @@ func (l *lowering) lowerNode(i int, n *backend.Node) (tensor, []tensor, error) {
 	case n.Op == backend.OpFill:
 		return l.constant(n.Shape, n.A), nil, nil
 	case n.Op.IsBinary():
-		a := l.broadcastTo(l.in(n, 0), n.Shape) // ggml broadcasts src1 only
-		b := l.in(n, 1)
+		x, y := l.in(n, 0), l.in(n, 1)
+		if l.thin[n.In[0]] { // an add or mul (thinExpand): ggml broadcasts src1
+			x, y = y, x
+		}
+		a := l.broadcastTo(x, n.Shape) // ggml broadcasts src1 only
+		b := y
+		key := binKey{n.Op, a, b}
+		if t, ok := l.binmemo[key]; ok {
+			return t, nil, nil
+		}
+		var t tensor
 		switch n.Op {
 		case backend.OpAdd:
-			return C.ggml_add(ctx, a, b), nil, nil
+			t = C.ggml_add(ctx, a, b)
 		case backend.OpSub:
-			return C.ggml_sub(ctx, a, b), nil, nil
+			t = C.ggml_sub(ctx, a, b)
 		case backend.OpMul:
-			return C.ggml_mul(ctx, a, b), nil, nil
+			t = C.ggml_mul(ctx, a, b)
 		case backend.OpDiv:
-			return C.ggml_div(ctx, a, b), nil, nil
+			t = C.ggml_div(ctx, a, b)
 		case backend.OpMaximum:
 			return l.maximum(a, l.broadcastTo(b, n.Shape)), nil, nil
 		case backend.OpKeep:
 			return l.keep(a, l.broadcastTo(b, n.Shape)), nil, nil
+		default:
+			backend.Unknown("native.lowerNode", n.Op)
 		}
-		backend.Unknown("native.lowerNode", n.Op)
+		if l.binmemo == nil {
+			l.binmemo = map[binKey]tensor{}
+		}
+		l.binmemo[key] = t
+		return t, nil, nil
 	case n.Op.IsUnary():
 		return l.lowerUnary(n), nil, nil
 	case n.Op == backend.OpSum || n.Op == backend.OpMax:
@@ -524,6 +597,13 @@ func (l *lowering) lowerNode(i int, n *backend.Node) (tensor, []tensor, error) {
 	case n.Op == backend.OpPermute:
 		return l.lowerPermute(n), nil, nil
 	case n.Op == backend.OpExpand:
+		if l.thinExpand(i, n) {
+			if l.thin == nil {
+				l.thin = map[int]bool{}
+			}
+			l.thin[i] = true
+			return l.in(n, 0), nil, nil
+		}
 		return l.broadcastTo(l.in(n, 0), n.Shape), nil, nil
 	case n.Op == backend.OpSliceRows:
 		x := l.in(n, 0)
