@@ -51,7 +51,10 @@
 // composite: attention's lowering, see attention.go), AG_GGML_SLAB=0 (a ggml
 // buffer per Alloc), AG_GGML_DUMP=1 or 2 (print each compiled graph's ggml op
 // counts, or every node), AG_GGML_PROFILE=1 (time every ggml node, print
-// per-op means), and
+// per-op means), AG_GGML_VK_SUBMIT_NODES and AG_GGML_VK_SUBMIT_MM_DIV
+// (ggml-vulkan's submission cadence: nodes per command buffer, default 100,
+// and the divisor of the matmul bytes per command buffer, default 40, 0 for
+// none; patches/0005), and
 // GGML_VK_PERF_LOGGER=1 (ggml's own per-op GPU times).
 package native
 
