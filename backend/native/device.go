@@ -35,7 +35,10 @@ type device struct {
 	// clampKeepsNaN: GGML_OP_CLAMP keeps NaN here (probeClamp), so a clamp
 	// or ReLU is one node (ggml-vulkan; ggml-cpu runs ag_clamp instead).
 	clampKeepsNaN bool
-	slabs         slabPool // small buffers (see slab.go)
+	// stepStrict: ggml_step is [x > 0], 0 for NaN (probeStep: ggml-cpu's,
+	// and ggml-vulkan's with patch 0006), so [y > 0] is one node.
+	stepStrict bool
+	slabs      slabPool // small buffers (see slab.go)
 }
 
 func newDevice(name, desc string, be C.ggml_backend_t, isCPU bool) (*device, error) {
@@ -59,6 +62,7 @@ func newDevice(name, desc string, be C.ggml_backend_t, isCPU bool) (*device, err
 	if !isCPU {
 		d.clampKeepsNaN = d.probeClamp()
 	}
+	d.stepStrict = d.probeStep()
 	d.caps.Unsupported = d.probeUnsupported()
 	return d, nil
 }

@@ -3,6 +3,7 @@
 package native
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -208,6 +209,63 @@ func TestThinExpandAndRepeatedOps(t *testing.T) {
 				}
 				if c.last == backend.OpSub && !strings.Contains(ops, " MUL=1") {
 					t.Errorf("want the two equal products as one MUL: %s", ops)
+				}
+			})
+		}
+	}
+}
+
+// ggml's step is [x > 0] with NaN giving 0 on both devices (ggml-vulkan
+// with patch 0006, checked by probeStep), so [y > 0] (positive) is one
+// node; inside(x, a, b) and max along rows, which lean on step's value at
+// 0, give ir.go's values with one step or with the five-node form.
+func TestStepStrict(t *testing.T) {
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	in := []float32{nan, -inf, -2, -1, -0.5, 0, -inf, -inf, -inf, 0.5, 1, inf}
+	g := &backend.Graph{NumArgs: 3, Nodes: []backend.Node{
+		{Op: backend.OpArg, Arg: 0, Shape: []int{12}},
+		{Op: backend.OpInside, In: []int{0}, A: -1, B: 1, Shape: []int{12}},
+		{Op: backend.OpReshape, In: []int{0}, Shape: []int{4, 3}},
+		{Op: backend.OpMax, In: []int{2}, Axis: 1, Shape: []int{4, 1}},
+	}, Outputs: []backend.Output{{Node: 1, Arg: 1}, {Node: 3, Arg: 2}}}
+	want := [][]float32{
+		{0, 0, 0, 0, 1, 1, 0, 0, 0, 1, 0, 0},
+		{nan, 0, -inf, inf},
+	}
+	for _, name := range devices(t) {
+		be := open(t, name)
+		d := be.(*device)
+		if !d.stepStrict {
+			t.Errorf("%s: probeStep found that the device's step is not [x > 0]: is ggml built without patch 0006?", name)
+		}
+		keep := d.stepStrict
+		for _, strict := range []bool{true, false} {
+			if d.isCPU && !strict {
+				continue // ggml-cpu's step is strict: the other form is ggml-vulkan's
+			}
+			t.Run(fmt.Sprintf("%s/strict=%v", name, strict), func(t *testing.T) {
+				d.mu.Lock()
+				d.stepStrict = strict
+				d.mu.Unlock()
+				defer func() { d.mu.Lock(); d.stepStrict = keep; d.mu.Unlock() }()
+				p, err := be.Compile(g)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer p.Release()
+				x, y, m := upload(t, be, in), upload(t, be, make([]float32, 12)), upload(t, be, make([]float32, 4))
+				if _, err := p.Run([]backend.Buffer{x, y, m}); err != nil {
+					t.Fatal(err)
+				}
+				for k, b := range []backend.Buffer{y, m} {
+					for j, v := range download(t, be, b) {
+						if w := want[k][j]; w != w && v == v || w == w && v != w {
+							t.Errorf("%s [%d] = %g, want %g", []string{"inside(x, -1, 1)", "max"}[k], j, v, w)
+						}
+					}
+				}
+				if ops := loweredOps(t, d, g); strict == strings.Contains(ops, "NEG") {
+					t.Errorf("strict step %v: want a NEG only in the five-node form: %s", strict, ops)
 				}
 			})
 		}

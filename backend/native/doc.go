@@ -26,7 +26,8 @@
 // picks smaller tiles; long sums run in two stages; ReLU' masks take 3 ggml
 // nodes; transposed copies and clamped indices are made once per source; a
 // clamp or ReLU is one node where the device's clamp keeps NaN (ggml built
-// with patches/0004, checked on the device at Open), five otherwise.
+// with patches/0004, checked on the device at Open), five otherwise, and
+// [y > 0] one step where the device's step is ggml's (patches/0006).
 //
 // On ggml-cpu, whose mul_mat needs both operands contiguous along K, two
 // custom ops (ag_ggml.c) replace ggml's slow paths: A^T B (weight

@@ -715,9 +715,10 @@ func (l *lowering) transposed(x tensor) tensor {
 }
 
 // positive is 1 where y > 0, else 0 (NaN too), whichever way the device's
-// step treats 0.
+// step treats 0: one step where it is ggml's (y > 0, probeStep), else
+// [y >= 0] * (1 - [-y >= 0]) for an unpatched ggml-vulkan's.
 func (l *lowering) positive(y tensor) tensor {
-	if l.d.isCPU { // ggml-cpu's step is y > 0 (NaN gives 0)
+	if l.d.stepStrict {
 		return C.ggml_step(l.ctx, y)
 	}
 	neg := l.scaleBias(C.ggml_step(l.ctx, C.ggml_neg(l.ctx, y)), -1, 1)
@@ -844,9 +845,10 @@ func (l *lowering) lowerUnary(n *backend.Node) tensor {
 			}
 			return C.ggml_step(ctx, C.ggml_mul(ctx, u, l.scaleBias(x, -1, n.B)))
 		}
-		// [x > A] * [x < B] from ggml's step, whose value at 0 differs by
-		// device (ggml-cpu: x > 0, ggml-vulkan: x >= 0): positive(y) is
-		// [y > 0] under both, and 0 for NaN. y = x-A is exact in sign.
+		// [x > A] * [x < B] from ggml's step, whose value at 0 differed by
+		// device (ggml-cpu: x > 0, ggml-vulkan without patch 0006: x >= 0):
+		// positive(y) is [y > 0] under both, and 0 for NaN. y = x-A is
+		// exact in sign.
 		return C.ggml_mul(ctx, l.positive(l.scaleBias(x, 1, -n.A)), l.positive(l.scaleBias(x, -1, n.B)))
 	case backend.OpPowConst:
 		return l.lowerPow(n, x)
@@ -993,8 +995,8 @@ func (l *lowering) lowerReduce(n *backend.Node) tensor {
 // which is 1 unless the row holds a NaN (tanh maps ±Inf to ±1, so only a
 // NaN makes the sum NaN). (Halving x for the pool and doubling its result
 // did the first without a comparison, but flushed maxima near the smallest
-// normal to 0 on devices without subnormals: NVIDIA's.) Eight ggml nodes:
-// OpMax is rare (core's MaxAxis).
+// normal to 0 on devices without subnormals: NVIDIA's.) Nine ggml nodes (13
+// with an unpatched step): OpMax is rare (core's MaxAxis).
 func (l *lowering) nanRowMax(x tensor) tensor {
 	if l.d.isCPU {
 		ne := x.ne
@@ -1002,8 +1004,9 @@ func (l *lowering) nanRowMax(x tensor) tensor {
 		return l.custom(C.ggml_custom_op_t(C.ag_row_max), ne, x)
 	}
 	r := l.rowMax(x)
-	// ggml-vulkan's step is x >= 0: 1 exactly where -r - FLT_MAX is 0
-	low := l.scaleBias(C.ggml_step(l.ctx, l.scaleBias(r, -1, -math.MaxFloat32)), 1, 1)
+	// low is 2 exactly where r is -FLT_MAX (r + FLT_MAX is 0), else 1
+	// (r >= -FLT_MAX, no NaN), whichever way the device's step treats 0.
+	low := l.scaleBias(l.positive(l.scaleBias(r, 1, math.MaxFloat32)), -1, 2)
 	nan := l.scaleBias(C.ggml_sum_rows(l.ctx, C.ggml_tanh(l.ctx, x)), 0, 1)
 	return C.ggml_mul(l.ctx, C.ggml_mul(l.ctx, r, low), nan)
 }

@@ -52,7 +52,7 @@ func (d *device) probeUnsupported() []backend.Op {
 // build.sh's 0004 patch) tests the bits for NaN; this runs it once on the
 // device, so a driver that drops the NaN anyway, or a ggml built without
 // the patch, makes the lowering keep its NaN flag (see lowering.clamp)
-// instead of giving a wrong number. It costs one small graph compute.
+// instead of giving a wrong number.
 func (d *device) probeClamp() bool {
 	nan, inf := float32(math.NaN()), float32(math.Inf(1))
 	in := []float32{nan, -inf, -1, 0, 0.25, 2, inf, 1, -nan}
@@ -64,22 +64,42 @@ func (d *device) probeClamp() bool {
 		{0, inf, []float32{nan, 0, 0, 0, 0.25, 2, inf, 1, nan}},
 		{-inf, 0.5, []float32{nan, -inf, -1, 0, 0.25, 0.5, 0.5, 0.5, nan}},
 	}
-	ctx := C.ggml_init(C.struct_ggml_init_params{mem_size: 16*C.ggml_tensor_overhead() + C.ggml_graph_overhead(), no_alloc: true})
+	for _, c := range cases {
+		clamp := func(ctx *C.struct_ggml_context, x tensor) tensor {
+			return C.ag_clamp_to(ctx, x, C.float(c.lo), C.float(c.hi))
+		}
+		if !d.probeUnary(clamp, in, c.want) {
+			return false
+		}
+	}
+	return true
+}
+
+// probeStep reports whether the device's step is ggml's (ggml-cpu's):
+// [x > 0], 0 for NaN. ggml-vulkan's shader was x >= 0 until build.sh's
+// patch 0006; where the device confirms it, [y > 0] is one node (see
+// lowering.positive).
+func (d *device) probeStep() bool {
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	in := []float32{nan, -nan, -inf, -1, float32(math.Copysign(0, -1)), 0, 1e-30, 1, inf}
+	step := func(ctx *C.struct_ggml_context, x tensor) tensor { return C.ggml_step(ctx, x) }
+	return d.probeUnary(step, in, []float32{0, 0, 0, 0, 0, 0, 1, 1, 1})
+}
+
+// probeUnary computes op of in on the device (one small graph compute) and
+// reports whether every value is want's: any NaN for a NaN, else equal.
+func (d *device) probeUnary(op func(*C.struct_ggml_context, tensor) tensor, in, want []float32) bool {
+	ctx := C.ggml_init(C.struct_ggml_init_params{mem_size: 8*C.ggml_tensor_overhead() + C.ggml_graph_overhead(), no_alloc: true})
 	if ctx == nil {
 		return false
 	}
 	defer C.ggml_free(ctx)
 	x := C.ggml_new_tensor_1d(ctx, C.GGML_TYPE_F32, C.int64_t(len(in)))
+	y := op(ctx, x)
 	gf := C.ggml_new_graph(ctx)
-	outs := make([]tensor, len(cases))
-	for i, c := range cases {
-		outs[i] = C.ag_clamp_to(ctx, x, C.float(c.lo), C.float(c.hi))
-		C.ggml_build_forward_expand(gf, outs[i])
-	}
-	for i := 0; i < int(C.ggml_graph_n_nodes(gf)); i++ {
-		if !C.ggml_backend_supports_op(d.be, C.ggml_graph_node(gf, C.int(i))) {
-			return false
-		}
+	C.ggml_build_forward_expand(gf, y)
+	if !C.ggml_backend_supports_op(d.be, y) {
+		return false
 	}
 	buf := C.ggml_backend_alloc_ctx_tensors(ctx, d.be)
 	if buf == nil {
@@ -91,12 +111,10 @@ func (d *device) probeClamp() bool {
 		return false
 	}
 	got := make([]float32, len(in))
-	for i, c := range cases {
-		C.ggml_backend_tensor_get(outs[i], unsafe.Pointer(&got[0]), 0, C.size_t(4*len(got)))
-		for k, w := range c.want {
-			if g := got[k]; w != w && g == g || w == w && g != w {
-				return false
-			}
+	C.ggml_backend_tensor_get(y, unsafe.Pointer(&got[0]), 0, C.size_t(4*len(got)))
+	for k, w := range want {
+		if g := got[k]; w != w && g == g || w == w && g != w {
+			return false
 		}
 	}
 	return true
