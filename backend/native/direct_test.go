@@ -155,22 +155,7 @@ func TestClampKeepsNaN(t *testing.T) {
 				if tanh := strings.Contains(ops, "TANH"); tanh == oneNode || !strings.Contains(ops, "CLAMP=2") {
 					t.Errorf("one node %v: %s", oneNode, ops)
 				}
-				p, err := be.Compile(g)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer p.Release()
-				x, y, r := upload(t, be, in), upload(t, be, make([]float32, 8)), upload(t, be, make([]float32, 8))
-				if _, err := p.Run([]backend.Buffer{x, y, r}); err != nil {
-					t.Fatal(err)
-				}
-				for k, b := range []backend.Buffer{y, r} {
-					for j, v := range download(t, be, b) {
-						if w := want[k][j]; w != w && v == v || w == w && v != w {
-							t.Errorf("%s(%g) = %g, want %g", []string{"clamp", "relu"}[k], in[j], v, w)
-						}
-					}
-				}
+				runSpecial(t, be, g, in, want, "clamp", "relu")
 			})
 		}
 	}
@@ -248,26 +233,37 @@ func TestStepStrict(t *testing.T) {
 				d.stepStrict = strict
 				d.mu.Unlock()
 				defer func() { d.mu.Lock(); d.stepStrict = keep; d.mu.Unlock() }()
-				p, err := be.Compile(g)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer p.Release()
-				x, y, m := upload(t, be, in), upload(t, be, make([]float32, 12)), upload(t, be, make([]float32, 4))
-				if _, err := p.Run([]backend.Buffer{x, y, m}); err != nil {
-					t.Fatal(err)
-				}
-				for k, b := range []backend.Buffer{y, m} {
-					for j, v := range download(t, be, b) {
-						if w := want[k][j]; w != w && v == v || w == w && v != w {
-							t.Errorf("%s [%d] = %g, want %g", []string{"inside(x, -1, 1)", "max"}[k], j, v, w)
-						}
-					}
-				}
+				runSpecial(t, be, g, in, want, "inside(x, -1, 1)", "max")
 				if ops := loweredOps(t, d, g); strict == strings.Contains(ops, "NEG") {
 					t.Errorf("strict step %v: want a NEG only in the five-node form: %s", strict, ops)
 				}
 			})
+		}
+	}
+}
+
+// runSpecial runs g (arg 0 in, args 1.. its outputs, of want's lengths) on
+// be and checks each output against want: any NaN for a NaN, else equal
+// (runAndCompare's tolerance fails on NaN).
+func runSpecial(t *testing.T, be backend.Backend, g *backend.Graph, in []float32, want [][]float32, names ...string) {
+	t.Helper()
+	p, err := be.Compile(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Release()
+	bufs := []backend.Buffer{upload(t, be, in)}
+	for _, w := range want {
+		bufs = append(bufs, upload(t, be, make([]float32, len(w))))
+	}
+	if _, err := p.Run(bufs); err != nil {
+		t.Fatal(err)
+	}
+	for k, w := range want {
+		for j, v := range download(t, be, bufs[k+1]) {
+			if w[j] != w[j] && v == v || w[j] == w[j] && v != w[j] {
+				t.Errorf("%s [%d] = %g, want %g", names[k], j, v, w[j])
+			}
 		}
 	}
 }
