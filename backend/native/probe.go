@@ -64,15 +64,15 @@ func (d *device) probeClamp() bool {
 		{0, inf, []float32{nan, 0, 0, 0, 0.25, 2, inf, 1, nan}},
 		{-inf, 0.5, []float32{nan, -inf, -1, 0, 0.25, 0.5, 0.5, 0.5, nan}},
 	}
-	for _, c := range cases {
-		clamp := func(ctx *C.struct_ggml_context, x tensor) tensor {
+	ops := make([]func(*C.struct_ggml_context, tensor) tensor, len(cases))
+	wants := make([][]float32, len(cases))
+	for i, c := range cases {
+		ops[i] = func(ctx *C.struct_ggml_context, x tensor) tensor {
 			return C.ag_clamp_to(ctx, x, C.float(c.lo), C.float(c.hi))
 		}
-		if !d.probeUnary(clamp, in, c.want) {
-			return false
-		}
+		wants[i] = c.want
 	}
-	return true
+	return d.probeUnary(ops, in, wants)
 }
 
 // probeStep reports whether the device's step is ggml's (ggml-cpu's):
@@ -83,23 +83,27 @@ func (d *device) probeStep() bool {
 	nan, inf := float32(math.NaN()), float32(math.Inf(1))
 	in := []float32{nan, -nan, -inf, -1, float32(math.Copysign(0, -1)), 0, 1e-30, 1, inf}
 	step := func(ctx *C.struct_ggml_context, x tensor) tensor { return C.ggml_step(ctx, x) }
-	return d.probeUnary(step, in, []float32{0, 0, 0, 0, 0, 0, 1, 1, 1})
+	return d.probeUnary([]func(*C.struct_ggml_context, tensor) tensor{step}, in, [][]float32{{0, 0, 0, 0, 0, 0, 1, 1, 1}})
 }
 
-// probeUnary computes op of in on the device (one small graph compute) and
-// reports whether every value is want's: any NaN for a NaN, else equal.
-func (d *device) probeUnary(op func(*C.struct_ggml_context, tensor) tensor, in, want []float32) bool {
-	ctx := C.ggml_init(C.struct_ggml_init_params{mem_size: 8*C.ggml_tensor_overhead() + C.ggml_graph_overhead(), no_alloc: true})
+// probeUnary computes each of ops on in on the device (one small graph
+// compute for all) and reports whether every value is its want's: any NaN
+// for a NaN, else equal.
+func (d *device) probeUnary(ops []func(*C.struct_ggml_context, tensor) tensor, in []float32, wants [][]float32) bool {
+	ctx := C.ggml_init(C.struct_ggml_init_params{mem_size: C.size_t(len(ops)+4)*C.ggml_tensor_overhead() + C.ggml_graph_overhead(), no_alloc: true})
 	if ctx == nil {
 		return false
 	}
 	defer C.ggml_free(ctx)
 	x := C.ggml_new_tensor_1d(ctx, C.GGML_TYPE_F32, C.int64_t(len(in)))
-	y := op(ctx, x)
 	gf := C.ggml_new_graph(ctx)
-	C.ggml_build_forward_expand(gf, y)
-	if !C.ggml_backend_supports_op(d.be, y) {
-		return false
+	ys := make([]tensor, len(ops))
+	for i, op := range ops {
+		ys[i] = op(ctx, x)
+		C.ggml_build_forward_expand(gf, ys[i])
+		if !C.ggml_backend_supports_op(d.be, ys[i]) {
+			return false
+		}
 	}
 	buf := C.ggml_backend_alloc_ctx_tensors(ctx, d.be)
 	if buf == nil {
@@ -111,10 +115,12 @@ func (d *device) probeUnary(op func(*C.struct_ggml_context, tensor) tensor, in, 
 		return false
 	}
 	got := make([]float32, len(in))
-	C.ggml_backend_tensor_get(y, unsafe.Pointer(&got[0]), 0, C.size_t(4*len(got)))
-	for k, w := range want {
-		if g := got[k]; w != w && g == g || w == w && g != w {
-			return false
+	for i, y := range ys {
+		C.ggml_backend_tensor_get(y, unsafe.Pointer(&got[0]), 0, C.size_t(4*len(got)))
+		for k, w := range wants[i] {
+			if g := got[k]; w != w && g == g || w == w && g != w {
+				return false
+			}
 		}
 	}
 	return true

@@ -96,16 +96,18 @@ func bench(args []string) error {
 	if *warmup < 0 {
 		return fmt.Errorf("-warmup %v: want >= 0", *warmup)
 	}
-	lists := map[string][]int{}
-	for _, l := range []struct {
-		flag string
-		val  *string
-	}{{"matmul", sizes}, {"batch", batches}, {"gpt-batch", gptBatches}, {"convnet", convSides}, {"convnet-batch", convBatches}} {
-		v, err := sizesOf(l.flag, *l.val)
-		if err != nil {
-			return err
+	var badSize error // the first bad size list, refused before anything runs
+	sizeList := func(flag, s string) []int {
+		v, err := sizesOf(flag, s)
+		if badSize == nil {
+			badSize = err
 		}
-		lists[l.flag] = v
+		return v
+	}
+	matmulNs, mlpBatches := sizeList("matmul", *sizes), sizeList("batch", *batches)
+	gptBatchList, convSideList, convBatchList := sizeList("gpt-batch", *gptBatches), sizeList("convnet", *convSides), sizeList("convnet-batch", *convBatches)
+	if badSize != nil {
+		return badSize
 	}
 	warmFor = *warmup
 	if *cpuProf != "" {
@@ -167,7 +169,7 @@ func bench(args []string) error {
 			if prec != core.PrecisionF32 {
 				suffix = " " + precName
 			}
-			for _, n := range lists["matmul"] {
+			for _, n := range matmulNs {
 				progress("matmul %dx%dx%d%s on %s", n, n, n, suffix, name)
 				r, err := benchMatMul(dev, n, *reps)
 				if err != nil {
@@ -177,7 +179,7 @@ func bench(args []string) error {
 				rep.Results = append(rep.Results, r)
 				printResult(r, fmt.Sprintf("%dx%dx%d", n, n, n)+suffix)
 			}
-			for _, b := range lists["batch"] {
+			for _, b := range mlpBatches {
 				for _, mode := range splitList(*modes) {
 					m, err := workload.New(dev, workload.Config{Width: *width, Depth: *depth, Batch: b, Seed: 1})
 					if err != nil {
@@ -208,7 +210,7 @@ func bench(args []string) error {
 					return fmt.Errorf("-gpt %q: want LAYERSxWIDTH, e.g. 4x256", spec)
 				}
 				for _, drop := range dropouts {
-					for _, b := range lists["gpt-batch"] {
+					for _, b := range gptBatchList {
 						for _, mode := range splitList(*modes) {
 							g, err := workload.NewGPT(dev, workload.GPTConfig{Layers: layers, Dim: dim, Heads: max(1, dim/64), Context: *gptCtx, Batch: b, Dropout: float32(drop), Seed: 1})
 							if err != nil {
@@ -226,8 +228,8 @@ func bench(args []string) error {
 					}
 				}
 			}
-			for _, side := range lists["convnet"] {
-				for _, b := range lists["convnet-batch"] {
+			for _, side := range convSideList {
+				for _, b := range convBatchList {
 					for _, mode := range splitList(*modes) {
 						c, err := workload.NewConvNet(dev, workload.ConvNetConfig{Side: side, Batch: b, Seed: 1})
 						if err != nil {
