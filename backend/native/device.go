@@ -38,7 +38,11 @@ type device struct {
 	// stepStrict: ggml_step is [x > 0], 0 for NaN (probeStep: ggml-cpu's,
 	// and ggml-vulkan's with patch 0006), so [y > 0] is one node.
 	stepStrict bool
-	slabs      slabPool // small buffers (see slab.go)
+	// signStep: a clamp to an empty interval (min > max) is the sign step
+	// (probeSignStep: ggml-vulkan's with patch 0007), so ReLU's gradient
+	// mask is one node (see lowering.signMask).
+	signStep bool
+	slabs    slabPool // small buffers (see slab.go)
 }
 
 func newDevice(name, desc string, be C.ggml_backend_t, isCPU bool) (*device, error) {
@@ -61,6 +65,7 @@ func newDevice(name, desc string, be C.ggml_backend_t, isCPU bool) (*device, err
 	d.getRowsBack = d.probeGetRowsBack()
 	if !isCPU {
 		d.clampKeepsNaN = d.probeClamp()
+		d.signStep = d.probeSignStep()
 	}
 	d.stepStrict = d.probeStep()
 	d.caps.Unsupported = d.probeUnsupported()

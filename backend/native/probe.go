@@ -86,9 +86,23 @@ func (d *device) probeStep() bool {
 	return d.probeUnary([]func(*C.struct_ggml_context, tensor) tensor{step}, in, [][]float32{{0, 0, 0, 0, 0, 0, 1, 1, 1}})
 }
 
+// probeSignStep reports whether the device's clamp to an empty interval
+// (min > max, which no clamp has) is the sign step of build.sh's patch
+// 0007: min where x > 0 (subnormals counted), max where x <= 0, NaN
+// staying NaN. Where it is, ReLU's gradient mask is one node (see
+// lowering.signMask); where a driver or an unpatched ggml gives anything
+// else, it stays three.
+func (d *device) probeSignStep() bool {
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	neg0, sub := float32(math.Copysign(0, -1)), math.Float32frombits(1)
+	in := []float32{nan, -nan, -inf, -1, -sub, neg0, 0, sub, 1e-30, 1, inf}
+	sign := func(ctx *C.struct_ggml_context, x tensor) tensor { return C.ag_clamp_to(ctx, x, 1, 0) }
+	return d.probeUnary([]func(*C.struct_ggml_context, tensor) tensor{sign}, in, [][]float32{{nan, nan, 0, 0, 0, 0, 0, 1, 1, 1, 1}})
+}
+
 // probeUnary computes each of ops on in on the device (one small graph
 // compute for all) and reports whether every value is its want's: any NaN
-// for a NaN, else equal.
+// for a NaN, else equal, a zero's sign included.
 func (d *device) probeUnary(ops []func(*C.struct_ggml_context, tensor) tensor, in []float32, wants [][]float32) bool {
 	ctx := C.ggml_init(C.struct_ggml_init_params{mem_size: C.size_t(len(ops)+4)*C.ggml_tensor_overhead() + C.ggml_graph_overhead(), no_alloc: true})
 	if ctx == nil {
@@ -118,7 +132,7 @@ func (d *device) probeUnary(ops []func(*C.struct_ggml_context, tensor) tensor, i
 	for i, y := range ys {
 		C.ggml_backend_tensor_get(y, unsafe.Pointer(&got[0]), 0, C.size_t(4*len(got)))
 		for k, w := range wants[i] {
-			if g := got[k]; w != w && g == g || w == w && g != w {
+			if g := got[k]; w != w && g == g || w == w && g != w || w == 0 && math.Signbit(float64(w)) != math.Signbit(float64(g)) {
 				return false
 			}
 		}
