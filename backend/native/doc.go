@@ -23,11 +23,14 @@
 // buffers are chunks of shared slabs (a Vulkan allocation per step input
 // cost ~0.25 ms each); matmuls whose result has too few 128x128 tiles to
 // fill the GPU are split into a batch of row blocks so that ggml-vulkan
-// picks smaller tiles; long sums run in two stages; ReLU' masks take 3 ggml
-// nodes; transposed copies and clamped indices are made once per source; a
-// clamp or ReLU is one node where the device's clamp keeps NaN (ggml built
-// with patches/0004, checked on the device at Open), five otherwise, and
-// [y > 0] one step where the device's step is ggml's (patches/0006).
+// picks smaller tiles, and ggml-vulkan splits K from k >= 512 where the
+// tiles fill less than half the SMs (patches/0008; ggml's own rule starts
+// at 2048); long sums run in two stages; transposed copies and clamped
+// indices are made once per source; a clamp or ReLU is one node where the
+// device's clamp keeps NaN (ggml built with patches/0004, checked on the
+// device at Open), five otherwise; [y > 0] is one step where the device's
+// step is ggml's (patches/0006); and ReLU's gradient mask is one node where
+// the device's clamp has the sign step (patches/0007), three otherwise.
 //
 // On ggml-cpu, whose mul_mat needs both operands contiguous along K, two
 // custom ops (ag_ggml.c) replace ggml's slow paths: A^T B (weight
@@ -55,7 +58,8 @@
 // per-op means), AG_GGML_VK_SUBMIT_NODES and AG_GGML_VK_SUBMIT_MM_DIV
 // (ggml-vulkan's submission cadence: nodes per command buffer, default 100,
 // and the divisor of the matmul bytes per command buffer, default 40, 0 for
-// none; patches/0005), and
+// none; patches/0005), AG_GGML_VK_SPLIT_K_MIN (the least k ggml-vulkan
+// splits, default 512; 2048 is ggml's rule; patches/0008), and
 // GGML_VK_PERF_LOGGER=1 (ggml's own per-op GPU times).
 package native
 
