@@ -458,11 +458,16 @@ func tfjsVersion(runs []*Run) string {
 	return ""
 }
 
-// writeJSON writes v as indented JSON to path.
+// writeJSON writes v as indented JSON to path, making its folder first: a
+// fresh clone has no bench/browser/out (ignored), and a run of minutes must
+// not end in a missing-folder error.
 func writeJSON(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", " ")
 	if err != nil {
 		return fmt.Errorf("encoding the report: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -24,5 +27,33 @@ func TestRunRefusesBadCounts(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error naming %q", c.name, err, c.want)
 		}
+	}
+}
+
+// writeJSON makes the report's folder: `make bench-browser` writes
+// bench/browser/out/run.json, and a fresh clone has no out/ (it is ignored).
+// A parent that is a file is an error naming the path, not a lost report
+// written elsewhere.
+func TestWriteJSONMakesFolder(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "out", "deeper", "run.json")
+	if err := writeJSON(path, map[string]int{"rounds": 3}); err != nil {
+		t.Fatalf("writeJSON into a missing folder: %v", err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]int
+	if err := json.Unmarshal(b, &got); err != nil || got["rounds"] != 3 {
+		t.Fatalf("read back %q (%v), want rounds 3", b, err)
+	}
+	blocker := filepath.Join(dir, "file")
+	if err := os.WriteFile(blocker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(blocker, "run.json")
+	if err := writeJSON(bad, 1); err == nil || !strings.Contains(err.Error(), bad) {
+		t.Fatalf("writeJSON under a file: %v, want an error naming %s", err, bad)
 	}
 }
