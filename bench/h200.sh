@@ -1,32 +1,118 @@
 #!/bin/bash
-# The H200 run behind bench/results: conformance of both GPU backends, nn and
-# buffer tests on both, ag bench next to PyTorch CUDA, and a profiled demo.
-# The GPU machine has no Go, ggml or Vulkan loader: build here, carry them.
-#   mkdir -p .run && cp <Debian libvulkan1, libgomp1 .debs> .run/
-#   P=$(bash backend/native/ggml/build.sh --print-prefix); export CGO_CFLAGS=-I$P/include CGO_LDFLAGS=-L$P/lib
-#   go build -tags ggml -ldflags="-s -w" -o .run/ag ./cmd/ag
-#   for p in backend/native backend/webgpu nn buffer; do
-#     go test -c -tags ggml -ldflags="-s -w" -o .run/$(basename $p).test ./$p/; done
-#   gzip -9 .run/ag .run/*.test     # the carried folder must stay under 64 MB
-# then on the GPU machine, from the repository root: bash bench/h200.sh  (results in $OUT)
-cd .run; for f in *.deb; do dpkg -x $f / ; done; ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-gunzip -f *.gz; chmod +x ag *.test; cd ..
-R=.run; F='Warn|XDG|ggml_vulkan'
-nvidia-smi -L
-$R/ag devices 2>&1 | grep -v -E "$F"
-for t in webgpu native; do
-  $R/$t.test -test.run 'TestConformance' -test.v > $OUT/$t-conf.txt 2>&1; echo "$t conformance rc=$? pass=$(grep -c -- '--- PASS' $OUT/$t-conf.txt) fail=$(grep -c -- '--- FAIL' $OUT/$t-conf.txt)"
-done
-for d in webgpu ggml-vulkan; do
-  AG_TEST_DEVICE=$d $R/nn.test > /tmp/nn.txt 2>&1; echo "nn on $d rc=$? $(tail -1 /tmp/nn.txt)"
-  AG_TEST_DEVICE=$d $R/buffer.test > /tmp/buf.txt 2>&1; echo "buffer on $d rc=$? $(tail -1 /tmp/buf.txt)"
-done
-$R/ag bench -device webgpu,ggml-vulkan -matmul 1024,2048,4096 -batch 64,256,1024 -modes eager,lazy,captured -reps 20 -json $OUT/ag.json 2>&1 | grep -v -E "$F"
-python3 bench/torch_mlp.py --device cuda --cuda-graph --matmul 1024,2048,4096 --batch 64,256,1024 --reps 20 > $OUT/torch.json
-python3 -c "
-import json; d=json.load(open('$OUT/torch.json'))
-for r in d['results']: print('torch', r['kind'], r.get('mode',''), r.get('n') or r.get('batch'), round(r['median_ms'],3), round(r['gflops']))"
-echo "== repeat (captured outlier check)"
-$R/ag bench -device webgpu,ggml-vulkan -matmul 4096 -batch 256,1024 -modes lazy,captured -reps 20 2>&1 | grep -v -E "$F"
-$R/ag demo -device auto -steps 30 -profile -profile-json $OUT/h200-profile.json -trace $OUT/h200-trace.json 2>&1 | grep -v -E "$F" | tail -45
+# The GPU run behind bench/results and issue 14's goals: ag (webgpu and
+# ggml-vulkan) next to PyTorch CUDA on one NVIDIA GPU, every comparison's two
+# sides in the same call, and the ratios printed as a table at the end.
+#
+# The GPU machine has no Go, no ggml, no network and no Vulkan loader, and
+# its NVIDIA Vulkan driver needs the GL dispatch libraries to load. So, here
+# (Debian bookworm, as root, from the repository root):
+#   bash bench/h200.sh prepare
+# downloads Debian's libvulkan1, libgomp1 and the GL dispatch libraries
+# (libglvnd0 libgl1 libglx0 libegl1 libgles2 libopengl0) as .debs, builds
+# ggml if it is not cached (backend/native/ggml/build.sh), and builds ag and
+# the native tests with -tags ggml, all gzipped into .run/ (ignored; about
+# 35 MB, the device tool carries at most 64 MiB). Then on the GPU machine,
+# carrying .run, from the repository root:
+#   bash bench/h200.sh run        (results in $OUT, or /tmp/h200)
+# H200_PARTS picks what runs (default: all of them, in this order):
+#   steps    the 4x1024 MLP Adam step at batch 64-4096, lazy and captured, and
+#            matmul f32 2048 and 4096, on both backends; the same in PyTorch
+#            (f32, TF32 off, eager and CUDA graph)
+#   later    webgpu's lazy step with the loss waited for 2 steps later
+#   big      the 8x4096 step at batch 1024 and 4096, both sides
+#   splitk   ggml-vulkan's 4x1024 step with ggml's own K-split threshold
+#            (AG_GGML_VK_SPLIT_K_MIN=2048) against patch 0008's 512
+#   tests    the native conformance suite and TestMatMulSplitK on this GPU
+# H200_REPS (default 30) repetitions per 4x1024 measurement, a third of them
+# for the 8x4096 step. A part that fails is reported and the rest go on;
+# the exit status is that of the first failure.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+debs="libvulkan1 libgomp1 libglvnd0 libgl1 libglx0 libegl1 libgles2 libopengl0"
+
+prepare() {
+  set -e
+  mkdir -p .run
+  command -v apt-get >/dev/null || { echo "h200.sh prepare: needs Debian's apt-get" >&2; exit 1; }
+  [ -n "$(ls /var/lib/apt/lists/*Packages 2>/dev/null)" ] || apt-get update -qq
+  (cd .run && for p in $debs; do ls ${p}_*.deb >/dev/null 2>&1 || apt-get download -q "$p"; done)
+  bash backend/native/ggml/build.sh
+  local p
+  p=$(bash backend/native/ggml/build.sh --print-prefix)
+  export CGO_CFLAGS="-I$p/include" CGO_LDFLAGS="-L$p/lib"
+  go build -tags ggml -trimpath -ldflags="-s -w" -o .run/ag ./cmd/ag
+  go test -c -tags ggml -trimpath -ldflags="-s -w" -o .run/native.test ./backend/native/
+  gzip -9 -f .run/ag .run/native.test
+  ls -la .run/*.deb .run/ag.gz .run/native.test.gz
+  du -sh .run
+}
+
+fail=0
+# part NAME CMD...: runs one measurement, keeping its output in $O/NAME.log;
+# a failure is printed with the log's tail and remembered.
+part() {
+  local name=$1
+  shift
+  echo "== $name: $*"
+  "$@" >"$O/$name.log" 2>&1
+  local rc=$?
+  if [ $rc != 0 ]; then
+    echo "!! $name failed (exit $rc):"
+    tail -5 "$O/$name.log"
+    [ $fail = 0 ] && fail=$rc
+  fi
+  return 0
+}
+
+want() { case ",${H200_PARTS:-steps,later,big,splitk,tests}," in *",$1,"*) return 0 ;; esac; return 1; }
+
+run() {
+  O=${OUT:-/tmp/h200}
+  mkdir -p "$O"
+  [ -f .run/ag.gz ] || [ -x .run/ag ] || { echo "h200.sh run: no .run/ag: run 'bash bench/h200.sh prepare' first and carry .run" >&2; exit 1; }
+  (cd .run && for f in *.deb; do dpkg -x "$f" /; done) && ldconfig
+  # the loader finds no NVIDIA driver there by itself
+  local icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+  [ -f $icd ] && export VK_DRIVER_FILES=${VK_DRIVER_FILES:-$icd}
+  (cd .run && for f in ag native.test; do [ -f $f.gz ] && gunzip -kf $f.gz; chmod +x $f 2>/dev/null; done)
+  local ag=$PWD/.run/ag reps=${H200_REPS:-30} big
+  big=$(((reps + 2) / 3))
+  nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$O/gpu.txt"
+  "$ag" devices 2>&1 | grep -v -E 'Warn|XDG' | tee "$O/devices.txt"
+  local t0=$SECONDS
+  if want steps; then
+    part ag-4x1024 "$ag" bench -reps "$reps" -device webgpu,ggml-vulkan -matmul 2048,4096 -batch 64,256,1024,4096 -modes lazy,captured -json "$O/ag-4x1024.json"
+    part torch-4x1024 sh -c "python3 bench/torch_mlp.py --device cuda --cuda-graph --matmul 2048,4096 --matmul-dtypes f32 --batch 64,256,1024,4096 --reps $reps > $O/torch-4x1024.json"
+  fi
+  if want later; then
+    part ag-later "$ag" bench -reps "$reps" -device webgpu -matmul '' -batch 64,256,1024,4096 -modes lazy -later 2 -json "$O/ag-later.json"
+  fi
+  if want big; then
+    part ag-8x4096 "$ag" bench -reps "$big" -device webgpu,ggml-vulkan -matmul '' -width 4096 -depth 8 -batch 1024,4096 -modes lazy,captured -json "$O/ag-8x4096.json"
+    part torch-8x4096 sh -c "python3 bench/torch_mlp.py --device cuda --cuda-graph --matmul '' --width 4096 --depth 8 --batch 1024,4096 --reps $big > $O/torch-8x4096.json"
+  fi
+  if want splitk; then
+    part ag-splitk2048 env AG_GGML_VK_SPLIT_K_MIN=2048 "$ag" bench -reps "$reps" -device ggml-vulkan -matmul '' -batch 64,256,1024,4096 -modes captured -json "$O/ag-splitk2048.json"
+  fi
+  echo "== measured in $((SECONDS - t0)) s"
+  python3 bench/h200_table.py "$O" | tee "$O/table.txt"
+  if want tests; then
+    # a test binary runs in its package's folder (testdata)
+    part native-tests sh -c "cd backend/native && exec timeout ${H200_TEST_TIMEOUT:-150} ../../.run/native.test -test.run 'TestConformance|TestMatMulSplitK' -test.count 1 -test.v"
+    echo "native tests on this GPU: $(grep -c -- '--- PASS' "$O/native-tests.log") passed, $(grep -c -- '--- FAIL' "$O/native-tests.log") failed"
+  fi
+  return $fail
+}
+
+case "${1:-}" in
+prepare) prepare ;;
+run)
+  run
+  exit $?
+  ;;
+*)
+  echo "usage: bash bench/h200.sh prepare|run" >&2
+  exit 2
+  ;;
+esac
