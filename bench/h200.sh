@@ -10,8 +10,8 @@
 # downloads Debian's libvulkan1, libgomp1 and the GL dispatch libraries
 # (libglvnd0 libgl1 libglx0 libegl1 libgles2 libopengl0) as .debs, builds
 # ggml if it is not cached (backend/native/ggml/build.sh), and builds ag and
-# the native tests with -tags ggml, all gzipped into .run/ (ignored; about
-# 35 MB, the device tool carries at most 64 MiB). Then on the GPU machine,
+# the native and webgpu tests with -tags ggml, all gzipped into .run/
+# (ignored; about 31 MB, the device tool carries at most 64 MiB). Then on the GPU machine,
 # carrying .run, from the repository root:
 #   bash bench/h200.sh run        (results in $OUT, or /tmp/h200)
 # H200_PARTS picks what runs (default: all of them, in this order):
@@ -22,13 +22,16 @@
 #   big      the 8x4096 step at batch 1024 and 4096, both sides
 #   splitk   ggml-vulkan's 4x1024 step with ggml's own K-split threshold
 #            (AG_GGML_VK_SPLIT_K_MIN=2048) against patch 0008's 512
-#   tests    the native conformance suite and TestMatMulSplitK on this GPU
-# H200_REPS (default 30) repetitions per 4x1024 measurement, a third of them
-# for the 8x4096 step. A part that fails is reported and the rest go on;
+#   tests    both backends' conformance suites and TestMatMulSplitK on this GPU
+#   profile  ag demo's profiled steps on the best device (h200-profile.json,
+#            which the page opens, and a Chrome trace)
+# An unknown part is refused before anything runs. H200_REPS (default 30)
+# repetitions per 4x1024 measurement, a third of them for the 8x4096 step. A part that fails is reported and the rest go on;
 # the exit status is that of the first failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
+parts="steps later big splitk tests profile"
 debs="libvulkan1 libgomp1 libglvnd0 libgl1 libglx0 libegl1 libgles2 libopengl0"
 
 prepare() {
@@ -42,9 +45,11 @@ prepare() {
   p=$(bash backend/native/ggml/build.sh --print-prefix)
   export CGO_CFLAGS="-I$p/include" CGO_LDFLAGS="-L$p/lib"
   go build -tags ggml -trimpath -ldflags="-s -w" -o .run/ag ./cmd/ag
-  go test -c -tags ggml -trimpath -ldflags="-s -w" -o .run/native.test ./backend/native/
-  gzip -9 -f .run/ag .run/native.test
-  ls -la .run/*.deb .run/ag.gz .run/native.test.gz
+  for t in native webgpu; do
+    go test -c -tags ggml -trimpath -ldflags="-s -w" -o .run/$t.test ./backend/$t/
+  done
+  gzip -9 -f .run/ag .run/native.test .run/webgpu.test
+  ls -la .run/*.deb .run/*.gz
   du -sh .run
 }
 
@@ -65,9 +70,21 @@ part() {
   return 0
 }
 
-want() { case ",${H200_PARTS:-steps,later,big,splitk,tests}," in *",$1,"*) return 0 ;; esac; return 1; }
+want() { case ",${H200_PARTS:-${parts// /,}}," in *",$1,"*) return 0 ;; esac; return 1; }
+
+# checkArgs refuses what would otherwise measure nothing quietly: a part
+# name mistyped, a repetition count that is not a positive number.
+checkArgs() {
+  local p
+  local want=${H200_PARTS:-}
+  for p in ${want//,/ }; do
+    case " $parts " in *" $p "*) ;; *) echo "h200.sh run: H200_PARTS: \"$p\" is no part; want a comma-separated list of: ${parts// /, }" >&2; exit 2 ;; esac
+  done
+  case "${H200_REPS:-30}" in '' | *[!0-9]* | 0) echo "h200.sh run: H200_REPS=\"${H200_REPS:-}\": want a whole number >= 1" >&2; exit 2 ;; esac
+}
 
 run() {
+  checkArgs
   O=${OUT:-/tmp/h200}
   mkdir -p "$O"
   [ -f .run/ag.gz ] || [ -x .run/ag ] || { echo "h200.sh run: no .run/ag: run 'bash bench/h200.sh prepare' first and carry .run" >&2; exit 1; }
@@ -75,7 +92,7 @@ run() {
   # the loader finds no NVIDIA driver there by itself
   local icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
   [ -f $icd ] && export VK_DRIVER_FILES=${VK_DRIVER_FILES:-$icd}
-  (cd .run && for f in ag native.test; do [ -f $f.gz ] && gunzip -kf $f.gz; chmod +x $f 2>/dev/null; done)
+  (cd .run && for f in ag native.test webgpu.test; do [ -f $f.gz ] && gunzip -kf $f.gz; chmod +x $f 2>/dev/null; done)
   local ag=$PWD/.run/ag reps=${H200_REPS:-30} big
   big=$(((reps + 2) / 3))
   nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$O/gpu.txt"
@@ -98,9 +115,15 @@ run() {
   echo "== measured in $((SECONDS - t0)) s"
   python3 bench/h200_table.py "$O" | tee "$O/table.txt"
   if want tests; then
-    # a test binary runs in its package's folder (testdata)
-    part native-tests sh -c "cd backend/native && exec timeout ${H200_TEST_TIMEOUT:-150} ../../.run/native.test -test.run 'TestConformance|TestMatMulSplitK' -test.count 1 -test.v"
-    echo "native tests on this GPU: $(grep -c -- '--- PASS' "$O/native-tests.log") passed, $(grep -c -- '--- FAIL' "$O/native-tests.log") failed"
+    local t
+    for t in native webgpu; do
+      # a test binary runs in its package's folder (testdata)
+      part $t-tests sh -c "cd backend/$t && exec timeout ${H200_TEST_TIMEOUT:-150} ../../.run/$t.test -test.run 'TestConformance|TestMatMulSplitK' -test.count 1 -test.v"
+      echo "$t tests on this GPU: $(grep -c -- '--- PASS' "$O/$t-tests.log") passed, $(grep -c -- '--- FAIL' "$O/$t-tests.log") failed"
+    done
+  fi
+  if want profile; then
+    part profile "$ag" demo -device auto -steps 30 -profile -profile-json "$O/h200-profile.json" -trace "$O/h200-trace.json"
   fi
   return $fail
 }

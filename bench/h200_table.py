@@ -19,8 +19,13 @@ def load(d, name):
     if not os.path.exists(p):
         print(f"  ({name} missing: its rows are left out)")
         return None
-    with open(p) as f:
-        return json.load(f)["results"]
+    try:
+        with open(p) as f:
+            return json.load(f)["results"]
+    except (ValueError, KeyError) as e:
+        # a peer that failed leaves an empty or partial file
+        print(f"  ({name} unreadable, {type(e).__name__}: {e}; its rows are left out)")
+        return None
 
 
 def pick(rows, **want):
@@ -63,22 +68,17 @@ def main(d):
     def tstep(rows, mode, width, batch):
         return pick(rows, kind="mlp_step", mode=mode, width=width, batch=batch)
 
-    print("4x1024 MLP Adam step, captured / PyTorch CUDA graph (f32, TF32 off), by batch "
-          + " / ".join(map(str, batches)))
-    for dev, goal in (("webgpu", 1.0), ("ggml-vulkan", 1.2)):
-        rs = [ratio(ms(step(ag4, dev, "captured", 1024, b)), ms(tstep(t4, "cuda_graph", 1024, b))) for b in batches]
-        worst = max((x for x in rs if x is not None), default=None)
-        times = " / ".join(fmt(ms(step(ag4, dev, "captured", 1024, b)), ".3f") for b in batches)
-        print(f"  {dev:<12} {' / '.join(fmt(x) for x in rs)}  ({times} ms)  {verdict(worst, goal)}")
-    print(f"  {'torch graph':<12} " + " / ".join(fmt(ms(tstep(t4, 'cuda_graph', 1024, b)), ".3f") for b in batches) + " ms")
+    def vs_torch(title, ag, t, width, bs, spec):
+        print(title + " / ".join(map(str, bs)))
+        for dev, goal in (("webgpu", 1.0), ("ggml-vulkan", 1.2)):
+            rs = [ratio(ms(step(ag, dev, "captured", width, b)), ms(tstep(t, "cuda_graph", width, b))) for b in bs]
+            worst = max((x for x in rs if x is not None), default=None)
+            times = " / ".join(fmt(ms(step(ag, dev, "captured", width, b)), spec) for b in bs)
+            print(f"  {dev:<12} {' / '.join(fmt(x) for x in rs)}  ({times} ms)  {verdict(worst, goal)}")
+        print(f"  {'torch graph':<12} " + " / ".join(fmt(ms(tstep(t, 'cuda_graph', width, b)), spec) for b in bs) + " ms")
 
-    print("8x4096 MLP step, captured / PyTorch CUDA graph, batch 1024 / 4096")
-    for dev, goal in (("webgpu", 1.0), ("ggml-vulkan", 1.2)):
-        rs = [ratio(ms(step(ag8, dev, "captured", 4096, b)), ms(tstep(t8, "cuda_graph", 4096, b))) for b in (1024, 4096)]
-        worst = max((x for x in rs if x is not None), default=None)
-        times = " / ".join(fmt(ms(step(ag8, dev, "captured", 4096, b)), ".2f") for b in (1024, 4096))
-        print(f"  {dev:<12} {' / '.join(fmt(x) for x in rs)}  ({times} ms)  {verdict(worst, goal)}")
-    print(f"  {'torch graph':<12} " + " / ".join(fmt(ms(tstep(t8, 'cuda_graph', 4096, b)), ".2f") for b in (1024, 4096)) + " ms")
+    vs_torch("4x1024 MLP Adam step, captured / PyTorch CUDA graph (f32, TF32 off), by batch ", ag4, t4, 1024, batches, ".3f")
+    vs_torch("8x4096 MLP step, captured / PyTorch CUDA graph, batch ", ag8, t8, 4096, [1024, 4096], ".2f")
 
     print("matmul f32, ag's speed / torch.matmul's (TF32 off), 2048 / 4096")
     for dev in ("webgpu", "ggml-vulkan"):
@@ -111,7 +111,8 @@ def main(d):
     tg = ratio(ms(tstep(t8, "cuda_graph", 4096, 1024)), ms(tstep(t4, "cuda_graph", 1024, 1024)))
     for dev in ("webgpu", "ggml-vulkan"):
         g = ratio(ms(step(ag8, dev, "captured", 4096, 1024)), ms(step(ag4, dev, "captured", 1024, 1024)))
-        print(f"  {dev:<12} {fmt(g, '.1f')}x, torch {fmt(tg, '.1f')}x  {verdict(ratio(g, tg), 1.0)}")
+        print(f"  {dev:<12} {fmt(g, '.1f')}x, torch {fmt(tg, '.1f')}x; ag's growth / torch's {fmt(ratio(g, tg))}  "
+              f"{verdict(ratio(g, tg), 1.0)}")
 
     if k2048:
         print("ggml-vulkan 4x1024 captured, K split from k >= 512 (patch 0008) / from 2048 (ggml's own), by batch")
