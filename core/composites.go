@@ -198,6 +198,10 @@ func LogSoftmaxAxis(x *Tensor, axis int) *Tensor {
 // O(n), fine for sequence lengths of a few thousand, not beyond. Each
 // output is a dot product, so it is summed as the backend's matmul sums
 // (not sequentially), and its gradient is the reverse cumulative sum.
+// Infinities and NaN propagate as a sequential sum's do (a NaN, or +Inf
+// and -Inf together, makes that output and every later one NaN, not the
+// earlier ones through 0*Inf in the matmul); a non-finite input gets no
+// gradient.
 func Cumsum(x *Tensor, axis int) *Tensor {
 	axis = normAxis("Cumsum", x, axis)
 	n := x.shape[axis]
@@ -216,7 +220,18 @@ func Cumsum(x *Tensor, axis int) *Tensor {
 	}, n, n)
 	return alongLast(x, axis, func(y *Tensor) *Tensor {
 		flat := Reshape(y, -1, n)
-		return Reshape(MatMul(flat, u), y.shape...)
+		// the finite values summed by the matmul, the non-finite ones counted
+		// by a second (0/1 masks: no 0*Inf) and added as their IEEE sum
+		pinf, ninf, nan := EqualScalar(flat, inf), EqualScalar(flat, -inf), isNaN(flat)
+		negZero := x.dev.Full(float32(math.Copysign(0, -1))) // x + -0 is x exactly
+		sum := MatMul(Where(Add(Add(pinf, ninf), nan), negZero, flat), u)
+		rows := flat.shape[0]
+		counts := MatMul(ConcatRows(ConcatRows(pinf, ninf), nan), u)
+		cp, cn, cnan := SliceRows(counts, 0, rows), SliceRows(counts, rows, rows), SliceRows(counts, 2*rows, rows)
+		hasNaN := Add(cnan, Mul(cp, cn)) // a NaN, or both infinities, so far
+		special := Where(hasNaN, x.dev.Full(float32(math.NaN())),
+			Where(cp, x.dev.Full(inf), Where(cn, x.dev.Full(-inf), negZero)))
+		return Reshape(Add(sum, special), y.shape...)
 	})
 }
 

@@ -103,6 +103,47 @@ func TestCompositeValues(t *testing.T) {
 	})
 }
 
+// Cumsum propagates infinities and NaN as a sequential sum, row by row:
+// never into the outputs before them (the matmul's 0*Inf would).
+func TestCumsumNonFinite(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	rows := [][]float64{
+		{1, inf, 2, nan, 3},
+		{-0.0, 2, -inf, 1, 4},
+		{1, inf, 5, -inf, 2},
+		{1, 2, 3, 4, 5},
+	}
+	var xs []float64
+	for _, r := range rows {
+		xs = append(xs, r...)
+	}
+	eachDevice(t, func(t *testing.T, dev *Device) {
+		for _, axis := range []int{1, 0} {
+			x := dev.Tensor(f32s(xs), 4, 5)
+			if axis == 0 {
+				x = Transpose(x)
+			}
+			got, err := Cumsum(x, axis).Data()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, r := range rows {
+				s := 0.0
+				for j, v := range r {
+					s += v
+					g := float64(got[i*5+j])
+					if axis == 0 {
+						g = float64(got[j*4+i])
+					}
+					if !(math.IsNaN(s) && math.IsNaN(g) || s == g && math.Signbit(s) == math.Signbit(g)) {
+						t.Errorf("Cumsum(%v, axis %d)[%d] = %g, want %g", r, axis, j, g, s)
+					}
+				}
+			}
+		}
+	})
+}
+
 func TestReductionComposites(t *testing.T) {
 	eachDevice(t, testReductionComposites)
 }

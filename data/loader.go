@@ -57,6 +57,10 @@ func New(dev *core.Device, opt Options, tables ...Table) (*Loader, error) {
 			if d < 1 {
 				return nil, fmt.Errorf("data.New: table %d: shape %v has a dimension below 1", i, t.Shape)
 			}
+			if n < 0 || n > len(t.Data)/d {
+				n = -1 // more elements than values (n*d might overflow to their number)
+				continue
+			}
 			n *= d
 		}
 		if len(t.Shape) == 0 || n != len(t.Data) {
@@ -129,7 +133,7 @@ func (l *Loader) Batches() int {
 	if l.opt.DropLast {
 		return l.n / l.opt.Batch
 	}
-	return (l.n + l.opt.Batch - 1) / l.opt.Batch
+	return (l.n-1)/l.opt.Batch + 1 // not (n + batch - 1)/batch, which overflows for a huge batch
 }
 
 // Epoch is the number of epochs finished.

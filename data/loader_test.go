@@ -2,6 +2,7 @@ package data
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -38,6 +39,7 @@ func TestEpochs(t *testing.T) {
 		{10, 4, false, true, 2, 8},
 		{8, 4, true, true, 2, 8},
 		{3, 5, false, false, 1, 3},
+		{3, math.MaxInt, true, false, 1, 3}, // n + batch - 1 would overflow
 	} {
 		name := fmt.Sprintf("n%d-b%d-shuffle%v-drop%v", c.n, c.batch, c.shuffle, c.drop)
 		x, y := rows(c.n, 3), rows(c.n, 1)
@@ -118,6 +120,10 @@ func TestBadLoaders(t *testing.T) {
 			return FromDevice(Options{Batch: 1}, dev.Tensor([]float32{1}, 1), other.Tensor([]float32{1}, 1))
 		}},
 		{"data.New: table 0: shape [0 3] has a dimension below 1", func() (*Loader, error) { return New(dev, Options{Batch: 1}, Table{nil, []int{0, 3}}) }},
+		// 2^32 * 2^32 overflows to 0, the number of values
+		{"data.New: table 0: 0 values for shape [4294967296 4294967296]", func() (*Loader, error) {
+			return New(dev, Options{Batch: 1}, Table{[]float32{}, []int{1 << 32, 1 << 32}})
+		}},
 	} {
 		l, err := c.f()
 		if err == nil || !strings.Contains(err.Error(), c.want) || l != nil {

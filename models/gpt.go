@@ -99,8 +99,11 @@ func (g *GPT) Forward(idx *core.Tensor) *core.Tensor {
 // Loss is the mean cross-entropy of Forward(idx) against the next tokens
 // targets [batch, T].
 func (g *GPT) Loss(idx, targets *core.Tensor) *core.Tensor {
-	if targets == nil || !slices.Equal(targets.Shape(), idx.Shape()) {
-		panic(fmt.Sprintf("models.GPT.Loss: targets %v, want the shape of the tokens %v", targets, idx.Shape()))
+	if idx == nil || targets == nil {
+		panic(fmt.Sprintf("models.GPT.Loss: tokens %v, targets %v: want both", idx, targets))
+	}
+	if !slices.Equal(targets.Shape(), idx.Shape()) {
+		panic(fmt.Sprintf("models.GPT.Loss: targets %v, want the shape of the tokens %v", targets.Shape(), idx.Shape()))
 	}
 	logits := g.Forward(idx)
 	n := idx.Len()
@@ -129,7 +132,9 @@ func (g *GPT) SetTraining(on bool) {
 // Generate continues prompt by n tokens, each drawn from the softmax of the
 // last position's logits divided by temperature (0 picks the most likely
 // token), with rng. It runs in evaluation mode and restores training mode
-// after; each token is one forward pass over the last Context tokens.
+// after; each token is one forward pass over the last Context tokens. Logits
+// holding NaN or +Inf (a diverged model) are an error, returned with the
+// tokens made so far, rather than a token picked from them.
 func (g *GPT) Generate(dev *core.Device, prompt []int, n int, temperature float64, rng *rand.Rand) ([]int, error) {
 	if len(prompt) == 0 || n < 0 || temperature < 0 || math.IsNaN(temperature) {
 		return nil, fmt.Errorf("models.GPT.Generate: prompt of %d tokens, n %d, temperature %g: want a prompt, n >= 0, temperature >= 0", len(prompt), n, temperature)
@@ -157,6 +162,11 @@ func (g *GPT) Generate(dev *core.Device, prompt []int, n int, temperature float6
 		})
 		if err != nil {
 			return out, fmt.Errorf("models.GPT.Generate: %w", err)
+		}
+		for i, v := range last {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 1) {
+				return out, fmt.Errorf("models.GPT.Generate: logit %d of token %d is %g: no distribution to sample", i, len(out), v)
+			}
 		}
 		out = append(out, sample(last, temperature, rng))
 	}

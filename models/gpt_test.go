@@ -235,3 +235,43 @@ func TestGPTMixedPrecision(t *testing.T) {
 		})
 	}
 }
+
+// Misuse of GPT is a panic or an error naming the method and the values,
+// never a runtime error or a token drawn from NaN logits.
+func TestGPTMisuse(t *testing.T) {
+	dev := openDev(t)
+	m := NewGPT(dev, GPTConfig{Vocab: 5, Context: 4, Dim: 4, Heads: 2, Layers: 1}, rand.New(rand.NewPCG(1, 2)))
+	for _, c := range []struct {
+		name, want string
+		f          func()
+	}{
+		{"Loss of nil tokens", "models.GPT.Loss: tokens", func() { m.Loss(nil, dev.Tensor([]float32{1, 2}, 1, 2)) }},
+		{"Loss of nil targets", "models.GPT.Loss: tokens", func() { m.Loss(dev.Tensor([]float32{1, 2}, 1, 2), nil) }},
+		{"Loss of other shapes", "models.GPT.Loss: targets [2 1]", func() {
+			m.Loss(dev.Tensor([]float32{1, 2}, 1, 2), dev.Tensor([]float32{1, 2}, 2, 1))
+		}},
+	} {
+		func() {
+			defer func() {
+				if s, _ := recover().(string); !strings.Contains(s, c.want) {
+					t.Errorf("%s: panic %q, want one containing %q", c.name, s, c.want)
+				}
+			}()
+			c.f()
+		}()
+	}
+	// a diverged head: NaN logits are an error, not token 0
+	nan := make([]float32, m.Head.B.Len())
+	for i := range nan {
+		nan[i] = float32(math.NaN())
+	}
+	if err := m.Head.B.WriteAt(0, nan); err != nil {
+		t.Fatal(err)
+	}
+	for _, temp := range []float64{0, 1} {
+		out, err := m.Generate(dev, []int{1, 2}, 3, temp, rand.New(rand.NewPCG(1, 2)))
+		if err == nil || !strings.Contains(err.Error(), "models.GPT.Generate: logit 0 of token 2 is NaN") || len(out) != 2 {
+			t.Errorf("Generate at temperature %g from NaN logits: %v, %v; want the prompt and an error naming the NaN", temp, out, err)
+		}
+	}
+}

@@ -65,6 +65,9 @@ func (m *MultiHeadAttention) Attend(q, k, v, mask *core.Tensor) *core.Tensor {
 		panic(fmt.Sprintf("nn.MultiHeadAttention: dropout %g outside [0, 1)", m.Dropout))
 	}
 	h := m.Heads
+	if h < 1 || dim%h != 0 {
+		panic(fmt.Sprintf("nn.MultiHeadAttention: heads %d for width %d: want a positive divisor of the width", h, dim))
+	}
 	var y *core.Tensor
 	q.Device().Scope("MultiHeadAttention", func() {
 		// [batch, T, Dim] -> [batch, heads, T, Dim/heads]

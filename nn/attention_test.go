@@ -94,5 +94,16 @@ func TestAttentionLayerPanics(t *testing.T) {
 		{"lengths", "keys and values differ", func() { m.Attend(dev.Full(0, 1, 2, 4), dev.Full(0, 1, 3, 4), dev.Full(0, 1, 2, 4), nil) }},
 		{"padding", "want [batch, Tk]", func() { KeyPadding(dev.Full(0, 3)) }},
 		{"hidden", "hidden width 0", func() { NewTransformerBlock(dev, 4, 2, 0, true, 0, nil) }},
+		// Heads set after construction: no integer divide by zero
+		{"heads 0", "nn.MultiHeadAttention: heads 0 for width 4", func() {
+			m := NewMultiHeadAttention(dev, 4, 2, false, 0, NewRNG(1))
+			m.Heads = 0
+			m.Forward(dev.Full(0, 1, 2, 4))
+		}},
+		{"heads 3", "nn.MultiHeadAttention: heads 3 for width 4", func() {
+			m := NewMultiHeadAttention(dev, 4, 2, false, 0, NewRNG(1))
+			m.Heads = 3
+			m.Forward(dev.Full(0, 1, 2, 4))
+		}},
 	})
 }

@@ -59,7 +59,9 @@ func SoftmaxCrossEntropy(logits, labels *core.Tensor) *core.Tensor {
 	var loss *core.Tensor
 	logits.Device().Composite("SoftmaxCrossEntropy", func() {
 		oh := core.OneHot(labels, classes)
-		ll := core.Mul(oh, core.LogSoftmax(logits))
+		// a select, not oh*logSoftmax: a -Inf logit of another class
+		// (a masked one) must not make 0*(-Inf) = NaN
+		ll := core.Where(oh, core.LogSoftmax(logits), logits.Device().Full(0))
 		loss = core.Scale(core.Sum(ll), -1/float32(logits.Dim(0)))
 		loss = core.Add(loss, labelPoison(labels, classes))
 	})

@@ -39,13 +39,21 @@ func BCE(prob, target *core.Tensor) *core.Tensor {
 	sameShape("BCE", prob, target, "prob", "target")
 	var l *core.Tensor
 	prob.Device().Composite("BCE", func() {
-		inf := float32(math.Inf(1))
-		lp := core.Clamp(core.Log(prob), -100, inf)
-		lq := core.Clamp(core.Log(core.Affine(prob, -1, 1)), -100, inf)
+		lp := clampedLog(prob)
+		lq := clampedLog(core.Affine(prob, -1, 1))
 		ll := core.Add(core.Mul(target, lp), core.Mul(core.Affine(target, -1, 1), lq))
 		l = core.Neg(core.Mean(ll))
 	})
 	return l
+}
+
+// clampedLog is max(log(x), -100) with no gradient where it is clamped,
+// x = 0 included: there the log's own gradient 1/x would make the
+// clamp's zero 0*Inf = NaN, so x = 0 takes log(1) - 100 instead.
+func clampedLog(x *core.Tensor) *core.Tensor {
+	zero := core.EqualScalar(x, 0)
+	lx := core.Log(core.Where(zero, x.Device().Full(1), x))
+	return core.Sub(core.Clamp(lx, -100, float32(math.Inf(1))), core.Scale(zero, 100))
 }
 
 // Huber is the mean Huber loss of pred - target: 0.5*d^2 where |d| <=
@@ -155,12 +163,15 @@ func nll(lp, labels *core.Tensor, opt ClassOptions) *core.Tensor {
 		keep = core.Reshape(keep, batch, 1)
 	}
 	q := core.OneHot(labels, classes)
+	zero := lp.Device().Full(0)
+	var ll *core.Tensor
 	if s := opt.LabelSmoothing; s > 0 {
-		q = core.Affine(q, 1-s, s/float32(classes))
+		ll = core.Mul(core.Affine(q, 1-s, s/float32(classes)), lp)
+	} else {
+		ll = core.Where(q, lp, zero) // not q*lp: a -Inf log-probability of another class is no 0*Inf = NaN
 	}
-	ll := core.Mul(q, lp)
 	if keep != nil {
-		ll = core.Mul(ll, keep)
+		ll = core.Where(keep, ll, zero) // an ignored row adds nothing, even -Inf or NaN
 	}
 	var loss *core.Tensor
 	if keep != nil {

@@ -2,6 +2,7 @@ package nn
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -44,6 +45,22 @@ func TestBinaryLosses(t *testing.T) {
 	// p = 0 and 1 give the clamped log, not Inf or NaN: -(1*(-100) + 0)/2 ... per element
 	if got := item(t, BCE(dev.Tensor([]float32{0, 1, 1}, 3), dev.Tensor([]float32{1, 0, 1}, 3))); got != 200.0/3 && math.Abs(got-200.0/3) > 1e-4 {
 		t.Errorf("BCE at 0 and 1 = %g, want %g", got, 200.0/3)
+	}
+	// BCE's gradient at p = 0 and 1: none through the clamped log, the
+	// other term's as it is (not 0*Inf = NaN)
+	{
+		p := dev.Param([]float32{0, 1, 0.5, 0, 1}, 5)
+		if err := BCE(p, dev.Tensor([]float32{0, 1, 0.5, 1, 0}, 5)).Backward(); err != nil {
+			t.Fatal(err)
+		}
+		g, err := p.Grad().Data()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// -(t*log p + (1-t)*log(1-p))/5: 1/(1-p)/5 at p = 0, t = 0; -t/p/5 at p = 1, t = 1
+		if want := []float32{0.2, -0.2, 0, 0, 0}; !slices.Equal(g, want) {
+			t.Errorf("BCE gradient at p {0, 1, 0.5, 0, 1}, t {0, 1, 0.5, 1, 0}: %v, want %v", g, want)
+		}
 	}
 	// gradient: (sigmoid(x) - t)/n, exactly the stable one even at ±100
 	xp := dev.Param(f32s(xs), len(xs))
@@ -186,6 +203,50 @@ func TestClassLosses(t *testing.T) {
 		}
 		if g[0] == 0 {
 			t.Errorf("kept row 0: zero gradient")
+		}
+	}
+	// A -Inf logit (a masked class) other than the label's is a
+	// probability 0, not 0*(-Inf) = NaN; an ignored row adds nothing, even
+	// -Inf or NaN; with smoothing a -Inf logit makes the loss +Inf (as
+	// PyTorch's).
+	{
+		ninf, nan := math.Inf(-1), math.NaN()
+		masked := dev.Tensor(f32s([]float64{1, ninf, 2, 0, 3, ninf}), 2, 3)
+		y01 := dev.Tensor([]float32{0, 1}, 2)
+		plain := (math.Log(math.E+math.Exp(2)) - 1 + math.Log(1+math.Exp(3)) - 3) / 2
+		row0 := math.Log(math.E+math.Exp(2)+math.Exp(3)) - 1
+		for _, c := range []struct {
+			name string
+			l    *core.Tensor
+			want float64
+		}{
+			{"SoftmaxCrossEntropy, -Inf logit", SoftmaxCrossEntropy(masked, y01), plain},
+			{"CrossEntropyLoss, -Inf logit", CrossEntropyLoss(masked, y01, ClassOptions{}), plain},
+			{"NLLLoss, -Inf log-probability", NLLLoss(core.LogSoftmax(masked), y01, ClassOptions{}), plain},
+			{"CrossEntropyLoss, smoothing, -Inf logit", CrossEntropyLoss(masked, y01, ClassOptions{LabelSmoothing: 0.1}), math.Inf(1)},
+			{"CrossEntropyLoss, ignored row of -Inf", CrossEntropyLoss(dev.Tensor(f32s([]float64{1, 2, 3, ninf, ninf, 0}), 2, 3),
+				dev.Tensor([]float32{0, 9}, 2), ClassOptions{Ignore: true, IgnoreIndex: 9}), row0},
+			{"CrossEntropyLoss, smoothing, ignored row of NaN", CrossEntropyLoss(dev.Tensor(f32s([]float64{1, 2, 3, nan, nan, 0}), 2, 3),
+				dev.Tensor([]float32{0, 9}, 2), ClassOptions{Ignore: true, IgnoreIndex: 9, LabelSmoothing: 0.1}),
+				-(0.9+0.1/3)*(1-row0-1) - 0.1/3*(2-row0-1) - 0.1/3*(3-row0-1)},
+		} {
+			if got := item(t, c.l); !(got == c.want || math.Abs(got-c.want) <= 1e-6*(1+math.Abs(c.want))) {
+				t.Errorf("%s: loss %g, want %g", c.name, got, c.want)
+			}
+		}
+		xp := dev.Param(f32s([]float64{1, ninf, 2, 0, 3, ninf}), 2, 3)
+		if err := CrossEntropyLoss(xp, y01, ClassOptions{}).Backward(); err != nil {
+			t.Fatal(err)
+		}
+		g, err := xp.Grad().Data()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range g {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				t.Errorf("CrossEntropyLoss gradient with a -Inf logit: %v, want finite", g)
+				break
+			}
 		}
 	}
 	// A device-side label out of range makes the loss NaN.
