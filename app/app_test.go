@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -67,6 +68,12 @@ func TestRunArgs(t *testing.T) {
 		{[]string{"-nope", "1"}, "flag provided but not defined"},
 		{[]string{"-steps", "0"}, "-steps 0"},
 		{[]string{"extra"}, "unexpected arguments"},
+		// one train call reads the loss once, at most pageapi.MaxEvery steps
+		{[]string{"-eval-every", "-1"}, "-eval-every -1: want 0..100000"},
+		{[]string{"-eval-every", "100001"}, "-eval-every 100001: want 0..100000"},
+		// refused before training, not after it
+		{[]string{"-profile-json", filepath.Join(t.TempDir(), "no-such-folder", "p.json")}, "-profile-json"},
+		{[]string{"-profile-json", t.TempDir()}, "is a folder"},
 	} {
 		err := RunArgs(lineSpec, append([]string{"-device", "cpu"}, tc.args...), &bytes.Buffer{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -81,6 +88,26 @@ func TestRunArgs(t *testing.T) {
 	bad.Params = append([]Param{{Name: "steps"}}, bad.Params...)
 	if err := RunArgs(bad, nil, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "reserved") {
 		t.Errorf("a parameter named steps: error %v, want it refused", err)
+	}
+}
+
+// nothing is a Trainer whose steps do nothing, for counts of steps.
+type nothing struct{ steps int }
+
+func (n *nothing) Step() (float32, error) { n.steps++; return 1, nil }
+
+// A run of more than ten times pageapi.MaxEvery steps takes its default
+// ten lines in calls of at most MaxEvery steps: -steps 1000010 failed with
+// "train: every 100001" after building the model.
+func TestRunArgsManySteps(t *testing.T) {
+	tr := &nothing{}
+	spec := Spec{Name: "nothing", Build: func(*core.Device, Config) (Trainer, error) { return tr, nil }}
+	var out bytes.Buffer
+	if err := RunArgs(spec, []string{"-device", "cpu", "-steps", "1000010"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if tr.steps != 1000010 || !strings.Contains(out.String(), "step 1000010") {
+		t.Errorf("%d steps taken, output:\n%s", tr.steps, out.String())
 	}
 }
 

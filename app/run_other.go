@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	_ "github.com/ag-go/ag/backend/all" // every backend for -device
+	"github.com/ag-go/ag/internal/outfile"
+	"github.com/ag-go/ag/internal/pageapi"
 )
 
 // Run trains spec's model natively with the command line's flags and exits:
@@ -43,7 +45,8 @@ func RunArgs(spec Spec, args []string, out io.Writer) error {
 	device := fs.String("device", "auto", `device: "auto", "cpu", "webgpu", "ggml-cpu" or "ggml-vulkan"`)
 	steps := fs.Int("steps", spec.steps(), "training steps")
 	every := fs.Int("eval-every", 0, "print the loss (and metrics) every this many steps; 0: ten lines in all")
-	profJSON := fs.String("profile-json", "", "after training, profile 5 steps and write the profile JSON (open it in the page of `ag serve`)")
+	// (a word in backquotes names the flag's value in -h: `FILE`, not "ag serve")
+	profJSON := fs.String("profile-json", "", "after training, profile 5 steps and write the profile JSON to `FILE` (open it in the page of ag serve)")
 	vals := map[string]*float64{}
 	for _, p := range spec.Params {
 		vals[p.Name] = fs.Float64(p.Name, p.Default, fmt.Sprintf("%s (%v..%v)", p.Doc, p.Min, p.Max))
@@ -63,6 +66,14 @@ func RunArgs(spec Spec, args []string, out io.Writer) error {
 	}
 	if *steps < 1 {
 		return usageError{fmt.Errorf("%s: -steps %d: want >= 1", spec.Name, *steps)}
+	}
+	// The steps between two lines are one train call, which reads the loss
+	// once: at most pageapi.MaxEvery steps.
+	if *every < 0 || *every > pageapi.MaxEvery {
+		return usageError{fmt.Errorf("%s: -eval-every %d: want 0..%d (0: ten lines in all)", spec.Name, *every, pageapi.MaxEvery)}
+	}
+	if err := outfile.Check(*profJSON); err != nil {
+		return usageError{fmt.Errorf("%s: -profile-json %s: %w", spec.Name, *profJSON, err)}
 	}
 	given := map[string]float64{}
 	fs.Visit(func(f *flag.Flag) {
@@ -89,7 +100,7 @@ func RunArgs(spec Spec, args []string, out io.Writer) error {
 	}
 	n := *every
 	if n < 1 {
-		n = max(1, *steps/10)
+		n = min(max(1, *steps/10), pageapi.MaxEvery)
 	}
 	done := 0
 	for done < *steps {

@@ -112,6 +112,9 @@ func (b *Buffer) Bytes() int64 { return int64(bytesOf(b.width, b.capacity, b.sto
 // Pending graph nodes that read the buffer run first. Every later use of the
 // buffer fails with ErrFreed, Free included.
 func (b *Buffer) Free() error {
+	if b == nil { // as Write, Read and GetRows do; it was a nil dereference
+		return fmt.Errorf("buffer.Free: the buffer is nil")
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var err error

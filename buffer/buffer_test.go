@@ -190,6 +190,8 @@ func TestErrors(t *testing.T) {
 			"buffer.New: width 3 and capacity -1 must be positive"},
 		{"no device", func() error { _, err := New(nil, 3, 10); return err }, nil,
 			"buffer.New: the device is nil"},
+		{"free of a nil buffer", (*Buffer)(nil).Free, nil, "buffer.Free: the buffer is nil"},
+		{"write to a nil buffer", func() error { return (*Buffer)(nil).Write(0, vals(3, 1)) }, nil, "buffer.Write: the buffer is nil"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

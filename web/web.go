@@ -124,7 +124,12 @@ func Handler(o Options) http.Handler {
 		}
 		defer f.Close()
 		mod := started
-		if st, err := f.Stat(); err == nil && !st.ModTime().IsZero() {
+		st, err := f.Stat()
+		if err == nil && st.IsDir() { // read as an empty file, served as 200
+			http.Error(w, fmt.Sprintf("web: %s is a folder, want the file the build writes", filepath.Join(o.WasmDir, name)), http.StatusInternalServerError)
+			return
+		}
+		if err == nil && !st.ModTime().IsZero() {
 			mod = st.ModTime() // embedded files have none
 		}
 		rs, ok := f.(interface {

@@ -38,6 +38,11 @@ func TestHandler(t *testing.T) {
 	}
 	withBuild := Handler(Options{WasmDir: built})
 	noBuild := Handler(Options{WasmDir: t.TempDir()})
+	folders := t.TempDir() // ag.wasm a folder: it was served as an empty 200
+	if err := os.Mkdir(filepath.Join(folders, "ag.wasm"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	folderBuild := Handler(Options{WasmDir: folders})
 	tests := []struct {
 		name       string
 		h          http.Handler
@@ -56,6 +61,7 @@ func TestHandler(t *testing.T) {
 		{"missing wasm", noBuild, "GET", "/ag.wasm", 503, "text/plain; charset=utf-8", NotBuilt},
 		{"missing exec", noBuild, "GET", "/wasm_exec.js", 503, "text/plain; charset=utf-8", NotBuilt},
 		{"page without build", noBuild, "GET", "/", 200, "text/html; charset=utf-8", "<!doctype html>"},
+		{"wasm a folder", folderBuild, "GET", "/ag.wasm", 500, "text/plain; charset=utf-8", "web: " + filepath.Join(folders, "ag.wasm") + " is a folder"},
 		{"not found", withBuild, "GET", "/nope.txt", 404, "text/plain; charset=utf-8", "404"},
 		{"post", withBuild, "POST", "/", 405, "text/plain; charset=utf-8", "method not allowed"},
 		{"stages", withBuild, "GET", "/stages.json", 200, "application/json", `[{"stage":"ctx","doc":`},

@@ -83,7 +83,9 @@ func bench(args []string) error {
 	profiled := fs.Bool("profiled", false, "also time each MLP step with per-op profiling on, in turns with steps without, and print the ratio (the profiler's cost)")
 	warmup := fs.Duration("warmup", warmupDefault, "warm-up before each measurement: two runs (compiling), then runs for this long (a GPU idle while shaders compiled clocks down; on an H200 steps ran 3x slower for 0.15 s and 1.8x for 0.2 s more after 1.6 s of compiling)")
 	cpuProf := fs.String("cpuprofile", "", "write a Go CPU profile of the whole run (the host's side of every step) to this file, for go tool pprof")
-	fs.Parse(args)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
 	if *reps < 1 { // every statistic takes the median of the reps
 		return fmt.Errorf("-reps %d: want >= 1", *reps)
 	}
@@ -109,6 +111,67 @@ func bench(args []string) error {
 	if badSize != nil {
 		return badSize
 	}
+	// Every other list is checked here too, and a run that would measure
+	// nothing, or leave a flag it was given unused, is refused: a bad entry
+	// found after minutes of measuring lost them, and an empty table with
+	// status 0 read as a pass.
+	modeList := splitList(*modes)
+	for _, m := range modeList {
+		if m := workload.Mode(m); m != workload.Eager && m != workload.Lazy && m != workload.Captured {
+			return fmt.Errorf("-modes %q: %q is no mode; want eager, lazy or captured, comma-separated", *modes, m)
+		}
+	}
+	gptList, err := gptSpecs(*gpts)
+	if err != nil {
+		return err
+	}
+	dropouts, err := probabilities(*gptDrops)
+	if err != nil {
+		return err
+	}
+	steps := len(mlpBatches) > 0 || len(gptList) > 0 || len(convSideList) > 0
+	switch {
+	case len(matmulNs) == 0 && !steps:
+		return fmt.Errorf("nothing to measure: -matmul, -batch, -gpt and -convnet are all empty")
+	case steps && len(modeList) == 0:
+		return fmt.Errorf("-modes %q: want at least one of eager, lazy, captured for the steps asked for", *modes)
+	case len(mlpBatches) > 0 && (*width < 1 || *depth < 1):
+		return fmt.Errorf("-width %d, -depth %d: want both >= 1", *width, *depth)
+	case len(gptList) > 0 && (len(gptBatchList) == 0 || len(dropouts) == 0):
+		return fmt.Errorf("-gpt %q with -gpt-batch %q and -gpt-dropout %q: want a batch size and a dropout probability at least", *gpts, *gptBatches, *gptDrops)
+	case len(gptList) > 0 && *gptCtx < 1:
+		return fmt.Errorf("-gpt-ctx %d: want >= 1", *gptCtx)
+	case slices.ContainsFunc(convSideList, func(side int) bool { return side%4 != 0 }):
+		return fmt.Errorf("-convnet %q: want sides that are multiples of 4 (two 2x2 poolings)", *convSides)
+	case len(convSideList) > 0 && len(convBatchList) == 0:
+		return fmt.Errorf("-convnet %q with -convnet-batch %q: want a batch size at least", *convSides, *convBatches)
+	case *profiled && len(mlpBatches) > 0 && (*every > 1 || *later > 0):
+		return fmt.Errorf("-profiled with -every %d -later %d: the MLP steps read every N steps or later are not profiled; profile them without -every and -later", *every, *later)
+	}
+	var precisions []core.Precision
+	half := false // a 16-bit precision, which -store16 needs
+	for _, p := range splitList(*precs) {
+		half = half || p == "f16" || p == "bf16"
+		switch p {
+		case "f32":
+			precisions = append(precisions, core.PrecisionF32)
+		case "f16":
+			precisions = append(precisions, core.PrecisionF16)
+		case "bf16":
+			precisions = append(precisions, core.PrecisionBF16)
+		default:
+			return fmt.Errorf("-precision %q: want f32, f16 or bf16", p)
+		}
+	}
+	if len(precisions) == 0 {
+		return fmt.Errorf("-precision %q: want one or more of f32, f16, bf16", *precs)
+	}
+	if *store16 && !half {
+		return fmt.Errorf("-store16 with -precision %q: it stores activations in f16 or bf16, so list one of them", *precs)
+	}
+	if err := checkOutput("json", *out); err != nil {
+		return err
+	}
 	warmFor = *warmup
 	if *cpuProf != "" {
 		f, err := os.Create(*cpuProf)
@@ -131,19 +194,6 @@ func bench(args []string) error {
 			if d.OK && (d.Auto || d.Name == "cpu") {
 				names = append(names, d.Name)
 			}
-		}
-	}
-	var precisions []core.Precision
-	for _, p := range splitList(*precs) {
-		switch p {
-		case "f32":
-			precisions = append(precisions, core.PrecisionF32)
-		case "f16":
-			precisions = append(precisions, core.PrecisionF16)
-		case "bf16":
-			precisions = append(precisions, core.PrecisionBF16)
-		default:
-			return fmt.Errorf("-precision %q: want f32, f16 or bf16", p)
 		}
 	}
 	rep := benchReport{Time: time.Now().UTC().Format(time.RFC3339), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, CPUs: runtime.NumCPU()}
@@ -180,7 +230,7 @@ func bench(args []string) error {
 				printResult(r, fmt.Sprintf("%dx%dx%d", n, n, n)+suffix)
 			}
 			for _, b := range mlpBatches {
-				for _, mode := range splitList(*modes) {
+				for _, mode := range modeList {
 					m, err := workload.New(dev, workload.Config{Width: *width, Depth: *depth, Batch: b, Seed: 1})
 					if err != nil {
 						return err
@@ -200,18 +250,11 @@ func bench(args []string) error {
 					printResult(r, fmt.Sprintf("%dx%d b%d", *depth, *width, b)+suffix)
 				}
 			}
-			dropouts, err := probabilities(*gptDrops)
-			if err != nil {
-				return err
-			}
-			for _, spec := range splitList(*gpts) {
-				var layers, dim int
-				if _, err := fmt.Sscanf(spec, "%dx%d", &layers, &dim); err != nil || layers < 1 || dim < 1 {
-					return fmt.Errorf("-gpt %q: want LAYERSxWIDTH, e.g. 4x256", spec)
-				}
+			for _, g := range gptList {
+				spec, layers, dim := g.spec, g.layers, g.dim
 				for _, drop := range dropouts {
 					for _, b := range gptBatchList {
-						for _, mode := range splitList(*modes) {
+						for _, mode := range modeList {
 							g, err := workload.NewGPT(dev, workload.GPTConfig{Layers: layers, Dim: dim, Heads: max(1, dim/64), Context: *gptCtx, Batch: b, Dropout: float32(drop), Seed: 1})
 							if err != nil {
 								return err
@@ -230,7 +273,7 @@ func bench(args []string) error {
 			}
 			for _, side := range convSideList {
 				for _, b := range convBatchList {
-					for _, mode := range splitList(*modes) {
+					for _, mode := range modeList {
 						c, err := workload.NewConvNet(dev, workload.ConvNetConfig{Side: side, Batch: b, Seed: 1})
 						if err != nil {
 							return err
@@ -254,16 +297,16 @@ func bench(args []string) error {
 	if *out != "" {
 		f, err := os.Create(*out)
 		if err != nil {
-			return err
+			return fmt.Errorf("-json: %w", err)
 		}
 		enc := json.NewEncoder(f)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(rep); err != nil {
 			f.Close()
-			return err
+			return fmt.Errorf("-json: writing %s: %w", *out, err)
 		}
 		if err := f.Close(); err != nil {
-			return err
+			return fmt.Errorf("-json: writing %s: %w", *out, err)
 		}
 		fmt.Println("wrote", *out)
 	}
@@ -512,6 +555,32 @@ func probabilities(s string) ([]float64, error) {
 			return nil, fmt.Errorf("-gpt-dropout %q: want probabilities in [0, 1), comma-separated", s)
 		}
 		out = append(out, p)
+	}
+	return out, nil
+}
+
+// gptSize is one -gpt entry: LAYERSxWIDTH.
+type gptSize struct {
+	spec        string
+	layers, dim int
+}
+
+// gptSpecs parses -gpt's comma-separated LAYERSxWIDTH entries, each whole
+// (a trailing word such as "4x256x" was read as 4x256) and with a width
+// that its heads of 64 divide.
+func gptSpecs(s string) ([]gptSize, error) {
+	var out []gptSize
+	for _, spec := range splitList(s) {
+		l, d, ok := strings.Cut(spec, "x")
+		layers, err1 := strconv.Atoi(l)
+		dim, err2 := strconv.Atoi(d)
+		if !ok || err1 != nil || err2 != nil || layers < 1 || dim < 1 {
+			return nil, fmt.Errorf("-gpt %q: %q is not LAYERSxWIDTH, e.g. 4x256", s, spec)
+		}
+		if heads := max(1, dim/64); dim%heads != 0 {
+			return nil, fmt.Errorf("-gpt %q: width %d is not a multiple of its %d heads (one per 64)", s, dim, heads)
+		}
+		out = append(out, gptSize{spec, layers, dim})
 	}
 	return out, nil
 }

@@ -52,6 +52,49 @@ func TestBenchEveryAndProfile(t *testing.T) {
 	}
 }
 
+// Every flag is checked before anything is measured, and a run that would
+// measure nothing or leave a flag it was given unused is refused, naming
+// the flag: each of these measured (a matmul first, here) and then failed,
+// or measured nothing and exited 0, or dropped the flag silently.
+func TestBenchRefusedBeforeMeasuring(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-matmul", "", "-batch", ""}, "nothing to measure"},
+		{[]string{"-modes", "lazy,nope"}, `-modes "lazy,nope": "nope" is no mode`},
+		{[]string{"-modes", ""}, `-modes "": want at least one`},
+		{[]string{"-gpt", "2x64x"}, `"2x64x" is not LAYERSxWIDTH`},
+		{[]string{"-gpt", "2x129"}, "width 129 is not a multiple of its 2 heads"},
+		{[]string{"-gpt", "1x8", "-gpt-batch", ""}, `-gpt "1x8" with -gpt-batch ""`},
+		{[]string{"-gpt", "1x8", "-gpt-dropout", ""}, `-gpt-dropout ""`},
+		{[]string{"-gpt", "1x8", "-gpt-ctx", "0"}, "-gpt-ctx 0"},
+		{[]string{"-gpt-dropout", "1"}, `-gpt-dropout "1"`},
+		{[]string{"-convnet", "6"}, `-convnet "6": want sides that are multiples of 4`},
+		{[]string{"-convnet", "8", "-convnet-batch", ""}, `-convnet "8" with -convnet-batch ""`},
+		{[]string{"-width", "0"}, "-width 0, -depth 4"},
+		{[]string{"-profiled", "-every", "2"}, "-profiled with -every 2"},
+		{[]string{"-store16"}, `-store16 with -precision "f32"`},
+		{[]string{"-precision", ""}, `-precision ""`},
+		{[]string{"-json", filepath.Join(dir, "no", "b.json")}, "-json " + filepath.Join(dir, "no", "b.json") + ": cannot be written"},
+		{[]string{"-json", dir}, "-json " + dir + ": is a folder"},
+		{[]string{"x", "-reps", "100"}, `unexpected arguments ["x" "-reps" "100"]`},
+	} {
+		// A measurement warms up for 20 s first, so a refusal that came
+		// within 10 s measured nothing (no race with a loaded machine: a
+		// refusal takes milliseconds).
+		t0 := time.Now()
+		err := bench(append([]string{"-device", "cpu", "-matmul", "8", "-reps", "1", "-warmup", "20s"}, tc.args...))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ag bench %s: error %v, want one with %q", strings.Join(tc.args, " "), err, tc.want)
+		}
+		if took := time.Since(t0); took > 10*time.Second {
+			t.Errorf("ag bench %s: refused after %v, having measured", strings.Join(tc.args, " "), took)
+		}
+	}
+}
+
 // ag bench -later 2 waits for each read two reads after asking for it, on
 // webgpu (whose reads return before the values are in): the JSON says so,
 // the transfers and launches per step are those of the loop reading at

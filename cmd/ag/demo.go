@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -29,7 +30,9 @@ func demo(args []string) error {
 	trace := fs.String("trace", "", "with -profile: write a Chrome trace-event JSON file (open in Perfetto or chrome://tracing)")
 	profJSON := fs.String("profile-json", "", "with -profile: write the whole profile as JSON (the web page opens it)")
 	mode := fs.String("mode", "lazy", "step execution: lazy (one program per step), captured (one recorded program replayed), eager (a program per op)")
-	fs.Parse(args)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
 	switch workload.Mode(*mode) {
 	case workload.Lazy, workload.Captured, workload.Eager:
 	default:
@@ -40,6 +43,19 @@ func demo(args []string) error {
 	}
 	if *steps < 1 {
 		return fmt.Errorf("-steps %d: want at least 1", *steps)
+	}
+	// workload.New takes an LR of 0 for its default (1e-3): -lr 0 trained
+	// at 1e-3 while the model line said 0.
+	if !(*lr > 0) || math.IsInf(*lr, 1) {
+		return fmt.Errorf("-lr %v: want a finite number > 0", *lr)
+	}
+	if *every < 0 {
+		return fmt.Errorf("-every %d: want >= 0 (0: about 12 lines)", *every)
+	}
+	for _, o := range []struct{ flag, path string }{{"trace", *trace}, {"profile-json", *profJSON}} {
+		if err := checkOutput(o.flag, o.path); err != nil {
+			return err
+		}
 	}
 
 	dev, err := core.Open(*device)
@@ -88,7 +104,11 @@ func demo(args []string) error {
 			fmt.Printf("step %4d/%d  loss %.6f  %7.2f ms/step\n", i+1, *steps, loss, ms(dt))
 		}
 		if i == *steps-1 {
-			fmt.Printf("loss fell %.1fx (%.6f -> %.6f)\n", first/loss, first, loss)
+			if loss < first {
+				fmt.Printf("loss fell %.1fx (%.6f -> %.6f)\n", first/loss, first, loss)
+			} else { // a rise (or NaN) is no fall of 0.8x
+				fmt.Printf("loss did not fall (%.6f -> %.6f)\n", first, loss)
+			}
 		}
 	}
 	steady := times
@@ -161,7 +181,7 @@ func printProfile(device, timer, mode, trace, jsonPath string) error {
 		snap.Steps, snap.AttributedMS, snap.StepTotalMS, snap.CoveragePct)
 	if trace != "" {
 		if err := writeFile(trace, profile.WriteTrace); err != nil {
-			return err
+			return fmt.Errorf("-trace: %w", err)
 		}
 		fmt.Println("wrote trace", trace)
 	}
@@ -172,7 +192,7 @@ func printProfile(device, timer, mode, trace, jsonPath string) error {
 			return enc.Encode(snap)
 		})
 		if err != nil {
-			return err
+			return fmt.Errorf("-profile-json: %w", err)
 		}
 		fmt.Println("wrote profile", jsonPath)
 	}

@@ -11,7 +11,9 @@ import (
 
 func devices(args []string) error {
 	fs := flag.NewFlagSet("devices", flag.ExitOnError)
-	fs.Parse(args)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tRUNS HERE\tAUTO\tDETAILS")
 	for _, d := range backend.Drivers() {

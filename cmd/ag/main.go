@@ -9,8 +9,12 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"os"
+
+	"github.com/ag-go/ag/internal/outfile"
 
 	_ "github.com/ag-go/ag/backend/all"
 )
@@ -31,4 +35,28 @@ func main() {
 		fmt.Fprintln(os.Stderr, "ag "+os.Args[1]+":", err)
 		os.Exit(1)
 	}
+}
+
+// parseFlags parses a command's flags (a bad one exits with status 2, as
+// flag.ExitOnError does) and refuses words after them: flag parsing stops at
+// the first word that is no flag, so the flags after it would be ignored
+// (`ag demo -steps 3 x -mode captured` ran lazily).
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	fs.Parse(args)
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q: the command takes only flags (run `ag %s -h`)", fs.Args(), fs.Name())
+	}
+	return nil
+}
+
+// checkOutput refuses the path of an output file flag (without its dash)
+// that cannot be written, before any work is done (outfile.Check).
+func checkOutput(flag, path string) error {
+	if err := outfile.Check(path); err != nil {
+		if errors.Is(err, outfile.ErrFolder) {
+			return fmt.Errorf("-%s %s: %w", flag, path, err)
+		}
+		return fmt.Errorf("-%s %s: cannot be written: %w", flag, path, err)
+	}
+	return nil
 }

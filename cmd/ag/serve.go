@@ -26,7 +26,9 @@ func serve(args []string) error {
 	appPkg := fs.String("app", "", "a main package calling app.Run (e.g. ./examples/spiral): built for the browser into a temporary folder and served instead of the MLP")
 	allow := fs.String("allow-host", "", "more names the page may be opened by, comma-separated (name or name:port; without a port, the listening port). "+
 		"The listening host, localhost, 127.0.0.1 and [::1] always are; other Host headers get 421 (DNS rebinding)")
-	fs.Parse(args)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
 	if *appPkg != "" {
 		if *wasmDir != "" {
 			return fmt.Errorf("-app and -wasm both given: -app builds the wasm module itself")
@@ -43,8 +45,10 @@ func serve(args []string) error {
 		fmt.Printf("built %s for the browser in %.1f s\n", *appPkg, time.Since(t0).Seconds())
 		*wasmDir = dir
 	} else if *wasmDir != "" {
-		if _, err := os.Stat(*wasmDir + "/ag.wasm"); err != nil {
+		if st, err := os.Stat(*wasmDir + "/ag.wasm"); err != nil {
 			return fmt.Errorf("-wasm %s: %w (build it with: bash web/build.sh %s)", *wasmDir, err, *wasmDir)
+		} else if st.IsDir() {
+			return fmt.Errorf("-wasm %s: %s/ag.wasm is a folder, want the built module (bash web/build.sh %s)", *wasmDir, *wasmDir, *wasmDir)
 		}
 	} else if !web.Built() {
 		fmt.Fprintln(os.Stderr, "warning: "+web.NotBuilt+"; the page still opens profile JSON files")

@@ -4,6 +4,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -117,5 +119,14 @@ func TestServeAppBuildFails(t *testing.T) {
 	err = serve([]string{"-app", "./x", "-wasm", t.TempDir()})
 	if err == nil || !strings.Contains(err.Error(), "-app and -wasm") {
 		t.Fatalf("serve -app -wasm: error %v, want the two flags named", err)
+	}
+	// a folder named ag.wasm was taken for the build, then served empty
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "ag.wasm"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err = serve([]string{"-addr", "127.0.0.1:0", "-wasm", dir})
+	if err == nil || !strings.Contains(err.Error(), "ag.wasm is a folder") {
+		t.Fatalf("serve -wasm with a folder ag.wasm: error %v, want it refused", err)
 	}
 }
