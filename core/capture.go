@@ -68,13 +68,19 @@ type recSlot struct{ recs []*recording }
 const maxRecordings = 4
 
 type recording struct {
-	shapes  [][]int
-	gen     int
-	prog    *progEntry // pinned: the cache may evict it, the recording keeps it
-	args    []backend.Buffer
-	bound   []boundArg // persistent values the program reads, as recorded
-	consts  []*Tensor  // the Constants among them, kept alive by the recording
-	packed  *Tensor    // all inputs, one upload
+	shapes [][]int
+	gen    int
+	prog   *progEntry // pinned: the cache may evict it, the recording keeps it
+	args   []backend.Buffer
+	bound  []boundArg // persistent values the program reads, as recorded
+	consts []*Tensor  // the Constants among them, kept alive by the recording
+	// outs are the values the program writes (gradients, kept results),
+	// as recorded: a replay writes their buffers again, so one given back
+	// (ZeroGrad, Release, a read moving it to the host) means recording
+	// anew, or the replay would write into memory another value may hold.
+	outs    []boundArg
+	kept    []*Tensor // their tensors: a collected one would free its buffer
+	packed  *Tensor   // all inputs, one upload
 	offsets []int
 	flat    *Tensor            // all outputs, one download
 	sizes   []int              // the outputs' lengths, in the flat output's order
@@ -256,7 +262,12 @@ func (r *recording) valid(d *Device, in []Input) bool {
 			return false
 		}
 	}
-	for _, b := range r.bound {
+	return held(d, r.bound) && held(d, r.outs)
+}
+
+// held reports whether every value of bs is live with its recorded buffer.
+func held(d *Device, bs []boundArg) bool {
+	for _, b := range bs {
 		if b.stor.buf != b.buf {
 			return false
 		}
@@ -273,6 +284,7 @@ func (r *recording) release(d *Device) {
 		d.unpin(r.prog)
 		r.prog = nil
 	}
+	r.kept = nil // their owners hold them, if anyone does
 	for _, t := range []*Tensor{r.packed, r.flat} {
 		if t != nil && t.stor != nil {
 			d.dropStorage(t.stor, false)
@@ -383,7 +395,15 @@ func (c *Capture) record(in []Input) (*recording, [][]float32, error) {
 		return abort(lw, fmt.Errorf("core: Capture: first run: %w", err))
 	}
 	profile.Launch("captured", 1)
+	kept := lw.kept
 	d.realize(lw, nil)
+	for _, t := range kept {
+		// resident: a read keeps it on the device (see keepRead), where
+		// the replays write it
+		t.stor.resident = true
+		rec.outs = append(rec.outs, boundArg{t.stor, t.stor.buf})
+	}
+	rec.kept = slices.Clone(kept)
 	rec.flat = outs
 	res, err := rec.download(d, nil)
 	return rec, res, err

@@ -237,3 +237,63 @@ func TestCaptureRun(t *testing.T) {
 		t.Errorf("Run with no inputs: %v, want an error naming Capture.Run", err)
 	}
 }
+
+// A replay writes the values the recording kept (gradients) into their
+// buffers again: one a read moved to the host, or ZeroGrad gave back, must
+// not be written behind its tensor's back (a stale gradient, or another
+// value's memory overwritten), so the capture records anew where needed.
+func TestCaptureKeptOutputsGivenBack(t *testing.T) {
+	cases := []struct {
+		name    string
+		between func(w *Tensor) error
+		records int
+	}{
+		{"nothing", func(*Tensor) error { return nil }, 1},
+		// a small value read whole moves to the host (keepRead), but not
+		// one a replay writes: the recording stays valid
+		{"gradient read", func(w *Tensor) error { _, err := w.Grad().Data(); return err }, 1},
+		{"ZeroGrad", func(w *Tensor) error { w.ZeroGrad(); return nil }, 4},
+	}
+	for _, c := range cases {
+		dev := open(t)
+		w := dev.Param([]float32{1, 1, 1, 1}, 4)
+		cp := NewCapture(dev, func(in []*Tensor) []*Tensor {
+			loss := Sum(Mul(w, in[0]))
+			if err := loss.Backward(); err != nil {
+				panic(err)
+			}
+			return []*Tensor{loss}
+		})
+		for i := range 3 {
+			x := []float32{float32(i), 2, 3, 4}
+			if _, err := cp.Call(In(x, 4)); err != nil {
+				t.Fatalf("%s: call %d: %v", c.name, i, err)
+			}
+			if w.Grad() == nil {
+				t.Fatalf("%s: call %d: no gradient", c.name, i)
+			}
+			g, err := w.Grad().Data()
+			if err != nil || !slices.Equal(g, x) {
+				t.Errorf("%s: call %d: gradient %v (%v), want %v", c.name, i, g, err, x)
+			}
+			if err := c.between(w); err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			// a value of the gradient's size made now, on the device: it
+			// may take a buffer given back above
+			y := Affine(dev.Full(1, 4), 10, 0)
+			if err := dev.Sync(y); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := cp.Call(In([]float32{-1, -1, -1, -1}, 4)); err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			if v, err := y.Data(); err != nil || !slices.Equal(v, []float32{10, 10, 10, 10}) {
+				t.Errorf("%s: call %d: a value made between calls reads %v (%v) after a replay, want 10s", c.name, i, v, err)
+			}
+		}
+		if cp.Records() != c.records {
+			t.Errorf("%s: %d recordings, want %d", c.name, cp.Records(), c.records)
+		}
+	}
+}
