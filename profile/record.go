@@ -97,8 +97,9 @@ func Op(p Pass, op string, create time.Duration) {
 	t := d.op(op)
 	t.count++
 	t.create += c
-	st.trace.add(event{name: op, cat: passNames[p], ph: 'X', tid: tidOps,
-		ts: now.Sub(st.epoch) - create, dur: create})
+	ts := now.Sub(st.epoch) - create
+	st.trace.add(event{name: op, cat: passNames[p], ph: 'X', tid: st.trace.lane(tidOps, ts, create),
+		ts: ts, dur: create})
 	mu.Unlock()
 }
 
@@ -112,8 +113,9 @@ func Step(wall time.Duration) {
 	now := time.Now()
 	mu.Lock()
 	st.steps.add(float64(wall))
-	st.trace.add(event{name: "step", cat: "step", ph: 'X', tid: tidSteps,
-		ts: now.Sub(st.epoch) - wall, dur: wall, args: &eventArgs{Step: st.steps.n}})
+	ts := now.Sub(st.epoch) - wall
+	st.trace.add(event{name: "step", cat: "step", ph: 'X', tid: st.trace.lane(tidSteps, ts, wall),
+		ts: ts, dur: wall, args: &eventArgs{Step: st.steps.n}})
 	mu.Unlock()
 }
 

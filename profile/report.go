@@ -108,8 +108,9 @@ func pct(part, whole float64) float64 {
 	return 100 * part / whole
 }
 
-// Empty reports whether nothing was recorded for the pass.
-func (r *Report) Empty() bool { return r.Ops == 0 && r.Runs == 0 && r.TotalMS == 0 }
+// Empty reports whether nothing was recorded for the pass. A nil Report,
+// what ReportPass returns then, is empty.
+func (r *Report) Empty() bool { return r == nil || r.Ops == 0 && r.Runs == 0 && r.TotalMS == 0 }
 
 // build makes the Report of one pass's data; mu must be held.
 func (d *passData) build(p Pass) *Report {

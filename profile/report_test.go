@@ -109,8 +109,13 @@ func TestReportForwardBackwardWrappers(t *testing.T) {
 	if r := ReportForward(&f); r == nil || r.Ops != 2 || !strings.HasPrefix(f.String(), "forward: 2 operations") {
 		t.Errorf("ReportForward = %+v, printed %q", r, f.String())
 	}
-	if r := ReportBackward(&b); r != nil || b.String() != "no backward operations recorded (is profiling on?)\n" {
+	r := ReportBackward(&b)
+	if r != nil || b.String() != "no backward operations recorded (is profiling on?)\n" {
 		t.Errorf("ReportBackward = %+v, printed %q", r, b.String())
+	}
+	// ag demo asks the nil it returns whether it is empty.
+	if !r.Empty() {
+		t.Error("ReportBackward's nil: Empty() = false, want true")
 	}
 }
 

@@ -18,6 +18,13 @@ const (
 	tidOps   = 3
 )
 
+// laneStride separates the lanes of one kind: the k-th extra lane of kind
+// tid (tidSteps, tidRuns, tidOps) is tid + k*laneStride.
+const laneStride = 10
+
+// laneNames name the lane kinds in the viewer.
+var laneNames = map[int]string{tidSteps: "steps", tidRuns: "runs", tidOps: "ops (create)"}
+
 // defaultTraceCap bounds the trace ring: about 100 bytes an event, so a few
 // MB at most, while covering several steps of a mid-sized model.
 const defaultTraceCap = 1 << 16
@@ -44,6 +51,9 @@ type ring struct {
 	head    int // next write position once full
 	full    bool
 	dropped int
+	// ends holds, per lane kind, the latest end of each of its lanes
+	// (see lane).
+	ends map[int][]time.Duration
 }
 
 func (r *ring) setCap(n int) {
@@ -66,6 +76,28 @@ func (r *ring) add(e event) {
 	r.buf[r.head] = e
 	r.head = (r.head + 1) % len(r.buf)
 	r.dropped++
+}
+
+// lane returns the lane of kind tid for a span [ts, ts+dur): the first of
+// that kind whose spans all end by ts, or a new one. The spans of one
+// goroutine follow one another on lane tid; those of goroutines running at
+// the same time (one per device) would overlap them there, which the
+// trace viewers cannot nest, so they go on lanes beside it.
+func (r *ring) lane(tid int, ts, dur time.Duration) int {
+	if r.ends == nil {
+		r.ends = map[int][]time.Duration{}
+	}
+	ends := r.ends[tid]
+	k := 0
+	for k < len(ends) && ends[k] > ts {
+		k++
+	}
+	if k == len(ends) {
+		ends = append(ends, 0)
+	}
+	ends[k] = ts + max(dur, 0)
+	r.ends[tid] = ends
+	return tid + k*laneStride
 }
 
 // each calls f on the kept events, oldest first.
@@ -96,7 +128,8 @@ func (s *state) traceRun(r *Run, sh *runShare) {
 		start = time.Now().Add(-total)
 	}
 	t := start.Sub(s.epoch)
-	s.trace.add(event{name: r.Site, cat: "run", ph: 'X', tid: tidRuns, ts: t, dur: total,
+	tid := s.trace.lane(tidRuns, t, total) // the run's stages and nodes nest on its lane
+	s.trace.add(event{name: r.Site, cat: "run", ph: 'X', tid: tid, ts: t, dur: total,
 		args: &eventArgs{Nodes: len(r.Nodes), DeviceTimed: r.DeviceTimed}})
 	for _, sg := range traceStages {
 		d := r.dur(sg)
@@ -106,7 +139,7 @@ func (s *state) traceRun(r *Run, sh *runShare) {
 		if d <= 0 {
 			continue
 		}
-		s.trace.add(event{name: stageNames[sg], cat: "stage", ph: 'X', tid: tidRuns, ts: t, dur: d})
+		s.trace.add(event{name: stageNames[sg], cat: "stage", ph: 'X', tid: tid, ts: t, dur: d})
 		if sg == StageCompute && sh.timed {
 			// Cumulative rounding makes the node spans tile the compute span
 			// exactly, so they nest inside it.
@@ -116,7 +149,7 @@ func (s *state) traceRun(r *Run, sh *runShare) {
 				cum += sh.node[i]
 				end := min(time.Duration(math.Round(cum)), d)
 				if end > prev {
-					s.trace.add(event{name: nd.Op, cat: nd.Pass.String(), ph: 'X', tid: tidRuns, ts: t + prev, dur: end - prev})
+					s.trace.add(event{name: nd.Op, cat: nd.Pass.String(), ph: 'X', tid: tid, ts: t + prev, dur: end - prev})
 				}
 				prev = end
 			}
@@ -151,6 +184,8 @@ func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond)
 // site with their stages nested (category "stage") and, where node times are
 // known, nodes nested in compute (category = pass); per-op create times are
 // "X" spans on their own lane (category = pass); steps on a third lane.
+// Spans that overlap in time (devices running at once) go on further lanes
+// of their kind ("runs 2", ...), so that every lane nests.
 func WriteTrace(w io.Writer) error {
 	mu.Lock()
 	f := traceFile{DisplayTimeUnit: "ms", OtherData: map[string]any{
@@ -164,9 +199,12 @@ func WriteTrace(w io.Writer) error {
 			Args: map[string]string{"name": value}})
 	}
 	meta("process_name", 0, "ag")
-	meta("thread_name", tidSteps, "steps")
-	meta("thread_name", tidRuns, "runs")
-	meta("thread_name", tidOps, "ops (create)")
+	for _, tid := range []int{tidSteps, tidRuns, tidOps} {
+		meta("thread_name", tid, laneNames[tid])
+		for k := 1; k < len(st.trace.ends[tid]); k++ {
+			meta("thread_name", tid+k*laneStride, fmt.Sprintf("%s %d", laneNames[tid], k+1))
+		}
+	}
 	st.trace.each(func(e *event) {
 		te := traceEvent{Name: e.name, Cat: e.cat, Ph: string(e.ph), TS: us(e.ts), PID: tracePID, TID: e.tid}
 		if e.ph == 'X' {

@@ -156,3 +156,71 @@ func TestTraceOff(t *testing.T) {
 		t.Errorf("traced %d events with profiling off", p.TraceEvents)
 	}
 }
+
+// TestTraceLanes: spans of two devices running at once (one goroutine
+// each) overlap in time; on one lane the viewers would cut or wrongly nest
+// them, so the second goes on a lane of its own, named, while spans that
+// follow one another share a lane.
+func TestTraceLanes(t *testing.T) {
+	fresh(t)
+	Forward(true)
+	s := time.Now()
+	run := func(site string, at time.Duration) {
+		RecordRun(&Run{Site: site, Start: s.Add(at), Upload: msd(1), Compute: msd(9),
+			Nodes: []NodeTime{{Op: "matmul", Pass: PassForward, Dur: msd(1)}}})
+	}
+	run("a", 0)
+	run("b", msd(5))  // overlaps a
+	run("c", msd(10)) // after a
+	Step(msd(20))
+	Step(msd(30)) // overlaps the step before
+	Op(PassForward, "x", msd(2))
+	Op(PassForward, "y", msd(3))
+
+	tr := readTrace(t)
+	type span struct {
+		name       string
+		start, end float64
+	}
+	lanes := map[int][]span{}
+	named := map[int]string{}
+	tidOf := map[string]int{}
+	for _, e := range tr.TraceEvents {
+		switch {
+		case e.Ph == "M" && e.Name == "thread_name":
+			var a map[string]string
+			json.Unmarshal(e.Args, &a)
+			named[e.TID] = a["name"]
+		case e.Ph == "X":
+			lanes[e.TID] = append(lanes[e.TID], span{e.Name, e.TS, e.TS + *e.Dur})
+			if e.Cat == "run" || e.Cat == "step" || e.Name == "x" || e.Name == "y" {
+				tidOf[e.Name+fmt.Sprint(len(tidOf))] = e.TID
+			}
+		}
+	}
+	// On every lane two spans nest or are disjoint.
+	for tid, ss := range lanes {
+		if named[tid] == "" {
+			t.Errorf("lane %d has %d spans and no thread_name", tid, len(ss))
+		}
+		for i, a := range ss {
+			for _, b := range ss[i+1:] {
+				disjoint := a.end <= b.start+1e-3 || b.end <= a.start+1e-3
+				nested := a.start <= b.start+1e-3 && b.end <= a.end+1e-3 || b.start <= a.start+1e-3 && a.end <= b.end+1e-3
+				if !disjoint && !nested {
+					t.Errorf("lane %d (%s): %s [%.0f %.0f] and %s [%.0f %.0f] overlap without nesting", tid, named[tid], a.name, a.start, a.end, b.name, b.start, b.end)
+				}
+			}
+		}
+	}
+	want := map[string]int{"a0": tidRuns, "b1": tidRuns + laneStride, "c2": tidRuns,
+		"step3": tidSteps, "step4": tidSteps + laneStride, "x5": tidOps, "y6": tidOps + laneStride}
+	for k, tid := range want {
+		if tidOf[k] != tid {
+			t.Errorf("span %s on lane %d, want %d (all: %v)", k, tidOf[k], tid, tidOf)
+		}
+	}
+	if named[tidRuns+laneStride] != "runs 2" {
+		t.Errorf("second run lane named %q, want \"runs 2\"", named[tidRuns+laneStride])
+	}
+}

@@ -20,10 +20,11 @@
 //
 // Read checks the whole file before returning anything: the header's length
 // (at most 100 MB, as the reference implementation), its JSON (valid UTF-8,
-// an object, no duplicate names, no unknown fields, exactly the three
-// fields per tensor), every dtype, every shape against its byte range, the
-// ranges covering the data exactly (no overlap, no gap, none outside) and
-// no byte after the data. Every such refusal wraps ErrInvalid.
+// an object, no duplicate names or keys, no unknown fields, exactly the
+// three fields per tensor, metadata of strings), every dtype, every shape
+// against its byte range, the ranges covering the data exactly (no overlap,
+// no gap, none outside) and no byte after the data. Every such refusal
+// wraps ErrInvalid.
 package safetensors
 
 import (
@@ -226,8 +227,8 @@ func parseHeader(h []byte) ([]span, map[string]string, error) {
 			return nil, nil, invalid("header: value of %q: %v", name, err)
 		}
 		if name == MetadataKey {
-			if err := json.Unmarshal(raw, &meta); err != nil {
-				return nil, nil, invalid("header: %s: want an object of strings: %v", MetadataKey, err)
+			if meta, err = parseMetadata(raw); err != nil {
+				return nil, nil, err
 			}
 			continue
 		}
@@ -274,8 +275,61 @@ func cmpU(a, b uint64) int {
 	return 0
 }
 
+// parseMetadata checks the metadata: an object of strings (or null), each
+// key once. A null value is refused, not read as "".
+func parseMetadata(raw json.RawMessage) (map[string]string, error) {
+	if k, ok := repeatedKey(raw); ok {
+		return nil, invalid("header: %s: key %q appears twice", MetadataKey, k)
+	}
+	var m map[string]*string
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, invalid("header: %s: want an object of strings: %v", MetadataKey, err)
+	}
+	if m == nil {
+		return nil, nil
+	}
+	meta := make(map[string]string, len(m))
+	for k, v := range m {
+		if v == nil {
+			return nil, invalid("header: %s: %q is null, want an object of strings", MetadataKey, k)
+		}
+		meta[k] = *v
+	}
+	return meta, nil
+}
+
+// repeatedKey returns a key that raw, a JSON object, holds more than once.
+// encoding/json keeps the last of them silently, where the reference
+// implementation refuses the header: two readers would read two files.
+func repeatedKey(raw json.RawMessage) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return "", false // not an object: decoding it says so
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		k, _ := tok.(string)
+		if seen[k] {
+			return k, true
+		}
+		seen[k] = true
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return "", false
+		}
+	}
+	return "", false
+}
+
 // parseEntry checks one tensor's entry.
 func parseEntry(name string, raw json.RawMessage) (span, error) {
+	if k, ok := repeatedKey(raw); ok {
+		return span{}, invalid("tensor %q: field %q appears twice", name, k)
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	var e entry
@@ -400,7 +454,8 @@ func F32ToBF16(x float32) uint16 {
 // that the data is aligned, as the reference implementation does), then
 // each tensor's values in its DType. It checks everything before writing
 // a byte: names unique and not MetadataKey, dtypes F32, F16 or BF16,
-// shapes of dimensions >= 0 and as many values as they hold; such errors
+// shapes of dimensions >= 0 and at most 2^52 elements (what Read accepts)
+// and as many values as they hold; such errors
 // wrap ErrInvalid.
 func Write(w io.Writer, f *File) error {
 	var h bytes.Buffer
@@ -437,6 +492,11 @@ func Write(w io.Writer, f *File) error {
 		for _, d := range t.Shape {
 			if d < 0 {
 				return fmt.Errorf("safetensors.Write: tensor %q: shape %v: %w", t.Name, t.Shape, ErrInvalid)
+			}
+			// Read's bound, checked before multiplying: a product that
+			// overflows can wrap to len(Data) ([1<<32, 1<<32] to 0).
+			if int64(d) > maxElems || d > 0 && int64(n) > maxElems/int64(d) {
+				return fmt.Errorf("safetensors.Write: tensor %q: shape %v has over 2^52 elements: %w", t.Name, t.Shape, ErrInvalid)
 			}
 			n *= d
 		}

@@ -206,6 +206,11 @@ func TestReadRejects(t *testing.T) {
 		{"huge data", file(`{"a":{"dtype":"F64","shape":[4503599627370496],"data_offsets":[0,36028797018963968]}}`, d8), "file ends in the data (8 of"},
 		{"trailing", file(ok, append(d8, 0)), "bytes after the data"},
 		{"metadata not strings", file(`{"__metadata__":{"a":1}}`, nil), "want an object of strings"},
+		// encoding/json keeps the last of repeated keys and reads null as "":
+		// these read as the F16 tensor and an empty string.
+		{"repeated field", file(`{"a":{"dtype":"F32","dtype":"F16","shape":[1],"data_offsets":[0,2]}}`, d8[:2]), `tensor "a": field "dtype" appears twice`},
+		{"repeated metadata", file(`{"__metadata__":{"k":"1","k":"2"}}`, nil), `key "k" appears twice`},
+		{"metadata null", file(`{"__metadata__":{"k":null}}`, nil), `"k" is null`},
 		{"i64 inexact", file(`{"a":{"dtype":"I64","shape":[1],"data_offsets":[0,8]}}`, binary.LittleEndian.AppendUint64(nil, 1<<24+1)), "16777217"},
 		{"i32 inexact", file(`{"a":{"dtype":"I32","shape":[1],"data_offsets":[0,4]}}`, binary.LittleEndian.AppendUint32(nil, 1<<31-1)), "2147483647"},
 	}
@@ -232,6 +237,9 @@ func TestWriteRejects(t *testing.T) {
 		{"reserved", File{Tensors: []Tensor{{Name: MetadataKey, Shape: []int{1}, Data: []float32{1}}}}, "reserved"},
 		{"count", File{Tensors: []Tensor{{Name: "a", Shape: []int{2, 2}, Data: []float32{1}}}}, "holds 4 values, Data has 1"},
 		{"negative", File{Tensors: []Tensor{{Name: "a", Shape: []int{-1}}}}, "shape [-1]"},
+		// The products wrap to 0 = len(Data): the file written was one Read refuses.
+		{"overflow", File{Tensors: []Tensor{{Name: "a", Shape: []int{1 << 32, 1 << 32}}}}, "shape [4294967296 4294967296] has over 2^52 elements"},
+		{"overflow past 0", File{Tensors: []Tensor{{Name: "a", Shape: []int{1 << 62, 4, 0}}}}, "over 2^52 elements"},
 		{"metadata utf8", File{Metadata: map[string]string{"a": "\xff"}}, "not UTF-8"},
 	}
 	for _, c := range cases {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -56,6 +57,10 @@ func demo(args []string) error {
 		if err := checkOutput(o.flag, o.path); err != nil {
 			return err
 		}
+	}
+	// One file for both: the profile overwrote the trace after "wrote trace".
+	if *trace != "" && *profJSON != "" && sameFile(*trace, *profJSON) {
+		return fmt.Errorf("-trace %s and -profile-json %s: the same file, want two", *trace, *profJSON)
 	}
 
 	dev, err := core.Open(*device)
@@ -197,6 +202,19 @@ func printProfile(device, timer, mode, trace, jsonPath string) error {
 		fmt.Println("wrote profile", jsonPath)
 	}
 	return nil
+}
+
+// sameFile reports whether paths a and b name one file: the same path once
+// made absolute, or (both existing) one file by os.SameFile.
+func sameFile(a, b string) bool {
+	aa, errA := filepath.Abs(a)
+	ab, errB := filepath.Abs(b)
+	if errA == nil && errB == nil && aa == ab {
+		return true
+	}
+	ia, errA := os.Stat(a)
+	ib, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(ia, ib)
 }
 
 func writeFile(path string, write func(io.Writer) error) error {

@@ -55,6 +55,8 @@ func TestDemoFlags(t *testing.T) {
 		{[]string{"-steps", "0"}, "-steps 0: want at least 1"},
 		{[]string{"-trace", filepath.Join(dir, "no", "t.json")}, "-trace " + filepath.Join(dir, "no", "t.json") + ": cannot be written"},
 		{[]string{"-profile-json", dir}, "-profile-json " + dir + ": is a folder"},
+		// The profile overwrote the trace just written there.
+		{[]string{"-trace", filepath.Join(dir, "p.json"), "-profile-json", filepath.Join(dir, ".", "p.json")}, "-trace " + filepath.Join(dir, "p.json") + " and -profile-json " + filepath.Join(dir, "p.json") + ": the same file"},
 		{[]string{"-steps", "3", "x", "-mode", "captured"}, `unexpected arguments ["x" "-mode" "captured"]`},
 	} {
 		err := demo(append([]string{"-device", "cpu", "-width", "8", "-depth", "1", "-batch", "4"}, tc.args...))
