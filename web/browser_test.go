@@ -206,7 +206,7 @@ func openTabAt(t *testing.T, w, h int64, script, url string) *tab {
 	t.Helper()
 	browser(t)
 	ctx, cancel := chromedp.NewContext(env.browser)
-	ctx, cancelT := context.WithTimeout(ctx, 2*time.Minute)
+	ctx, cancelT := context.WithTimeout(ctx, waitSlack*2*time.Minute)
 	t.Cleanup(func() { cancelT(); cancel() })
 	tb := &tab{ctx: ctx}
 	msgs := chromedp.Console(ctx)
@@ -273,6 +273,7 @@ func eval[T any](t *testing.T, tb *tab, expr string) T {
 // wait polls expr until it is truthy.
 func (tb *tab) wait(t *testing.T, expr string, timeout time.Duration) {
 	t.Helper()
+	timeout *= waitSlack
 	_, err := chromedp.Run(tb.ctx, chromedp.Poll[chromedp.Void](expr,
 		chromedp.WithPollingTimeout(timeout), chromedp.WithPollingInterval(100*time.Millisecond)))
 	if err != nil {
@@ -293,6 +294,13 @@ func (tb *tab) screenshot(t *testing.T, name string) {
 	}
 	t.Logf("screenshot: %s (%d KB)", path, len(png)/1024)
 }
+
+// waitSlack stretches every wait and tab deadline of these tests. They are
+// guards against a hang, not speed checks: the timeouts were set from idle
+// runs (the spiral's 300 steps take 30 s of its 90), and make test runs the
+// webgpu, browser and web packages at once on 2 cores, where a page trains
+// 2-3x slower (TestExampleSpiral timed out once so, training correctly).
+const waitSlack = 3
 
 const ready = `document.querySelector("#status").textContent.startsWith("Ready")`
 
@@ -651,7 +659,7 @@ func TestNotBuilt(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := chromedp.NewContext(env.browser)
 	defer cancel()
-	ctx, cancelT := context.WithTimeout(ctx, time.Minute)
+	ctx, cancelT := context.WithTimeout(ctx, waitSlack*time.Minute)
 	defer cancelT()
 	tb := &tab{ctx: ctx}
 	tb.do(t, chromedp.Navigate(srv.URL+"/"))
