@@ -122,8 +122,16 @@ func (d *Device) restoreMode() {
 	if st == nil || len(st.saved) == 0 {
 		panic("core: internal: a mode restored that was not entered on this goroutine")
 	}
+	inner := st.cur
 	st.cur = st.saved[len(st.saved)-1]
 	st.saved = st.saved[:len(st.saved)-1]
+	if inner.timed && st.cur.timed {
+		// The inner mode's ops were charged the time up to its mark: the
+		// outer's next op starts from there, not from the outer's older
+		// mark, which counted a composite's ops twice (a Backward whose
+		// gradients call composites attributed more than its wall time).
+		st.cur.mark = inner.mark
+	}
 	if len(st.saved) == 0 {
 		delete(d.modes, g)
 		if d.lastMode == st {

@@ -123,6 +123,42 @@ func TestProfileStagesTile(t *testing.T) {
 	}
 }
 
+// A timed mode's create time is the wall time between its ops, each span
+// counted once: the ops of a composite recorded inside it (as gradients
+// call composites in a Backward) were counted in the composite and again
+// in the next op outside it, from the outer mode's stale mark.
+func TestProfileNestedModesCountOnce(t *testing.T) {
+	dev := open(t)
+	x := dev.Tensor([]float32{1, 2}, 2)
+	defer profile.Backward(false)
+	profile.Reset()
+	profile.Backward(true)
+	const gap = 20 * time.Millisecond
+	t0 := time.Now()
+	restore := dev.enterMode(profile.PassBackward, true, true)
+	time.Sleep(gap)
+	a := Neg(x)
+	dev.Composite("Inner", func() {
+		time.Sleep(gap)
+		a = Neg(a)
+	})
+	a = Neg(a)
+	restore()
+	wall := time.Since(t0)
+	var create float64
+	for _, s := range profile.Data(profile.PassBackward).Stages {
+		if s.Stage == "create" {
+			create = s.MS
+		}
+	}
+	// Each sleep is charged once: create is at least both of them and no
+	// more than the wall time around the three ops.
+	if w := float64(wall) / 1e6; create < 2*float64(gap)/1e6 || create > w*1.001 {
+		t.Errorf("create %.2f ms for three ops over %.2f ms with two %v gaps: want between %.2f and %.2f", create, w, gap, 2*float64(gap)/1e6, w)
+	}
+	a.Release()
+}
+
 // A captured step's replays count the nodes they run as the passes'
 // operations, as recording them does in lazy mode: the reports of a
 // captured step do not say "0 operations".
