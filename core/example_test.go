@@ -162,3 +162,24 @@ func ExampleHalfTable() {
 	// HalfTable[1000 8] bf16 (device) 16000
 	// [0.33398438 2 3 4 5 6 7 1.00025555e+30 0 0 0 0 0 0 0 0]
 }
+
+// An optimizer of your own records its update inside UpdatePass: profiles
+// show its ops, and the host work between them, as the update.
+func ExampleDevice_UpdatePass() {
+	dev, _ := core.Open("cpu")
+	defer dev.Close()
+	w := dev.Param([]float32{1, 2}, 2)
+	vel, _ := dev.Zeros(2)
+	loss := core.Sum(core.Mul(w, w)) // gradient 2w
+	if err := loss.Backward(); err != nil {
+		panic(err)
+	}
+	dev.UpdatePass(func() {
+		hp := dev.Tensor([]float32{0.1, 0, 0}, 3) // lr 0.1, no momentum or decay
+		core.SGDUpdate(w, w.Grad(), vel, hp)
+	})
+	v, _ := w.Data()
+	fmt.Println(v)
+	// Output:
+	// [0.8 1.6]
+}

@@ -165,8 +165,21 @@ func (d *Device) composite(fn string) (restore func()) {
 		if m.user == "" {
 			m.user = fn
 		}
+		timeBetween(m)
 	})
 	return restore
+}
+
+// timeBetween makes m timed, from now, when profiling: inside a layer's
+// Scope or a composite the host time between ops is ag's (or the layer's)
+// work of making them - the shape checks, the Tensors allocated, the mode
+// changes - which the op's own recording did not time, so that a small
+// model's forward was mostly unattributed. A mode timed already (a
+// Backward's) keeps its mark.
+func timeBetween(m *gmode) {
+	if !m.timed && profiling() {
+		m.timed, m.mark = true, time.Now()
+	}
 }
 
 // Composite runs f with the ops this goroutine records on d reported in
@@ -187,8 +200,22 @@ func (d *Device) Scope(name string, f func()) {
 		} else {
 			m.scope += "." + name
 		}
+		timeBetween(m)
 	})
 	defer restore()
+	f()
+}
+
+// UpdatePass runs f, an optimizer's step, with the ops this goroutine
+// records on d in the update pass of profiles and gradient recording off.
+// With profiling on, the host time between those ops (the
+// hyperparameters, a schedule, the loop over the parameters) is their
+// create time, as a Backward's walk is the backward's: outside it, only
+// the recording of each op was timed, and a small model's step left most
+// of its update unattributed. nn's optimizers call it; an optimizer of
+// your own can too.
+func (d *Device) UpdatePass(f func()) {
+	defer d.enterMode(profile.PassUpdate, true, profiling())()
 	f()
 }
 

@@ -93,7 +93,9 @@ func limitScale(limit, norm *core.Tensor) *core.Tensor {
 // update records the optimizer's update with hyperparameters hp and the
 // gradients scaled by scale (nil: as they are), inside a capture.
 func (s *StepCapture) update(hp, scale *core.Tensor) {
-	if err := s.opt.Update(hp, scale); err != nil {
+	var err error
+	hp.Device().UpdatePass(func() { err = s.opt.Update(hp, scale) })
+	if err != nil {
 		panic(err)
 	}
 }

@@ -63,13 +63,23 @@ func DefaultStep(o Optimizer) error {
 	if len(ps) == 0 {
 		return fmt.Errorf("nn: %T.Step: no parameters", o)
 	}
-	next := o.StepCount() + 1
-	h := o.Hyper(next)
-	if err := o.Update(ps[0].Device().Tensor(h, len(h)), nil); err != nil {
-		return err
-	}
-	o.SetStepCount(next)
-	return nil
+	return stepWith(o, nil)
+}
+
+// stepWith records o's next update with the gradients multiplied by scale
+// (nil: as they are): the hyperparameters of step StepCount()+1 as one
+// input, then Update, in the device's update pass (core.Device.UpdatePass,
+// so that a profile attributes the step's host work to the update).
+func stepWith(o Optimizer, scale *core.Tensor) (err error) {
+	dev := o.Params()[0].Device()
+	dev.UpdatePass(func() {
+		next := o.StepCount() + 1
+		h := o.Hyper(next)
+		if err = o.Update(dev.Tensor(h, len(h)), scale); err == nil {
+			o.SetStepCount(next)
+		}
+	})
+	return err
 }
 
 // checkOptimizer checks that o's hyperparameters are usable, where it can

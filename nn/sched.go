@@ -284,12 +284,4 @@ func ClipGradNormLazy(opt Optimizer, maxNorm float32) (*core.Tensor, error) {
 }
 
 // clippedUpdate is DefaultStep with the gradients multiplied by scale.
-func clippedUpdate(o Optimizer, scale *core.Tensor) error {
-	next := o.StepCount() + 1
-	h := o.Hyper(next)
-	if err := o.Update(o.Params()[0].Device().Tensor(h, len(h)), scale); err != nil {
-		return err
-	}
-	o.SetStepCount(next)
-	return nil
-}
+func clippedUpdate(o Optimizer, scale *core.Tensor) error { return stepWith(o, scale) }
