@@ -3,6 +3,7 @@
 package app
 
 import (
+	"fmt"
 	"runtime"
 	"syscall/js"
 	"time"
@@ -11,6 +12,7 @@ import (
 	_ "github.com/ag-go/ag/backend/webgpu"
 
 	"github.com/ag-go/ag/internal/jsbridge"
+	"github.com/ag-go/ag/internal/pageapi"
 )
 
 // Run puts the page's API for spec's model on globalThis.ag, calls
@@ -38,74 +40,110 @@ func Run(spec Spec) {
 	go q.Work()
 	s := newSession(&spec, "browser")
 	s.yield = func() { time.Sleep(time.Millisecond) }
-	fn := func(f func(args []js.Value) func() (any, error)) js.Func {
-		return js.FuncOf(func(_ js.Value, args []js.Value) any { return jsbridge.Promise(q, f(args)) })
+	js.Global().Set("ag", js.ValueOf(api(q, s)))
+	if ready := js.Global().Get("agReady"); ready.Type() == js.TypeFunction {
+		ready.Invoke()
 	}
-	api := map[string]any{
+	select {}
+}
+
+// api is globalThis.ag for s's model: its methods run on q's worker. Bad
+// arguments reject at once, naming the function and the value (see
+// pageapi.Func); a function of its own so that the tests call what the
+// page calls.
+func api(q *jsbridge.Queue, s *session) map[string]any {
+	spec := s.spec
+	type job = func() (any, error)
+	fn := func(name string, f func(args []js.Value) (job, error)) js.Func { return pageapi.Func(q, name, f) }
+	return map[string]any{
 		"version": "ag app " + spec.Name + " (" + runtime.Version() + ")",
-		"app": fn(func([]js.Value) func() (any, error) {
-			return func() (any, error) { return s.info(), nil }
+		"app": fn("app", func([]js.Value) (job, error) {
+			return func() (any, error) { return s.info(), nil }, nil
 		}),
-		"devices": fn(func([]js.Value) func() (any, error) {
-			return func() (any, error) { return s.devices(), nil }
+		"devices": fn("devices", func([]js.Value) (job, error) {
+			return func() (any, error) { return s.devices(), nil }, nil
 		}),
-		"build": fn(func(args []js.Value) func() (any, error) {
-			o := jsbridge.Arg(args, 0)
+		"build": fn("build", func(args []js.Value) (job, error) {
+			known := []string{"device"}
+			for _, p := range spec.Params {
+				known = append(known, p.Name)
+			}
+			o, err := pageapi.Options("build", jsbridge.Arg(args, 0), known...)
+			if err != nil {
+				return nil, err
+			}
+			// A parameter that is no number was left at its default.
 			given := map[string]float64{}
 			for _, p := range spec.Params {
-				if o.Type() == js.TypeObject && o.Get(p.Name).Type() == js.TypeNumber {
-					given[p.Name] = o.Get(p.Name).Float()
+				if v := pageapi.Field(o, p.Name); !v.IsUndefined() && !v.IsNull() {
+					if v.Type() != js.TypeNumber {
+						return nil, fmt.Errorf("build: %s: parameter %s %s: want a number", spec.Name, p.Name, pageapi.Text(v))
+					}
+					given[p.Name] = v.Float()
 				}
 			}
-			device := "best"
-			if o.Type() == js.TypeObject && o.Get("device").Type() == js.TypeString {
-				device = o.Get("device").String()
+			device, err := pageapi.String("build", o, "device", "best")
+			if err != nil {
+				return nil, err
 			}
-			return func() (any, error) { return s.build(given, device) }
+			return func() (any, error) { return s.build(given, device) }, nil
 		}),
-		"train": fn(func(args []js.Value) func() (any, error) {
+		"train": fn("train", func(args []js.Value) (job, error) {
 			steps, err := jsbridge.Count(jsbridge.Arg(args, 0), "train: steps", 0)
 			if err != nil {
-				return func() (any, error) { return nil, err }
+				return nil, err
 			}
-			var progress func(int, float32, float64)
-			if cb := jsbridge.Arg(args, 1); cb.Type() == js.TypeFunction {
-				progress = func(step int, loss float32, ms float64) { cb.Invoke(step, loss, ms) }
+			cb, err := pageapi.NewCallback("train", jsbridge.Arg(args, 1), &s.stop)
+			if err != nil {
+				return nil, err
 			}
-			every := 1
-			if o := jsbridge.Arg(args, 2); o.Type() == js.TypeObject {
-				if every, err = jsbridge.Count(o.Get("every"), "train: every", 1); err != nil {
-					return func() (any, error) { return nil, err }
+			o, err := pageapi.Options("train", jsbridge.Arg(args, 2), "every")
+			if err != nil {
+				return nil, err
+			}
+			every, err := jsbridge.Count(pageapi.Field(o, "every"), "train: every", 1)
+			if err != nil {
+				return nil, err
+			}
+			return func() (any, error) {
+				r, err := s.train(steps, every, cb.Progress())
+				if err == nil && cb.Err() != nil {
+					return nil, fmt.Errorf("train: %w; stopped there, %d steps trained since build", cb.Err(), r.Total)
 				}
+				return r, err
+			}, nil
+		}),
+		"eval": fn("eval", func([]js.Value) (job, error) {
+			return func() (any, error) { return s.eval() }, nil
+		}),
+		"sample": fn("sample", func([]js.Value) (job, error) {
+			return func() (any, error) { return s.sample() }, nil
+		}),
+		"profile": fn("profile", func(args []js.Value) (job, error) {
+			o, err := pageapi.Options("profile", jsbridge.Arg(args, 0), "mode", "steps")
+			if err != nil {
+				return nil, err
 			}
-			return func() (any, error) { return s.train(steps, every, progress) }
-		}),
-		"eval": fn(func([]js.Value) func() (any, error) {
-			return func() (any, error) { return s.eval() }
-		}),
-		"sample": fn(func([]js.Value) func() (any, error) {
-			return func() (any, error) { return s.sample() }
-		}),
-		"profile": fn(func(args []js.Value) func() (any, error) {
-			o := jsbridge.Arg(args, 0)
-			mode, steps := ModeCaptured, 5
-			if o.Type() == js.TypeObject {
-				if v := o.Get("mode"); v.Type() == js.TypeString {
-					mode = v.String()
-				}
-				var err error
-				if steps, err = jsbridge.Count(o.Get("steps"), "profile: steps", 5); err != nil {
-					return func() (any, error) { return nil, err }
-				}
+			mode, err := pageapi.String("profile", o, "mode", ModeCaptured)
+			if err != nil {
+				return nil, err
 			}
-			return func() (any, error) { return s.profile(mode, steps) }
+			steps, err := jsbridge.Count(pageapi.Field(o, "steps"), "profile: steps", 5)
+			if err != nil {
+				return nil, err
+			}
+			return func() (any, error) { return s.profile(mode, steps) }, nil
 		}),
-		"trace": fn(func(args []js.Value) func() (any, error) {
+		"trace": fn("trace", func(args []js.Value) (job, error) {
 			mode := ""
-			if a := jsbridge.Arg(args, 0); a.Type() == js.TypeString {
+			switch a := jsbridge.Arg(args, 0); a.Type() {
+			case js.TypeString:
 				mode = a.String()
+			case js.TypeUndefined, js.TypeNull:
+			default:
+				return nil, fmt.Errorf("trace: mode %s: want a string or nothing", pageapi.Text(a))
 			}
-			return func() (any, error) { return s.traceJSON(mode) }
+			return func() (any, error) { return s.traceJSON(mode) }, nil
 		}),
 		// stop is no Promise: it must act while the worker is busy training.
 		"stop": js.FuncOf(func(js.Value, []js.Value) any {
@@ -113,9 +151,4 @@ func Run(spec Spec) {
 			return nil
 		}),
 	}
-	js.Global().Set("ag", js.ValueOf(api))
-	if ready := js.Global().Get("agReady"); ready.Type() == js.TypeFunction {
-		ready.Invoke()
-	}
-	select {}
 }

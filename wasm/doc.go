@@ -14,7 +14,11 @@
 // backend waits on JS promises, which would deadlock a callback. Errors
 // reject the Promise with an Error holding the Go error text. Counts
 // (train's steps and every) must be whole numbers: NaN, 2.5 or "10" reject
-// the call, naming the value.
+// the call, naming the value. So do build's width, depth and batch; lr is a
+// number in (0, 1]; an option that is misspelt or of the wrong type, an
+// options argument that is no object, an onProgress that is no function
+// reject at once (undefined and null are the defaults). An onProgress that
+// throws stops the train at its next read and rejects naming the step.
 //
 // A read of the loss waits a round trip to the GPU process (2-4 ms in
 // Chromium, whatever the step's size); the steps between reads are

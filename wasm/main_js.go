@@ -3,6 +3,7 @@
 package main
 
 import (
+	"fmt"
 	"runtime"
 	"syscall/js"
 	"time"
@@ -11,6 +12,7 @@ import (
 	_ "github.com/ag-go/ag/backend/webgpu"
 
 	"github.com/ag-go/ag/internal/jsbridge"
+	"github.com/ag-go/ag/internal/pageapi"
 )
 
 func main() {
@@ -20,61 +22,101 @@ func main() {
 	// time.Sleep parks the worker, so the runtime returns to the event loop
 	// and the browser can paint progress between pure-Go steps.
 	s.yield = func() { time.Sleep(time.Millisecond) }
+	js.Global().Set("ag", js.ValueOf(api(q, s)))
+	if ready := js.Global().Get("agReady"); ready.Type() == js.TypeFunction {
+		ready.Invoke()
+	}
+	select {} // keep the functions alive
+}
 
-	api := map[string]any{
+// api is globalThis.ag: s's methods run on q's worker. A function of its
+// own so that the tests call the functions the page calls.
+func api(q *jsbridge.Queue, s *session) map[string]any {
+	fn := func(name string, f func(args []js.Value) (func() (any, error), error)) js.Func {
+		return pageapi.Func(q, name, f)
+	}
+	return map[string]any{
 		"version": "ag wasm (" + runtime.Version() + ")",
-		"devices": js.FuncOf(func(_ js.Value, _ []js.Value) any {
-			return jsbridge.Promise(q, func() (any, error) { return devices(s), nil })
+		"devices": fn("devices", func([]js.Value) (func() (any, error), error) {
+			return func() (any, error) { return devices(s), nil }, nil
 		}),
-		"build": js.FuncOf(func(_ js.Value, args []js.Value) any {
-			o := jsbridge.Arg(args, 0)
-			cfg := BuildConfig{
-				Width: int(jsbridge.Num(o, "width", 0)), Depth: int(jsbridge.Num(o, "depth", 0)), Batch: int(jsbridge.Num(o, "batch", 0)),
-				LR: jsbridge.Num(o, "lr", 0), Device: jsbridge.Str(o, "device", "best"),
+		"build": fn("build", func(args []js.Value) (func() (any, error), error) {
+			o, err := pageapi.Options("build", jsbridge.Arg(args, 0), "width", "depth", "batch", "lr", "device")
+			if err != nil {
+				return nil, err
 			}
-			return jsbridge.Promise(q, func() (any, error) { return s.build(cfg) })
+			// 0 (absent) is each field's default, see session.build.
+			var cfg BuildConfig
+			for _, f := range []struct {
+				key string
+				to  *int
+			}{{"width", &cfg.Width}, {"depth", &cfg.Depth}, {"batch", &cfg.Batch}} {
+				if *f.to, err = pageapi.Whole("build", o, f.key, 0); err != nil {
+					return nil, err
+				}
+			}
+			if cfg.LR, err = pageapi.Number("build", o, "lr", 0); err != nil {
+				return nil, err
+			}
+			if cfg.Device, err = pageapi.String("build", o, "device", "best"); err != nil {
+				return nil, err
+			}
+			return func() (any, error) { return s.build(cfg) }, nil
 		}),
-		"train": js.FuncOf(func(_ js.Value, args []js.Value) any {
+		"train": fn("train", func(args []js.Value) (func() (any, error), error) {
 			steps, err := jsbridge.Count(jsbridge.Arg(args, 0), "train: steps", 0)
 			if err != nil {
-				return jsbridge.Promise(q, func() (any, error) { return nil, err })
+				return nil, err
 			}
-			cb := jsbridge.Arg(args, 1)
-			var progress func(int, float32, float64)
-			if cb.Type() == js.TypeFunction {
-				progress = func(step int, loss float32, ms float64) { cb.Invoke(step, loss, ms) }
+			cb, err := pageapi.NewCallback("train", jsbridge.Arg(args, 1), &s.stop)
+			if err != nil {
+				return nil, err
 			}
-			// A mode that is not a string reaches train as its JS text
-			// ("<number: 5>"), which train refuses, naming it.
-			mode, every := ModeLazy, 1
-			if o := jsbridge.Arg(args, 2); o.Type() == js.TypeObject {
-				if !o.Get("mode").IsUndefined() {
-					mode = o.Get("mode").String()
+			o, err := pageapi.Options("train", jsbridge.Arg(args, 2), "mode", "every")
+			if err != nil {
+				return nil, err
+			}
+			mode, err := pageapi.String("train", o, "mode", ModeLazy)
+			if err != nil {
+				return nil, err
+			}
+			every, err := jsbridge.Count(pageapi.Field(o, "every"), "train: every", 1)
+			if err != nil {
+				return nil, err
+			}
+			return func() (any, error) {
+				r, err := s.train(steps, mode, every, cb.Progress())
+				if err == nil && cb.Err() != nil {
+					return nil, fmt.Errorf("train: %w; stopped there, %d steps trained since build", cb.Err(), r.Total)
 				}
-				var err error
-				if every, err = jsbridge.Count(o.Get("every"), "train: every", 1); err != nil {
-					return jsbridge.Promise(q, func() (any, error) { return nil, err })
-				}
-			}
-			return jsbridge.Promise(q, func() (any, error) { return s.train(steps, mode, every, progress) })
+				return r, err
+			}, nil
 		}),
-		"profile": js.FuncOf(func(_ js.Value, args []js.Value) any {
-			o := jsbridge.Arg(args, 0)
-			mode, steps := jsbridge.Str(o, "mode", ModeCaptured), 5
-			if o.Type() == js.TypeObject {
-				var err error
-				if steps, err = jsbridge.Count(o.Get("steps"), "profile: steps", 5); err != nil {
-					return jsbridge.Promise(q, func() (any, error) { return nil, err })
-				}
+		"profile": fn("profile", func(args []js.Value) (func() (any, error), error) {
+			o, err := pageapi.Options("profile", jsbridge.Arg(args, 0), "mode", "steps")
+			if err != nil {
+				return nil, err
 			}
-			return jsbridge.Promise(q, func() (any, error) { return s.profile(mode, steps) })
+			mode, err := pageapi.String("profile", o, "mode", ModeCaptured)
+			if err != nil {
+				return nil, err
+			}
+			steps, err := jsbridge.Count(pageapi.Field(o, "steps"), "profile: steps", 5)
+			if err != nil {
+				return nil, err
+			}
+			return func() (any, error) { return s.profile(mode, steps) }, nil
 		}),
-		"trace": js.FuncOf(func(_ js.Value, args []js.Value) any {
+		"trace": fn("trace", func(args []js.Value) (func() (any, error), error) {
 			mode := ""
-			if a := jsbridge.Arg(args, 0); a.Type() == js.TypeString {
+			switch a := jsbridge.Arg(args, 0); a.Type() {
+			case js.TypeString:
 				mode = a.String()
+			case js.TypeUndefined, js.TypeNull:
+			default:
+				return nil, fmt.Errorf("trace: mode %s: want a string or nothing", pageapi.Text(a))
 			}
-			return jsbridge.Promise(q, func() (any, error) { return s.traceJSON(mode) })
+			return func() (any, error) { return s.traceJSON(mode) }, nil
 		}),
 		// stop is no Promise: it must act while the worker is busy training.
 		"stop": js.FuncOf(func(_ js.Value, _ []js.Value) any {
@@ -82,9 +124,4 @@ func main() {
 			return nil
 		}),
 	}
-	js.Global().Set("ag", js.ValueOf(api))
-	if ready := js.Global().Get("agReady"); ready.Type() == js.TypeFunction {
-		ready.Invoke()
-	}
-	select {} // keep the functions alive
 }

@@ -139,6 +139,11 @@ func (s *session) build(cfg BuildConfig) (BuildInfo, error) {
 	if cfg.LR == 0 {
 		cfg.LR = 1e-2
 	}
+	// NaN and infinities included: a NaN lr built a model that failed at
+	// its first step, after the answer naming it failed to encode.
+	if !(cfg.LR > 0 && cfg.LR <= 1) {
+		return BuildInfo{}, fmt.Errorf("build: lr %v: want a number in (0, 1]", cfg.LR)
+	}
 	if cfg.Width < 1 || cfg.Depth < 1 || cfg.Batch < 1 || cfg.Width > 4096 || cfg.Depth > 64 || cfg.Batch > 4096 {
 		return BuildInfo{}, fmt.Errorf("build: width %d, depth %d, batch %d: want 1..4096, 1..64, 1..4096", cfg.Width, cfg.Depth, cfg.Batch)
 	}

@@ -1,10 +1,15 @@
 package pageapi
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"sync/atomic"
 	"time"
 )
+
+// ErrDiverged ends a Train whose loss read back was NaN or infinite.
+var ErrDiverged = errors.New("training diverged (a smaller learning rate may help); stopped there")
 
 // MaxEvery bounds ag.train's every, as its steps are bounded.
 const MaxEvery = 100000
@@ -104,18 +109,26 @@ func (t Train) Run() (TrainResult, error) {
 	}
 	// report records a read group of n steps, read at step number step.
 	read := 0
-	report := func(step, n int, loss float32, ms float64) {
+	// A loss of NaN or an infinity is reported to Progress (the page
+	// plots it) and ends the call with ErrDiverged: every later step would
+	// be NaN too, and the answer, JSON, has no NaN to carry it in (it
+	// failed to encode, losing the whole result).
+	report := func(step, n int, loss float32, ms float64) error {
 		for range n {
 			out.StepMS = append(out.StepMS, ms)
+		}
+		if t.Progress != nil {
+			t.Progress(step, loss, ms)
+		}
+		if f := float64(loss); math.IsNaN(f) || math.IsInf(f, 0) {
+			return fmt.Errorf("step %d: the loss is %v: %w", step, loss, ErrDiverged)
 		}
 		if read == 0 {
 			out.FirstLoss = float64(loss)
 		}
 		read++
 		out.LastLoss = float64(loss)
-		if t.Progress != nil {
-			t.Progress(step, loss, ms)
-		}
+		return nil
 	}
 	// With Later: the reads in flight, oldest first, the steps they and
 	// the ones before them account for (done), and when the last wait
@@ -141,7 +154,14 @@ func (t Train) Run() (TrainResult, error) {
 		lastWait = now
 		groupTime = (groupTime*time.Duration(read) + dt) / time.Duration(read+1)
 		done += f.n
-		report(f.step, f.n, loss, MS(dt)/float64(f.n))
+		if err := report(f.step, f.n, loss, MS(dt)/float64(f.n)); err != nil {
+			out.Steps = done
+			for _, g := range queue {
+				g.loss.Item()
+			}
+			queue = nil
+			return err
+		}
 		return nil
 	}
 	depth := func() int {
@@ -198,7 +218,9 @@ func (t Train) Run() (TrainResult, error) {
 		}
 		if t.Later == nil {
 			done = out.Steps
-			report(t.First+out.Steps-1, n, loss, MS(time.Since(t0))/float64(n))
+			if err := report(t.First+out.Steps-1, n, loss, MS(time.Since(t0))/float64(n)); err != nil {
+				return end(err)
+			}
 			continue
 		}
 		for len(queue) > depth() {

@@ -3,6 +3,7 @@ package pageapi
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -131,3 +132,46 @@ func TestTrainLater(t *testing.T) {
 type fakeLoss func() (float32, error)
 
 func (f fakeLoss) Item() (float32, error) { return f() }
+
+// A loss read back as NaN or an infinity is reported to Progress and ends
+// the call with ErrDiverged, naming the step; the steps run are counted
+// and the reads in flight waited for. Before, the answer failed to encode
+// (JSON has no NaN) and the whole result was lost.
+func TestTrainDiverged(t *testing.T) {
+	inf := float32(math.Inf(1))
+	for _, bad := range []float32{float32(math.NaN()), inf, -inf} {
+		for _, later := range []bool{false, true} {
+			n := 10
+			losses := func() (float32, error) {
+				n++
+				if n >= 15 {
+					return bad, nil
+				}
+				return float32(n), nil
+			}
+			var seen []int
+			inFlight := 0
+			tr := Train{Steps: 20, Every: 2, First: 11,
+				Unread:   func() error { n++; return nil },
+				Progress: func(step int, loss float32, ms float64) { seen = append(seen, step) },
+			}
+			if later {
+				tr.Later = func() (Loss, error) {
+					l, err := losses()
+					inFlight++
+					return fakeLoss(func() (float32, error) { inFlight--; return l, err }), nil
+				}
+			} else {
+				tr.Read = losses
+			}
+			r, err := tr.Run()
+			if !errors.Is(err, ErrDiverged) || !strings.Contains(err.Error(), fmt.Sprintf("step 16: the loss is %v", bad)) {
+				t.Errorf("loss %v (later %t): error %v, want ErrDiverged naming step 16", bad, later, err)
+			}
+			if r.Steps < 6 || r.Total != 10+r.Steps || r.LastLoss != 14 || seen[len(seen)-1] != 16 || inFlight != 0 {
+				t.Errorf("loss %v (later %t): result %+v, progress at %v, %d reads in flight; want 6 or more steps counted, the last finite loss 14, step 16 reported, none in flight",
+					bad, later, r, seen, inFlight)
+			}
+		}
+	}
+}
