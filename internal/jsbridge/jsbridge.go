@@ -102,30 +102,6 @@ func run(job func() (any, error)) (v any, err error) {
 	return job()
 }
 
-// Num reads a numeric field of a JS object (def when absent).
-func Num(o js.Value, key string, def float64) float64 {
-	if o.Type() != js.TypeObject {
-		return def
-	}
-	v := o.Get(key)
-	if v.Type() != js.TypeNumber {
-		return def
-	}
-	return v.Float()
-}
-
-// Str reads a string field of a JS object (def when absent).
-func Str(o js.Value, key, def string) string {
-	if o.Type() != js.TypeObject {
-		return def
-	}
-	v := o.Get(key)
-	if v.Type() != js.TypeString {
-		return def
-	}
-	return v.String()
-}
-
 // Arg is args[i], or undefined past the end.
 func Arg(args []js.Value, i int) js.Value {
 	if i < len(args) {
