@@ -6,42 +6,16 @@ import (
 	"strings"
 	"syscall/js"
 	"testing"
-	"time"
 
 	"github.com/ag-go/ag/core"
 	"github.com/ag-go/ag/internal/jsbridge"
+	"github.com/ag-go/ag/internal/jstest"
 )
 
 // count is a Trainer whose loss is its step count.
 type count struct{ n int }
 
 func (c *count) Step() (float32, error) { c.n++; return float32(c.n), nil }
-
-func call(t *testing.T, ag js.Value, name string, args ...any) (js.Value, string) {
-	t.Helper()
-	type settled struct {
-		v   js.Value
-		err string
-	}
-	ch := make(chan settled, 1)
-	ok := js.FuncOf(func(_ js.Value, a []js.Value) any { ch <- settled{v: a[0]}; return nil })
-	fail := js.FuncOf(func(_ js.Value, a []js.Value) any {
-		ch <- settled{err: "rejected: " + a[0].Get("message").String()}
-		return nil
-	})
-	defer ok.Release()
-	defer fail.Release()
-	ag.Get(name).Invoke(args...).Call("then", ok, fail)
-	select {
-	case s := <-ch:
-		return s.v, s.err
-	case <-time.After(60 * time.Second):
-		t.Fatalf("ag.%s did not settle in 60 s", name)
-		return js.Undefined(), ""
-	}
-}
-
-func jsEval(src string) js.Value { return js.Global().Get("Function").New("return " + src).Invoke() }
 
 // TestRunAPIRefuses: the functions Run puts on globalThis.ag reject bad
 // arguments naming the function and the value (a parameter given as a
@@ -54,7 +28,7 @@ func TestRunAPIRefuses(t *testing.T) {
 	q := jsbridge.NewQueue()
 	go q.Work()
 	ag := js.ValueOf(api(q, newSession(spec, "browser")))
-	if _, err := call(t, ag, "build", jsEval(`{width: 2, device: "cpu"}`)); err != "" {
+	if _, err := jstest.Call(t, ag, "build", jstest.Eval(`{width: 2, device: "cpu"}`)); err != "" {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -62,26 +36,26 @@ func TestRunAPIRefuses(t *testing.T) {
 		args []any
 		want string
 	}{
-		{"build", []any{jsEval(`{width: "8"}`)}, "build: count: parameter width 8: want a number"},
-		{"build", []any{jsEval(`{widht: 8}`)}, `build: unknown option "widht"`},
-		{"build", []any{jsEval(`{width: 2.5}`)}, "build: count: parameter width = 2.5"},
-		{"build", []any{jsEval(`{device: 5}`)}, "build: device 5"},
-		{"build", []any{jsEval(`{get width() { throw new Error("getter") }}`)}, "build: reading the arguments: JavaScript error: getter"},
-		{"train", []any{3, jsEval(`{every: 2}`)}, "train: onProgress [object Object]"},
-		{"train", []any{3, nil, jsEval(`{mode: "lazy"}`)}, `train: unknown option "mode"`},
-		{"train", []any{3, nil, jsEval(`{get every() { throw new Error("getter") }}`)}, "train: reading the arguments: JavaScript error: getter"},
-		{"profile", []any{jsEval(`{mode: 5}`)}, "profile: mode 5"},
+		{"build", []any{jstest.Eval(`{width: "8"}`)}, "build: count: parameter width 8: want a number"},
+		{"build", []any{jstest.Eval(`{widht: 8}`)}, `build: unknown option "widht"`},
+		{"build", []any{jstest.Eval(`{width: 2.5}`)}, "build: count: parameter width = 2.5"},
+		{"build", []any{jstest.Eval(`{device: 5}`)}, "build: device 5"},
+		{"build", []any{jstest.Eval(`{get width() { throw new Error("getter") }}`)}, "build: reading the arguments: JavaScript error: getter"},
+		{"train", []any{3, jstest.Eval(`{every: 2}`)}, "train: onProgress [object Object]"},
+		{"train", []any{3, nil, jstest.Eval(`{mode: "lazy"}`)}, `train: unknown option "mode"`},
+		{"train", []any{3, nil, jstest.Eval(`{get every() { throw new Error("getter") }}`)}, "train: reading the arguments: JavaScript error: getter"},
+		{"profile", []any{jstest.Eval(`{mode: 5}`)}, "profile: mode 5"},
 		{"trace", []any{5}, "trace: mode 5"},
 	} {
-		if _, err := call(t, ag, c.fn, c.args...); !strings.HasPrefix(err, "rejected: "+c.want) {
+		if _, err := jstest.Call(t, ag, c.fn, c.args...); !strings.HasPrefix(err, "rejected: "+c.want) {
 			t.Errorf("ag.%s(%v): %q, want a rejection starting %q", c.fn, c.args, err, c.want)
 		}
 	}
-	_, err := call(t, ag, "train", 10, jsEval(`function (step) { if (step == 3) throw new Error("boom") }`))
+	_, err := jstest.Call(t, ag, "train", 10, jstest.Eval(`function (step) { if (step == 3) throw new Error("boom") }`))
 	if !strings.HasPrefix(err, "rejected: train: onProgress threw at step 3: JavaScript error: boom; stopped there, 3 steps trained since build") {
 		t.Fatalf("train with a throwing onProgress: %q", err)
 	}
-	if r, err := call(t, ag, "train", 2); err != "" || r.Get("total").Int() != 5 || r.Get("last_loss").Int() != 5 {
+	if r, err := jstest.Call(t, ag, "train", 2); err != "" || r.Get("total").Int() != 5 || r.Get("last_loss").Int() != 5 {
 		t.Fatalf("train after it: %v, result %v", err, js.Global().Get("JSON").Call("stringify", r))
 	}
 }

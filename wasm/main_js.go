@@ -93,28 +93,16 @@ func api(q *jsbridge.Queue, s *session) map[string]any {
 			}, nil
 		}),
 		"profile": fn("profile", func(args []js.Value) (func() (any, error), error) {
-			o, err := pageapi.Options("profile", jsbridge.Arg(args, 0), "mode", "steps")
-			if err != nil {
-				return nil, err
-			}
-			mode, err := pageapi.String("profile", o, "mode", ModeCaptured)
-			if err != nil {
-				return nil, err
-			}
-			steps, err := jsbridge.Count(pageapi.Field(o, "steps"), "profile: steps", 5)
+			mode, steps, err := pageapi.ProfileArgs(args, ModeCaptured)
 			if err != nil {
 				return nil, err
 			}
 			return func() (any, error) { return s.profile(mode, steps) }, nil
 		}),
 		"trace": fn("trace", func(args []js.Value) (func() (any, error), error) {
-			mode := ""
-			switch a := jsbridge.Arg(args, 0); a.Type() {
-			case js.TypeString:
-				mode = a.String()
-			case js.TypeUndefined, js.TypeNull:
-			default:
-				return nil, fmt.Errorf("trace: mode %s: want a string or nothing", pageapi.Text(a))
+			mode, err := pageapi.TraceArg(args)
+			if err != nil {
+				return nil, err
 			}
 			return func() (any, error) { return s.traceJSON(mode) }, nil
 		}),

@@ -169,3 +169,30 @@ func (c *Callback) Err() error {
 	}
 	return c.err
 }
+
+// ProfileArgs reads ag.profile's argument {mode, steps} in both builds:
+// mode defMode and 5 steps unless given.
+func ProfileArgs(args []js.Value, defMode string) (mode string, steps int, err error) {
+	o, err := Options("profile", jsbridge.Arg(args, 0), "mode", "steps")
+	if err != nil {
+		return "", 0, err
+	}
+	if mode, err = String("profile", o, "mode", defMode); err != nil {
+		return "", 0, err
+	}
+	steps, err = jsbridge.Count(Field(o, "steps"), "profile: steps", 5)
+	return mode, steps, err
+}
+
+// TraceArg reads ag.trace's argument in both builds: a mode, or nothing
+// ("").
+func TraceArg(args []js.Value) (string, error) {
+	switch a := jsbridge.Arg(args, 0); a.Type() {
+	case js.TypeString:
+		return a.String(), nil
+	case js.TypeUndefined, js.TypeNull:
+		return "", nil
+	default:
+		return "", fmt.Errorf("trace: mode %s: want a string or nothing", Text(a))
+	}
+}
