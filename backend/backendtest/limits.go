@@ -259,6 +259,23 @@ func limitSoftmax() []limitCase {
 			})
 			cs = append(cs, b.done())
 		}
+		// A row whose exps are not whole: each of 256 lanes adds 2^14 of
+		// them, which webgpu's single running sum got 4e-5 wrong.
+		const C = 1 << 22
+		x := func(i int) float32 { return -float32(i%7) * 0.37 }
+		sum := 0.0
+		for c := range C {
+			sum += math.Exp(float64(x(c)))
+		}
+		b := newLimit(fmt.Sprintf("%v/inexact-%d", op, C), op.String()+"/long-row")
+		a := b.arg(x, 1, C)
+		b.out(b.op(backend.Node{Op: op, Shape: []int{1, C}}, a), func(i int) float64 {
+			if op == backend.OpLogSoftmax {
+				return float64(x(i)) - math.Log(sum)
+			}
+			return math.Exp(float64(x(i))) / sum
+		})
+		cs = append(cs, b.done())
 	}
 	return cs
 }
@@ -316,6 +333,24 @@ func limitRows() []limitCase {
 		x := b.arg(idx, wideRows)
 		b.out(b.op(backend.Node{Op: backend.OpGetRows, Shape: []int{wideRows, 8}}, t, x),
 			func(o int) float64 { return float64(clampRow(idx(o/8), rows)*8 + o%8) })
+		cs = append(cs, b.done())
+	}
+	{
+		// A table past 2^25 rows. From 2^23 on f32 holds only whole
+		// numbers, and floor(x + 0.5) (webgpu's rounding) took the odd ones
+		// to the next even row. Past 2^24 float32(rows-1) may round up past
+		// the end, and ggml clamped an index there (ggml-cpu aborted,
+		// ggml-vulkan read 0): the rows from 2^25 on hold one value, as
+		// indices are exact only below 2^24 (ir.go), but every backend must
+		// stay inside the table.
+		const rows = 1<<25 + 7
+		near := []float32{1<<23 + 1, 1<<23 + 3, 1<<23 + 5, 1<<23 - 1, 1 << 23, 1e30, 1<<25 + 6, 6, 0.5}
+		idx := func(i int) float32 { return near[i%len(near)] }
+		b := newLimit("get_rows/past-2^25-rows", "exact")
+		t := b.arg(func(i int) float32 { return float32(min(i, 1<<25)) }, rows, 1)
+		x := b.arg(idx, 4*len(near))
+		b.out(b.op(backend.Node{Op: backend.OpGetRows, Shape: []int{4 * len(near), 1}}, t, x),
+			func(o int) float64 { return float64(min(clampRow(idx(o), rows), 1<<25)) })
 		cs = append(cs, b.done())
 	}
 	{

@@ -367,9 +367,11 @@ func specialRows() opCase {
 	}}
 }
 
-// specialIndices are indices that clamp: NaN counts as 0.
+// specialIndices are indices that clamp (NaN counts as 0) and that round,
+// halves away from zero (ggml's i32 cast truncated 0.5 and 1.5 to 0 and 1;
+// webgpu's floor(x + 0.5) rounded 0.49999997 up to 1).
 var specialIndices = []float32{nan32, inf32, -inf32, float32(math.Copysign(0, -1)), 1e30, -1e30,
-	math.SmallestNonzeroFloat32, 2, 0, 4}
+	math.SmallestNonzeroFloat32, 2, 0, 4, 0.5, 1.5, -0.5, 0.49999997, 1.4999999, 2.5}
 
 // scatterInst scatter-adds a source of whole numbers (every sum is exact)
 // by idx into rows rows; with specials the source holds NaN and infinities,

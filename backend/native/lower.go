@@ -112,7 +112,7 @@ func tensorsFor(n *backend.Node) int {
 		return 64 // the composite path, its mask and a long-K split (attention.go)
 	case backend.OpSGD:
 		return 24
-	case backend.OpPowConst, backend.OpOneHot, backend.OpScatterAddRows, backend.OpLogSoftmax, backend.OpInside, backend.OpMax, backend.OpMaximum, backend.OpKeep, backend.OpMatMul, backend.OpSum:
+	case backend.OpPowConst, backend.OpGetRows, backend.OpOneHot, backend.OpScatterAddRows, backend.OpLogSoftmax, backend.OpInside, backend.OpMax, backend.OpMaximum, backend.OpKeep, backend.OpMatMul, backend.OpSum:
 		return 24
 	default:
 		return 16
@@ -666,7 +666,14 @@ func (l *lowering) lowerNode(i int, n *backend.Node) (tensor, []tensor, error) {
 		r := len(n.Shape)
 		w := ne(n.Shape)
 		off := C.size_t(n.Start) * x.nb[r-1]
-		return C.ggml_view_4d(ctx, x, w[0], w[1], w[2], w[3], x.nb[1], x.nb[2], x.nb[3], off), nil, nil
+		// The strides past the sliced (outermost) axis are the view's own
+		// extents, not x's: ggml_scale_bias asserts ggml_is_padded_1d, which
+		// reads them even where ne is 1, and aborted the process on x's.
+		nb := x.nb
+		for k := r; k < 4; k++ {
+			nb[k] = nb[k-1] * C.size_t(w[k-1])
+		}
+		return C.ggml_view_4d(ctx, x, w[0], w[1], w[2], w[3], nb[1], nb[2], nb[3], off), nil, nil
 	case n.Op == backend.OpConcatRows:
 		return C.ggml_concat(ctx, l.in(n, 0), l.in(n, 1), C.int(len(n.Shape)-1)), nil, nil
 	case n.Op == backend.OpGetRows:
@@ -725,25 +732,42 @@ func (l *lowering) lowerRand(n *backend.Node) (tensor, []tensor, error) {
 	return t, nil, nil
 }
 
-// indices clamps f32 indices to 0..rows-1 and truncates them to whole
-// numbers through an i32 cast, as the seed's ag_buffer does before get_rows.
-// It returns both the whole-number f32 values and the i32 tensor. ggml's own
-// relu turns NaN (and negatives) into 0 on both devices, which is what ir.go
-// asks of a NaN index (ggml-vulkan's clamp would keep the NaN, and an i32
-// cast of NaN is undefined); the clamp works in place on relu's result.
+// indices clamps f32 indices to 0..rows-1 and rounds them to whole numbers,
+// halves away from zero as reference.ClampIndex does. It returns both the
+// whole-number f32 values and the i32 tensor. ggml's own relu turns NaN (and
+// negatives) into 0 on both devices, which is what ir.go asks of a NaN index
+// (ggml-vulkan's clamp would keep the NaN, and an i32 cast of NaN is
+// undefined); the clamp works in place on relu's result.
 func (l *lowering) indices(idx tensor, rows int) (f32, i32 tensor) {
 	key := idxKey{idx, rows}
 	if m, ok := l.idxmemo[key]; ok {
 		return m[0], m[1]
 	}
-	c := C.ggml_clamp(l.ctx, C.ggml_relu(l.ctx, idx), 0, C.float(rows-1))
-	i32 = C.ggml_cast(l.ctx, c, C.GGML_TYPE_I32)
-	f32 = C.ggml_cast(l.ctx, i32, C.GGML_TYPE_F32)
+	c := l.clampIndex(idx, rows)
+	// An i32 cast truncates, and ggml_round is floor(x + 0.5) on
+	// ggml-vulkan (odd whole numbers from 2^23 round up): c >= 0, so
+	// round(c) is trunc(c) + [c - trunc(c) >= 0.5], the fraction exact.
+	t := C.ggml_cast(l.ctx, C.ggml_cast(l.ctx, c, C.GGML_TYPE_I32), C.GGML_TYPE_F32)
+	below := l.positive(l.scaleBias(C.ggml_sub(l.ctx, c, t), -1, 0.5)) // fraction < 0.5
+	f32 = C.ggml_add(l.ctx, t, l.scaleBias(below, -1, 1))
+	i32 = C.ggml_cast(l.ctx, f32, C.GGML_TYPE_I32)
 	if l.idxmemo == nil {
 		l.idxmemo = map[idxKey][2]tensor{}
 	}
 	l.idxmemo[key] = [2]tensor{f32, i32}
 	return f32, i32
+}
+
+// clampIndex is relu(idx) clamped to 0..rows-1 (see indices), not rounded.
+// The bound is the largest f32 not above rows-1: from 2^24 rows on,
+// float32(rows-1) may round up to rows or past it, and get_rows then
+// aborted the process (ggml-cpu's assert) or read outside the table.
+func (l *lowering) clampIndex(idx tensor, rows int) tensor {
+	hi := float32(rows - 1)
+	if int(hi) > rows-1 {
+		hi = math.Nextafter32(hi, 0)
+	}
+	return C.ggml_clamp(l.ctx, C.ggml_relu(l.ctx, idx), 0, C.float(hi))
 }
 
 // transposed is a contiguous copy of x with ne0 and ne1 swapped, made once
@@ -1083,14 +1107,15 @@ func (l *lowering) maximum(a, b tensor) tensor {
 // two rows of one element, and a batched get_rows (one table per element)
 // picks row 1 where a is ±0 and row 0 elsewhere. The row index is 1 -
 // |a|*2^149, made by two scales (|a|*2^127 is at least 2^-22 for every
-// nonzero a, subnormals included), which indices clamps to 0..1: 1 at ±0,
+// nonzero a, subnormals included), which clampIndex clamps to 0..1: 1 at ±0,
 // 0 for a nonzero a, and 0 for NaN (relu turns NaN into 0 there).
 func (l *lowering) keep(a, b tensor) tensor {
 	ctx := l.ctx
 	ne := b.ne
 	n := C.int64_t(ne[0] * ne[1] * ne[2] * ne[3])
 	mag := l.scaleBias(l.scaleBias(C.ggml_abs(ctx, a), 0x1p127, 0), -0x1p22, 1)
-	_, idx := l.indices(C.ggml_reshape_2d(ctx, C.ggml_cont(ctx, mag), 1, n), 2)
+	// mag is 1 or at most 0: clamped, it is whole already (no rounding)
+	idx := C.ggml_cast(ctx, l.clampIndex(C.ggml_reshape_2d(ctx, C.ggml_cont(ctx, mag), 1, n), 2), C.GGML_TYPE_I32)
 	zero := l.constant([]int{int(n), 1, 1}, float32(math.Copysign(0, -1))) // ne = (1, 1, n)
 	tab := C.ggml_concat(ctx, C.ggml_reshape_3d(ctx, C.ggml_cont(ctx, b), 1, 1, n), zero, 1)
 	return C.ggml_reshape_4d(ctx, C.ggml_get_rows(ctx, tab, idx), ne[0], ne[1], ne[2], ne[3])

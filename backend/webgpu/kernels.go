@@ -182,10 +182,13 @@ fn powOdd(x: f32, a: f32) -> f32 {
 	return select(r, -r, (bitcast<u32>(x) & 0x80000000u) != 0u);
 }
 // idx rounds an index (halves away from zero), counts NaN as 0 and clamps it
-// into 0..n-1 so that no index can reach outside its table.
+// into 0..n-1 so that no index can reach outside its table. The fraction
+// v - trunc(v) is exact; floor(|v| + 0.5) was not: it rounded odd whole
+// numbers from 2^23 up to the next even one and 0.49999997 up to 1.
 fn idx(v: f32, n: u32) -> u32 {
 	if ((bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u) { return 0u; }
-	let r = sign(v) * floor(abs(v) + 0.5);
+	let t = trunc(v);
+	let r = select(t, t + sign(v), abs(v - t) >= 0.5);
 	return min(u32(clamp(r, 0.0, f32(n - 1u))), n - 1u);
 }
 `
@@ -424,17 +427,18 @@ func softmaxOut(log bool) string {
 }
 
 // softmaxKernel: softmax or log-softmax of each row, one workgroup per row.
+// The sums of exp run in blocks (accLoop), here and in softmaxPartsKernel:
+// a lane of a 2^22 row adds 2^14 terms, whose one running sum put every
+// output 4e-5 off (cpu and ggml: under 4e-7).
 func softmaxKernel(log bool) *kernel {
 	return newKernel("softmax", []bindDecl{{name: "X"}, {name: "Y", rw: true}}, rowHead+fmt.Sprintf(`
 	var mx = negInf();
 	for (var c = lid; c < C; c = c + %du) { mx = maxp(mx, X[base + c]); }
 	let m = reduceMax(mx, lid);
-	var acc = 0.0;
-	for (var c = lid; c < C; c = c + %du) { acc = acc + expp(X[base + c] - m); }
-	let s = reduceSum(acc, lid);
+	%s%s	let s = reduceSum(acc, lid);
 	for (var c = lid; c < C; c = c + %du) { let x = X[base + c]; Y[base + c] = %s; }
 }
-`, wg, wg, wg, softmaxOut(log)))
+`, wg, accDecl(false), accLoop(false, fmt.Sprintf("for (var c = lid; c < C; c = c + %du)", wg), "expp(X[base + c] - m)"), wg, softmaxOut(log)))
 }
 
 // Softmax of rows longer than a workgroup's loops may cover (maxTrips per
@@ -453,13 +457,11 @@ func softmaxPartsKernel() *kernel {
 	var mx = negInf();
 	for (var c = lo + lid; c < hi; c = c + %du) { mx = maxp(mx, X[b + c]); }
 	let m = reduceMax(mx, lid);
-	var acc = 0.0;
-	for (var c = lo + lid; c < hi; c = c + %du) { acc = acc + expp(X[b + c] - m); }
-	let s = reduceSum(acc, lid);
+	%s%s	let s = reduceSum(acc, lid);
 	// A part of -inf adds nothing (expp(-inf - -inf) would be NaN).
 	if (lid == 0u) { Part[2u * row] = m; Part[2u * row + 1u] = select(s, 0.0, m == negInf()); }
 }
-`, wg, wg))
+`, wg, accDecl(false), accLoop(false, fmt.Sprintf("for (var c = lo + lid; c < hi; c = c + %du)", wg), "expp(X[b + c] - m)")))
 }
 
 // softmaxCombineKernel: one workgroup per row combines the row's np pairs
