@@ -607,6 +607,20 @@ func TestNoWebGPU(t *testing.T) {
 	tb.wait(t, `!document.querySelector("#btn-stop").disabled && +document.querySelector("#loss-chart").dataset.points > 25`, 20*time.Second)
 	tb.do(t, chromedp.Click(chromedp.CSS("#btn-stop")))
 	tb.wait(t, `document.querySelector("#status").textContent.startsWith("Stopped after")`, 20*time.Second)
+	// Stop pressed while a new model builds: no step trains (ag.train
+	// clears ag.stop's flag as it starts, and ran every step). The click
+	// comes from inside ag.build, so it lands during the build for sure.
+	before := eval[string](t, tb, `document.body.dataset.trained`)
+	tb.do(t, chromedp.Evaluate[chromedp.Void](`{ const b = ag.build; ag.build = (c) => { ag.build = b; document.querySelector("#btn-stop").click(); return b(c); }; }`))
+	tb.do(t,
+		chromedp.SetValue(chromedp.CSS("#f-width"), "16"),
+		chromedp.SetValue(chromedp.CSS("#f-steps"), "50"),
+		chromedp.Click(chromedp.CSS("#btn-train")),
+	)
+	tb.wait(t, `document.querySelector("#status").textContent.startsWith("Stopped before training")`, 20*time.Second)
+	if after := eval[string](t, tb, `document.body.dataset.trained`); after != before {
+		t.Errorf("Stop during the build: %s steps trained in all, was %s: want none trained", after, before)
+	}
 	tb.screenshot(t, "nowebgpu-375.png")
 	tb.noErrors(t)
 }

@@ -25,6 +25,7 @@
   const state = {
     ready: false,
     busy: false,
+    stopAsked: false, // Stop pressed during this train's build (ag.train would clear ag.stop's flag)
     built: null, // config string of the model built
     app: null, // app.Info when the wasm module is a model of package app (ag.app), else the MLP
     info: null, // the last ag.build answer
@@ -243,7 +244,7 @@
   function wireUI() {
     $("#train-form").addEventListener("submit", (ev) => { ev.preventDefault(); train(); });
     $("#btn-profile").addEventListener("click", profileModes);
-    $("#btn-stop").addEventListener("click", () => { if (window.ag) ag.stop(); setStatus("Stopping after this step…"); });
+    $("#btn-stop").addEventListener("click", () => { state.stopAsked = true; if (window.ag) ag.stop(); setStatus("Stopping after this step…"); });
     $("#f-file").addEventListener("change", openFile);
     $("#f-prof").addEventListener("change", (e) => { state.selected = e.target.value; renderDetail(); });
     $("#f-pass").addEventListener("change", () => { state.expanded.clear(); renderOps(); renderCompare(); });
@@ -340,8 +341,15 @@
     let form;
     try { form = readForm(); } catch (e) { setStatus(errText(e), "error"); return; }
     setBusy(true, true);
+    state.stopAsked = false;
     try {
       await ensureBuilt(form.cfg);
+      // ag.train clears ag.stop's flag when it starts, so a Stop pressed
+      // while the model was building would be lost and all steps run
+      if (state.stopAsked) {
+        setStatus("Stopped before training.", "ok");
+        return;
+      }
       setStatus(`Training ${form.steps} steps…`);
       let pending = false;
       const opts = { every: form.every };
