@@ -89,28 +89,13 @@ func api(q *jsbridge.Queue, s *session) map[string]any {
 			return func() (any, error) { return s.build(given, device) }, nil
 		}),
 		"train": fn("train", func(args []js.Value) (job, error) {
-			steps, err := jsbridge.Count(jsbridge.Arg(args, 0), "train: steps", 0)
-			if err != nil {
-				return nil, err
-			}
-			cb, err := pageapi.NewCallback("train", jsbridge.Arg(args, 1), &s.stop)
-			if err != nil {
-				return nil, err
-			}
-			o, err := pageapi.Options("train", jsbridge.Arg(args, 2), "every")
-			if err != nil {
-				return nil, err
-			}
-			every, err := jsbridge.Count(pageapi.Field(o, "every"), "train: every", 1)
+			c, err := pageapi.ReadTrain(args, &s.stop, "")
 			if err != nil {
 				return nil, err
 			}
 			return func() (any, error) {
-				r, err := s.train(steps, every, cb.Progress())
-				if err == nil && cb.Err() != nil {
-					return nil, fmt.Errorf("train: %w; stopped there, %d steps trained since build", cb.Err(), r.Total)
-				}
-				return r, err
+				r, err := s.train(c.Steps, c.Every, c.Progress())
+				return r, c.Err(r.Total, err)
 			}, nil
 		}),
 		"eval": fn("eval", func([]js.Value) (job, error) {

@@ -85,7 +85,7 @@ func (s *GradScaler) Step(opt Optimizer, maxNorm float32) (norm float32, skipped
 		f *= maxNorm / (norm + 1e-6)
 	}
 	dev := opt.Params()[0].Device()
-	if err := clippedUpdate(opt, dev.Full(f, 1)); err != nil {
+	if err := stepWith(opt, dev.Full(f, 1)); err != nil {
 		return norm, false, err
 	}
 	if s.good++; s.good >= s.Interval {

@@ -256,7 +256,7 @@ func ClipGradNorm(opt Optimizer, maxNorm float32) (float32, error) {
 	if math.IsNaN(float64(n)) || math.IsInf(float64(n), 0) {
 		return n, fmt.Errorf("nn.ClipGradNorm: %w (%v); the update was skipped", ErrNonFiniteNorm, n)
 	}
-	return n, clippedUpdate(opt, ClipScale(norm, maxNorm))
+	return n, stepWith(opt, ClipScale(norm, maxNorm))
 }
 
 // ClipGradNormLazy is ClipGradNorm without the sync: the norm and the
@@ -280,8 +280,5 @@ func ClipGradNormLazy(opt Optimizer, maxNorm float32) (*core.Tensor, error) {
 		return nil, fmt.Errorf("nn.ClipGradNormLazy: no parameter has a gradient")
 	}
 	norm.Keep()
-	return norm, clippedUpdate(opt, ClipScale(norm, maxNorm))
+	return norm, stepWith(opt, ClipScale(norm, maxNorm))
 }
-
-// clippedUpdate is DefaultStep with the gradients multiplied by scale.
-func clippedUpdate(o Optimizer, scale *core.Tensor) error { return stepWith(o, scale) }

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"fmt"
 	"runtime"
 	"syscall/js"
 	"time"
@@ -64,32 +63,13 @@ func api(q *jsbridge.Queue, s *session) map[string]any {
 			return func() (any, error) { return s.build(cfg) }, nil
 		}),
 		"train": fn("train", func(args []js.Value) (func() (any, error), error) {
-			steps, err := jsbridge.Count(jsbridge.Arg(args, 0), "train: steps", 0)
-			if err != nil {
-				return nil, err
-			}
-			cb, err := pageapi.NewCallback("train", jsbridge.Arg(args, 1), &s.stop)
-			if err != nil {
-				return nil, err
-			}
-			o, err := pageapi.Options("train", jsbridge.Arg(args, 2), "mode", "every")
-			if err != nil {
-				return nil, err
-			}
-			mode, err := pageapi.String("train", o, "mode", ModeLazy)
-			if err != nil {
-				return nil, err
-			}
-			every, err := jsbridge.Count(pageapi.Field(o, "every"), "train: every", 1)
+			c, err := pageapi.ReadTrain(args, &s.stop, ModeLazy)
 			if err != nil {
 				return nil, err
 			}
 			return func() (any, error) {
-				r, err := s.train(steps, mode, every, cb.Progress())
-				if err == nil && cb.Err() != nil {
-					return nil, fmt.Errorf("train: %w; stopped there, %d steps trained since build", cb.Err(), r.Total)
-				}
-				return r, err
+				r, err := s.train(c.Steps, c.Mode, c.Every, c.Progress())
+				return r, c.Err(r.Total, err)
 			}, nil
 		}),
 		"profile": fn("profile", func(args []js.Value) (func() (any, error), error) {

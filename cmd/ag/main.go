@@ -9,7 +9,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -53,10 +52,7 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 // that cannot be written, before any work is done (outfile.Check).
 func checkOutput(flag, path string) error {
 	if err := outfile.Check(path); err != nil {
-		if errors.Is(err, outfile.ErrFolder) {
-			return fmt.Errorf("-%s %s: %w", flag, path, err)
-		}
-		return fmt.Errorf("-%s %s: cannot be written: %w", flag, path, err)
+		return fmt.Errorf("-%s %s: %w", flag, path, err)
 	}
 	return nil
 }

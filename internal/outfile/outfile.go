@@ -5,13 +5,15 @@ package outfile
 
 import (
 	"errors"
+	"fmt"
 	"os"
 )
 
 // ErrFolder is Check's error for a path that names a folder.
 var ErrFolder = errors.New("is a folder, want a file")
 
-// Check reports a path that cannot be written: its folder missing or
+// Check reports a path that cannot be written, in words that follow the
+// path (ErrFolder, or "cannot be written: " and the cause): its folder missing or
 // read-only, or the path a folder. An existing file is opened for writing
 // and left as it is; a new one is created and removed again. The empty
 // path (no file asked for) is fine.
@@ -26,7 +28,7 @@ func Check(path string) error {
 	existed := err == nil
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
 	if err != nil {
-		return err
+		return fmt.Errorf("cannot be written: %w", err)
 	}
 	f.Close()
 	if !existed {

@@ -196,3 +196,53 @@ func TraceArg(args []js.Value) (string, error) {
 		return "", fmt.Errorf("trace: mode %s: want a string or nothing", Text(a))
 	}
 }
+
+// TrainCall is one ag.train(steps, onProgress, options) call's arguments,
+// read alike by both builds (ReadTrain).
+type TrainCall struct {
+	Steps, Every int
+	Mode         string // "" where the build has no modes
+	cb           *Callback
+}
+
+// ReadTrain reads ag.train's arguments: options {every} and, where defMode
+// is not "" (the MLP build's modes), {mode} defaulting to it. stop is the
+// flag ag.stop sets, which a throwing onProgress sets too.
+func ReadTrain(args []js.Value, stop *atomic.Bool, defMode string) (TrainCall, error) {
+	var c TrainCall
+	var err error
+	if c.Steps, err = jsbridge.Count(jsbridge.Arg(args, 0), "train: steps", 0); err != nil {
+		return c, err
+	}
+	if c.cb, err = NewCallback("train", jsbridge.Arg(args, 1), stop); err != nil {
+		return c, err
+	}
+	known := []string{"every"}
+	if defMode != "" {
+		known = append(known, "mode")
+	}
+	o, err := Options("train", jsbridge.Arg(args, 2), known...)
+	if err != nil {
+		return c, err
+	}
+	if defMode != "" {
+		if c.Mode, err = String("train", o, "mode", defMode); err != nil {
+			return c, err
+		}
+	}
+	c.Every, err = jsbridge.Count(Field(o, "every"), "train: every", 1)
+	return c, err
+}
+
+// Progress is the onProgress to train with (see Callback.Progress).
+func (c TrainCall) Progress() func(step int, loss float32, ms float64) { return c.cb.Progress() }
+
+// Err is the call's error: err, or, where the train ended without one
+// because onProgress threw, that exception with the steps trained since
+// build (total).
+func (c TrainCall) Err(total int, err error) error {
+	if err == nil && c.cb.Err() != nil {
+		return fmt.Errorf("train: %w; stopped there, %d steps trained since build", c.cb.Err(), total)
+	}
+	return err
+}
