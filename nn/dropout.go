@@ -2,37 +2,76 @@ package nn
 
 import (
 	"fmt"
+	"reflect"
 
 	"github.com/ag-go/ag/core"
 )
 
-// Trainable is a module with training and evaluation modes (Dropout, and
-// containers that pass the mode on, like Sequential). Train and Eval set
-// the mode of a whole model through it; a container of your own implements
-// it by passing the mode to its children with SetTraining.
+// Trainable is a module with training and evaluation modes (Dropout,
+// BatchNorm, MultiHeadAttention, and containers that pass the mode on, like
+// Sequential). A model of your own need not implement it: Train, Eval and
+// SetTraining find the layers in its exported fields (see SetTraining).
+// Implement it to pass the mode yourself, e.g. to children in unexported
+// fields (with SetTraining on each child; never on the module itself,
+// which would call your method again).
 type Trainable interface {
 	SetTraining(on bool)
 }
 
-// Train puts m and every module in it into training mode (dropout drops),
-// the mode modules start in, as in PyTorch. It returns m.
+// Train puts m and every module in it into training mode (dropout drops,
+// BatchNorm uses and updates batch statistics), the mode modules start in,
+// as in PyTorch. It returns m. See SetTraining for how it finds them.
 func Train(m Module) Module {
-	SetTraining(m, true)
+	modes("Train", m, true)
 	return m
 }
 
 // Eval puts m and every module in it into evaluation mode (dropout is the
-// identity). It returns m.
+// identity, BatchNorm normalizes with its running statistics). It returns
+// m. See SetTraining for how it finds them.
 func Eval(m Module) Module {
-	SetTraining(m, false)
+	modes("Eval", m, false)
 	return m
 }
 
-// SetTraining sets the mode of m when it has modes (Trainable); other
-// modules have none and are left as they are.
+// SetTraining sets the mode of m and of every module in it, as PyTorch's
+// train(on) does for submodules. A module that implements Trainable is
+// given the mode and trusted with its insides (Sequential passes it to its
+// elements, a layer sets its flag). Any other value is walked as
+// NamedParams walks for parameters - exported struct fields, slices,
+// arrays, maps with string keys, pointers and interfaces - so a model
+// written as a Go struct of layers needs no method of its own. (A struct
+// that embeds a Trainable, e.g. an nn.Sequential, is one too, by Go's
+// method promotion: then only the embedded module gets the mode, unless
+// the struct declares its own SetTraining.)
+//
+// A layer with modes the walk cannot reach is not skipped: it panics,
+// naming the type and the field, when one is in an unexported field of a
+// struct that is walked into (export it, or implement Trainable on the
+// struct), in a map whose keys are not strings, or held by value where it
+// cannot be set (a struct passed by value, a map's value).
 func SetTraining(m Module, on bool) {
-	if t, ok := m.(Trainable); ok {
-		t.SetTraining(on)
+	modes("SetTraining", m, on)
+}
+
+// modes is SetTraining as fn: a refused tree panics naming fn.
+func modes(fn string, m Module, on bool) {
+	err := caught(fn, func() {
+		w := newWalker(func(v reflect.Value, at place) bool {
+			u, ok := implementer(v, trainableType)
+			if !ok {
+				return false
+			}
+			if !u.IsValid() || !u.CanInterface() {
+				panic(&walkError{"", fmt.Sprintf("%s is a %v that cannot be set: hold it by pointer, in an exported field of a module passed by pointer", where(at), v.Type())})
+			}
+			u.Interface().(Trainable).SetTraining(on)
+			return true
+		}, trainableType, "modes (nn.Trainable)")
+		w.walk(reflect.ValueOf(m), place{})
+	})
+	if err != nil {
+		panic(err)
 	}
 }
 

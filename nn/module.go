@@ -37,6 +37,7 @@ package nn
 import (
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"strconv"
 
 	"github.com/ag-go/ag/core"
@@ -154,18 +155,54 @@ func MLP(dev *core.Device, sizes []int, act func(*core.Tensor) *core.Tensor, rng
 // Buffered is a module with persistent tensors that are not trained, such
 // as BatchNorm's running statistics: state files save and load them after
 // the parameters ("buffer.0", ...), and optimizers, which take Params, never
-// see them. A container of your own implements it by listing its
-// children's buffers (see Buffers), as Sequential does.
+// see them. A model of your own need not implement it: Buffers finds the
+// layers in its exported fields. Implement it to list them yourself (e.g.
+// from unexported fields), as Sequential does with Buffers of each child.
 type Buffered interface {
 	Buffers() []*core.Tensor
 }
 
-// Buffers returns m's buffers in a stable order (nil for a module without).
+// Buffers returns m's buffers in a stable order (nil for a module without):
+// a module that implements Buffered gives its own; any other value is
+// walked as SetTraining walks for modes (exported fields in declaration
+// order, slices, arrays, maps with string keys sorted), and the buffers of
+// each Buffered it reaches are listed in walk order, a module reached
+// twice once. A Buffered the walk cannot reach (in an unexported field of
+// a struct walked into, or in a map whose keys are not strings) panics,
+// naming the type and the field; SaveState, SaveSafetensors, NamedState
+// and the loads return that as an error.
 func Buffers(m Module) []*core.Tensor {
-	if b, ok := m.(Buffered); ok {
-		return b.Buffers()
+	bs, err := buffersOf("Buffers", m)
+	if err != nil {
+		panic(err)
 	}
-	return nil
+	return bs
+}
+
+// buffersOf is Buffers as fn, a refused tree an error naming fn.
+func buffersOf(fn string, m Module) ([]*core.Tensor, error) {
+	var bs []*core.Tensor
+	err := caught(fn, func() {
+		w := newWalker(func(v reflect.Value, at place) bool {
+			u, ok := implementer(v, bufferedType)
+			if !ok {
+				return false
+			}
+			if !u.IsValid() && v.CanInterface() {
+				// held by value where it cannot be addressed: its tensors
+				// are pointers, so a copy's Buffers are the same tensors
+				u = reflect.New(v.Type())
+				u.Elem().Set(v)
+			}
+			if !u.IsValid() || !u.CanInterface() {
+				panic(&walkError{"", fmt.Sprintf("%s is a %v whose buffers cannot be read: hold it in an exported field", where(at), v.Type())})
+			}
+			bs = append(bs, u.Interface().(Buffered).Buffers()...)
+			return true
+		}, bufferedType, "buffers (nn.Buffered)")
+		w.walk(reflect.ValueOf(m), place{})
+	})
+	return bs, err
 }
 
 // Buffers concatenates the modules' buffers in order.

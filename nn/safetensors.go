@@ -52,7 +52,7 @@ func PyTorchKeys(m Module) (KeyMap, error) {
 	if err != nil {
 		return KeyMap{}, err
 	}
-	_, by := leaves(m)
+	by := leaves(m)
 	types := map[reflect.Type]map[string]string{
 		reflect.TypeFor[Linear]():    {"W": "weight", "B": "bias"},
 		reflect.TypeFor[Conv1d]():    {"W": "weight", "B": "bias"},

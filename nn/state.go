@@ -77,17 +77,21 @@ type stateOpt struct {
 // buffers ("buffer.0", ...), then the optimizer's state slot by slot ("adam.m.0", ..., "adam.v.0", ...). It
 // touches no device memory, so a refused load allocates nothing;
 // stateTensors returns the tensors themselves.
-func stateLayout(m Module, opt Checkpointer) (names []string, shapes [][]int) {
+func stateLayout(fn string, m Module, opt Checkpointer) (names []string, shapes [][]int, err error) {
+	bufs, err := buffersOf(fn, m)
+	if err != nil {
+		return nil, nil, err
+	}
 	for i, p := range m.Params() {
 		names = append(names, fmt.Sprintf("param.%d", i))
 		shapes = append(shapes, p.Shape())
 	}
-	for i, b := range Buffers(m) {
+	for i, b := range bufs {
 		names = append(names, fmt.Sprintf("buffer.%d", i))
 		shapes = append(shapes, b.Shape())
 	}
 	if opt == nil {
-		return names, shapes
+		return names, shapes, nil
 	}
 	for _, slot := range opt.StateSlots() {
 		for i, p := range opt.Params() {
@@ -95,13 +99,17 @@ func stateLayout(m Module, opt Checkpointer) (names []string, shapes [][]int) {
 			shapes = append(shapes, p.Shape())
 		}
 	}
-	return names, shapes
+	return names, shapes, nil
 }
 
 // stateTensors returns the tensors of stateLayout's entries, creating the
 // optimizer's state (zeros, as its first Step would) if it has none yet.
 func stateTensors(m Module, opt Checkpointer) ([]*core.Tensor, error) {
-	ts := append(slices.Clone(m.Params()), Buffers(m)...)
+	bufs, err := buffersOf("", m)
+	if err != nil {
+		return nil, err
+	}
+	ts := append(slices.Clone(m.Params()), bufs...)
 	if opt == nil {
 		return ts, nil
 	}
@@ -210,7 +218,10 @@ func SaveState(w io.Writer, m Module, o Optimizer) error {
 	if err != nil {
 		return err
 	}
-	names, _ := stateLayout(m, opt)
+	names, _, err := stateLayout("SaveState", m, opt)
+	if err != nil {
+		return err
+	}
 	ts, err := stateTensors(m, opt)
 	if err != nil {
 		return fmt.Errorf("nn.SaveState: %w", err)
@@ -281,7 +292,10 @@ func LoadState(r io.Reader, m Module, o Optimizer) error {
 	if err != nil {
 		return err
 	}
-	names, shapes := stateLayout(m, opt)
+	names, shapes, err := stateLayout("LoadState", m, opt)
+	if err != nil {
+		return err
+	}
 	br := bufio.NewReader(r)
 	h, err := readHeader(br, names)
 	if err != nil {
@@ -396,7 +410,13 @@ func checkHeader(h *stateHeader, names []string, shapes [][]int, opt Checkpointe
 		}
 	}
 	if len(h.Tensors) != len(names) {
-		return fmt.Errorf("nn.LoadState: file has %d tensors, the model (parameters and buffers) and optimizer %d: %w", len(h.Tensors), len(names), ErrStateMismatch)
+		why := ""
+		if nb := countPrefix(names, "buffer."); nb > 0 && len(h.Tensors) == len(names)-nb && countPrefix(stateNames(h), "buffer.") == 0 {
+			// a file of a model whose buffers SaveState did not find before
+			// it walked struct fields: loading it would keep fresh statistics
+			why = fmt.Sprintf(" (the file is without the model's %d buffers, e.g. BatchNorm's running statistics)", nb)
+		}
+		return fmt.Errorf("nn.LoadState: file has %d tensors, the model (parameters and buffers) and optimizer %d%s: %w", len(h.Tensors), len(names), why, ErrStateMismatch)
 	}
 	for i, st := range h.Tensors {
 		if st.Name != names[i] || !slices.Equal(st.Shape, shapes[i]) {
@@ -463,6 +483,24 @@ func writeAll(fn string, ts []stateValue, vals [][]float32, names []string) erro
 		}
 	}
 	return nil
+}
+
+func countPrefix(names []string, prefix string) int {
+	n := 0
+	for _, s := range names {
+		if strings.HasPrefix(s, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+func stateNames(h *stateHeader) []string {
+	out := make([]string, len(h.Tensors))
+	for i, t := range h.Tensors {
+		out[i] = t.Name
+	}
+	return out
 }
 
 func numElems(shape []int) int {
