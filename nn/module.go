@@ -19,9 +19,10 @@
 //   - State: SaveState/LoadState (ag's own positional file of a model and
 //     its optimizer); safetensors model files by name: NamedParams and
 //     NamedState (PyTorch-style dotted names from the module tree),
-//     SaveSafetensors/LoadSafetensors (weights only; strict or not, with a
-//     LoadReport of missing and unexpected keys; F32, F16, BF16; KeyMap and
-//     PyTorchKeys for PyTorch's state_dict keys), and the optimizer's state
+//     SaveSafetensors/LoadSafetensors (weights only; loads strict by
+//     default as PyTorch's, LoadOptions.NonStrict for a LoadReport of
+//     missing and unexpected keys; F32, F16, BF16; KeyMap and PyTorchKeys
+//     for PyTorch's state_dict keys), and the optimizer's state
 //     in a file of its own (SaveOptimizerSafetensors,
 //     LoadOptimizerSafetensors; hyperparameters restored only when asked).
 //

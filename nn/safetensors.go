@@ -26,6 +26,11 @@ type KeyMap struct {
 	// ag's Linear W is [in, out]. Loading transposes them into the model,
 	// saving writes them transposed. Every name must be one of the model's.
 	Transposed []string
+	// Ignore lists keys a file may hold that are no tensor of the model and
+	// are skipped when loading, strict or not (reported in
+	// LoadReport.Ignored): PyTorch's BatchNorm num_batches_tracked, which
+	// ag does not keep. Saving writes none of them.
+	Ignore []string
 }
 
 // PyTorchKeys is the KeyMap between m and the state_dict of a PyTorch
@@ -44,7 +49,7 @@ type KeyMap struct {
 // Go field has that name, so a model of your own either names its fields
 // so, renames further (wrap the returned Rename), or implements Namer.
 // PyTorch's BatchNorm also saves num_batches_tracked, which ag does not
-// keep: load such a file non-strict and it is reported Unexpected.
+// keep: each BatchNorm's is in Ignore, so a strict load skips it.
 // MultiHeadAttention's separate Q, K, V are PyTorch's packed in_proj_weight
 // in one [3*Dim, Dim] tensor: no rename maps them.
 func PyTorchKeys(m Module) (KeyMap, error) {
@@ -71,6 +76,9 @@ func PyTorchKeys(m Module) (KeyMap, error) {
 			continue
 		}
 		keys[n.Name] = strings.TrimSuffix(n.Name, l.field) + to
+		if l.owner == reflect.TypeFor[BatchNorm]() && l.field == "RunningMean" {
+			km.Ignore = append(km.Ignore, strings.TrimSuffix(n.Name, l.field)+"num_batches_tracked")
+		}
 		if l.owner == reflect.TypeFor[Linear]() && l.field == "W" {
 			km.Transposed = append(km.Transposed, n.Name)
 		}
@@ -120,6 +128,11 @@ func (km KeyMap) resolve(fn string, st []Named) ([]resolved, error) {
 	}
 	if len(tr) > 0 {
 		return nil, fmt.Errorf("nn.%s: KeyMap.Transposed names %q, which is not a tensor of the model", fn, slices.Sorted(maps.Keys(tr)))
+	}
+	for _, k := range km.Ignore {
+		if n, ok := byKey[k]; ok {
+			return nil, fmt.Errorf("nn.%s: KeyMap.Ignore lists %q, the key of the model's %q", fn, k, n)
+		}
 	}
 	return out, nil
 }
@@ -192,13 +205,15 @@ func SaveSafetensors(w io.Writer, m Module, opt SaveOptions) error {
 	return nil
 }
 
-// LoadOptions sets how LoadSafetensors matches a file to a model.
+// LoadOptions sets how LoadSafetensors matches a file to a model. The zero
+// value is strict, as PyTorch's load_state_dict(strict=True).
 type LoadOptions struct {
-	// Strict refuses a file unless its keys are exactly the model's: none
-	// missing, none unexpected (PyTorch's strict=True). Not strict, the
-	// tensors the file has are loaded, the others keep their values, and
-	// the report lists both kinds of difference.
-	Strict bool
+	// NonStrict loads the tensors the file has for the model and leaves the
+	// others as they are, the report listing the keys missing from the
+	// file and those unexpected in it (PyTorch's strict=False). Without
+	// it a file is refused unless its keys are exactly the model's (less
+	// Keys.Ignore): none missing, none unexpected.
+	NonStrict bool
 	// Keys maps the model's names to the file's keys and layouts (see
 	// PyTorchKeys).
 	Keys KeyMap
@@ -208,8 +223,9 @@ type LoadOptions struct {
 type LoadReport struct {
 	// Missing are the keys of the model's tensors that the file lacks, in
 	// NamedState order; Unexpected the file's keys that are no tensor of
-	// the model, in file order.
-	Missing, Unexpected []string
+	// the model, in file order; Ignored the file's keys that KeyMap.Ignore
+	// lists, skipped, in file order.
+	Missing, Unexpected, Ignored []string
 	// Metadata is the file's "__metadata__" (nil if none).
 	Metadata map[string]string
 }
@@ -221,14 +237,21 @@ type LoadReport struct {
 // LoadOptimizerSafetensors. Values of F16, BF16 (exactly), F64 (rounded)
 // or whole-number I64/I32 tensors are converted to f32.
 //
+// Loads are strict unless opt.NonStrict asks otherwise: a key of the
+// model the file lacks, or a key of the file that is no tensor of the
+// model (nor in opt.Keys.Ignore), refuses the file, the error naming the
+// first few of each and their counts (a file of PyTorch's keys needs
+// PyTorchKeys).
+//
 // Everything is checked before any tensor changes: the file's format (see
 // safetensors.Read), every matched tensor's shape (a mismatch is an error
-// strict or not, as in PyTorch), and in Strict mode that no key is missing
-// or unexpected. A refused file is an error wrapping ErrStateMismatch (and
+// strict or not, as in PyTorch), and, strict, that no key is missing or
+// unexpected. A refused file is an error wrapping ErrStateMismatch (and
 // ErrStateCorrupt and safetensors.ErrInvalid when malformed) naming the
-// key and shapes; the report is returned with it when it was made. If a
-// write to the device fails part-way, the tensors already written get
-// their values back. Values load bit for bit, NaN and Inf included.
+// key and shapes, and nothing is changed; the report is returned with it
+// when it was made. If a write to the device fails part-way, the tensors
+// already written get their values back. Values load bit for bit, NaN and
+// Inf included.
 func LoadSafetensors(r io.Reader, m Module, opt LoadOptions) (LoadReport, error) {
 	st, err := namedState("LoadSafetensors", m)
 	if err != nil {
@@ -273,13 +296,23 @@ func LoadSafetensors(r io.Reader, m Module, opt LoadOptions) (LoadReport, error)
 		dst, vals, names = append(dst, r.Tensor), append(vals, v), append(names, r.key)
 	}
 	for _, t := range f.Tensors {
-		if !used[t.Name] {
+		switch {
+		case used[t.Name]:
+		case slices.Contains(opt.Keys.Ignore, t.Name):
+			rep.Ignored = append(rep.Ignored, t.Name)
+		default:
 			rep.Unexpected = append(rep.Unexpected, t.Name)
 		}
 	}
-	if opt.Strict && (len(rep.Missing) > 0 || len(rep.Unexpected) > 0) {
-		return rep, fmt.Errorf("nn.LoadSafetensors: strict: %d missing keys %s, %d unexpected keys %s: %w",
-			len(rep.Missing), few(rep.Missing), len(rep.Unexpected), few(rep.Unexpected), ErrStateMismatch)
+	if !opt.NonStrict && (len(rep.Missing) > 0 || len(rep.Unexpected) > 0) {
+		hint := "LoadOptions.NonStrict loads the keys that match"
+		if opt.Keys.Rename == nil && slices.ContainsFunc(rep.Unexpected, func(k string) bool {
+			return strings.HasSuffix(k, ".weight") || strings.HasSuffix(k, ".bias")
+		}) {
+			hint = "PyTorch's keys? nn.PyTorchKeys maps them; " + hint
+		}
+		return rep, fmt.Errorf("nn.LoadSafetensors: %d missing keys %s, %d unexpected keys %s (%s): %w",
+			len(rep.Missing), few(rep.Missing), len(rep.Unexpected), few(rep.Unexpected), hint, ErrStateMismatch)
 	}
 	if err := writeAll("LoadSafetensors", dst, vals, names); err != nil {
 		return rep, err

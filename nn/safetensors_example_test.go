@@ -10,8 +10,9 @@ import (
 )
 
 // Save a model's weights as safetensors and load them into a model of the
-// same architecture, strict; then load into a deeper model, non-strict,
-// which reports the keys the file lacks.
+// same architecture (loads are strict by default); then into a deeper
+// model, which is refused, and non-strict, which reports the keys the file
+// lacks.
 func ExampleLoadSafetensors() {
 	dev, err := core.Open("cpu")
 	if err != nil {
@@ -30,20 +31,20 @@ func ExampleLoadSafetensors() {
 		panic(err)
 	}
 	same := nn.MLP(dev, []int{2, 4, 1}, core.ReLU, rng)
-	if _, err := nn.LoadSafetensors(bytes.NewReader(file.Bytes()), same, nn.LoadOptions{Strict: true}); err != nil {
+	if _, err := nn.LoadSafetensors(bytes.NewReader(file.Bytes()), same, nn.LoadOptions{}); err != nil {
 		panic(err)
 	}
 	deeper := nn.MLP(dev, []int{2, 4, 1, 1}, core.ReLU, rng)
-	_, err = nn.LoadSafetensors(bytes.NewReader(file.Bytes()), deeper, nn.LoadOptions{Strict: true})
+	_, err = nn.LoadSafetensors(bytes.NewReader(file.Bytes()), deeper, nn.LoadOptions{})
 	fmt.Println(err)
-	report, err := nn.LoadSafetensors(bytes.NewReader(file.Bytes()), deeper, nn.LoadOptions{})
+	report, err := nn.LoadSafetensors(bytes.NewReader(file.Bytes()), deeper, nn.LoadOptions{NonStrict: true})
 	fmt.Println(report.Missing, report.Unexpected, err)
 	// Output:
 	// 0.W [2 4]
 	// 0.B [4]
 	// 2.W [4 1]
 	// 2.B [1]
-	// nn.LoadSafetensors: strict: 2 missing keys ["4.W" "4.B"], 0 unexpected keys []: nn: state does not match
+	// nn.LoadSafetensors: 2 missing keys ["4.W" "4.B"], 0 unexpected keys [] (LoadOptions.NonStrict loads the keys that match): nn: state does not match
 	// [4.W 4.B] [] <nil>
 }
 
@@ -65,7 +66,7 @@ func ExamplePyTorchKeys() {
 		fmt.Println(n, "->", keys.Rename(n))
 	}
 	fmt.Println("transposed:", keys.Transposed)
-	// nn.LoadSafetensors(f, model, nn.LoadOptions{Strict: true, Keys: keys})
+	// nn.LoadSafetensors(f, model, nn.LoadOptions{Keys: keys})
 	// loads the file of PyTorch's state_dict.
 
 	// Output:

@@ -166,7 +166,7 @@ func TestSafetensorsRoundTrip(t *testing.T) {
 	if err := SaveSafetensors(&buf, a, SaveOptions{Metadata: map[string]string{"run": "7"}}); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := LoadSafetensors(bytes.NewReader(buf.Bytes()), b, LoadOptions{Strict: true})
+	rep, err := LoadSafetensors(bytes.NewReader(buf.Bytes()), b, LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestSafetensorsHalf(t *testing.T) {
 			t.Fatal(err)
 		}
 		b := newBNNet(dev, 2)
-		if _, err := LoadSafetensors(&buf, b, LoadOptions{Strict: true}); err != nil {
+		if _, err := LoadSafetensors(&buf, b, LoadOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		got := modelData(t, b)
@@ -240,8 +240,8 @@ func TestSafetensorsStrict(t *testing.T) {
 	// A model with one more layer: 4.W, 4.B missing; a renamed one: every key different.
 	big := MLP(dev, []int{3, 4, 2, 2}, core.ReLU, r)
 	before := modelData(t, big)
-	rep, err := LoadSafetensors(bytes.NewReader(buf.Bytes()), big, LoadOptions{Strict: true})
-	if !errors.Is(err, ErrStateMismatch) || !strings.Contains(err.Error(), `2 missing keys ["4.W" "4.B"], 0 unexpected keys []`) {
+	rep, err := LoadSafetensors(bytes.NewReader(buf.Bytes()), big, LoadOptions{})
+	if !errors.Is(err, ErrStateMismatch) || !strings.Contains(err.Error(), `2 missing keys ["4.W" "4.B"], 0 unexpected keys [] (LoadOptions.NonStrict loads the keys that match)`) {
 		t.Errorf("strict: %v", err)
 	}
 	if !slices.Equal(rep.Missing, []string{"4.W", "4.B"}) || rep.Unexpected != nil {
@@ -250,7 +250,7 @@ func TestSafetensorsStrict(t *testing.T) {
 	if !sameData(before, modelData(t, big)) {
 		t.Error("a refused strict load changed the model")
 	}
-	rep, err = LoadSafetensors(bytes.NewReader(buf.Bytes()), big, LoadOptions{})
+	rep, err = LoadSafetensors(bytes.NewReader(buf.Bytes()), big, LoadOptions{NonStrict: true})
 	if err != nil || !slices.Equal(rep.Missing, []string{"4.W", "4.B"}) {
 		t.Fatalf("non-strict: %+v, %v", rep, err)
 	}
@@ -261,18 +261,18 @@ func TestSafetensorsStrict(t *testing.T) {
 	// Unexpected: the small model loads from the big one's file.
 	buf.Reset()
 	SaveSafetensors(&buf, big, SaveOptions{})
-	rep, err = LoadSafetensors(bytes.NewReader(buf.Bytes()), small, LoadOptions{})
+	rep, err = LoadSafetensors(bytes.NewReader(buf.Bytes()), small, LoadOptions{NonStrict: true})
 	if err != nil || rep.Missing != nil || !slices.Equal(rep.Unexpected, []string{"4.W", "4.B"}) {
 		t.Errorf("unexpected: %+v, %v", rep, err)
 	}
-	_, err = LoadSafetensors(bytes.NewReader(buf.Bytes()), small, LoadOptions{Strict: true})
+	_, err = LoadSafetensors(bytes.NewReader(buf.Bytes()), small, LoadOptions{})
 	if !errors.Is(err, ErrStateMismatch) || !strings.Contains(err.Error(), `0 missing keys [], 2 unexpected keys ["4.W" "4.B"]`) {
 		t.Errorf("strict unexpected: %v", err)
 	}
 	// A shape mismatch is an error strict or not.
 	other := MLP(dev, []int{3, 5, 2}, core.ReLU, r)
 	before = modelData(t, other)
-	_, err = LoadSafetensors(bytes.NewReader(buf.Bytes()), other, LoadOptions{})
+	_, err = LoadSafetensors(bytes.NewReader(buf.Bytes()), other, LoadOptions{NonStrict: true})
 	if !errors.Is(err, ErrStateMismatch) || !strings.Contains(err.Error(), `nn.LoadSafetensors: tensor "0.W" has shape [3 4], the model's is [3 5]`) {
 		t.Errorf("shape: %v", err)
 	}
@@ -332,7 +332,7 @@ func TestSafetensorsKeyMap(t *testing.T) {
 		t.Errorf("transposed W written as %v %v, W is %v", w.Shape, w.Data, aw)
 	}
 	b := MLP(dev, []int{2, 3}, nil, rand.New(rand.NewPCG(4, 4)))
-	if _, err := LoadSafetensors(&buf, b, LoadOptions{Strict: true, Keys: km}); err != nil {
+	if _, err := LoadSafetensors(&buf, b, LoadOptions{Keys: km}); err != nil {
 		t.Fatal(err)
 	}
 	if !sameData(modelData(t, a), modelData(t, b)) {
@@ -424,7 +424,7 @@ func TestTorchInteropMLP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fh.Close()
-	rep, err := LoadSafetensors(fh, m, LoadOptions{Strict: true, Keys: km})
+	rep, err := LoadSafetensors(fh, m, LoadOptions{Keys: km})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -455,8 +455,9 @@ func TestTorchInteropMLP(t *testing.T) {
 
 // TestTorchInteropConvNet loads PyTorch's Sequential(Conv2d(2, 3, 3,
 // padding=1), BatchNorm2d(3), ReLU, Flatten, Linear(48, 5)) in evaluation
-// mode: its num_batches_tracked (an I64 buffer ag does not keep) makes a
-// strict load fail and a non-strict one report it.
+// mode, strict: its num_batches_tracked (an I64 buffer ag does not keep)
+// is in PyTorchKeys' Ignore, skipped and reported; without that, a strict
+// load fails on it and a non-strict one reports it unexpected.
 func TestTorchInteropConvNet(t *testing.T) {
 	dev := openDev(t)
 	m := newBNNet(dev, 7)
@@ -465,26 +466,45 @@ func TestTorchInteropConvNet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !slices.Equal(km.Ignore, []string{"1.num_batches_tracked"}) {
+		t.Errorf("PyTorchKeys' Ignore %q, want the BatchNorm's num_batches_tracked", km.Ignore)
+	}
 	b, err := os.ReadFile("testdata/torch_conv.safetensors")
 	if err != nil {
 		t.Fatal(err)
 	}
 	before := modelData(t, m)
-	_, err = LoadSafetensors(bytes.NewReader(b), m, LoadOptions{Strict: true, Keys: km})
+	bare := km
+	bare.Ignore = nil
+	_, err = LoadSafetensors(bytes.NewReader(b), m, LoadOptions{Keys: bare})
 	if !errors.Is(err, ErrStateMismatch) || !strings.Contains(err.Error(), `unexpected keys ["1.num_batches_tracked"]`) {
 		t.Errorf("strict: %v", err)
 	}
 	if !sameData(before, modelData(t, m)) {
 		t.Error("the refused strict load changed the model")
 	}
-	rep, err := LoadSafetensors(bytes.NewReader(b), m, LoadOptions{Keys: km})
+	rep, err := LoadSafetensors(bytes.NewReader(b), m, LoadOptions{NonStrict: true, Keys: bare})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rep.Missing != nil || !slices.Equal(rep.Unexpected, []string{"1.num_batches_tracked"}) {
+		t.Errorf("non-strict report %+v", rep)
+	}
+	m = newBNNet(dev, 8)
+	SetTraining(m, false)
+	rep, err = LoadSafetensors(bytes.NewReader(b), m, LoadOptions{Keys: km})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Missing != nil || rep.Unexpected != nil || !slices.Equal(rep.Ignored, []string{"1.num_batches_tracked"}) {
 		t.Errorf("report %+v", rep)
 	}
 	checkTorchOutput(t, dev, m, readFixture(t, "torch_conv_io.safetensors"), 1e-5)
+	// Ignore may not name a key of the model.
+	km.Ignore = append(km.Ignore, "1.running_mean")
+	if _, err := LoadSafetensors(bytes.NewReader(b), m, LoadOptions{Keys: km}); err == nil || !strings.Contains(err.Error(), `KeyMap.Ignore lists "1.running_mean", the key of the model's "1.RunningMean"`) {
+		t.Errorf("Ignore of a model's key: %v", err)
+	}
 }
 
 func TestOptimizerSafetensors(t *testing.T) {
@@ -579,4 +599,44 @@ func setLR(o Checkpointer, lr float64) {
 	h := o.Hyperparameters()
 	h["lr"] = lr
 	o.SetHyperparameters(h)
+}
+
+// TestSafetensorsStrictByDefault: the zero LoadOptions is strict, as
+// PyTorch's load_state_dict: a file whose keys do not match (here
+// PyTorch's, loaded without PyTorchKeys) is an error naming the keys, and
+// the model is left as it was.
+func TestSafetensorsStrictByDefault(t *testing.T) {
+	dev := openDev(t)
+	m := MLP(dev, []int{3, 4, 2}, core.ReLU, rand.New(rand.NewPCG(5, 5)))
+	f := &safetensors.File{}
+	for _, p := range []struct {
+		key   string
+		shape []int
+	}{{"0.weight", []int{4, 3}}, {"0.bias", []int{4}}, {"2.weight", []int{2, 4}}, {"2.bias", []int{2}}} {
+		f.Tensors = append(f.Tensors, safetensors.Tensor{Name: p.key, Shape: p.shape, Data: make([]float32, numElems(p.shape))})
+	}
+	var file bytes.Buffer
+	if err := safetensors.Write(&file, f); err != nil {
+		t.Fatal(err)
+	}
+	before := modelData(t, m)
+	rep, err := LoadSafetensors(bytes.NewReader(file.Bytes()), m, LoadOptions{})
+	if !errors.Is(err, ErrStateMismatch) || !strings.Contains(err.Error(), `4 missing keys ["0.W" "0.B" "2.W" "2.B"], 4 unexpected keys ["0.weight" "0.bias" "2.weight" "2.bias"]`) {
+		t.Errorf("default options: %v", err)
+	}
+	if err != nil && !strings.Contains(err.Error(), "PyTorchKeys") {
+		t.Errorf("default options: %v: want a pointer to nn.PyTorchKeys for PyTorch's keys", err)
+	}
+	if len(rep.Missing) != 4 || len(rep.Unexpected) != 4 {
+		t.Errorf("report %+v", rep)
+	}
+	if !sameData(before, modelData(t, m)) {
+		t.Error("a refused load changed the model")
+	}
+	// Many keys: the first few and the count.
+	big := MLP(dev, []int{3, 4, 4, 4, 4, 4, 2}, core.ReLU, rand.New(rand.NewPCG(5, 5)))
+	_, err = LoadSafetensors(bytes.NewReader(file.Bytes()), big, LoadOptions{})
+	if err == nil || !strings.Contains(err.Error(), `12 missing keys ["0.W" "0.B" "2.W" "2.B" "4.W" "4.B" "6.W" "6.B"] and 4 more`) {
+		t.Errorf("many keys: %v", err)
+	}
 }
