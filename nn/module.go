@@ -26,6 +26,18 @@
 //     in a file of its own (SaveOptimizerSafetensors,
 //     LoadOptimizerSafetensors; hyperparameters restored only when asked).
 //
+// # Models written as Go structs
+//
+// A model of your own is a struct whose exported fields hold its layers,
+// with its own Forward and Params (see Example_structModel). It needs
+// nothing more: as PyTorch's submodules register themselves, NamedParams,
+// Train/Eval/SetTraining and Buffers (and so NamedState, SaveState,
+// SaveSafetensors and the loads) walk its exported fields, slices,
+// arrays, maps with string keys, pointers and interfaces. A layer with
+// modes or buffers the walk cannot reach (an unexported field) is refused
+// with an error or panic naming the type and field, never skipped;
+// implement Trainable or Buffered (or Namer for names) to take over.
+//
 // # Gradient accumulation
 //
 // Backward adds into the gradients it finds, so accumulating over k
