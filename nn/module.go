@@ -180,7 +180,9 @@ type Buffered interface {
 // walked as SetTraining walks for modes (exported fields in declaration
 // order, slices, arrays, maps with string keys sorted), and the buffers of
 // each Buffered it reaches are listed in walk order, a module reached
-// twice once. A Buffered the walk cannot reach (in an unexported field of
+// twice once (a struct that embeds a Buffered, e.g. an nn.Sequential, is
+// one too, by Go's method promotion: declare Buffers on it to list more).
+// A Buffered the walk cannot reach (in an unexported field of
 // a struct walked into, or in a map whose keys are not strings) panics,
 // naming the type and the field; SaveState, SaveSafetensors, NamedState
 // and the loads return that as an error.
