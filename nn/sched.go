@@ -249,14 +249,65 @@ func ClipGradNorm(opt Optimizer, maxNorm float32) (float32, error) {
 	if norm == nil {
 		return 0, fmt.Errorf("nn.ClipGradNorm: no parameter has a gradient")
 	}
-	n, err := norm.Keep().Item()
+	n64, rescaled, err := readGradNorm(norm, opt.Params())
 	if err != nil {
 		return 0, fmt.Errorf("nn.ClipGradNorm: %w", err)
 	}
+	n := float32(n64)
 	if math.IsNaN(float64(n)) || math.IsInf(float64(n), 0) {
-		return n, fmt.Errorf("nn.ClipGradNorm: %w (%v); the update was skipped", ErrNonFiniteNorm, n)
+		return n, fmt.Errorf("nn.ClipGradNorm: %w (%v); the update was skipped", ErrNonFiniteNorm, n64)
+	}
+	if rescaled {
+		// the device's norm is +Inf: the factor is the host's
+		return n, stepWith(opt, norm.Device().Full(float32(min(float64(maxNorm)/(n64+1e-6), 1)), 1))
 	}
 	return n, stepWith(opt, ClipScale(norm, maxNorm))
+}
+
+// readGradNorm reads norm, GlobalGradNorm(ps), in float64 (a sync). The
+// device sums the squares in float32, which overflows to +Inf once the
+// norm passes sqrt(MaxFloat32) ~ 1.8e19 though every gradient is finite:
+// then it reads the largest gradient magnitude m and, when that is
+// finite, the norm of the gradients divided by m, times m (BLAS nrm2's
+// scaling) - two more syncs on a path only an Inf norm takes. rescaled
+// says that the norm is not norm's value.
+func readGradNorm(norm *core.Tensor, ps []*core.Tensor) (n float64, rescaled bool, err error) {
+	v, err := norm.Keep().Item()
+	if err != nil || !math.IsInf(float64(v), 1) {
+		return float64(v), false, err
+	}
+	var peak *core.Tensor
+	for _, p := range ps {
+		if g := p.Grad(); g != nil {
+			m := core.MaxAxis(core.Abs(core.Reshape(g, g.Len())), 0, true)
+			if peak == nil {
+				peak = m
+			} else {
+				peak = core.Maximum(peak, m)
+			}
+		}
+	}
+	m, err := peak.Item()
+	if err != nil || math.IsInf(float64(m), 0) || math.IsNaN(float64(m)) || m == 0 {
+		return float64(v), false, err // a gradient is Inf or NaN: +Inf is the norm
+	}
+	var sum *core.Tensor
+	for _, p := range ps {
+		if g := p.Grad(); g != nil {
+			q := core.Scale(g, 1/m) // m > 1.8e19/sqrt(len): 1/m is a normal float32
+			sq := core.Reshape(core.Sum(core.Mul(q, q)), 1)
+			if sum == nil {
+				sum = sq
+			} else {
+				sum = core.Add(sum, sq)
+			}
+		}
+	}
+	s, err := sum.Item()
+	if err != nil {
+		return 0, false, err
+	}
+	return float64(m) * math.Sqrt(float64(s)), true, nil
 }
 
 // ClipGradNormLazy is ClipGradNorm without the sync: the norm and the

@@ -49,14 +49,17 @@ func ExampleGradScaler() {
 	var losses []float32
 	for range 300 {
 		opt.ZeroGrad()
-		loss := nn.MSELoss(model.Forward(x), y).Keep()
+		loss := nn.MSELoss(model.Forward(x), y)
 		if err := scaler.Backward(loss); err != nil {
 			panic(err)
 		}
 		if _, _, err := scaler.Step(opt, 0); err != nil {
 			panic(err)
 		}
-		l, _ := loss.Item()
+		l, err := loss.Item() // readable after the step: Backward keeps it
+		if err != nil {
+			panic(err)
+		}
 		losses = append(losses, l)
 	}
 	fmt.Println("loss fell tenfold:", losses[299] < losses[0]/10, "skipped:", scaler.Skipped)
