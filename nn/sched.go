@@ -61,18 +61,26 @@ func CosineAnnealing(total int, minFactor float64) Schedule {
 // CosineAnnealingWarmRestarts is SGDR (Loshchilov & Hutter), as PyTorch's
 // scheduler of that name: a cosine from 1 to minFactor over a cycle of t0
 // updates, restarting at 1; each cycle is tMult times longer than the one
-// before.
+// before. Its cost does not grow with t: a step count read from a state
+// file may be any int.
 func CosineAnnealingWarmRestarts(t0, tMult int, minFactor float64) Schedule {
 	if t0 < 1 || tMult < 1 {
 		panic(fmt.Sprintf("nn.CosineAnnealingWarmRestarts: t0 %d, tMult %d: want both >= 1", t0, tMult))
 	}
 	checkMinFactor("CosineAnnealingWarmRestarts", minFactor)
+	if tMult == 1 {
+		// One cycle per t0 updates: a loop over the cycles hung on 2^50.
+		return func(t int) float64 { return cosine(minFactor, float64(t%t0)/float64(t0)) }
+	}
 	return func(t int) float64 {
+		// Cycles grow geometrically, so this loop runs at most 63 times
+		// (exact in integers, where PyTorch's logarithm rounds).
 		cur, ti := t, t0
 		for cur >= ti {
 			cur -= ti
 			if ti > math.MaxInt/tMult {
-				break // a cycle longer than any run
+				// the next cycle is longer than any int: cur is inside it
+				return cosine(minFactor, float64(cur)/(float64(ti)*float64(tMult)))
 			}
 			ti *= tMult
 		}
