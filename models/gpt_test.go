@@ -260,6 +260,25 @@ func TestGPTMisuse(t *testing.T) {
 			c.f()
 		}()
 	}
+	// a nil device or rng is an error, not a nil dereference; greedy
+	// decoding draws nothing and needs no rng
+	for _, c := range []struct {
+		name string
+		dev  *core.Device
+		temp float64
+		rng  *rand.Rand
+		want string
+	}{
+		{"nil device", nil, 1, rand.New(rand.NewPCG(1, 2)), "models.GPT.Generate: nil device"},
+		{"nil rng", dev, 0.5, nil, "models.GPT.Generate: nil rng at temperature 0.5"},
+	} {
+		if out, err := m.Generate(c.dev, []int{1, 2}, 2, c.temp, c.rng); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Generate with a %s: %v, %v; want an error containing %q", c.name, out, err, c.want)
+		}
+	}
+	if out, err := m.Generate(dev, []int{1, 2}, 2, 0, nil); err != nil || len(out) != 4 {
+		t.Errorf("greedy Generate without an rng: %v, %v; want 4 tokens", out, err)
+	}
 	// a diverged head: NaN logits are an error, not token 0
 	nan := make([]float32, m.Head.B.Len())
 	for i := range nan {
