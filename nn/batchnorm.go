@@ -46,6 +46,7 @@ func newBatchNorm(name string, dev *core.Device, c int, eps, momentum float32, a
 	if c < 1 {
 		panic(fmt.Sprintf("nn.%s: %d features, want >= 1", fn, c))
 	}
+	checkShape(fn, dev, "", "running mean", c)
 	checkEps(fn, eps)
 	checkMomentum(fn, momentum)
 	ones := make([]float32, c)
