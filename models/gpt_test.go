@@ -1,6 +1,7 @@
 package models
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -163,7 +164,10 @@ const (
 )
 
 func trainMixed(t *testing.T, dev *core.Device, prec core.Precision, steps int) []float64 {
-	prev := dev.SetMatMulPrecision(prec)
+	prev, err := dev.SetMatMulPrecision(prec)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer dev.SetMatMulPrecision(prev)
 	prevStore, err := dev.SetActivationStorage(prec)
 	if err != nil {
@@ -221,9 +225,12 @@ func TestGPTMixedPrecision(t *testing.T) {
 	for _, p := range []core.Precision{core.PrecisionF16, core.PrecisionBF16} {
 		t.Run(p.String(), func(t *testing.T) {
 			if p == core.PrecisionBF16 && dev.Name() == "ggml-vulkan" {
-				// an error, not a silent f32 fallback
+				// an error, not a silent f32 fallback, nor runs that fail later
 				if _, err := dev.SetActivationStorage(p); err == nil || !strings.Contains(err.Error(), "unpack_bf16") {
 					t.Errorf("SetActivationStorage(bf16) on ggml-vulkan: %v, want an error naming unpack_bf16", err)
+				}
+				if _, err := dev.SetMatMulPrecision(p); !errors.Is(err, core.ErrUnsupported) || !strings.Contains(err.Error(), "round_bf16") {
+					t.Errorf("SetMatMulPrecision(bf16) on ggml-vulkan: %v, want an error wrapping core.ErrUnsupported naming round_bf16", err)
 				}
 				testenv.Skipf(t, "bf16 on ggml-vulkan: ggml-vulkan cannot convert bf16 back to f32 (round_bf16 and unpack_bf16 are in its Caps.Unsupported)")
 			}

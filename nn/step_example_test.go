@@ -40,7 +40,9 @@ func ExampleCaptureStep() {
 func ExampleGradScaler() {
 	dev, _ := core.Open("cpu")
 	defer dev.Close()
-	dev.SetMatMulPrecision(core.PrecisionF16)
+	if _, err := dev.SetMatMulPrecision(core.PrecisionF16); err != nil {
+		panic(err)
+	}
 	model := nn.MLP(dev, []int{2, 8, 1}, core.Tanh, nn.NewRNG(1))
 	opt := nn.NewAdam(model.Params(), 0.05)
 	scaler := nn.NewGradScaler(1024)
