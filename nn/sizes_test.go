@@ -20,7 +20,7 @@ func TestConstructorLimits(t *testing.T) {
 	const huge, past = 1 << 40, 1 << 24 // huge*huge overflows an int; past*past is 2^48 > backend.MaxElems
 	cases := []panicCase{
 		{"Linear-overflow", "nn.NewLinear: in 1099511627776, out 1099511627776: weight of shape [1099511627776 1099511627776] has more than", func() { NewLinear(dev, huge, huge, true, rng) }},
-		{"Linear-past", "nn.NewLinear: in 16777216, out 16777216: weight of shape [16777216 16777216] has more than 70368744177664 elements", func() { NewLinear(dev, past, past, true, rng) }},
+		{"Linear-past", "nn.NewLinear: in 16777216, out 16777216: weight of shape [16777216 16777216] has more than", func() { NewLinear(dev, past, past, true, rng) }},
 		{"Linear-negative-product", "nn.NewLinear: in 3, out 4611686018427387904: weight", func() { NewLinear(dev, 3, 1<<62, false, rng) }},
 		{"LinearInit", "nn.NewLinear: in 16777216", func() { NewLinearInit(dev, past, past, false, Constant(0), nil) }},
 		{"Linear-nil-device", "nn.NewLinear: nil device", func() { NewLinear(nil, 2, 3, true, rng) }},
