@@ -210,14 +210,33 @@ func (p Precision) String() string {
 // master weights of mixed-precision training. Small gradients underflow in
 // f16 (below 6e-8): scale the loss (nn.GradScaler). A recorded Capture
 // keeps the precision it was recorded with.
-func (d *Device) SetMatMulPrecision(p Precision) (prev Precision) {
-	if p < PrecisionF32 || p > PrecisionBF16 {
-		panic(fmt.Sprintf("core.Device.SetMatMulPrecision: unknown precision %d", int(p)))
-	}
+//
+// A device that cannot round to p (bf16 on ggml-vulkan: round_bf16 is in
+// its Caps.Unsupported) returns an error wrapping ErrUnsupported and keeps
+// its setting: accepted, every later run would fail. An unknown precision
+// panics.
+func (d *Device) SetMatMulPrecision(p Precision) (prev Precision, err error) {
+	op := roundOp(p)
 	d.lock()
 	defer d.mu.Unlock()
+	if op != backend.OpInvalid && !d.caps.Supports(op) {
+		return d.mmPrec, unsupportedf("core.Device.SetMatMulPrecision(%v): %s cannot round matmul operands to %v (%v is in its Caps.Unsupported)", p, d.caps.Name, p, op)
+	}
 	prev, d.mmPrec = d.mmPrec, p
-	return prev
+	return prev, nil
+}
+
+// roundOp is the op that rounds a matmul operand to p (OpInvalid for f32).
+func roundOp(p Precision) backend.Op {
+	switch p {
+	case PrecisionF32:
+		return backend.OpInvalid
+	case PrecisionF16:
+		return backend.OpRoundF16
+	case PrecisionBF16:
+		return backend.OpRoundBF16
+	}
+	panic(fmt.Sprintf("core.Device.SetMatMulPrecision: unknown precision %d", int(p)))
 }
 
 // Memory reports the free and total memory the backend reports, in bytes.

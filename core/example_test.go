@@ -110,7 +110,10 @@ func ExampleDevice_SetMatMulPrecision() {
 	a := dev.Tensor([]float32{1 + 1.0/4096}, 1, 1)
 	b := dev.Tensor([]float32{1}, 1, 1)
 	f32, _ := core.MatMul(a, b).Item()
-	prev := dev.SetMatMulPrecision(core.PrecisionF16)
+	prev, err := dev.SetMatMulPrecision(core.PrecisionF16)
+	if err != nil {
+		panic(err) // a device that cannot round to f16: core.ErrUnsupported
+	}
 	f16, _ := core.MatMul(a, b).Item()
 	dev.SetMatMulPrecision(prev)
 	fmt.Println(f32, f16)

@@ -1,8 +1,11 @@
 package core
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/ag-go/ag/backend"
@@ -61,13 +64,18 @@ func TestMatMulPrecision(t *testing.T) {
 		p Precision
 		f func(float32) float32
 	}{{PrecisionF16, backend.RoundF16}, {PrecisionBF16, backend.RoundBF16}, {PrecisionF32, func(x float32) float32 { return x }}} {
-		prev := dev.SetMatMulPrecision(c.p)
+		prev, err := dev.SetMatMulPrecision(c.p)
+		if err != nil {
+			t.Skipf("%s: %v", dev.Name(), err)
+		}
 		a, b := dev.Param(av, 3, 5), dev.Param(bv, 5, 4)
 		y := MatMul(a, b).Keep()
 		if err := Sum(Mul(y, y)).Backward(); err != nil {
 			t.Fatal(err)
 		}
-		dev.SetMatMulPrecision(prev)
+		if _, err := dev.SetMatMulPrecision(prev); err != nil {
+			t.Fatal(err)
+		}
 		got, err := y.Data()
 		if err != nil {
 			t.Fatal(err)
@@ -102,4 +110,82 @@ func TestMatMulPrecision(t *testing.T) {
 		}()
 		dev.SetMatMulPrecision(7)
 	}()
+}
+
+// noBF16CPU is the cpu backend with ggml-vulkan's bf16 gap: round_bf16 and
+// unpack_bf16 are in its Caps.Unsupported, and graphs holding them do not
+// compile.
+type noBF16CPU struct{ backend.Backend }
+
+var noBF16 = []backend.Op{backend.OpRoundBF16, backend.OpUnpackBF16}
+
+func (b noBF16CPU) Caps() backend.Caps {
+	c := b.Backend.Caps()
+	c.Name, c.Unsupported = "cpu-nobf16", append(slices.Clone(c.Unsupported), noBF16...)
+	return c
+}
+
+func (b noBF16CPU) Compile(g *backend.Graph) (backend.Program, error) {
+	for _, n := range g.Nodes {
+		if slices.Contains(noBF16, n.Op) {
+			return nil, fmt.Errorf("cpu-nobf16 cannot run %v (Caps.Unsupported)", n.Op)
+		}
+	}
+	return b.Backend.Compile(g)
+}
+
+type noBF16Driver struct{}
+
+func (noBF16Driver) Open() (backend.Backend, error) {
+	be, err := backend.Open("cpu")
+	if err != nil {
+		return nil, err
+	}
+	return noBF16CPU{be}, nil
+}
+func (noBF16Driver) Available() backend.Availability { return backend.Availability{OK: true} }
+
+func init() { backend.Register("cpu-nobf16", -1, noBF16Driver{}) }
+
+// A device that cannot round to bf16 refuses SetMatMulPrecision(bf16) with
+// ErrUnsupported and keeps its precision, as NewHalfTable refuses bf16
+// storage: it accepted it, and then every run failed with an error that
+// did not wrap ErrUnsupported (ggml-vulkan). f16 is still taken. The cpu
+// backend, which rounds to both, takes both.
+func TestMatMulPrecisionUnsupported(t *testing.T) {
+	dev, err := Open("cpu-nobf16")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	prev, err := dev.SetMatMulPrecision(PrecisionBF16)
+	want := "core.Device.SetMatMulPrecision(bf16): cpu-nobf16 cannot round matmul operands to bf16 (round_bf16 is in its Caps.Unsupported)"
+	if !errors.Is(err, ErrUnsupported) || err.Error() != want || prev != PrecisionF32 {
+		t.Fatalf("SetMatMulPrecision(bf16) on a device without round_bf16: %v, %v; want f32 and %q", prev, err, want)
+	}
+	a := dev.Tensor([]float32{1 + 1.0/4096}, 1, 1) // 1 in f16 and bf16
+	one := dev.Tensor([]float32{1}, 1, 1)
+	if v, err := MatMul(a, one).Item(); err != nil || v != 1+1.0/4096 {
+		t.Errorf("a product after the refusal: %v, %v; want f32's 1+2^-12", v, err)
+	}
+	if _, err := dev.SetMatMulPrecision(PrecisionF16); err != nil {
+		t.Fatalf("SetMatMulPrecision(f16) on the same device: %v", err)
+	}
+	if v, err := MatMul(a, one).Item(); err != nil || v != 1 {
+		t.Errorf("an f16 product: %v, %v; want 1", v, err)
+	}
+	if p, err := dev.SetMatMulPrecision(PrecisionF32); err != nil || p != PrecisionF16 {
+		t.Errorf("back to f32: previous %v, %v; want f16", p, err)
+	}
+
+	cpu, err := Open("cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cpu.Close()
+	for _, p := range []Precision{PrecisionF16, PrecisionBF16, PrecisionF32} {
+		if _, err := cpu.SetMatMulPrecision(p); err != nil {
+			t.Errorf("cpu: SetMatMulPrecision(%v): %v", p, err)
+		}
+	}
 }

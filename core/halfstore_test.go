@@ -280,7 +280,10 @@ func TestActivationStorageRange(t *testing.T) {
 // parameter itself, the f32 master weight, stays an f32 arg.
 func TestActivationStorageKeepsWeightCopiesInHalf(t *testing.T) {
 	dev := open(t)
-	prevP := dev.SetMatMulPrecision(PrecisionF16)
+	prevP, err := dev.SetMatMulPrecision(PrecisionF16)
+	if err != nil {
+		t.Skipf("%s: %v", dev.Name(), err)
+	}
 	defer dev.SetMatMulPrecision(prevP)
 	if _, err := dev.SetActivationStorage(PrecisionF16); err != nil {
 		t.Skipf("%s: %v", dev.Name(), err)

@@ -462,11 +462,8 @@ func matmul(a, b *Tensor, transA, transB bool) *Tensor {
 	d.lock()
 	prec := d.mmPrec
 	d.mu.Unlock()
-	switch prec {
-	case PrecisionF16:
-		a, b = roundedTo(a, backend.OpRoundF16), roundedTo(b, backend.OpRoundF16)
-	case PrecisionBF16:
-		a, b = roundedTo(a, backend.OpRoundBF16), roundedTo(b, backend.OpRoundBF16)
+	if op := roundOp(prec); op != backend.OpInvalid {
+		a, b = roundedTo(a, op), roundedTo(b, op)
 	}
 	r := a.Rank()
 	m, k := a.shape[r-2], a.shape[r-1]

@@ -134,8 +134,15 @@ func (g *GPT) SetTraining(on bool) {
 // token), with rng. It runs in evaluation mode and restores training mode
 // after; each token is one forward pass over the last Context tokens. Logits
 // holding NaN or +Inf (a diverged model) are an error, returned with the
-// tokens made so far, rather than a token picked from them.
+// tokens made so far, rather than a token picked from them. A nil device,
+// or a nil rng at a temperature above 0, is an error.
 func (g *GPT) Generate(dev *core.Device, prompt []int, n int, temperature float64, rng *rand.Rand) ([]int, error) {
+	if dev == nil {
+		return nil, fmt.Errorf("models.GPT.Generate: nil device")
+	}
+	if rng == nil && temperature > 0 {
+		return nil, fmt.Errorf("models.GPT.Generate: nil rng at temperature %g (only temperature 0, the most likely token, draws nothing)", temperature)
+	}
 	if len(prompt) == 0 || n < 0 || temperature < 0 || math.IsNaN(temperature) {
 		return nil, fmt.Errorf("models.GPT.Generate: prompt of %d tokens, n %d, temperature %g: want a prompt, n >= 0, temperature >= 0", len(prompt), n, temperature)
 	}

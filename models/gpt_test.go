@@ -1,6 +1,7 @@
 package models
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -163,7 +164,10 @@ const (
 )
 
 func trainMixed(t *testing.T, dev *core.Device, prec core.Precision, steps int) []float64 {
-	prev := dev.SetMatMulPrecision(prec)
+	prev, err := dev.SetMatMulPrecision(prec)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer dev.SetMatMulPrecision(prev)
 	prevStore, err := dev.SetActivationStorage(prec)
 	if err != nil {
@@ -221,9 +225,12 @@ func TestGPTMixedPrecision(t *testing.T) {
 	for _, p := range []core.Precision{core.PrecisionF16, core.PrecisionBF16} {
 		t.Run(p.String(), func(t *testing.T) {
 			if p == core.PrecisionBF16 && dev.Name() == "ggml-vulkan" {
-				// an error, not a silent f32 fallback
+				// an error, not a silent f32 fallback, nor runs that fail later
 				if _, err := dev.SetActivationStorage(p); err == nil || !strings.Contains(err.Error(), "unpack_bf16") {
 					t.Errorf("SetActivationStorage(bf16) on ggml-vulkan: %v, want an error naming unpack_bf16", err)
+				}
+				if _, err := dev.SetMatMulPrecision(p); !errors.Is(err, core.ErrUnsupported) || !strings.Contains(err.Error(), "round_bf16") {
+					t.Errorf("SetMatMulPrecision(bf16) on ggml-vulkan: %v, want an error wrapping core.ErrUnsupported naming round_bf16", err)
 				}
 				testenv.Skipf(t, "bf16 on ggml-vulkan: ggml-vulkan cannot convert bf16 back to f32 (round_bf16 and unpack_bf16 are in its Caps.Unsupported)")
 			}
@@ -259,6 +266,25 @@ func TestGPTMisuse(t *testing.T) {
 			}()
 			c.f()
 		}()
+	}
+	// a nil device or rng is an error, not a nil dereference; greedy
+	// decoding draws nothing and needs no rng
+	for _, c := range []struct {
+		name string
+		dev  *core.Device
+		temp float64
+		rng  *rand.Rand
+		want string
+	}{
+		{"nil device", nil, 1, rand.New(rand.NewPCG(1, 2)), "models.GPT.Generate: nil device"},
+		{"nil rng", dev, 0.5, nil, "models.GPT.Generate: nil rng at temperature 0.5"},
+	} {
+		if out, err := m.Generate(c.dev, []int{1, 2}, 2, c.temp, c.rng); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Generate with a %s: %v, %v; want an error containing %q", c.name, out, err, c.want)
+		}
+	}
+	if out, err := m.Generate(dev, []int{1, 2}, 2, 0, nil); err != nil || len(out) != 4 {
+		t.Errorf("greedy Generate without an rng: %v, %v; want 4 tokens", out, err)
 	}
 	// a diverged head: NaN logits are an error, not token 0
 	nan := make([]float32, m.Head.B.Len())

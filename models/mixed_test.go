@@ -33,7 +33,10 @@ func TestMLPMixedPrecision(t *testing.T) {
 		y[i] = float32(math.Sin(3 * float64(x[i])))
 	}
 	train := func(t *testing.T, p core.Precision) []float64 {
-		prev := dev.SetMatMulPrecision(p)
+		prev, err := dev.SetMatMulPrecision(p)
+		if err != nil {
+			t.Fatal(err)
+		}
 		defer dev.SetMatMulPrecision(prev)
 		ps, err := dev.SetActivationStorage(p)
 		if err != nil {

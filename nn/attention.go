@@ -33,6 +33,9 @@ func NewMultiHeadAttention(dev *core.Device, dim, heads int, causal bool, p floa
 	if !(p >= 0 && p < 1) {
 		panic(fmt.Sprintf("nn.NewMultiHeadAttention: dropout %g outside [0, 1)", p))
 	}
+	checkDevice("NewMultiHeadAttention", dev)
+	checkRNG("NewMultiHeadAttention", rng)
+	checkShape("NewMultiHeadAttention", dev, fmt.Sprintf("dim %d, heads %d", dim, heads), "projection", dim, dim)
 	lin := func() *Linear { return NewLinear(dev, dim, dim, true, rng) }
 	return &MultiHeadAttention{Q: lin(), K: lin(), V: lin(), O: lin(), Heads: heads, Causal: causal, Dropout: p, Training: true}
 }
@@ -137,6 +140,14 @@ func NewTransformerBlock(dev *core.Device, dim, heads, hidden int, causal bool, 
 	if hidden < 1 {
 		panic(fmt.Sprintf("nn.NewTransformerBlock: hidden width %d, want >= 1", hidden))
 	}
+	if dim < 1 || heads < 1 || dim%heads != 0 {
+		panic(fmt.Sprintf("nn.NewTransformerBlock: dim %d, heads %d: dim must be a positive multiple of heads", dim, heads))
+	}
+	checkDevice("NewTransformerBlock", dev)
+	checkRNG("NewTransformerBlock", rng)
+	values := fmt.Sprintf("dim %d, heads %d, hidden %d", dim, heads, hidden)
+	checkShape("NewTransformerBlock", dev, values, "attention projection", dim, dim)
+	checkShape("NewTransformerBlock", dev, values, "feed-forward weight", dim, hidden)
 	return &TransformerBlock{
 		LN1:  NewLayerNorm(dev, dim, 1e-5, true),
 		Attn: NewMultiHeadAttention(dev, dim, heads, causal, p, rng),

@@ -33,7 +33,9 @@ type BatchNorm struct {
 	name                    string
 	ranks                   []int
 	c                       int
-	scratch                 *core.Tensor // the SGD op's velocity: written, never read
+	// the AdamW op's weights and second moment, written and never read
+	// into the statistics (see update)
+	scratchW, scratchV *core.Tensor
 }
 
 func newBatchNorm(name string, dev *core.Device, c int, eps, momentum float32, affine bool, ranks []int) *BatchNorm {
@@ -44,6 +46,7 @@ func newBatchNorm(name string, dev *core.Device, c int, eps, momentum float32, a
 	if c < 1 {
 		panic(fmt.Sprintf("nn.%s: %d features, want >= 1", fn, c))
 	}
+	checkShape(fn, dev, "", "running mean", c)
 	checkEps(fn, eps)
 	checkMomentum(fn, momentum)
 	ones := make([]float32, c)
@@ -53,7 +56,8 @@ func newBatchNorm(name string, dev *core.Device, c int, eps, momentum float32, a
 	b := &BatchNorm{
 		RunningMean: dev.Tensor(make([]float32, c), c),
 		RunningVar:  dev.Tensor(ones, c),
-		scratch:     dev.Tensor(make([]float32, c), c),
+		scratchW:    dev.Tensor(make([]float32, c), c),
+		scratchV:    dev.Tensor(make([]float32, c), c),
 		Eps:         eps, Momentum: momentum, Training: true,
 		name: name, ranks: ranks, c: c,
 	}
@@ -142,17 +146,23 @@ func (b *BatchNorm) Forward(x *core.Tensor) *core.Tensor {
 }
 
 // update records running = (1-m)*running + m*batch for both statistics, in
-// place: the SGD op with hp [1, 0, m] assigns x - (d + m*x), so d =
-// -m*batch (the same trick as Adam's AMSGrad).
+// place, as PyTorch's formula: the running statistic is the first moment
+// of an AdamW op with beta1 = 1-m, whose update b1*mom + (1-b1)*g reads
+// nothing but itself and the batch's value. (An SGD op's assignment x -
+// (d + m*x) made an Inf statistic NaN at the next batch, and its velocity,
+// shared by both statistics, carried a bad batch's Inf into the next
+// good batch's mean as 0*Inf.) The op's weights and second moment are
+// scratch with lr 0: they may turn NaN, and nothing reads them.
 func (b *BatchNorm) update(mu, v *core.Tensor, n int) {
 	dev := mu.Device()
 	dev.NoGrad(func() {
-		m := b.Momentum
-		hp := core.Concat(0, dev.Full(1, 1), dev.Full(0, 1), dev.Full(m, 1))
+		// [lr 0, beta1 1-m, beta2 1, eps 1, wd 0, 1, 1]: constants of the graph
+		one := dev.Full(1, 2)
+		hp := core.Concat(0, dev.Full(0, 1), dev.Full(1-b.Momentum, 1), one, dev.Full(0, 1), one)
 		bm := core.Reshape(mu, b.c)
 		bv := core.Reshape(v, b.c)
-		core.SGDUpdate(b.RunningMean, core.Scale(bm, -m), b.scratch, hp)
-		core.SGDUpdate(b.RunningVar, core.Scale(bv, -m*float32(n)/float32(n-1)), b.scratch, hp)
+		core.AdamWUpdate(b.scratchW, bm, b.RunningMean, b.scratchV, hp)
+		core.AdamWUpdate(b.scratchW, core.Scale(bv, float32(n)/float32(n-1)), b.RunningVar, b.scratchV, hp)
 	})
 }
 

@@ -258,3 +258,49 @@ func TestBatchNormPanics(t *testing.T) {
 		t.Errorf("eval with a batch of one: %v", err)
 	}
 }
+
+// A batch whose variance overflows makes the running variance +Inf, as
+// PyTorch's running = (1-m)*running + m*batch does, and the next good
+// batch leaves it +Inf and updates the mean as usual (its update and the
+// variance's shared a scratch value, so 0*Inf made the mean NaN). The
+// other channel is untouched by the bad one's values.
+func TestBatchNormRunningStatsAfterOverflow(t *testing.T) {
+	dev := openDev(t)
+	inf := math.Inf(1)
+	bn := NewBatchNorm1d(dev, 2, 1e-5, 0.1, false)
+	rm, rv := []float64{0, 0}, []float64{1, 1}
+	batches := [][]float32{
+		{1e20, 1, -1e20, 3}, // channel 0: mean 0, variance 1e40 = +Inf in float32
+		{1, 5, 3, 9},        // means 2 and 7, unbiased variances 2 and 8
+		{4, -1, 6, 1},       // means 5 and 0, unbiased variances 2 and 2
+	}
+	for step, xs := range batches {
+		if _, err := bn.Forward(dev.Tensor(xs, 2, 2)).Data(); err != nil {
+			t.Fatal(err)
+		}
+		mean, _, unbiased := bnStats(xs, []int{2, 2})
+		if step == 0 {
+			unbiased[0] = inf
+		}
+		for ch := range 2 {
+			rm[ch] = 0.9*rm[ch] + 0.1*mean[ch]
+			rv[ch] = 0.9*rv[ch] + 0.1*unbiased[ch]
+		}
+		gm, err := bn.RunningMean.Data()
+		if err != nil {
+			t.Fatal(err)
+		}
+		gv, err := bn.RunningVar.Data()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for ch := range 2 {
+			if math.IsNaN(float64(gm[ch])) || math.Abs(float64(gm[ch])-rm[ch]) > 1e-6 {
+				t.Errorf("step %d: running mean[%d] = %g, want %g", step, ch, gm[ch], rm[ch])
+			}
+			if g := float64(gv[ch]); !(g == rv[ch] || math.Abs(g-rv[ch]) <= 1e-5*rv[ch]) {
+				t.Errorf("step %d: running var[%d] = %g, want %g", step, ch, gv[ch], rv[ch])
+			}
+		}
+	}
+}

@@ -202,8 +202,13 @@ func convParams(fn string, dev *core.Device, in, out int, kernel []int, o ConvOp
 		rf *= k
 	}
 	cg := in / o.Groups
+	shape := append([]int{out, cg}, kernel...)
+	checkShape(fn, dev, fmt.Sprintf("in %d, out %d, kernel %v, groups %d", in, out, kernel, o.Groups), "weight", shape...)
 	fanIn := cg * rf
 	init := o.Init
+	if init == nil || !o.NoBias {
+		checkRNG(fn, rng) // the default init and the bias draw from it
+	}
 	if init == nil {
 		init = KaimingUniform(math.Sqrt(1.0 / 3))
 	}
@@ -219,7 +224,7 @@ func convParams(fn string, dev *core.Device, in, out int, kernel []int, o ConvOp
 			copy(wv[(o*cg+c)*rf:(o*cg+c+1)*rf], v[(c*out+o)*rf:(c*out+o+1)*rf])
 		}
 	}
-	w = dev.Param(wv, append([]int{out, cg}, kernel...)...)
+	w = dev.Param(wv, shape...)
 	if !o.NoBias {
 		b = dev.Param(uniform([]int{out}, rng, 1/math.Sqrt(float64(fanIn))), out)
 	}

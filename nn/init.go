@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"strings"
 
 	"github.com/ag-go/ag/core"
 )
@@ -26,10 +28,16 @@ func NewParam(dev *core.Device, init Initializer, rng *rand.Rand, shape ...int) 
 	if dev == nil || init == nil {
 		panic("nn.NewParam: nil device or initializer")
 	}
+	checkShape("NewParam", dev, "", "parameter", shape...)
 	if rng == nil {
 		defer func() {
-			if r := recover(); r != nil {
-				panic(fmt.Sprintf("nn.NewParam: nil rng for an initializer that draws, shape %v (%v)", shape, r))
+			// only a nil dereference is the rng's: other panics are the
+			// initializer's own, and say so
+			r := recover()
+			if e, ok := r.(runtime.Error); ok && strings.Contains(e.Error(), "nil pointer") {
+				panic(fmt.Sprintf("nn.NewParam: nil rng for an initializer that draws, shape %v (%v)", shape, e))
+			} else if r != nil {
+				panic(r)
 			}
 		}()
 	}
@@ -105,6 +113,7 @@ func count(shape []int) int {
 func GlorotUniform(gain float64) Initializer {
 	checkGain("GlorotUniform", gain)
 	return func(shape []int, rng *rand.Rand) []float32 {
+		checkDraw("GlorotUniform", shape, rng, true)
 		fi, fo := Fans(shape)
 		return uniform(shape, rng, gain*math.Sqrt(6/float64(fi+fo)))
 	}
@@ -115,6 +124,7 @@ func GlorotUniform(gain float64) Initializer {
 func GlorotNormal(gain float64) Initializer {
 	checkGain("GlorotNormal", gain)
 	return func(shape []int, rng *rand.Rand) []float32 {
+		checkDraw("GlorotNormal", shape, rng, true)
 		fi, fo := Fans(shape)
 		return normal(shape, rng, 0, gain*math.Sqrt(2/float64(fi+fo)))
 	}
@@ -134,6 +144,7 @@ func LeakyReLUGain(slope float64) float64 { return math.Sqrt(2 / (1 + slope*slop
 func KaimingUniform(gain float64) Initializer {
 	checkGain("KaimingUniform", gain)
 	return func(shape []int, rng *rand.Rand) []float32 {
+		checkDraw("KaimingUniform", shape, rng, true)
 		fi, _ := Fans(shape)
 		return uniform(shape, rng, gain*math.Sqrt(3/float64(fi)))
 	}
@@ -144,6 +155,7 @@ func KaimingUniform(gain float64) Initializer {
 func KaimingNormal(gain float64) Initializer {
 	checkGain("KaimingNormal", gain)
 	return func(shape []int, rng *rand.Rand) []float32 {
+		checkDraw("KaimingNormal", shape, rng, true)
 		fi, _ := Fans(shape)
 		return normal(shape, rng, 0, gain/math.Sqrt(float64(fi)))
 	}
@@ -154,7 +166,10 @@ func Normal(mean, std float64) Initializer {
 	if !(std >= 0) || math.IsInf(std, 0) || math.IsNaN(mean) || math.IsInf(mean, 0) {
 		panic(fmt.Sprintf("nn.Normal: mean %g, std %g: want finite values, std >= 0", mean, std))
 	}
-	return func(shape []int, rng *rand.Rand) []float32 { return normal(shape, rng, mean, std) }
+	return func(shape []int, rng *rand.Rand) []float32 {
+		checkDraw("Normal", shape, rng, true)
+		return normal(shape, rng, mean, std)
+	}
 }
 
 // Uniform draws U(lo, hi).
@@ -163,6 +178,7 @@ func Uniform(lo, hi float64) Initializer {
 		panic(fmt.Sprintf("nn.Uniform: lo %g, hi %g: want finite lo <= hi", lo, hi))
 	}
 	return func(shape []int, rng *rand.Rand) []float32 {
+		checkDraw("Uniform", shape, rng, true)
 		n := count(shape)
 		w := make([]float32, n)
 		for i := range w {
@@ -175,6 +191,7 @@ func Uniform(lo, hi float64) Initializer {
 // Constant fills with v (zeros for biases, ones for gains).
 func Constant(v float32) Initializer {
 	return func(shape []int, _ *rand.Rand) []float32 {
+		checkDraw("Constant", shape, nil, false)
 		n := count(shape)
 		w := make([]float32, n)
 		for i := range w {
@@ -203,12 +220,16 @@ func Orthogonal(gain float64) Initializer {
 		if len(shape) < 2 {
 			panic(fmt.Sprintf("nn.Orthogonal: shape %v has fewer than 2 dimensions", shape))
 		}
+		checkDraw("Orthogonal", shape, rng, true)
 		rows, cols := shape[0], count(shape)/shape[0]
-		// vectors of the shorter side, each of the longer side's length
+		// vectors of the shorter side, each of the longer side's length,
+		// in one allocation: one that cannot be had fails at once, where
+		// a vector at a time took memory until the process died
 		k, m := min(rows, cols), max(rows, cols)
+		work := make([]float64, k*m)
 		v := make([][]float64, k)
 		for i := range v {
-			v[i] = make([]float64, m)
+			v[i] = work[i*m : (i+1)*m : (i+1)*m]
 			for j := range v[i] {
 				v[i][j] = rng.NormFloat64()
 			}

@@ -41,6 +41,8 @@ func NewLayerNorm(dev *core.Device, dim int, eps float32, affine bool) *LayerNor
 	if dim < 1 {
 		panic(fmt.Sprintf("nn.NewLayerNorm: dim %d, want >= 1", dim))
 	}
+	checkDevice("NewLayerNorm", dev)
+	checkShape("NewLayerNorm", dev, "", "gain", dim)
 	checkEps("NewLayerNorm", eps)
 	l := &LayerNorm{Eps: eps, dim: dim}
 	if affine {
@@ -92,6 +94,8 @@ func NewRMSNorm(dev *core.Device, dim int, eps float32) *RMSNorm {
 	if dim < 1 {
 		panic(fmt.Sprintf("nn.NewRMSNorm: dim %d, want >= 1", dim))
 	}
+	checkDevice("NewRMSNorm", dev)
+	checkShape("NewRMSNorm", dev, "", "gain", dim)
 	checkEps("NewRMSNorm", eps)
 	return &RMSNorm{Gain: NewParam(dev, Constant(1), nil, dim), Eps: eps, dim: dim}
 }
@@ -126,7 +130,10 @@ func NewEmbedding(dev *core.Device, vocab, dim int, init Initializer, rng *rand.
 	if vocab < 1 || dim < 1 {
 		panic(fmt.Sprintf("nn.NewEmbedding: vocab %d, dim %d: both must be >= 1", vocab, dim))
 	}
+	checkDevice("NewEmbedding", dev)
+	checkShape("NewEmbedding", dev, fmt.Sprintf("vocab %d, dim %d", vocab, dim), "table", vocab, dim)
 	if init == nil {
+		checkRNG("NewEmbedding", rng)
 		init = Normal(0, 1)
 	}
 	return &Embedding{W: NewParam(dev, init, rng, vocab, dim)}

@@ -2,6 +2,7 @@ package nn
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -162,7 +163,10 @@ func TestLayerPanics(t *testing.T) {
 		{"emb-size", "nn.NewEmbedding: vocab 0, dim 3", func() { NewEmbedding(dev, 0, 3, nil, NewRNG(1)) }},
 		{"param-count", "nn.NewParam: the initializer gave 2 values for shape [3]", func() { NewParam(dev, Values([]float32{1, 2}), nil, 3) }},
 		{"gain", "nn.KaimingNormal: gain -1", func() { KaimingNormal(-1) }},
-		{"nil-rng", "nn.NewParam: nil rng for an initializer that draws, shape [4 3]", func() { NewEmbedding(dev, 4, 3, nil, nil) }},
+		{"nil-rng", "nn.NewEmbedding: nil rng", func() { NewEmbedding(dev, 4, 3, nil, nil) }},
+		{"nil-rng-own-init", "nn.NewParam: nil rng for an initializer that draws, shape [4 3]", func() {
+			NewParam(dev, func(shape []int, rng *rand.Rand) []float32 { return []float32{float32(rng.Float64())} }, nil, 4, 3)
+		}},
 	}
 	checkPanics(t, cases)
 }

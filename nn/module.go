@@ -73,6 +73,7 @@ type Linear struct {
 // NewLinear makes a Linear layer on dev with glorot-uniform weights drawn from
 // rng (W ~ U(-a, a), a = sqrt(6/(in+out))) and a zero bias when bias is set.
 func NewLinear(dev *core.Device, in, out int, bias bool, rng *rand.Rand) *Linear {
+	checkRNG("NewLinear", rng)
 	return NewLinearInit(dev, in, out, bias, GlorotUniform(1), rng)
 }
 
@@ -82,6 +83,8 @@ func NewLinearInit(dev *core.Device, in, out int, bias bool, init Initializer, r
 	if in < 1 || out < 1 {
 		panic(fmt.Sprintf("nn.NewLinear: in %d, out %d: both must be >= 1", in, out))
 	}
+	checkDevice("NewLinear", dev)
+	checkShape("NewLinear", dev, fmt.Sprintf("in %d, out %d", in, out), "weight", in, out)
 	l := &Linear{W: NewParam(dev, init, rng, in, out)}
 	if bias {
 		l.B = dev.Param(make([]float32, out), out)
@@ -154,6 +157,11 @@ func (s Sequential) Params() []*core.Tensor {
 func MLP(dev *core.Device, sizes []int, act func(*core.Tensor) *core.Tensor, rng *rand.Rand) Sequential {
 	if len(sizes) < 2 {
 		panic(fmt.Sprintf("nn.MLP: sizes %v: need at least inputs and outputs", sizes))
+	}
+	checkDevice("MLP", dev)
+	checkRNG("MLP", rng)
+	for i := 0; i+1 < len(sizes); i++ { // every layer before any is made
+		checkShape("MLP", dev, fmt.Sprintf("sizes %v", sizes), fmt.Sprintf("layer %d's weight", i), sizes[i], sizes[i+1])
 	}
 	var s Sequential
 	for i := 0; i+1 < len(sizes); i++ {

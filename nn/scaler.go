@@ -23,16 +23,24 @@ type GradScaler struct {
 	good    int
 }
 
+// MinGradScale is the smallest scale a GradScaler takes: float32's
+// smallest normal number, 2^-126. Below it the reciprocal that unscales
+// the gradients overflows to +Inf, and a finite step would turn every
+// weight into an infinity; a scale that backs off past it stays there.
+const MinGradScale = 0x1p-126
+
 // NewGradScaler makes a scaler starting at scale (PyTorch's default is
-// 65536) with PyTorch's growth 2, backoff 0.5 and interval 2000.
+// 65536) with PyTorch's growth 2, backoff 0.5 and interval 2000. It
+// panics unless scale is finite and at least MinGradScale.
 func NewGradScaler(scale float32) *GradScaler {
-	if !(scale > 0) || math.IsInf(float64(scale), 0) {
-		panic(fmt.Sprintf("nn.NewGradScaler: scale %g, want a finite value > 0", scale))
+	if !(scale >= MinGradScale) || math.IsInf(float64(scale), 0) {
+		panic(fmt.Sprintf("nn.NewGradScaler: scale %g, want a finite value >= %g (MinGradScale)", scale, float32(MinGradScale)))
 	}
 	return &GradScaler{Scale: scale, Growth: 2, Backoff: 0.5, Interval: 2000}
 }
 
-// Backward runs Backward of loss times the scale.
+// Backward runs Backward of loss times the scale. The loss itself stays
+// readable after the step runs (it is kept, as Backward's own loss is).
 func (s *GradScaler) Backward(loss *core.Tensor) error {
 	if loss == nil {
 		return fmt.Errorf("nn.GradScaler.Backward: nil loss")
@@ -40,18 +48,21 @@ func (s *GradScaler) Backward(loss *core.Tensor) error {
 	if err := s.check("Backward"); err != nil {
 		return err
 	}
-	return core.Scale(loss, s.Scale).Backward()
+	// The scaled loss consumes loss, which a run would then plan away as an
+	// intermediate: the user's loss is a value they read.
+	return core.Scale(loss.Keep(), s.Scale).Backward()
 }
 
 func (s *GradScaler) check(fn string) error {
-	if !(s.Scale > 0) || math.IsInf(float64(s.Scale), 0) || !(s.Growth >= 1) || !(s.Backoff > 0 && s.Backoff < 1) || s.Interval < 1 {
-		return fmt.Errorf("nn.GradScaler.%s: scale %g, growth %g, backoff %g, interval %d: want scale > 0 finite, growth >= 1, 0 < backoff < 1, interval >= 1", fn, s.Scale, s.Growth, s.Backoff, s.Interval)
+	if !(s.Scale >= MinGradScale) || math.IsInf(float64(s.Scale), 0) || !(s.Growth >= 1) || math.IsInf(float64(s.Growth), 0) || !(s.Backoff > 0 && s.Backoff < 1) || s.Interval < 1 {
+		return fmt.Errorf("nn.GradScaler.%s: scale %g, growth %g, backoff %g, interval %d: want a finite scale >= %g (MinGradScale), a finite growth >= 1, 0 < backoff < 1, interval >= 1", fn, s.Scale, s.Growth, s.Backoff, s.Interval, float32(MinGradScale))
 	}
 	return nil
 }
 
 // Step unscales the gradients and steps opt, or skips the step when they
-// hold an Inf or a NaN; it then adapts the scale. With maxNorm > 0 the
+// hold an Inf or a NaN, or when their unscaled norm overflows float32; it
+// then adapts the scale, never below MinGradScale. With maxNorm > 0 the
 // unscaled gradients are also clipped to that global norm (ClipGradNorm).
 // It reads the gradient norm (a sync) and returns whether the step was
 // skipped; the norm it returns is the unscaled one.
@@ -69,23 +80,26 @@ func (s *GradScaler) Step(opt Optimizer, maxNorm float32) (norm float32, skipped
 	if g == nil {
 		return 0, false, fmt.Errorf("nn.GradScaler.Step: no parameter has a gradient")
 	}
-	scaled, err := g.Keep().Item()
+	scaled, _, err := readGradNorm(g, opt.Params())
 	if err != nil {
 		return 0, false, fmt.Errorf("nn.GradScaler.Step: %w", err)
 	}
-	norm = scaled / s.Scale
-	if math.IsNaN(float64(scaled)) || math.IsInf(float64(scaled), 0) {
+	// In float64: a scaled norm near MaxFloat32 over a small scale is not
+	// float32's to hold, and then neither are the unscaled gradients.
+	unscaled := scaled / float64(s.Scale)
+	norm = float32(unscaled)
+	if math.IsNaN(unscaled) || math.IsInf(float64(norm), 0) {
 		s.Skipped++
 		s.good = 0
-		s.Scale *= s.Backoff
+		s.Scale = max(s.Scale*s.Backoff, MinGradScale)
 		return norm, true, nil
 	}
-	f := 1 / s.Scale
-	if maxNorm > 0 && norm > maxNorm {
-		f *= maxNorm / (norm + 1e-6)
+	f := 1 / float64(s.Scale) // at most 2^126: finite in float32
+	if maxNorm > 0 && unscaled > float64(maxNorm) {
+		f *= float64(maxNorm) / (unscaled + 1e-6)
 	}
 	dev := opt.Params()[0].Device()
-	if err := stepWith(opt, dev.Full(f, 1)); err != nil {
+	if err := stepWith(opt, dev.Full(float32(f), 1)); err != nil {
 		return norm, false, err
 	}
 	if s.good++; s.good >= s.Interval {

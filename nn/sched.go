@@ -61,18 +61,26 @@ func CosineAnnealing(total int, minFactor float64) Schedule {
 // CosineAnnealingWarmRestarts is SGDR (Loshchilov & Hutter), as PyTorch's
 // scheduler of that name: a cosine from 1 to minFactor over a cycle of t0
 // updates, restarting at 1; each cycle is tMult times longer than the one
-// before.
+// before. Its cost does not grow with t: a step count read from a state
+// file may be any int.
 func CosineAnnealingWarmRestarts(t0, tMult int, minFactor float64) Schedule {
 	if t0 < 1 || tMult < 1 {
 		panic(fmt.Sprintf("nn.CosineAnnealingWarmRestarts: t0 %d, tMult %d: want both >= 1", t0, tMult))
 	}
 	checkMinFactor("CosineAnnealingWarmRestarts", minFactor)
+	if tMult == 1 {
+		// One cycle per t0 updates: a loop over the cycles hung on 2^50.
+		return func(t int) float64 { return cosine(minFactor, float64(t%t0)/float64(t0)) }
+	}
 	return func(t int) float64 {
+		// Cycles grow geometrically, so this loop runs at most 63 times
+		// (exact in integers, where PyTorch's logarithm rounds).
 		cur, ti := t, t0
 		for cur >= ti {
 			cur -= ti
 			if ti > math.MaxInt/tMult {
-				break // a cycle longer than any run
+				// the next cycle is longer than any int: cur is inside it
+				return cosine(minFactor, float64(cur)/(float64(ti)*float64(tMult)))
 			}
 			ti *= tMult
 		}
@@ -249,14 +257,65 @@ func ClipGradNorm(opt Optimizer, maxNorm float32) (float32, error) {
 	if norm == nil {
 		return 0, fmt.Errorf("nn.ClipGradNorm: no parameter has a gradient")
 	}
-	n, err := norm.Keep().Item()
+	n64, rescaled, err := readGradNorm(norm, opt.Params())
 	if err != nil {
 		return 0, fmt.Errorf("nn.ClipGradNorm: %w", err)
 	}
+	n := float32(n64)
 	if math.IsNaN(float64(n)) || math.IsInf(float64(n), 0) {
-		return n, fmt.Errorf("nn.ClipGradNorm: %w (%v); the update was skipped", ErrNonFiniteNorm, n)
+		return n, fmt.Errorf("nn.ClipGradNorm: %w (%v); the update was skipped", ErrNonFiniteNorm, n64)
+	}
+	if rescaled {
+		// the device's norm is +Inf: the factor is the host's
+		return n, stepWith(opt, norm.Device().Full(float32(min(float64(maxNorm)/(n64+1e-6), 1)), 1))
 	}
 	return n, stepWith(opt, ClipScale(norm, maxNorm))
+}
+
+// readGradNorm reads norm, GlobalGradNorm(ps), in float64 (a sync). The
+// device sums the squares in float32, which overflows to +Inf once the
+// norm passes sqrt(MaxFloat32) ~ 1.8e19 though every gradient is finite:
+// then it reads the largest gradient magnitude m and, when that is
+// finite, the norm of the gradients divided by m, times m (BLAS nrm2's
+// scaling) - two more syncs on a path only an Inf norm takes. rescaled
+// says that the norm is not norm's value.
+func readGradNorm(norm *core.Tensor, ps []*core.Tensor) (n float64, rescaled bool, err error) {
+	v, err := norm.Keep().Item()
+	if err != nil || !math.IsInf(float64(v), 1) {
+		return float64(v), false, err
+	}
+	var peak *core.Tensor
+	for _, p := range ps {
+		if g := p.Grad(); g != nil {
+			m := core.MaxAxis(core.Abs(core.Reshape(g, g.Len())), 0, true)
+			if peak == nil {
+				peak = m
+			} else {
+				peak = core.Maximum(peak, m)
+			}
+		}
+	}
+	m, err := peak.Item()
+	if err != nil || math.IsInf(float64(m), 0) || math.IsNaN(float64(m)) || m == 0 {
+		return float64(v), false, err // a gradient is Inf or NaN: +Inf is the norm
+	}
+	var sum *core.Tensor
+	for _, p := range ps {
+		if g := p.Grad(); g != nil {
+			q := core.Scale(g, 1/m) // m > 1.8e19/sqrt(len): 1/m is a normal float32
+			sq := core.Reshape(core.Sum(core.Mul(q, q)), 1)
+			if sum == nil {
+				sum = sq
+			} else {
+				sum = core.Add(sum, sq)
+			}
+		}
+	}
+	s, err := sum.Item()
+	if err != nil {
+		return 0, false, err
+	}
+	return float64(m) * math.Sqrt(float64(s)), true, nil
 }
 
 // ClipGradNormLazy is ClipGradNorm without the sync: the norm and the

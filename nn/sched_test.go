@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/ag-go/ag/core"
 )
@@ -258,4 +259,46 @@ func ExampleWithSchedule() {
 	}
 	fmt.Printf("loss fell: %t; step %d, lr at step 10 %.4g, at 100 %.4g\n", last < first/2, opt.StepCount(), opt.LR(10), opt.LR(100))
 	// Output: loss fell: true; step 100, lr at step 10 0.003, at 100 0.0003008
+}
+
+// A step count loaded from a state file may be any int: every schedule is
+// a closed form in t (SGDR's cycles with tMult 1 were a loop per cycle, so
+// 2^50 hung the next Step).
+func TestSchedulesLargeStep(t *testing.T) {
+	c := func(frac, min float64) float64 { return min + (1-min)*(1+math.Cos(math.Pi*frac))/2 }
+	const big = 1 << 50
+	cases := []struct {
+		name string
+		s    Schedule
+		t    int
+		want float64
+	}{
+		{"SGDR-mult1", CosineAnnealingWarmRestarts(3, 1, 0), big, c(1.0/3, 0)}, // 2^50 = 1 mod 3
+		{"SGDR-mult1-max", CosineAnnealingWarmRestarts(1000, 1, 0.5), math.MaxInt, c(807.0/1000, 0.5)},
+		{"SGDR-mult2-start", CosineAnnealingWarmRestarts(1, 2, 0), big - 1, 1}, // cycle 50 starts at 2^50-1
+		{"SGDR-mult2", CosineAnnealingWarmRestarts(1, 2, 0), big + big/2 - 1, 0.5},
+		{"SGDR-mult2-max", CosineAnnealingWarmRestarts(1, 2, 0), math.MaxInt, 1}, // cycle 63 starts at 2^63-1
+		{"SGDR-mult3-max", CosineAnnealingWarmRestarts(5, 3, 0.1), math.MaxInt, -1},
+		{"StepLR", StepLR(1, 0.5), math.MaxInt, 0},
+		{"ExponentialLR", ExponentialLR(1), math.MaxInt, 1},
+		{"CosineAnnealing", CosineAnnealing(10, 0.2), math.MaxInt, 0.2},
+		{"LinearWarmup", LinearWarmup(10, 0), math.MaxInt, 1},
+		{"WarmupCosine", WarmupCosine(10, 20, 0.3), math.MaxInt, 0.3},
+	}
+	for _, tc := range cases {
+		done := make(chan float64, 1)
+		go func() { done <- tc.s(tc.t) }()
+		select {
+		case g := <-done:
+			if tc.want < 0 {
+				if !(g >= 0.1 && g <= 1) {
+					t.Errorf("%s(%d) = %g, want a value in [0.1, 1]", tc.name, tc.t, g)
+				}
+			} else if math.Abs(g-tc.want) > 1e-12 {
+				t.Errorf("%s(%d) = %g, want %g", tc.name, tc.t, g, tc.want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s(%d) still running after 10s", tc.name, tc.t)
+		}
+	}
 }

@@ -40,7 +40,9 @@ func ExampleCaptureStep() {
 func ExampleGradScaler() {
 	dev, _ := core.Open("cpu")
 	defer dev.Close()
-	dev.SetMatMulPrecision(core.PrecisionF16)
+	if _, err := dev.SetMatMulPrecision(core.PrecisionF16); err != nil {
+		panic(err)
+	}
 	model := nn.MLP(dev, []int{2, 8, 1}, core.Tanh, nn.NewRNG(1))
 	opt := nn.NewAdam(model.Params(), 0.05)
 	scaler := nn.NewGradScaler(1024)
@@ -49,14 +51,17 @@ func ExampleGradScaler() {
 	var losses []float32
 	for range 300 {
 		opt.ZeroGrad()
-		loss := nn.MSELoss(model.Forward(x), y).Keep()
+		loss := nn.MSELoss(model.Forward(x), y)
 		if err := scaler.Backward(loss); err != nil {
 			panic(err)
 		}
 		if _, _, err := scaler.Step(opt, 0); err != nil {
 			panic(err)
 		}
-		l, _ := loss.Item()
+		l, err := loss.Item() // readable after the step: Backward keeps it
+		if err != nil {
+			panic(err)
+		}
 		losses = append(losses, l)
 	}
 	fmt.Println("loss fell tenfold:", losses[299] < losses[0]/10, "skipped:", scaler.Skipped)

@@ -204,7 +204,9 @@ func bench(args []string) error {
 			return err
 		}
 		for _, prec := range precisions {
-			dev.SetMatMulPrecision(prec)
+			if _, err := dev.SetMatMulPrecision(prec); err != nil {
+				return fmt.Errorf("-precision: %w", err)
+			}
 			suffix, precName := "", prec.String()
 			store := core.PrecisionF32
 			if *store16 {
