@@ -2,7 +2,6 @@ package nn
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"sync"
 
@@ -205,7 +204,7 @@ func convParams(fn string, dev *core.Device, in, out int, kernel []int, o ConvOp
 	fanIn := cg * rf
 	init := o.Init
 	if init == nil {
-		init = KaimingUniform(math.Sqrt(1.0 / 3))
+		init = defaultInit()
 	}
 	// Draw in [cg, out, rf] and transpose to [out, cg, rf].
 	drawn := append([]int{cg, out}, kernel...)
@@ -221,7 +220,7 @@ func convParams(fn string, dev *core.Device, in, out int, kernel []int, o ConvOp
 	}
 	w = dev.Param(wv, append([]int{out, cg}, kernel...)...)
 	if !o.NoBias {
-		b = dev.Param(uniform([]int{out}, rng, 1/math.Sqrt(float64(fanIn))), out)
+		b = dev.Param(defaultBias(out, fanIn, rng), out)
 	}
 	return w, b
 }
