@@ -15,7 +15,9 @@
 //     parameter groups; WithSchedule for learning-rate schedules (StepLR,
 //     ExponentialLR, CosineAnnealing, CosineAnnealingWarmRestarts,
 //     LinearWarmup, WarmupCosine, Sequence, Chain); ClipGradNorm for
-//     clipping in any step, CaptureStep for captured steps.
+//     clipping in any step, CaptureStep for captured steps. Each updates
+//     the parameters that have a gradient: one frozen with
+//     core.Tensor.SetRequiresGrad(false) has none, and is left as it is.
 //   - State: SaveState/LoadState (ag's own positional file of a model and
 //     its optimizer); safetensors model files by name: NamedParams and
 //     NamedState (PyTorch-style dotted names from the module tree),
