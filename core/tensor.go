@@ -210,11 +210,12 @@ func (t *Tensor) RequiresGrad() bool {
 // returns t. A frozen parameter still takes part in the forward, but
 // Backward computes no gradient for it: the backward records no node for it
 // nor for any value whose gradient could only reach frozen parameters, and
-// the forward keeps nothing for it (ops recorded after the change carry no
-// gradient; a graph recorded before it is pruned by Backward). Freezing
-// drops the gradient it had, so Grad is nil and the optimizers, which update
-// the parameters that have a gradient, leave it as it is. A Capture
-// recorded under the other setting records again.
+// the forward keeps nothing for it (ops recorded after freezing carry no
+// gradient; a graph recorded before is pruned by Backward). Thawing counts
+// for the ops recorded after it. Freezing drops the gradient it had, so
+// Grad is nil and the optimizers, which update the parameters that have a
+// gradient, leave it as it is. A Capture recorded under the other setting
+// records again.
 //
 // It panics for any other tensor: only a parameter's gradient can be
 // switched (use Detach to cut the gradient through a value).

