@@ -11,8 +11,10 @@ import (
 // Backward appends the gradient of t (a one-element tensor, usually a loss)
 // with respect to every tensor it depends on to the device's pending graph,
 // and accumulates the result into the Grad of each leaf that requires grad
-// (params). It does not run anything: the backward becomes part of the next
-// sync's program, together with the forward and any optimizer update.
+// (params; a frozen one, see SetRequiresGrad, gets none, and no node is
+// recorded for a gradient that could only reach frozen ones). It does not
+// run anything: the backward becomes part of the next sync's program,
+// together with the forward and any optimizer update.
 //
 // Each node is differentiated once: a second Backward through the same nodes
 // is an error, like PyTorch without retain_graph.
@@ -151,22 +153,32 @@ func topo(t *Tensor) ([]walked, error) {
 	needSlab := make([]bool, 0, 2*hint)
 	d.markGen++
 	gen := d.markGen
-	var visit func(n *Tensor) error
-	visit = func(n *Tensor) error {
-		if n.consumedGen == gen || !n.requiresGrad {
-			return nil
+	// visit reports whether a leaf that requires grad now is under n: a
+	// node recorded before its parameters were frozen (SetRequiresGrad)
+	// still says requiresGrad, and a gradient through it would reach no
+	// one, so it is left out of the order and its consumers do not make one.
+	var visit func(n *Tensor) (bool, error)
+	visit = func(n *Tensor) (bool, error) {
+		if !n.requiresGrad {
+			return false, nil
+		}
+		if n.consumedGen == gen {
+			return n.gradLive, nil
 		}
 		n.consumedGen = gen
-		if !n.isLeaf() {
-			if n.backwarded {
-				return fmt.Errorf("core: Backward: %v was already differentiated by an earlier Backward", n)
-			}
-			if n.state() == stateFailed {
-				return fmt.Errorf("core: Backward: %v was dropped by a failed run: %w", n, n.failure())
-			}
-			if n.inputs == nil {
-				return fmt.Errorf("core: Backward: the graph of %v is gone (its values were not kept)", n)
-			}
+		if n.isLeaf() {
+			n.gradLive = true
+			order = append(order, walked{t: n})
+			return true, nil
+		}
+		if n.backwarded {
+			return false, fmt.Errorf("core: Backward: %v was already differentiated by an earlier Backward", n)
+		}
+		if n.state() == stateFailed {
+			return false, fmt.Errorf("core: Backward: %v was dropped by a failed run: %w", n, n.failure())
+		}
+		if n.inputs == nil {
+			return false, fmt.Errorf("core: Backward: the graph of %v is gone (its values were not kept)", n)
 		}
 		ins := n.inputs
 		// A checkpointed value not yet run: Backward recomputes its segment
@@ -180,20 +192,30 @@ func topo(t *Tensor) ([]walked, error) {
 		needSlab = append(needSlab, make([]bool, len(ins))...)
 		end := len(inSlab)
 		w := walked{t: n, inputs: inSlab[end-len(ins) : end : end], needs: needSlab[end-len(ins) : end : end], ckpt: ckpt}
+		live := false
 		for k, in := range ins {
 			switch in.state() {
 			case stateSpent:
-				return fmt.Errorf("core: Backward: %v needs %v, which was not kept", n, in)
+				return false, fmt.Errorf("core: Backward: %v needs %v, which was not kept", n, in)
 			case stateFailed:
-				return fmt.Errorf("core: Backward: %v needs %v, which was dropped by a failed run: %w", n, in, in.failure())
+				return false, fmt.Errorf("core: Backward: %v needs %v, which was dropped by a failed run: %w", n, in, in.failure())
 			}
-			w.needs[k] = in.requiresGrad
-			if err := visit(in); err != nil {
-				return err
+			l, err := visit(in)
+			if err != nil {
+				return false, err
 			}
+			w.needs[k] = l
+			live = live || l
 		}
-		order = append(order, w)
-		return nil
+		n.gradLive = live
+		if live {
+			order = append(order, w)
+		}
+		return live, nil
 	}
-	return order, visit(t)
+	live, err := visit(t)
+	if err == nil && !live {
+		err = fmt.Errorf("core: Backward of %v: every parameter it depends on is frozen (SetRequiresGrad(false))", t)
+	}
+	return order, err
 }

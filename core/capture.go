@@ -39,7 +39,8 @@ func In(data []float32, shape ...int) Input { return Input{data, shape} }
 // is an error (ErrCapture) naming the site, because a replay would not repeat
 // it. The capture records again when the input shapes change, when the device
 // reopened its backend (Device.Generation), or when a persistent tensor it
-// reads was released or moved.
+// reads was released or moved, or when a parameter it reads was frozen or
+// thawed (Tensor.SetRequiresGrad).
 //
 // Random draws inside the function (RandUniform, Uniform, Normal, Dropout)
 // draw new numbers at every replay: each replay takes the next numbers of
@@ -129,6 +130,37 @@ func (r *recording) guardsHold() bool {
 		}
 	}
 	return true
+}
+
+// gradSwitches is a guard on the gradient switches (SetRequiresGrad) of the
+// parameters the pending nodes read: they decided which gradient and update
+// nodes were recorded, so a replay after one of them changed would train a
+// frozen parameter or leave a thawed one out. ok is false when no node reads
+// a parameter. Called with d.mu held.
+func gradSwitches(pending []*Tensor) (g guard, ok bool) {
+	var ps []*Tensor
+	var on []bool
+	seen := map[*Tensor]bool{}
+	for _, t := range pending {
+		for _, x := range t.inputs {
+			if x.trainable && !seen[x] {
+				seen[x] = true
+				ps, on = append(ps, x), append(on, x.requiresGrad)
+			}
+		}
+	}
+	if len(ps) == 0 {
+		return guard{}, false
+	}
+	// Guards are checked under the device lock, which guards requiresGrad.
+	return guard{cond: func() bool {
+		for i, p := range ps {
+			if p.requiresGrad != on[i] {
+				return false
+			}
+		}
+		return true
+	}, was: true}, true
 }
 
 type boundArg struct {
@@ -356,6 +388,9 @@ func (c *Capture) record(in []Input) (*recording, [][]float32, error) {
 				return abort(nil, fmt.Errorf("core: Capture: %w: the function reads %v, made on the host inside it (upload site %q); pass it as an input", ErrCapture, x, "inputs"))
 			}
 		}
+	}
+	if g, ok := gradSwitches(d.pending); ok {
+		rec.guards = append(rec.guards, g)
 	}
 	lw, err := d.lower(false)
 	if err != nil {

@@ -2,9 +2,11 @@ package core_test
 
 import (
 	"fmt"
+	"slices"
 
 	_ "github.com/ag-go/ag/backend/cpu"
 	"github.com/ag-go/ag/core"
+	"github.com/ag-go/ag/nn"
 )
 
 // A Capture records a step once and replays it: one upload of the inputs,
@@ -185,4 +187,54 @@ func ExampleDevice_UpdatePass() {
 	fmt.Println(v)
 	// Output:
 	// [0.8 1.6]
+}
+
+// Fine-tuning a head: a trained body is frozen (SetRequiresGrad(false))
+// and only a new head learns. The backward computes no gradient for the
+// body, the optimizer leaves it as it is, and passing every parameter to
+// it is fine. (Detach cuts the gradient at a value instead:
+// head.Forward(body.Forward(x).Detach()) trains the head alone as well.)
+func ExampleTensor_SetRequiresGrad() {
+	dev, err := core.Open("cpu")
+	if err != nil {
+		panic(err)
+	}
+	defer dev.Close()
+	rng := nn.NewRNG(1)
+	body := nn.MLP(dev, []int{2, 16, 16}, core.Tanh, rng) // pretend it was trained (LoadSafetensors)
+	head := nn.NewLinear(dev, 16, 1, true, rng)
+	model := nn.Sequential{body, nn.Func(core.Tanh), head}
+	for _, p := range body.Params() {
+		p.SetRequiresGrad(false)
+	}
+	opt := nn.NewAdam(model.Params(), 0.05)
+	x := dev.Tensor([]float32{0, 0, 0, 1, 1, 0, 1, 1}, 4, 2)
+	y := dev.Tensor([]float32{0, 1, 1, 0}, 4, 1)
+	before, err := body[0].Params()[0].Data()
+	if err != nil {
+		panic(err)
+	}
+	var first, last float32
+	for i := range 200 {
+		opt.ZeroGrad()
+		loss := nn.MSELoss(model.Forward(x), y)
+		if err := loss.Backward(); err != nil {
+			panic(err)
+		}
+		if err := opt.Step(); err != nil {
+			panic(err)
+		}
+		if last, err = loss.Item(); err != nil {
+			panic(err)
+		}
+		if i == 0 {
+			first = last
+		}
+	}
+	after, err := body[0].Params()[0].Data()
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("body unchanged: %t, without gradient: %t; loss fell: %t\n", slices.Equal(before, after), body[0].Params()[0].Grad() == nil, last < first/2)
+	// Output: body unchanged: true, without gradient: true; loss fell: true
 }

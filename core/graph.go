@@ -90,7 +90,7 @@ func (d *Device) leaf(fn string, data []float32, shape []int, grad bool) *Tensor
 	if n := backend.NumElems(shape); n != len(data) {
 		panic(fmt.Sprintf("core.%s: %d values for shape %v (%d elements)", fn, len(data), shape, n))
 	}
-	t := &Tensor{dev: d, shape: slices.Clone(shape), requiresGrad: grad, param: grad}
+	t := &Tensor{dev: d, shape: slices.Clone(shape), requiresGrad: grad, param: grad, trainable: grad}
 	t.setState(stateRealized)
 	host := slices.Clone(data)
 	d.lock() // newStorageOf reads the guard

@@ -76,9 +76,15 @@ type Tensor struct {
 	pass         profile.Pass // forward, backward or update (for the profiler)
 	requiresGrad bool
 	param        bool // persistent leaf owned by the user (Param)
-	keep         bool // keep the value after the run that computes it
-	backwarded   bool // Backward already went through this node
-	recomputed   bool // a Checkpoint's copy, made by Backward
+	// trainable: made by Param, so SetRequiresGrad may turn its gradient
+	// off and on (Zeros' leaves are persistent too, and never train)
+	trainable bool
+	// gradLive: in the last topo, a leaf that requires grad now is
+	// reachable through t (read only where consumedGen says t was visited)
+	gradLive   bool
+	keep       bool // keep the value after the run that computes it
+	backwarded bool // Backward already went through this node
+	recomputed bool // a Checkpoint's copy, made by Backward
 	// gather, on an unpack recorded by HalfTable.Gather: its inputs are a
 	// 16-bit table's words and the indices, lowered as a get_rows of the
 	// words that the unpack reads (gatherNode), so words never make a Tensor.
@@ -197,6 +203,52 @@ func (t *Tensor) RequiresGrad() bool {
 	t.dev.lock()
 	defer t.dev.mu.Unlock()
 	return t.requiresGrad
+}
+
+// SetRequiresGrad turns the gradient of a parameter (Device.Param) off -
+// freezing it, as PyTorch's requires_grad_(False) - or on again, and
+// returns t. A frozen parameter still takes part in the forward, but
+// Backward computes no gradient for it: the backward records no node for it
+// nor for any value whose gradient could only reach frozen parameters, and
+// the forward keeps nothing for it (ops recorded after freezing carry no
+// gradient; a graph recorded before is pruned by Backward). Thawing counts
+// for the ops recorded after it. Freezing drops the gradient it had, so
+// Grad is nil and the optimizers, which update the parameters that have a
+// gradient, leave it as it is. A Capture recorded under the other setting
+// records again.
+//
+// It panics for any other tensor: only a parameter's gradient can be
+// switched (use Detach to cut the gradient through a value).
+func (t *Tensor) SetRequiresGrad(on bool) *Tensor {
+	d := t.dev
+	d.lock()
+	if !t.trainable {
+		d.mu.Unlock()
+		panic(fmt.Sprintf("core.Tensor.SetRequiresGrad: %v is not a parameter (Device.Param): only a parameter's gradient is switched; Detach cuts the gradient through a value", t))
+	}
+	if t.requiresGrad == on {
+		d.mu.Unlock()
+		return t
+	}
+	t.requiresGrad = on
+	d.mu.Unlock()
+	if !on {
+		t.ZeroGrad()
+	}
+	return t
+}
+
+// IsParam reports whether t was made by Device.Param, frozen or not (see
+// SetRequiresGrad).
+func (t *Tensor) IsParam() bool { return t.trainable }
+
+// Detach returns a new tensor of t's value through which no gradient flows,
+// as PyTorch's detach: ops on it are constants to Backward, and t's own
+// gradient is unchanged. It is a view of t (no copy, no kernel), pending
+// like any op's result: read it after the run only if it is kept (see Keep).
+func (t *Tensor) Detach() *Tensor {
+	needTensors("Detach", t)
+	return detach("Detach", t)
 }
 
 // Op returns the name of the op that produced t ("data" for data, "param"

@@ -24,8 +24,9 @@ type MultiHeadAttention struct {
 
 // NewMultiHeadAttention makes an attention layer of width dim split into
 // heads (dim must be a multiple of heads), with biased projections drawn
-// glorot-uniform from rng (PyTorch's initialization), attention-weight
-// dropout p, in training mode.
+// glorot-uniform from rng with zero biases (as PyTorch's MultiheadAttention
+// draws its in-projection, which it draws as one [3*dim, dim] matrix, so its
+// bound is a little smaller), attention-weight dropout p, in training mode.
 func NewMultiHeadAttention(dev *core.Device, dim, heads int, causal bool, p float32, rng *rand.Rand) *MultiHeadAttention {
 	if dim < 1 || heads < 1 || dim%heads != 0 {
 		panic(fmt.Sprintf("nn.NewMultiHeadAttention: dim %d, heads %d: dim must be a positive multiple of heads", dim, heads))
@@ -36,7 +37,7 @@ func NewMultiHeadAttention(dev *core.Device, dim, heads int, causal bool, p floa
 	checkDevice("NewMultiHeadAttention", dev)
 	checkRNG("NewMultiHeadAttention", rng)
 	checkShape("NewMultiHeadAttention", dev, fmt.Sprintf("dim %d, heads %d", dim, heads), "projection", dim, dim)
-	lin := func() *Linear { return NewLinear(dev, dim, dim, true, rng) }
+	lin := func() *Linear { return NewLinearInit(dev, dim, dim, true, GlorotUniform(1), rng) }
 	return &MultiHeadAttention{Q: lin(), K: lin(), V: lin(), O: lin(), Heads: heads, Causal: causal, Dropout: p, Training: true}
 }
 
@@ -135,7 +136,9 @@ type TransformerBlock struct {
 // NewTransformerBlock makes a block of width dim with heads heads, a
 // feed-forward hidden width of hidden (4*dim is usual), causal
 // self-attention when causal is set, and dropout p on the attention
-// weights and on both residual branches.
+// weights and on both residual branches. Its feed-forward layers are drawn
+// glorot-uniform with zero biases, as its attention's (not NewLinear's
+// default: GPT's numbers were set with these).
 func NewTransformerBlock(dev *core.Device, dim, heads, hidden int, causal bool, p float32, rng *rand.Rand) *TransformerBlock {
 	if hidden < 1 {
 		panic(fmt.Sprintf("nn.NewTransformerBlock: hidden width %d, want >= 1", hidden))
@@ -152,8 +155,8 @@ func NewTransformerBlock(dev *core.Device, dim, heads, hidden int, causal bool, 
 		LN1:  NewLayerNorm(dev, dim, 1e-5, true),
 		Attn: NewMultiHeadAttention(dev, dim, heads, causal, p, rng),
 		LN2:  NewLayerNorm(dev, dim, 1e-5, true),
-		FF1:  NewLinear(dev, dim, hidden, true, rng),
-		FF2:  NewLinear(dev, hidden, dim, true, rng),
+		FF1:  NewLinearInit(dev, dim, hidden, true, GlorotUniform(1), rng),
+		FF2:  NewLinearInit(dev, hidden, dim, true, GlorotUniform(1), rng),
 		Drop: NewDropout(p),
 	}
 }

@@ -2,7 +2,6 @@ package nn
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"sync"
 
@@ -210,7 +209,7 @@ func convParams(fn string, dev *core.Device, in, out int, kernel []int, o ConvOp
 		checkRNG(fn, rng) // the default init and the bias draw from it
 	}
 	if init == nil {
-		init = KaimingUniform(math.Sqrt(1.0 / 3))
+		init = defaultInit()
 	}
 	// Draw in [cg, out, rf] and transpose to [out, cg, rf].
 	drawn := append([]int{cg, out}, kernel...)
@@ -226,7 +225,7 @@ func convParams(fn string, dev *core.Device, in, out int, kernel []int, o ConvOp
 	}
 	w = dev.Param(wv, shape...)
 	if !o.NoBias {
-		b = dev.Param(uniform([]int{out}, rng, 1/math.Sqrt(float64(fanIn))), out)
+		b = dev.Param(defaultBias(out, fanIn, rng), out)
 	}
 	return w, b
 }

@@ -107,9 +107,23 @@ func count(shape []int) int {
 	return n
 }
 
+// defaultInit is PyTorch's default weight initialization of nn.Linear and
+// nn.Conv*: kaiming_uniform_ with a = sqrt(5), whose gain sqrt(2/(1+5))
+// makes it U(-b, b) with b = 1/sqrt(fanIn). NewLinear, MLP and the
+// convolutions draw their weights from it and their biases from
+// defaultBias, so a model built from them starts where PyTorch's would.
+func defaultInit() Initializer { return KaimingUniform(math.Sqrt(1.0 / 3)) }
+
+// defaultBias draws PyTorch's default bias of a layer of fan-in fanIn:
+// U(-b, b) with b = 1/sqrt(fanIn), the weights' bound.
+func defaultBias(n, fanIn int, rng *rand.Rand) []float32 {
+	return uniform([]int{n}, rng, 1/math.Sqrt(float64(fanIn)))
+}
+
 // GlorotUniform (Xavier uniform) draws U(-a, a) with a =
-// gain*sqrt(6/(fanIn+fanOut)), as PyTorch's xavier_uniform_. NewLinear
-// uses GlorotUniform(1).
+// gain*sqrt(6/(fanIn+fanOut)), as PyTorch's xavier_uniform_.
+// NewLinearInit(dev, in, out, bias, GlorotUniform(1), rng) is the Linear
+// ag made before it followed PyTorch's default (zero bias).
 func GlorotUniform(gain float64) Initializer {
 	checkGain("GlorotUniform", gain)
 	return func(shape []int, rng *rand.Rand) []float32 {

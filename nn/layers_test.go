@@ -220,19 +220,7 @@ func TestInitializers(t *testing.T) {
 	if fi, fo := Fans([]int{3, 4, 5}); fi != 15 || fo != 20 {
 		t.Errorf("Fans([3 4 5]) = %d, %d; want 15, 20", fi, fo)
 	}
-	// NewLinear still draws GlorotUniform(1), as it always has.
-	dev := openDev(t)
-	l := NewLinear(dev, 3, 2, false, NewRNG(9))
-	got, err := l.W.Data()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, a := NewRNG(9), math.Sqrt(6.0/5)
-	for i := range got {
-		if w := float32((2*r.Float64() - 1) * a); got[i] != w {
-			t.Fatalf("NewLinear W[%d] = %g, want %g", i, got[i], w)
-		}
-	}
+	// NewLinear's default: TestLinearDefaultInit.
 }
 
 // Orthogonal gives W Wᵀ = gain² I for a wide W and Wᵀ W = gain² I for a

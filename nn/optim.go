@@ -475,8 +475,10 @@ func dedupe(fn string, ps []*core.Tensor) []*core.Tensor {
 		if p == nil {
 			panic(fmt.Sprintf("nn.%s: parameter %d is nil", fn, i))
 		}
-		if !p.RequiresGrad() {
-			panic(fmt.Sprintf("nn.%s: tensor %d (%v) does not require grad", fn, i, p))
+		// A frozen parameter (SetRequiresGrad(false)) is welcome: it has no
+		// gradient, so no update, until it is thawed.
+		if !p.IsParam() {
+			panic(fmt.Sprintf("nn.%s: tensor %d (%v) is not a parameter (core.Device.Param)", fn, i, p))
 		}
 		if !seen[p] {
 			seen[p] = true

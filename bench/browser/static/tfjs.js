@@ -1,6 +1,7 @@
 // TensorFlow.js side of the browser benchmark: the same MLP as ag's
 // workload (depth dense layers width x width, ReLU between, none on the
-// last; Glorot-uniform weights and zero biases as ag's nn.NewLinear; Adam;
+// last; weights and biases U(-1/sqrt(width), 1/sqrt(width)) as ag's
+// nn.NewLinear and PyTorch's nn.Linear; Adam;
 // MSE; targets tanh(x·T) of a random teacher T; the data on the device and
 // each batch gathered by index), timed per backend. The driver (main.go)
 // calls runBench once per fresh tab.
@@ -59,7 +60,9 @@ function mlp(cfg) {
     model.add(tf.layers.dense({
       units: width, inputShape: i === 0 ? [width] : undefined,
       activation: i < depth - 1 ? "relu" : "linear",
-      kernelInitializer: tf.initializers.glorotUniform({seed: 1 + i}), biasInitializer: "zeros",
+      // varianceScaling's uniform limit is sqrt(3*scale/fanIn): 1/sqrt(width)
+      kernelInitializer: tf.initializers.varianceScaling({scale: 1 / 3, mode: "fanIn", distribution: "uniform", seed: 1 + i}),
+      biasInitializer: tf.initializers.randomUniform({minval: -1 / Math.sqrt(width), maxval: 1 / Math.sqrt(width), seed: 101 + i}),
     }));
   }
   const xs = new Float32Array(batches * batch * width).map(() => rnd() * 2 - 1);
