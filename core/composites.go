@@ -23,16 +23,19 @@ func LeakyReLU(x *Tensor, slope float32) *Tensor {
 }
 
 // ELU returns x for x > 0 and alpha*(e^x - 1) otherwise, as relu(x) +
-// alpha*(exp(-relu(-x)) - 1). e^x - 1 is computed as it reads (there is no
+// alpha*(exp(min(x, 0)) - 1). e^x - 1 is computed as it reads (there is no
 // expm1), so for -1e-3 < x < 0 its absolute error is about 6e-8 (the
-// rounding of e^x near 1) rather than a few ulps of the result.
+// rounding of e^x near 1) rather than a few ulps of the result. Its
+// gradient is 1 for x > 0 and alpha*e^x for x <= 0: alpha at exactly 0, as
+// PyTorch's elu_backward (min(x, 0) is a Clamp, whose gradient passes at
+// its bound; through -relu(-x) it was 0 there, freezing exact zeros).
 func ELU(x *Tensor, alpha float32) *Tensor {
 	needTensors("ELU", x)
 	if math.IsNaN(float64(alpha)) || math.IsInf(float64(alpha), 0) {
 		panic(fmt.Sprintf("core.ELU: alpha %g is not finite", alpha))
 	}
 	defer x.dev.composite("ELU")()
-	return Add(ReLU(x), Scale(AddScalar(Exp(Neg(ReLU(Neg(x)))), -1), alpha))
+	return Add(ReLU(x), Scale(AddScalar(Exp(Clamp(x, float32(math.Inf(-1)), 0)), -1), alpha))
 }
 
 // softplusThreshold is where Softplus becomes x itself, PyTorch's default:
@@ -41,13 +44,14 @@ const softplusThreshold = 20
 
 // Softplus returns log(1 + e^x), stably: log(1 + exp(min(x, 20))) +
 // relu(x - 20), so exp never overflows, and the gradient is sigmoid(x) for
-// x < 20 and 1 above, 0.5 at 0 as PyTorch's. (The form relu(x) +
-// log(1+exp(-|x|)) is as stable but its gradient at exactly 0 is 0, which
-// would freeze a zero-initialized parameter.) Precision: the absolute error
-// is about 6e-8 (the rounding of 1 + e^x) plus the device log's error near 1
-// (up to 2^-21 by WGSL's rules, 1.3e-7 measured on NVIDIA); for x < -16 the result is 0
-// where the true value is e^x < 1.2e-7, and at exactly 20 the gradient is 0
-// (both branches are at their clamp edge).
+// x <= 20 and 1 above, as PyTorch's softplus_backward (beta 1, threshold
+// 20): 0.5 at 0, and at exactly 20 sigmoid(20), 1 in f32 (the clamp's
+// gradient passes at its bound). (The form relu(x) + log(1+exp(-|x|)) is
+// as stable but its gradient at exactly 0 is 0, which would freeze a
+// zero-initialized parameter.) Precision: the absolute error is about 6e-8
+// (the rounding of 1 + e^x) plus the device log's error near 1 (up to
+// 2^-21 by WGSL's rules, 1.3e-7 measured on NVIDIA); for x < -16 the
+// result is 0 where the true value is e^x < 1.2e-7.
 func Softplus(x *Tensor) *Tensor {
 	needTensors("Softplus", x)
 	defer x.dev.composite("Softplus")()
@@ -94,15 +98,21 @@ func erfcAbs(x *Tensor) *Tensor {
 // Erf returns the error function by Abramowitz and Stegun 7.1.26, a
 // rational polynomial times e^(-x^2) with absolute error at most 1.5e-7
 // (about 2.5e-7 after f32 rounding, 2.9e-7 with NVIDIA's exp; the test
-// allows 4e-7). Its gradient is
-// the derivative of that approximation, within 1e-5 of 2/sqrt(pi)e^(-x^2)
-// away from 0; at exactly 0 it is 0, because the formula goes through
-// |x| (GELUErf does not suffer from it: x multiplies it there).
+// allows 4e-7). Its gradient is the derivative of that approximation,
+// within 1e-5 of 2/sqrt(pi)e^(-x^2) away from 0, and exactly 2/sqrt(pi)
+// at 0, as PyTorch's.
+//
+// The approximation goes through |x|, whose sign times the sign of the
+// result makes its own gradient sign(x)^2, 0 at 0; so a term
+// keep(x == 0, 2/sqrt(pi)*x) is added: ±0 in value everywhere (the sum is
+// the approximation exactly, -0 kept), it carries the slope at 0 alone.
 func Erf(x *Tensor) *Tensor {
 	needTensors("Erf", x)
 	defer x.dev.composite("Erf")()
 	s := Sign(x)
-	return Mul(s, Sub(x.dev.Full(1, x.shape...), erfcAbs(x)))
+	e := Mul(s, Sub(x.dev.Full(1, x.shape...), erfcAbs(x)))
+	atZero := inside(s, -0.5, 0.5) // 1 at ±0, 0 elsewhere and at NaN
+	return Add(e, keep(atZero, Scale(x, 2/math.SqrtPi)))
 }
 
 // GELUErf returns the exact (erf) form of the Gaussian error linear unit,

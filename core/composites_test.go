@@ -286,12 +286,14 @@ func contains(s, sub string) bool {
 }
 
 // The composites' gradients against the true derivatives, at the points
-// where a composite could go wrong: 0 (Softplus's 0.5, GELUErf's 0.5), the
-// Softplus threshold's neighbourhood, and the stated precision of the
-// derivative of Erf's approximation.
+// where a composite could go wrong: 0 (Softplus's 0.5, GELUErf's 0.5,
+// Erf's 2/sqrt(pi), ELU's alpha), the Softplus threshold and its
+// neighbourhood, and the stated precision of the derivative of Erf's
+// approximation. (backend/backendtest/edge checks the same points on every
+// backend against PyTorch's values.)
 func TestCompositeDerivatives(t *testing.T) {
 	dev := open(t)
-	xs := []float64{-3, -0.7, -1e-3, 0, 1e-3, 0.4, 1.3, 19.9, 20.1, 30}
+	xs := []float64{-3, -0.7, -1e-3, 0, 1e-3, 0.4, 1.3, 19.9, 20, 20.1, 30}
 	sig := func(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
 	phi := func(x float64) float64 { return math.Exp(-x*x/2) / math.Sqrt(2*math.Pi) }
 	cases := []struct {
@@ -301,12 +303,13 @@ func TestCompositeDerivatives(t *testing.T) {
 		tol  float64
 	}{
 		{"Softplus", Softplus, sig, 1e-6},
-		{"Erf", Erf, func(x float64) float64 {
-			if x == 0 {
-				return 0 // documented: the formula goes through |x|
+		{"Erf", Erf, func(x float64) float64 { return 2 / math.SqrtPi * math.Exp(-x*x) }, 1e-5},
+		{"ELU", func(x *Tensor) *Tensor { return ELU(x, 1.5) }, func(x float64) float64 {
+			if x > 0 {
+				return 1
 			}
-			return 2 / math.SqrtPi * math.Exp(-x*x)
-		}, 1e-5},
+			return 1.5 * math.Exp(x) // 1.5 at 0, as PyTorch's
+		}, 1e-6},
 		{"GELUErf", GELUErf, func(x float64) float64 { return 0.5*math.Erfc(-x/math.Sqrt2) + x*phi(x) }, 2e-6},
 		{"LeakyReLU", func(x *Tensor) *Tensor { return LeakyReLU(x, 0.2) }, func(x float64) float64 {
 			if x > 0 {

@@ -156,8 +156,11 @@ func Pow(x *Tensor, p float32) *Tensor {
 	return unary("Pow", backend.OpPowConst, x, p, 0)
 }
 
-// Clamp limits x to [lo, hi]. Its gradient passes straight through strictly
-// inside the range and is zero outside, like ggmlR's ag_clamp.
+// Clamp limits x to [lo, hi]. Its gradient passes straight through inside
+// the range, the bounds included (1 at x == lo and x == hi, also when lo ==
+// hi), and is zero outside, as PyTorch's clamp: a value sitting exactly on a
+// bound (an activation clamped at 0 of a zero-initialized layer) still
+// learns. It is NaN where x is NaN.
 func Clamp(x *Tensor, lo, hi float32) *Tensor {
 	if !(lo <= hi) {
 		panic(fmt.Sprintf("core.Clamp: lo %g > hi %g (or NaN)", lo, hi))
@@ -564,7 +567,7 @@ func vjp(n *Tensor, in []*Tensor, g *Tensor, k int) *Tensor {
 		}
 		return Mul(g, Scale(Pow(x, p-1), p)) // at 0: p*0^(p-1), +Inf for p = 0.5
 	case backend.OpClamp:
-		return Mul(g, passMask(x, n.attr.A, n.attr.B))
+		return Mul(g, passMask(x, n, n.attr.A, n.attr.B))
 	case backend.OpSum:
 		return Expand(g, x.shape...)
 	case backend.OpSoftmax:
@@ -650,10 +653,34 @@ func reluMask(x *Tensor) *Tensor {
 	return Scale(Clamp(Scale(x, 0x1p127), 0, 0x1p-22), 0x1p22)
 }
 
-// passMask is Clamp's: 1 strictly inside (lo, hi), 0 outside, NaN at NaN
-// (Clamp(x, 0, 0) is 0 for every other x, ±Inf included).
-func passMask(x *Tensor, lo, hi float32) *Tensor {
-	return Add(inside(x, lo, hi), Clamp(x, 0, 0))
+// passMask is Clamp's gradient mask, as PyTorch's clamp_backward (which
+// takes the subgradient 1 at the bounds): 1 where lo <= x <= hi, 0
+// elsewhere, NaN at NaN. n is Clamp(x, lo, hi). With finite bounds x -
+// clamp(x) is exactly 0 inside and nonzero outside (a difference of two
+// distinct f32 values is never 0, and Sign sees its subnormals); an
+// infinite bound is compared on its own, since Inf - Inf is NaN.
+func passMask(x, n *Tensor, lo, hi float32) *Tensor {
+	nan := Clamp(x, 0, 0) // 0, or NaN where x is: added to the mask
+	loInf, hiInf := math.IsInf(float64(lo), 0), math.IsInf(float64(hi), 0)
+	var m *Tensor
+	switch {
+	case !loInf && !hiInf:
+		m = inside(Sign(Sub(x, n)), -0.5, 0.5)
+	case lo == hi: // both +Inf or both -Inf: the mask is x == lo
+		inf := Sign(Sub(x, Clamp(x, -maxF32, maxF32))) // ±1 at ±Inf, 0 elsewhere
+		if lo > 0 {
+			m = inside(inf, 0.5, 2)
+		} else {
+			m = inside(inf, -2, -0.5)
+		}
+	case !loInf: // hi is +Inf: x >= lo
+		m = inside(Sign(AddScalar(x, -lo)), -0.5, 2)
+	case !hiInf: // lo is -Inf: x <= hi
+		m = inside(Sign(AddScalar(x, -hi)), -2, 0.5)
+	default: // (-Inf, +Inf): every number passes
+		return AddScalar(nan, 1)
+	}
+	return Add(m, nan)
 }
 
 func withRows(shape []int, rows int) []int {

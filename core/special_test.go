@@ -117,7 +117,8 @@ func TestSpecialGradients(t *testing.T) {
 		{"pow1", []float64{nan, pinf, -pinf, 0, -2, 3, 1}, func(x *Tensor) *Tensor { return Pow(x, 1) }, []float64{1, 1, 1, 1, 1, 1, 1}},
 		{"pow2", []float64{nan, pinf, -pinf, 0, -2, 3, 1}, func(x *Tensor) *Tensor { return Pow(x, 2) }, []float64{nan, pinf, -pinf, 0, -4, 6, 2}},
 		{"relu", []float64{nan, pinf, -pinf, 0, -2, 3, 1e-40}, ReLU, []float64{nan, 1, 0, 0, 0, 1, 1}},
-		{"clamp", []float64{nan, pinf, -pinf, 0, -2, 0.5, -1}, func(x *Tensor) *Tensor { return Clamp(x, -1, 1) }, []float64{nan, 0, 0, 1, 0, 1, 0}},
+		// 1 at a bound (x = -1), as PyTorch's clamp_backward.
+		{"clamp", []float64{nan, pinf, -pinf, 0, -2, 0.5, -1}, func(x *Tensor) *Tensor { return Clamp(x, -1, 1) }, []float64{nan, 0, 0, 1, 0, 1, 1}},
 	}
 	eachDevice(t, func(t *testing.T, dev *Device) {
 		for _, c := range cases {

@@ -6,9 +6,16 @@ import (
 	"testing"
 
 	"github.com/ag-go/ag/backend/backendtest"
+	"github.com/ag-go/ag/backend/backendtest/edge"
 )
 
-func TestConformanceCPU(t *testing.T) { backendtest.Run(t, CPUName) }
+func TestConformanceCPU(t *testing.T) {
+	backendtest.Run(t, CPUName)
+	edge.Run(t, CPUName)
+}
 
 // On lavapipe this runs with GGML_VK_VISIBLE_DEVICES set by TestMain.
-func TestConformanceVulkan(t *testing.T) { backendtest.Run(t, VulkanName) }
+func TestConformanceVulkan(t *testing.T) {
+	backendtest.Run(t, VulkanName)
+	edge.Run(t, VulkanName)
+}

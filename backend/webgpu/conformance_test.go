@@ -4,8 +4,13 @@ import (
 	"testing"
 
 	"github.com/ag-go/ag/backend/backendtest"
+	"github.com/ag-go/ag/backend/backendtest/edge"
 )
 
 // TestConformance runs the shared backend suite on the adapter found here
-// (lavapipe on the CPU machines: correctness only).
-func TestConformance(t *testing.T) { backendtest.Run(t, "webgpu") }
+// (lavapipe on the CPU machines: correctness only), then its edge points
+// through core.
+func TestConformance(t *testing.T) {
+	backendtest.Run(t, "webgpu")
+	edge.Run(t, "webgpu")
+}
