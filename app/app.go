@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/ag-go/ag/core"
@@ -167,7 +168,7 @@ func (s *Spec) config(given map[string]float64) (Config, error) {
 			if p.Int {
 				kind = "a whole number"
 			}
-			return nil, fmt.Errorf("%s: parameter %s = %v: want %s in %v..%v", s.Name, k, v, kind, p.Min, p.Max)
+			return nil, fmt.Errorf("%s: parameter %s = %v: want %s in %s..%s", s.Name, k, v, kind, formatNum(p.Min), formatNum(p.Max))
 		}
 		cfg[k] = v
 	}
@@ -206,4 +207,14 @@ func (s *Spec) steps() int {
 		return s.Steps
 	}
 	return 200
+}
+
+// formatNum writes a parameter's value or bound as a person reads it: a
+// whole number in full (2147483648, not %v's 2.147483648e+09), others
+// as %v does (0.001, 1e-06).
+func formatNum(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) < 1e15 {
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -59,12 +60,24 @@ func TestRunArgs(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
+	// Whole-number parameters are int flags, their bounds written in full.
+	var help bytes.Buffer
+	big := lineSpec
+	big.Params = append(slices.Clone(lineSpec.Params), Param{Name: "capacity", Default: 10000, Min: 100, Max: 1 << 22, Int: true, Doc: "rows"})
+	if err := RunArgs(big, []string{"-h"}, &help); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"-seed int", "-capacity int", "rows (100..4194304) (default 10000)", "-lr float"} {
+		if !strings.Contains(help.String(), want) {
+			t.Errorf("-h lacks %q:\n%s", want, help.String())
+		}
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"-lr", "2"}, "lr = 2: want a number in 0..1"},
-		{[]string{"-seed", "1.5"}, "seed = 1.5: want a whole number"},
+		{[]string{"-seed", "1.5"}, `invalid value "1.5" for flag -seed`}, // an int flag
 		{[]string{"-nope", "1"}, "flag provided but not defined"},
 		{[]string{"-steps", "0"}, "-steps 0"},
 		{[]string{"extra"}, "unexpected arguments"},

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 
@@ -47,9 +48,18 @@ func RunArgs(spec Spec, args []string, out io.Writer) error {
 	every := fs.Int("eval-every", 0, "print the loss (and metrics) every this many steps; 0: ten lines in all")
 	// (a word in backquotes names the flag's value in -h: `FILE`, not "ag serve")
 	profJSON := fs.String("profile-json", "", "after training, profile 5 steps and write the profile JSON to `FILE` (open it in the page of ag serve)")
-	vals := map[string]*float64{}
+	// A whole-number Param is an int flag, so -h says "-batch int ...
+	// (1..4096)" rather than "float" and "4.194304e+06".
+	vals := map[string]func() float64{}
 	for _, p := range spec.Params {
-		vals[p.Name] = fs.Float64(p.Name, p.Default, fmt.Sprintf("%s (%v..%v)", p.Doc, p.Min, p.Max))
+		usage := fmt.Sprintf("%s (%s..%s)", p.Doc, formatNum(p.Min), formatNum(p.Max))
+		if p.Int {
+			v := fs.Int64(p.Name, int64(math.Round(p.Default)), usage)
+			vals[p.Name] = func() float64 { return float64(*v) }
+		} else {
+			v := fs.Float64(p.Name, p.Default, usage)
+			vals[p.Name] = func() float64 { return *v }
+		}
 	}
 	fs.Usage = func() {
 		fmt.Fprintf(out, "%s: %s\n\nflags:\n", spec.Name, spec.Describe)
@@ -78,7 +88,7 @@ func RunArgs(spec Spec, args []string, out io.Writer) error {
 	given := map[string]float64{}
 	fs.Visit(func(f *flag.Flag) {
 		if v, ok := vals[f.Name]; ok {
-			given[f.Name] = *v
+			given[f.Name] = v()
 		}
 	})
 	s := newSession(&spec, "native")
@@ -89,7 +99,7 @@ func RunArgs(spec Spec, args []string, out io.Writer) error {
 	defer s.dev.Close()
 	var cfg []string
 	for _, p := range spec.Params {
-		cfg = append(cfg, fmt.Sprintf("%s=%v", p.Name, info.Config[p.Name]))
+		cfg = append(cfg, p.Name+"="+formatNum(info.Config[p.Name]))
 	}
 	fmt.Fprintf(out, "%s on %s: %s\n", spec.Name, info.Device, strings.Join(cfg, " "))
 	if info.Params > 0 {

@@ -291,6 +291,31 @@ func Drivers() []DriverInfo {
 	return out
 }
 
+// driverImports names the package whose import registers each of ag's own
+// drivers: a driver registers in its package's init, so a program that never
+// imports the package has only cpu (which core imports).
+var driverImports = map[string]string{
+	"cpu":         "github.com/ag-go/ag/backend/cpu",
+	"webgpu":      "github.com/ag-go/ag/backend/webgpu",
+	"ggml-cpu":    "github.com/ag-go/ag/backend/native",
+	"ggml-vulkan": "github.com/ag-go/ag/backend/native",
+}
+
+// registerHint says, for a name Open does not know, which blank import
+// registers it: the error a user's own module meets first, since only
+// core's cpu is registered without one.
+func registerHint(name string) string {
+	pkg, ok := driverImports[name]
+	if !ok {
+		return ""
+	}
+	h := fmt.Sprintf(`; %q registers in package %s: add import _ "github.com/ag-go/ag/backend/all" (every backend) or _ %q`, name, pkg, pkg)
+	if pkg == driverImports["ggml-cpu"] {
+		h += " and build with -tags ggml and ggml's cgo flags (go run github.com/ag-go/ag/cmd/ag ggml prints them)"
+	}
+	return h
+}
+
 // ErrNoDriver is returned by Open for a name nobody registered.
 var ErrNoDriver = errors.New("backend: no such driver")
 
@@ -323,7 +348,7 @@ func openNamed(name string) (Backend, error) {
 		for _, d := range Drivers() {
 			names = append(names, d.Name)
 		}
-		return nil, fmt.Errorf("backend.Open(%q): %w (registered: %v)", name, ErrNoDriver, names)
+		return nil, fmt.Errorf("backend.Open(%q): %w (registered: %v)%s", name, ErrNoDriver, names, registerHint(name))
 	}
 	b, err := e.drv.Open()
 	if err != nil {

@@ -106,6 +106,16 @@ var deviceIDs atomic.Int64
 
 // Open opens a device by backend name: "auto" (the best available, see
 // backend.Drivers), "cpu", "webgpu", "ggml-vulkan", "ggml-cpu".
+//
+// Only cpu is registered by core itself: a backend registers when its
+// package is imported, so a program that opens the others (or wants "auto"
+// to consider them) imports them for their side effect:
+//
+//	import _ "github.com/ag-go/ag/backend/all"
+//
+// Without it Open("webgpu") fails with backend.ErrNoDriver, naming the
+// import. The ggml backends are real only in builds with -tags ggml and
+// ggml's cgo flags: `go run github.com/ag-go/ag/cmd/ag ggml` prints them.
 func Open(name string) (*Device, error) {
 	be, err := backend.Open(name)
 	if err != nil {

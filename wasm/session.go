@@ -23,6 +23,14 @@ type BuildConfig struct {
 	Device string  `json:"device"`
 }
 
+// The bounds of ag.build's fields; within them, checkFits refuses a model
+// that does not fit in memory.
+const (
+	maxWidth = 4096
+	maxDepth = 64
+	maxBatch = 4096
+)
+
 // BuildInfo is ag.build's answer.
 type BuildInfo struct {
 	Device   string      `json:"device"`   // e.g. "webgpu (SwiftShader Device (Subzero), ...)"
@@ -144,8 +152,13 @@ func (s *session) build(cfg BuildConfig) (BuildInfo, error) {
 	if !(cfg.LR > 0 && cfg.LR <= 1) {
 		return BuildInfo{}, fmt.Errorf("build: lr %v: want a number in (0, 1]", cfg.LR)
 	}
-	if cfg.Width < 1 || cfg.Depth < 1 || cfg.Batch < 1 || cfg.Width > 4096 || cfg.Depth > 64 || cfg.Batch > 4096 {
-		return BuildInfo{}, fmt.Errorf("build: width %d, depth %d, batch %d: want 1..4096, 1..64, 1..4096", cfg.Width, cfg.Depth, cfg.Batch)
+	if cfg.Width < 1 || cfg.Depth < 1 || cfg.Batch < 1 || cfg.Width > maxWidth || cfg.Depth > maxDepth || cfg.Batch > maxBatch {
+		return BuildInfo{}, fmt.Errorf("build: width %d, depth %d, batch %d: want 1..%d, 1..%d, 1..%d", cfg.Width, cfg.Depth, cfg.Batch, maxWidth, maxDepth, maxBatch)
+	}
+	// Refused before the device opens on the memory bound alone, and again
+	// below with the device's buffer limit.
+	if err := checkFits("build", cfg, 0); err != nil {
+		return BuildInfo{}, err
 	}
 	d := devices(s)
 	want := pickDevice(cfg.Device, d.Drivers)
@@ -172,6 +185,9 @@ func (s *session) build(cfg BuildConfig) (BuildInfo, error) {
 			return BuildInfo{}, fmt.Errorf("build: opening device %q: %w", want, err)
 		}
 		s.dev = dev
+	}
+	if err := checkFits("build", cfg, int64(s.dev.Info().MaxBufferElems)); err != nil {
+		return BuildInfo{}, err
 	}
 	s.dev.SetEager(false)
 	t0 := time.Now()

@@ -217,3 +217,47 @@ func sumPct(st []profile.StageTime) float64 {
 	}
 	return s
 }
+
+// ag.build({width: 4096, depth: 64}) is inside the fields' bounds but needs
+// about 17 GiB: it killed the wasm runtime (out of memory) and every later
+// call failed. It is refused before anything is built, naming the size and
+// the largest that fits, and the session builds a model afterwards.
+func TestBuildRefusesWhatDoesNotFit(t *testing.T) {
+	s := newSession()
+	_, err := s.build(BuildConfig{Width: 4096, Depth: 64, Batch: 16, Device: "cpu"})
+	if err == nil {
+		t.Fatal("build of a 4096x64 MLP: no error, want a refusal before building")
+	}
+	var w, d int
+	msg := err.Error()
+	i := strings.Index(msg, "the largest that fits: ")
+	if i < 0 || !strings.Contains(msg, "width 4096, depth 64, batch 16 needs about") || !strings.Contains(msg, "GiB") {
+		t.Fatalf("build error %q: want the size asked for, its bytes and the largest that fits", msg)
+	}
+	if _, err := fmt.Sscanf(msg[i:], "the largest that fits: width %d at depth 64, or depth %d at width 4096", &w, &d); err != nil {
+		t.Fatalf("build error %q: %v", msg, err)
+	}
+	// The widths and depths named are the largest within the budget.
+	if !(mlpBytes(w, 64, 16) <= memoryBudget && mlpBytes(w+1, 64, 16) > memoryBudget) {
+		t.Errorf("largest width at depth 64 named %d: %d bytes, %d at %d; budget %d", w, mlpBytes(w, 64, 16), mlpBytes(w+1, 64, 16), w+1, memoryBudget)
+	}
+	if !(d >= 1 && mlpBytes(4096, d, 16) <= memoryBudget && mlpBytes(4096, d+1, 16) > memoryBudget) {
+		t.Errorf("largest depth at width 4096 named %d: over or under the budget", d)
+	}
+	// The estimate covers the parameters, gradients and Adam's moments.
+	if p := int64(64) * (4096*4096 + 4096); mlpBytes(4096, 64, 16) < 16*p {
+		t.Errorf("mlpBytes(4096, 64, 16) = %d, below 16 bytes for each of %d parameters", mlpBytes(4096, 64, 16), p)
+	}
+	if _, err := s.build(BuildConfig{Width: 16, Depth: 2, Batch: 4, Device: "cpu"}); err != nil {
+		t.Fatalf("build after a refusal: %v", err)
+	}
+	if _, err := s.train(2, "", 1, nil); err != nil {
+		t.Fatalf("train after a refusal: %v", err)
+	}
+	// A device's buffer limit (a WebGPU adapter's maxBufferSize): a
+	// weight matrix of 2048x2048 floats over a limit of 2^20 floats.
+	err = checkFits("build", BuildConfig{Width: 2048, Depth: 2, Batch: 16}, 1<<20)
+	if err == nil || !strings.Contains(err.Error(), "has a buffer of 4194304 floats, over the 1048576") || !strings.Contains(err.Error(), "width 1024 at depth 2") {
+		t.Errorf("checkFits of 2048x2 under a 2^20-float buffer limit: %v; want the buffer named and width 1024 offered", err)
+	}
+}

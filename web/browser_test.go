@@ -474,6 +474,18 @@ func TestTrainAndProfile(t *testing.T) {
 	if !strings.Contains(counters, "launches/step") || !strings.Contains(counters, "Transfers by site") {
 		t.Errorf("counters panel: %q", counters)
 	}
+	// Per-step figures are labelled per step, totals with their steps
+	// (bytes "up" beside "uploads/step" was a total read as per step).
+	if !strings.Contains(counters, "bytes up/step") || !strings.Contains(counters, "Transfers by site, all ") {
+		t.Errorf("counters panel %q: want bytes per step and the tables' step count", counters)
+	}
+	if ops := eval[string](t, tb, `document.querySelector("#op-table").textContent`); strings.Contains(ops, "(0% measured)") {
+		t.Errorf("op table says %q: none measured is said so", "mixed (0% measured)")
+	}
+	// The stages are named on the bars, not only in hover titles.
+	if named := eval[[]string](t, tb, `[...document.querySelectorAll(".bars .seg-lbl")].map(e => e.textContent).filter(s => /^[a-z]+ \d+%$/.test(s))`); len(named) == 0 {
+		t.Errorf("no bar segment names its stage (want e.g. \"graph 87%%\")")
+	}
 	// The last captured profile above was one step: one run span with its stages.
 	trace := eval[map[string]int](t, tb, `ag.trace("captured").then(s => {
 		const c = {};

@@ -22,7 +22,18 @@ func BuildApp(pkg, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("web.BuildApp %s: %w", pkg, err)
 	}
-	cmd := exec.Command(goBin, "build", "-trimpath", "-o", filepath.Join(dir, "ag.wasm"), pkg)
+	out, err := filepath.Abs(filepath.Join(dir, "ag.wasm"))
+	if err != nil {
+		return fmt.Errorf("web.BuildApp %s: %w", pkg, err)
+	}
+	cmd := exec.Command(goBin, "build", "-trimpath", "-o", out, pkg)
+	// A package given as a folder is built from inside it, so that its own
+	// module's go.mod applies: a package of the user's module named from
+	// ag's repository (`go run ./cmd/ag serve -app ~/mine/app`) is outside
+	// the repository's module, and go build refuses it there.
+	if isDir(pkg) {
+		cmd.Dir, cmd.Args[len(cmd.Args)-1] = pkg, "."
+	}
 	cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("GOOS=js GOARCH=wasm go build %s: %w\n%s", pkg, err, strings.TrimSpace(string(out)))
@@ -50,6 +61,16 @@ func goCommand() (string, error) {
 		return "", fmt.Errorf("no go command on PATH to build the wasm module: %w", err)
 	}
 	return p, nil
+}
+
+// isDir reports whether pkg names a folder (./x, ../x, /x or an existing
+// folder) rather than an import path.
+func isDir(pkg string) bool {
+	if filepath.IsAbs(pkg) || pkg == "." || pkg == ".." || strings.HasPrefix(pkg, "./") || strings.HasPrefix(pkg, "../") {
+		return true
+	}
+	st, err := os.Stat(pkg)
+	return err == nil && st.IsDir()
 }
 
 func fileExists(p string) bool {

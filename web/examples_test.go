@@ -39,7 +39,52 @@ func openApp(t *testing.T, name string) *tab {
 	if got["app"] != name || !strings.HasPrefix(got["title"], name) || got["mlp"] != "0" || got["out"] != "false" {
 		t.Fatalf("page of examples/%s: %v: want the app's name, no MLP fields, the metrics card shown", name, got)
 	}
+	checkAppLayout(t, tb)
 	return tb
+}
+
+// checkAppLayout: the metrics and samples card sits above the profiles (it
+// was placed last, below every profile), and the device select is wide
+// enough for its longest option (an app's long hints clipped it to "CPU (G").
+func checkAppLayout(t *testing.T, tb *tab) {
+	t.Helper()
+	got := eval[map[string]float64](t, tb, `(() => {
+		const top = (s) => document.querySelector(s).getBoundingClientRect().top;
+		const sel = document.querySelector("#f-device"), cs = getComputedStyle(sel);
+		const ctx = document.createElement("canvas").getContext("2d");
+		ctx.font = cs.font;
+		const need = Math.max(...[...sel.options].map(o => ctx.measureText(o.text).width));
+		return {out: top("#app-out"), bd: top(".breakdown"), need,
+			have: sel.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight) - 16};
+	})()`)
+	if got["out"] >= got["bd"] {
+		t.Errorf("metrics card at y=%.0f, profiles at y=%.0f: want the metrics above the profiles", got["out"], got["bd"])
+	}
+	if got["have"] < got["need"] {
+		t.Errorf("device select has %.0f px for its text, its longest option needs %.0f: clipped", got["have"], got["need"])
+	}
+}
+
+// An app whose Trainer has no Params() (the README's app.Run snippet):
+// the page says nothing of its parameter count, rather than "0 parameters".
+func TestAppWithoutParams(t *testing.T) {
+	browser(t)
+	dir := filepath.Join(env.dir, "app-noparams")
+	if err := web.BuildApp("./testdata/noparams", dir); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(web.Handler(web.Options{WasmDir: dir}))
+	t.Cleanup(srv.Close)
+	tb := openTabAt(t, 1280, 900, "", srv.URL+"/")
+	tb.wait(t, ready, 60*time.Second)
+	tb.do(t, chromedp.SetValue(chromedp.CSS("#f-device"), "cpu"), chromedp.SetValue(chromedp.CSS("#f-steps"), "5"), chromedp.Click(chromedp.CSS("#btn-train")))
+	tb.wait(t, `document.body.dataset.trained`, 60*time.Second)
+	if desc := eval[string](t, tb, `document.querySelector("#model-desc").textContent`); strings.Contains(desc, "parameters") {
+		t.Errorf("model description %q: an app without Params() has no count to show", desc)
+	}
+	checkAppLayout(t, tb)
+	tb.screenshot(t, "app-noparams.png")
+	tb.noErrors(t)
 }
 
 // trainApp sets the form's parameters and steps, trains, and returns the

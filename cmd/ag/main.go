@@ -4,6 +4,7 @@
 //	ag demo [flags]            train the seeds' MLP on the best device, print the loss and step times
 //	ag bench [flags]           measure matmul and training-step speed, write JSON
 //	ag serve [flags]           serve the profile page (make serve builds the wasm first)
+//	ag ggml [-build]           print the cgo flags and tag that link the ggml backends (eval them)
 //
 // Run `ag <command> -h` for a command's flags.
 package main
@@ -23,11 +24,12 @@ var commands = map[string]func(args []string) error{
 	"demo":    demo,
 	"bench":   bench,
 	"serve":   serve,
+	"ggml":    ggmlCmd,
 }
 
 func main() {
 	if len(os.Args) < 2 || commands[os.Args[1]] == nil {
-		fmt.Fprintln(os.Stderr, "usage: ag devices | demo [flags] | bench [flags] | serve [flags]\nrun `ag <command> -h` for the flags of a command")
+		fmt.Fprintln(os.Stderr, "usage: ag devices | demo [flags] | bench [flags] | serve [flags] | ggml [-build]\nrun `ag <command> -h` for the flags of a command")
 		os.Exit(2)
 	}
 	if err := commands[os.Args[1]](os.Args[2:]); err != nil {

@@ -6,7 +6,7 @@
 // prints the loss and how long the pole stays up, in training episodes and
 // with the greedy policy.
 //
-//	go run ./examples/dqn -device cpu -steps 6000
+//	go run ./examples/dqn -device cpu -steps 2500
 //	ag serve -app ./examples/dqn     # the same agent trained in the page
 package main
 
@@ -27,7 +27,10 @@ var Spec = app.Spec{
 	Name: "dqn",
 	Describe: "a DQN agent balancing CartPole: an MLP Q-network, a target network, ε-greedy exploration and a replay buffer on the device (package buffer) " +
 		"sampled by index inside a captured step; one environment step and one update per training step",
-	Steps: 6000,
+	// 2500 steps: the greedy policy's best, measured on cpu with seeds 1-3
+	// (177-200 of the 200-step cut-off); plain DQN is unstable past it
+	// (after 6000 steps, the earlier default, 91-183).
+	Steps: 2500,
 	Params: []app.Param{
 		{Name: "hidden", Default: 64, Min: 4, Max: 1024, Int: true, Doc: "units per hidden layer (two layers)"},
 		{Name: "batch", Default: 64, Min: 1, Max: 4096, Int: true, Doc: "transitions per update"},

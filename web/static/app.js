@@ -323,7 +323,9 @@
     $("#device-name").textContent = info.device;
     if (state.app) {
       setModes(info.modes);
-      $("#model-desc").textContent = `${state.app.describe} · ${info.params.toLocaleString()} parameters`;
+      // An app whose Trainer has no Params() reports 0: say nothing
+      // rather than "0 parameters".
+      $("#model-desc").textContent = state.app.describe + (info.params > 0 ? ` · ${info.params.toLocaleString()} parameters` : "");
       state.metrics0 = info.eval ? await ag.eval() : null;
       if (info.eval) document.body.dataset.metrics0 = JSON.stringify(state.metrics0);
       renderMetrics(state.metrics0);
@@ -678,8 +680,12 @@
           "data-stage": st.stage, "data-pct": st.pct, "data-ms": st.ms });
         seg.append(svg("title", {}, `${r.pass} ${st.stage}: ${st.pct.toFixed(1)}% (${fmtMS(st.ms / steps)} per step) — ${STAGE_INFO[st.stage] || ""}`));
         g.append(seg);
-        if (w > 34 && state.scale === "share") {
-          g.append(svg("text", { x: x + w / 2, y: y + barH * 0.7, class: "seg-lbl", "text-anchor": "middle" }, st.pct.toFixed(0) + "%"));
+        // The stage is named on the bar where it fits (the legend's
+        // colours alone left the names to hover tooltips).
+        const pct = st.pct.toFixed(0) + "%";
+        const lbl = w > 6.2 * (st.stage.length + pct.length + 1) + 8 ? `${st.stage} ${pct}` : w > 34 ? pct : "";
+        if (lbl && state.scale === "share") {
+          g.append(svg("text", { x: x + w / 2, y: y + barH * 0.7, class: "seg-lbl", "text-anchor": "middle" }, lbl));
         }
         x += w;
       }
@@ -735,13 +741,19 @@
     split: "a fused kernel's measured time, shared among the ops it runs by their cost (max(FLOPs, 10 × bytes))",
     estimated: "the measured time of a whole graph, shared by per-kernel times measured in calibration runs",
     even: "no per-kernel timer: the run's time split evenly among its nodes",
-    mixed: "partly measured, partly split or estimated",
+    mixed: "its IR nodes timed in different ways (measured, split, estimated): the share measured in brackets, or none",
   };
   const measured = (o) => !o.timing || o.timing === "measured" || !(o.compute_ms > 0);
   function timingText(o) {
     if (!o.timing) return "not recorded";
     if (!(o.compute_ms > 0)) return "–";
-    if (o.timing === "mixed") return `≈ mixed (${(o.measured_pct || 0).toFixed(0)}% measured)`;
+    if (o.timing === "mixed") {
+      // "mixed (0% measured)" read as a contradiction: none measured is
+      // said so, and a share under 1% is not rounded to 0.
+      const m = o.measured_pct || 0;
+      if (m <= 0) return "≈ none measured";
+      return `≈ mixed (${m < 1 ? "<1" : m >= 99 && m < 100 ? ">99" : m.toFixed(0)}% measured)`;
+    }
     return o.timing === "measured" ? "measured" : "≈ " + o.timing;
   }
   // approx renders a number, marked ≈ when it was not measured.
@@ -916,14 +928,18 @@
     if (!p) { box.innerHTML = EMPTY.counters; return; }
     const d = p.data, steps = Math.max(1, d.steps || 0);
     const t = d.transfers || { sites: [] }, l = d.launches || { sites: [], total: 0 };
+    // Every figure here is per step; the tables below count all the
+    // profiled steps and say so (bytes up "1.5 KiB" beside
+    // "uploads/step 1.00" read as one upload of 1.5 KiB).
     const kp = el("dl", { class: "kpis" },
       kpi("launches/step", fmtNum(l.total / steps, 3)),
       kpi("uploads/step", fmtNum((t.up_count || 0) / steps, 3)),
-      kpi("up", fmtBytes(t.up_bytes || 0)),
+      kpi("bytes up/step", fmtBytes((t.up_bytes || 0) / steps)),
       kpi("downloads/step", fmtNum((t.down_count || 0) / steps, 3)),
-      kpi("down", fmtBytes(t.down_bytes || 0)));
-    if (d.compiles !== undefined) kp.append(kpi("compiles", String(d.compiles)));
-    const xt = el("table", { class: "small" }, el("caption", { text: "Transfers by site" }),
+      kpi("bytes down/step", fmtBytes((t.down_bytes || 0) / steps)));
+    const all = `${d.steps} step${d.steps === 1 ? "" : "s"}`;
+    if (d.compiles !== undefined) kp.append(kpi(`compiles, all ${all}`, String(d.compiles)));
+    const xt = el("table", { class: "small" }, el("caption", { text: `Transfers by site, all ${all}` }),
       el("thead", {}, el("tr", {}, el("th", { scope: "col", class: "txt", text: "dir" }), el("th", { scope: "col", class: "txt", text: "site" }),
         el("th", { scope: "col", text: "count" }), el("th", { scope: "col", text: "bytes" }))));
     const xb = el("tbody");
@@ -931,7 +947,7 @@
       el("td", { class: "txt", text: s.site }), el("td", { text: String(s.count) }), el("td", { text: fmtBytes(s.bytes) })));
     if (!(t.sites || []).length) xb.append(el("tr", {}, el("td", { colspan: 4, class: "empty", text: t.counted ? "none" : "not counted" })));
     xt.append(xb);
-    const lt = el("table", { class: "small" }, el("caption", { text: "Launches by site" }),
+    const lt = el("table", { class: "small" }, el("caption", { text: `Launches by site, all ${all}` }),
       el("thead", {}, el("tr", {}, el("th", { scope: "col", class: "txt", text: "site" }), el("th", { scope: "col", text: "count" }))));
     const lb = el("tbody");
     for (const s of l.sites || []) lb.append(el("tr", {}, el("td", { class: "txt", text: s.site }), el("td", { text: String(s.count) })));
