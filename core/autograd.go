@@ -45,7 +45,8 @@ func (t *Tensor) Backward() error {
 		return err
 	}
 
-	m.user = "Backward" // the seed, and the sums into the leaves' gradients
+	// the seed, and the sums into the leaves' gradients: one call
+	m.user, m.callOpen = "Backward", true
 	// sized once: grown, it allocated at every step
 	grads := make(map[*Tensor]*Tensor, len(order))
 	grads[t] = d.Full(1, t.shape...)
@@ -63,7 +64,7 @@ func (t *Tensor) Backward() error {
 				prev := n.grad
 				d.mu.Unlock()
 				sum := g
-				m.user, m.scope = "Backward", ""
+				m.user, m.scope, m.callOpen = "Backward", "", false
 				if prev != nil {
 					sum = Add(prev, g)
 				}
@@ -93,7 +94,8 @@ func (t *Tensor) Backward() error {
 			// The gradient's nodes belong to the op and layer they differentiate
 			// (the profile shows "MatMul" in the backward, not "mul"). m is
 			// this goroutine's own mode: no other goroutine touches it.
-			m.user, m.scope = n.user, n.scope
+			// A gradient is a call where its forward node began one.
+			m.user, m.scope, m.callOpen = n.user, n.scope, n.callHead
 			var all []*Tensor // the gradients of every input, made together
 			if n.op == backend.OpAttention {
 				all = attentionVJP(n, order[i].inputs, g, order[i].needs)
