@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ag-go/ag/internal/testenv"
 	"github.com/ag-go/ag/profile"
 )
 
@@ -53,17 +54,27 @@ func TestProfileCoversStep(t *testing.T) {
 	// failed the test about half the time: each trial starts collected and
 	// runs without the collector.
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	// Time the scheduler gave other processes while a step ran is no part
+	// of the step: on a loaded 2-core machine it can fall between the
+	// stages as well as in them, and best-of-three did not keep it out.
+	// The thread's run delay over the trial (Linux schedstat) is taken off
+	// both the wall time and the unattributed time, so the bound holds
+	// whatever the load; where the kernel does not say, the raw coverage.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	var best float64
 	for trial := range 3 {
 		runtime.GC()
 		profile.Reset()
 		profile.Forward(true)
 		profile.Backward(true)
+		d0, delays := testenv.RunDelay()
 		for range 10 {
 			t0 := time.Now()
 			step()
 			profile.Step(time.Since(t0))
 		}
+		d1, _ := testenv.RunDelay()
 		snap := profile.Snapshot()
 		if snap.Steps != 10 || snap.Forward.Empty() || snap.Backward.Empty() {
 			t.Fatalf("profile recorded %d steps, forward empty %t, backward empty %t", snap.Steps, snap.Forward.Empty(), snap.Backward.Empty())
@@ -77,11 +88,19 @@ func TestProfileCoversStep(t *testing.T) {
 		if computeMS <= 0 {
 			t.Errorf("backward report has no compute time: %+v", snap.Backward.Stages)
 		}
-		t.Logf("trial %d: named stages cover %.1f%% of the step wall time (%.2f of %.2f ms)", trial, snap.CoveragePct, snap.AttributedMS, snap.StepTotalMS)
-		best = max(best, snap.CoveragePct)
+		cover := snap.CoveragePct
+		if delays {
+			// the delay, at most the wall time, never makes the share grow
+			// past what the stages hold
+			waited := min(float64(d1-d0)/1e6, snap.StepTotalMS-snap.AttributedMS)
+			cover = 100 * snap.AttributedMS / (snap.StepTotalMS - max(waited, 0))
+		}
+		t.Logf("trial %d: named stages cover %.1f%% of the step wall time (%.2f of %.2f ms), %.1f%% without the %v this thread waited for a CPU",
+			trial, snap.CoveragePct, snap.AttributedMS, snap.StepTotalMS, cover, d1-d0)
+		best = max(best, cover)
 	}
 	if best < 95 {
-		t.Errorf("named stages cover at best %.1f%% of the step wall time, want >= 95%%", best)
+		t.Errorf("named stages cover at best %.1f%% of the step wall time less the thread's run delay, want >= 95%%", best)
 	}
 }
 
