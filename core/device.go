@@ -650,21 +650,23 @@ func (d *Device) syncRead(t *Tensor, fn string) ([]float32, error) {
 	return v, err
 }
 
-// smallRead is the largest read, in floats, whose time is its wait: at 4
+// smallRead is the largest read, in floats, whose time is all wait: at 4
 // KiB the bytes cost nothing beside a round trip on any device.
 const smallRead = 1024
 
-// readWait is the part of a read of n floats that took dur that was the
-// device's round trip rather than bytes moving (profile.Run.Wait): the
-// fastest small read seen on this device, which every read pays whatever
-// its size. A training step's loss is such a read, so the floor is known
-// from a profile's first step; before any small read, none is charged.
-// In a browser that round trip is 1-3 ms however few bytes come back, and
-// charged to download it made a lazy step's forward 78% "transfer" for 12
-// bytes a step. Called with d.mu held.
+// readWait is the part of a read of n floats that took dur that was
+// waiting for the device rather than bytes moving (profile.Run.Wait): all
+// of a small read (a loss), and of a larger one the fastest small read
+// seen on this device, the round trip every read pays whatever its size
+// (none before a small read was seen). In a browser that round trip is 1-3
+// ms however few bytes come back, and charged to download it made a lazy
+// step's forward 78% "transfer" for 12 bytes a step. Called with d.mu held.
 func (d *Device) readWait(n int, dur time.Duration) time.Duration {
-	if n <= smallRead && (d.readFloor == 0 || dur < d.readFloor) {
-		d.readFloor = dur
+	if n <= smallRead {
+		if d.readFloor == 0 || dur < d.readFloor {
+			d.readFloor = dur
+		}
+		return dur
 	}
 	return min(dur, d.readFloor)
 }

@@ -280,9 +280,9 @@ func TestProfileCountsCalls(t *testing.T) {
 	profile.Reset()
 }
 
-// TestReadWait: a read's wait is the fastest small read seen (the round
-// trip every read pays), never more than the read; before a small read
-// none is charged.
+// TestReadWait: a small read's time is all wait; a large one's wait is the
+// fastest small read seen (the round trip every read pays), never more
+// than the read; before a small read none is charged.
 func TestReadWait(t *testing.T) {
 	dev := open(t)
 	ms := time.Millisecond
@@ -293,7 +293,7 @@ func TestReadWait(t *testing.T) {
 		{1 << 20, 9 * ms, 0}, // large, no floor yet: all bytes
 		{1, 5 * ms, 5 * ms},  // a loss: all wait
 		{4, 3 * ms, 3 * ms},  // faster: the floor falls
-		{1, 4 * ms, 3 * ms},  // slower: 1 ms of it moved bytes
+		{1, 4 * ms, 4 * ms},  // slower: still all wait
 		{1 << 20, 10 * ms, 3 * ms},
 		{1 << 20, 2 * ms, 2 * ms}, // never more than the read
 	} {
