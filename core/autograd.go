@@ -94,8 +94,12 @@ func (t *Tensor) Backward() error {
 			// The gradient's nodes belong to the op and layer they differentiate
 			// (the profile shows "MatMul" in the backward, not "mul"). m is
 			// this goroutine's own mode: no other goroutine touches it.
-			// A gradient is a call where its forward node began one.
-			m.user, m.scope, m.callOpen = n.user, n.scope, n.callHead
+			// The gradient of a call is one call: walking back, it opens at
+			// the call's last node and the first gradient node recorded
+			// takes it, whichever node records one (the head's gradient may
+			// record none: Sub's is its input's); it closes at the head.
+			m.user, m.scope = n.user, n.scope
+			m.callOpen = m.callOpen || n.callTail
 			var all []*Tensor // the gradients of every input, made together
 			if n.op == backend.OpAttention {
 				all = attentionVJP(n, order[i].inputs, g, order[i].needs)
@@ -117,6 +121,9 @@ func (t *Tensor) Backward() error {
 					gin = Add(prev, gin)
 				}
 				grads[in] = gin
+			}
+			if n.callHead {
+				m.callOpen = false // the call began here: its gradient is done
 			}
 			d.lock()
 			n.backwarded = true

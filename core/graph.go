@@ -213,8 +213,12 @@ func (d *Device) push(t *Tensor, shape []int, fn string, grad bool, ins ...*Tens
 	// A node outside composites is a call of its own; inside one (or a
 	// gradient) the first after the call opened is.
 	t.callHead = m == nil || m.user == "" || m.callOpen
+	t.callTail = m == nil || m.user == ""
 	if m != nil {
 		m.callOpen = false
+		if m.user != "" {
+			m.last = t
+		}
 	}
 	if !t0.IsZero() {
 		if m != nil && m.timed {

@@ -42,7 +42,11 @@ type gmode struct {
 	user, scope string
 	// callOpen: the next node recorded under user begins a call of it (a
 	// composite entered, a gradient begun); that node takes it (see push).
-	callOpen bool
+	// opened: this mode's composite named the call (see composite), and
+	// last is the call's last node so far, marked its tail when the
+	// composite returns.
+	callOpen, opened bool
+	last             *Tensor
 }
 
 // lock takes the device lock, waiting while another goroutine records a
@@ -138,7 +142,9 @@ func (d *Device) restoreMode() {
 	if st.cur.user != "" {
 		// The inner mode went on the outer's call (an inner composite
 		// keeps the outer's name): a node it recorded took the call.
-		st.cur.callOpen = inner.callOpen
+		st.cur.callOpen, st.cur.last = inner.callOpen, inner.last
+	} else if inner.opened && inner.last != nil {
+		inner.last.callTail = true // the composite's call ends here
 	}
 	if len(st.saved) == 0 {
 		delete(d.modes, g)
@@ -171,7 +177,7 @@ func (d *Device) enterMode(pass profile.Pass, setPass, timed bool) (restore func
 func (d *Device) composite(fn string) (restore func()) {
 	_, restore = d.withMode(func(m *gmode) {
 		if m.user == "" {
-			m.user, m.callOpen = fn, true
+			m.user, m.callOpen, m.opened, m.last = fn, true, true, nil
 		}
 		timeBetween(m)
 	})

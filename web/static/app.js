@@ -834,10 +834,10 @@
       const stages = (r.stages || []).filter((s) => s.stage !== "create" && s.stage !== "compute" && s.ms > 0)
         .map((s) => `${s.stage} ${s.ms.toFixed(3)}`).join(", ");
       const label = group === "by_layer" ? "(outside layers, other stages)" : "(other stages)";
+      // the stages, ms each, across the calls..compute columns
       out.push(el("tr", { class: "other" },
-        el("th", { scope: "row", class: "txt", title: "time no op owns, by stage; hover a stage in the legend for what it is" },
-          label, stages ? el("span", { class: "other-stages", text: " " + stages }) : ""),
-        el("td"), el("td"), el("td"), el("td"),
+        el("th", { scope: "row", class: "txt", text: label }),
+        el("td", { colspan: 4, class: "txt other-stages", title: "time no op owns, by stage (ms); the legend says what each stage is", text: stages }),
         el("td", { text: other.toFixed(3) }),
         el("td", { class: "pct" }, bar(otherPct, "other"), el("span", { text: otherPct.toFixed(1) })),
         el("td")));
