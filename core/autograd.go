@@ -47,7 +47,8 @@ func (t *Tensor) Backward() error {
 		return err
 	}
 
-	m.user = "Backward" // the seed, and the sums into the leaves' gradients
+	// the seed, and the sums into the leaves' gradients: one call
+	m.user, m.callOpen = "Backward", true
 	// sized once: grown, it allocated at every step
 	grads := make(map[*Tensor]*Tensor, len(order))
 	grads[t] = d.Full(1, t.shape...)
@@ -65,7 +66,7 @@ func (t *Tensor) Backward() error {
 				prev := n.grad
 				d.mu.Unlock()
 				sum := g
-				m.user, m.scope = "Backward", ""
+				m.user, m.scope, m.callOpen = "Backward", "", false
 				if prev != nil {
 					sum = Add(prev, g)
 				}
@@ -95,7 +96,12 @@ func (t *Tensor) Backward() error {
 			// The gradient's nodes belong to the op and layer they differentiate
 			// (the profile shows "MatMul" in the backward, not "mul"). m is
 			// this goroutine's own mode: no other goroutine touches it.
+			// The gradient of a call is one call: walking back, it opens at
+			// the call's last node and the first gradient node recorded
+			// takes it, whichever node records one (the head's gradient may
+			// record none: Sub's is its input's); it closes at the head.
 			m.user, m.scope = n.user, n.scope
+			m.callOpen = m.callOpen || n.callTail
 			var all []*Tensor // the gradients of every input, made together
 			if n.op == backend.OpAttention {
 				all = attentionVJP(n, order[i].inputs, g, order[i].needs)
@@ -117,6 +123,9 @@ func (t *Tensor) Backward() error {
 					gin = Add(prev, gin)
 				}
 				grads[in] = gin
+			}
+			if n.callHead {
+				m.callOpen = false // the call began here: its gradient is done
 			}
 			d.lock()
 			n.backwarded = true

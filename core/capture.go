@@ -555,6 +555,9 @@ func (r *recording) replay(d *Device, in []Input, start time.Time, fn string, ho
 		}
 		rec := profile.Run{Site: "captured", Start: start, Ctx: t0.Sub(start), Upload: t1.Sub(t0), Compute: t2.Sub(t1),
 			Download: time.Since(t2), Nodes: nodes, DownloadPass: profile.PassForward, Replayed: true}
+		if how == readNow {
+			rec.Wait = d.readWait(r.flat.stor.n, rec.Download)
+		}
 		d.useDeviceTime(&rec, info)
 		profile.RecordRun(&rec)
 	}

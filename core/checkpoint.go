@@ -119,11 +119,16 @@ func (s *segment) recompute(m *gmode) ([]walked, *Tensor) {
 			}
 			needs[k] = ins[k].requiresGrad
 		}
-		m.user, m.scope = n.user, n.scope
+		// a recomputed node is a node of the gradient's call, not a call,
+		// and leaves a call the walk opened for a gradient node to take
+		open := m.callOpen
+		m.user, m.scope, m.callOpen = n.user, n.scope, false
 		c = n.dev.push(&Tensor{op: n.op, shape: n.shape, attr: n.attr, gather: n.gather}, nil, n.user, false, ins...)
 		n.dev.lock()
 		c.requiresGrad = n.requiresGrad // recorded under Backward's no-grad mode
 		c.recomputed = true
+		c.callHead, c.callTail = n.callHead, n.callTail // its gradient is a call where n's is
+		m.callOpen = open
 		if n.op == backend.OpRandUniform {
 			c.more().sameDraw = n // the same numbers: lowered at n's place in the stream
 		}

@@ -65,6 +65,8 @@ type Device struct {
 	unpinq []*progEntry // programs of collected Captures, let go at the next sync
 
 	stats Stats
+	// readFloor is the fastest small read seen (see readWait); 0 before one.
+	readFloor time.Duration
 
 	guard string // set while a Capture records: sync points are errors
 
@@ -667,6 +669,7 @@ func (d *Device) syncRead(t *Tensor, fn string) ([]float32, error) {
 	v, err := d.read(t, fn)
 	if rec != nil {
 		rec.Download = time.Since(t0)
+		rec.Wait = d.readWait(len(v), rec.Download)
 		rec.DownloadPass = t.pass
 		profile.RecordRun(rec)
 	}
@@ -674,6 +677,27 @@ func (d *Device) syncRead(t *Tensor, fn string) ([]float32, error) {
 		d.keepRead(t, v)
 	}
 	return v, err
+}
+
+// smallRead is the largest read, in floats, whose time is all wait: at 4
+// KiB the bytes cost nothing beside a round trip on any device.
+const smallRead = 1024
+
+// readWait is the part of a read of n floats that took dur that was
+// waiting for the device rather than bytes moving (profile.Run.Wait): all
+// of a small read (a loss), and of a larger one the fastest small read
+// seen on this device, the round trip every read pays whatever its size
+// (none before a small read was seen). In a browser that round trip is 1-3
+// ms however few bytes come back, and charged to download it made a lazy
+// step's forward 78% "transfer" for 12 bytes a step. Called with d.mu held.
+func (d *Device) readWait(n int, dur time.Duration) time.Duration {
+	if n <= smallRead {
+		if d.readFloor == 0 || dur < d.readFloor {
+			d.readFloor = dur
+		}
+		return dur
+	}
+	return min(dur, d.readFloor)
 }
 
 // read returns a realized tensor's values. Called with d.mu held.

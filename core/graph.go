@@ -210,11 +210,25 @@ func (d *Device) push(t *Tensor, shape []int, fn string, grad bool, ins ...*Tens
 	}
 	t.seq = len(d.pending)
 	d.pending = append(d.pending, t)
+	// A node outside composites is a call of its own; inside one (or a
+	// gradient) the first after the call opened is.
+	t.callHead = m == nil || m.user == "" || m.callOpen
+	t.callTail = m == nil || m.user == ""
+	if m != nil {
+		m.callOpen = false
+		if m.user != "" {
+			m.last = t
+		}
+	}
 	if !t0.IsZero() {
 		if m != nil && m.timed {
 			t0 = m.mark
 		}
-		profile.Op(t.pass, t.user, time.Since(t0))
+		if t.callHead {
+			profile.Op(t.pass, t.user, time.Since(t0))
+		} else {
+			profile.Node(t.pass, t.user, time.Since(t0))
+		}
 	}
 	if d.eager {
 		t.keep = true
@@ -886,7 +900,7 @@ func runTimed(prog backend.Program, args []backend.Buffer, nodes int) (backend.R
 // nodeTime is t's entry in a run's profile: its IR op, the op and layer its
 // user wrote, its pass, and graph node i's time from times (nil: untimed).
 func (t *Tensor) nodeTime(times *backend.NodeTimes, i int) profile.NodeTime {
-	n := profile.NodeTime{Op: t.op.String(), User: t.user, Scope: t.scope, Pass: t.pass, How: profile.Even}
+	n := profile.NodeTime{Op: t.op.String(), User: t.user, Scope: t.scope, Pass: t.pass, How: profile.Even, Call: t.callHead}
 	if times != nil {
 		n.Dur, n.How = times.Dur[i], timing(times.How[i])
 	}

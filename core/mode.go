@@ -40,6 +40,13 @@ type gmode struct {
 	// gradient); "" means each node's own function. scope is the layer path
 	// ("0.Linear"). Both reach the profiler.
 	user, scope string
+	// callOpen: the next node recorded under user begins a call of it (a
+	// composite entered, a gradient begun); that node takes it (see push).
+	// opened: this mode's composite named the call (see composite), and
+	// last is the call's last node so far, marked its tail when the
+	// composite returns.
+	callOpen, opened bool
+	last             *Tensor
 }
 
 // lock takes the device lock, waiting while another goroutine records a
@@ -132,6 +139,13 @@ func (d *Device) restoreMode() {
 		// gradients call composites attributed more than its wall time).
 		st.cur.mark = inner.mark
 	}
+	if st.cur.user != "" {
+		// The inner mode went on the outer's call (an inner composite
+		// keeps the outer's name): a node it recorded took the call.
+		st.cur.callOpen, st.cur.last = inner.callOpen, inner.last
+	} else if inner.opened && inner.last != nil {
+		inner.last.callTail = true // the composite's call ends here
+	}
 	if len(st.saved) == 0 {
 		delete(d.modes, g)
 		if d.lastMode == st {
@@ -163,7 +177,7 @@ func (d *Device) enterMode(pass profile.Pass, setPass, timed bool) (restore func
 func (d *Device) composite(fn string) (restore func()) {
 	_, restore = d.withMode(func(m *gmode) {
 		if m.user == "" {
-			m.user = fn
+			m.user, m.callOpen, m.opened, m.last = fn, true, true, nil
 		}
 		timeBetween(m)
 	})

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ag-go/ag/internal/testenv"
 	"github.com/ag-go/ag/profile"
 )
 
@@ -53,17 +54,27 @@ func TestProfileCoversStep(t *testing.T) {
 	// failed the test about half the time: each trial starts collected and
 	// runs without the collector.
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	// Time the scheduler gave other processes while a step ran is no part
+	// of the step: on a loaded 2-core machine it can fall between the
+	// stages as well as in them, and best-of-three did not keep it out.
+	// The thread's run delay over the trial (Linux schedstat) is taken off
+	// both the wall time and the unattributed time, so the bound holds
+	// whatever the load; where the kernel does not say, the raw coverage.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	var best float64
 	for trial := range 3 {
 		runtime.GC()
 		profile.Reset()
 		profile.Forward(true)
 		profile.Backward(true)
+		d0, delays := testenv.RunDelay()
 		for range 10 {
 			t0 := time.Now()
 			step()
 			profile.Step(time.Since(t0))
 		}
+		d1, _ := testenv.RunDelay()
 		snap := profile.Snapshot()
 		if snap.Steps != 10 || snap.Forward.Empty() || snap.Backward.Empty() {
 			t.Fatalf("profile recorded %d steps, forward empty %t, backward empty %t", snap.Steps, snap.Forward.Empty(), snap.Backward.Empty())
@@ -77,11 +88,19 @@ func TestProfileCoversStep(t *testing.T) {
 		if computeMS <= 0 {
 			t.Errorf("backward report has no compute time: %+v", snap.Backward.Stages)
 		}
-		t.Logf("trial %d: named stages cover %.1f%% of the step wall time (%.2f of %.2f ms)", trial, snap.CoveragePct, snap.AttributedMS, snap.StepTotalMS)
-		best = max(best, snap.CoveragePct)
+		cover := snap.CoveragePct
+		if delays {
+			// the delay, at most the wall time, never makes the share grow
+			// past what the stages hold
+			waited := min(float64(d1-d0)/1e6, snap.StepTotalMS-snap.AttributedMS)
+			cover = 100 * snap.AttributedMS / (snap.StepTotalMS - max(waited, 0))
+		}
+		t.Logf("trial %d: named stages cover %.1f%% of the step wall time (%.2f of %.2f ms), %.1f%% without the %v this thread waited for a CPU",
+			trial, snap.CoveragePct, snap.AttributedMS, snap.StepTotalMS, cover, d1-d0)
+		best = max(best, cover)
 	}
 	if best < 95 {
-		t.Errorf("named stages cover at best %.1f%% of the step wall time, want >= 95%%", best)
+		t.Errorf("named stages cover at best %.1f%% of the step wall time less the thread's run delay, want >= 95%%", best)
 	}
 }
 
@@ -190,12 +209,108 @@ func TestProfileCountsReplayedOps(t *testing.T) {
 	count := func(r *profile.Report, op string) int {
 		for _, o := range r.ByOp {
 			if o.Op == op {
-				return o.Count
+				return o.Calls
 			}
 		}
 		return -1
 	}
 	if p.Forward.Ops == 0 || p.Forward.Ops%3 != 0 || count(p.Forward, "MatMul") != 3 || count(p.Backward, "MatMul") != 3 {
 		t.Errorf("3 replays: forward %d operations, MatMul counted %d (forward), %d (backward): want a multiple of 3 and 3 each", p.Forward.Ops, count(p.Forward, "MatMul"), count(p.Backward, "MatMul"))
+	}
+}
+
+// TestProfileCountsCalls: a composite is one call of several nodes in the
+// forward and in the backward (whichever of its nodes' gradients record
+// nodes), a nested composite (GELUErf's Erf) is part of the outer's call,
+// and a Backward is one call; lazily and replayed.
+// Counting nodes said MSELoss 348 calls in 58 steps.
+func TestProfileCountsCalls(t *testing.T) {
+	dev := open(t)
+	w := dev.Param([]float32{0.5, -0.25, 0.125, 1}, 2, 2)
+	x := dev.Tensor([]float32{1, 2, 3, 4}, 2, 2)
+	y := dev.Tensor([]float32{0.5, 1, -1, 2}, 2, 2)
+	step := func(x *Tensor) *Tensor {
+		w.ZeroGrad()
+		// SqErr's first node is a Sub, whose gradient records no node: the
+		// Backward still counts SqErr's gradient as one call
+		h := GELUErf(ELU(MatMul(x, w), 1))
+		var loss *Tensor
+		dev.Composite("SqErr", func() {
+			e := Sub(h, y)
+			loss = Sum(Mul(e, e))
+		})
+		if err := loss.Backward(); err != nil {
+			t.Fatal(err)
+		}
+		return loss
+	}
+	c := NewCapture(dev, func(in []*Tensor) []*Tensor { return []*Tensor{step(in[0])} })
+	if _, err := c.Call(In([]float32{1, 2, 3, 4}, 2, 2)); err != nil { // the recording
+		t.Fatal(err)
+	}
+	defer profile.Forward(profile.Forward(true))
+	defer profile.Backward(profile.Backward(true))
+	for _, mode := range []string{"lazy", "captured"} {
+		profile.Reset()
+		const steps = 3
+		for range steps {
+			if mode == "lazy" {
+				if _, err := step(x).Item(); err != nil {
+					t.Fatal(err)
+				}
+			} else if _, err := c.Call(In([]float32{1, 2, 3, 4}, 2, 2)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p := profile.Snapshot()
+		for _, r := range []*profile.Report{p.Forward, p.Backward} {
+			calls := 0
+			for _, o := range r.ByOp {
+				calls += o.Calls
+				want := steps
+				if o.Op == "Backward" && r.Pass == "forward" {
+					want = 0
+				}
+				switch o.Op {
+				case "MatMul", "ELU", "GELUErf", "SqErr", "Backward":
+					if o.Calls != want {
+						t.Errorf("%s %s: %s %d calls (%d nodes), want %d", mode, r.Pass, o.Op, o.Calls, o.Nodes, want)
+					}
+				}
+				if (o.Op == "ELU" || o.Op == "GELUErf" || o.Op == "SqErr") && o.Nodes <= o.Calls {
+					t.Errorf("%s %s: composite %s ran %d nodes in %d calls, want more nodes than calls", mode, r.Pass, o.Op, o.Nodes, o.Calls)
+				}
+			}
+			if calls != r.Calls || r.Calls >= r.Ops {
+				t.Errorf("%s %s: %d calls by op, %d in the pass, %d operations", mode, r.Pass, calls, r.Calls, r.Ops)
+			}
+		}
+	}
+	profile.Reset()
+}
+
+// TestReadWait: a small read's time is all wait; a large one's wait is the
+// fastest small read seen (the round trip every read pays), never more
+// than the read; before a small read none is charged.
+func TestReadWait(t *testing.T) {
+	dev := open(t)
+	ms := time.Millisecond
+	for _, c := range []struct {
+		n         int
+		dur, want time.Duration
+	}{
+		{1 << 20, 9 * ms, 0}, // large, no floor yet: all bytes
+		{1, 5 * ms, 5 * ms},  // a loss: all wait
+		{4, 3 * ms, 3 * ms},  // faster: the floor falls
+		{1, 4 * ms, 4 * ms},  // slower: still all wait
+		{1 << 20, 10 * ms, 3 * ms},
+		{1 << 20, 2 * ms, 2 * ms}, // never more than the read
+	} {
+		dev.mu.Lock()
+		got := dev.readWait(c.n, c.dur)
+		dev.mu.Unlock()
+		if got != c.want {
+			t.Errorf("readWait(%d floats, %v) = %v, want %v", c.n, c.dur, got, c.want)
+		}
 	}
 }

@@ -85,6 +85,11 @@ type Tensor struct {
 	keep       bool // keep the value after the run that computes it
 	backwarded bool // Backward already went through this node
 	recomputed bool // a Checkpoint's copy, made by Backward
+	// callHead and callTail: the first and last node of a call (a user's
+	// MSELoss of several nodes is one call), in its pass. Profiles count
+	// calls by the head; a Backward, walking back, counts the gradient of
+	// a call from its tail until its head (see Backward).
+	callHead, callTail bool
 	// gather, on an unpack recorded by HalfTable.Gather: its inputs are a
 	// 16-bit table's words and the indices, lowered as a get_rows of the
 	// words that the unpack reads (gatherNode), so words never make a Tensor.

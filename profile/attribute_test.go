@@ -132,7 +132,7 @@ func TestRecordRunSplit(t *testing.T) {
 	if len(f.ByOp) != 1 || f.ByOp[0].MS != 1.5 || f.ByOp[0].CreateMS != 0.5 || f.ByOp[0].ComputeMS != 1 {
 		t.Errorf("forward by_op = %+v, want matmul 1.5 ms (0.5 create + 1 compute)", f.ByOp)
 	}
-	if len(u.ByOp) != 1 || u.ByOp[0].Op != "adamw" || u.ByOp[0].ComputeMS != 2 || u.ByOp[0].Count != 0 || u.ByOp[0].Nodes != 1 {
+	if len(u.ByOp) != 1 || u.ByOp[0].Op != "adamw" || u.ByOp[0].ComputeMS != 2 || u.ByOp[0].Calls != 0 || u.ByOp[0].Nodes != 1 {
 		t.Errorf("update by_op = %+v, want adamw 2 ms compute, 1 node", u.ByOp)
 	}
 }

@@ -19,9 +19,10 @@
 //	create    building the op's node (per op, via Op)
 //	flush     allocating backend buffers
 //	upload    sending host data (inputs) to the device
-//	graph     building or compiling the program
+//	graph     building or compiling the program; waiting for the device
+//	          outside compute (a read's round trip, Run.Wait)
 //	compute   the arithmetic (device time when Run.DeviceTimed)
-//	download  reading results back
+//	download  reading results back: the bytes moving
 //
 // # Attribution
 //
@@ -37,16 +38,23 @@
 //   - Upload: all to the forward (inputs feed the forward).
 //   - Download: all to Run.DownloadPass (the pass of the value read back).
 //   - Ctx, Graph, Flush: by node-count share.
+//   - Wait, the part of Download that waited for the device (a round trip
+//     that a 4-byte read pays as a large one does): to the graph stage of
+//     the pass that gets Download. It is not transfer: a resident pass
+//     would still wait, so the ceiling leaves it out.
 //
 // Upload and Download fall back to the node-count share when the run has no
 // node of their pass; a run without nodes gives Upload to the forward and
 // everything else to DownloadPass. Only passes whose profiler is on keep
-// their share. A Report's op count is the number of Op calls; its total is
-// the sum of its stages.
+// their share. A Report's operations are the nodes recorded (Op and Node),
+// its calls the calls (Op: a composite of several nodes is one); its total
+// is the sum of its stages.
 //
 // Per-op totals, keyed by op name: create time from Op plus the op's nodes'
-// compute shares. The other stages belong to no op; the per-op table shows
-// them as one "(other stages)" row so the rows add up to the pass total.
+// compute shares, with the op's calls and the nodes it ran. The other
+// stages belong to no op; the per-op table shows them as one "(other
+// stages)" row, naming each stage's time, so the rows add up to the pass
+// total and a row that is most of a pass says what it is.
 //
 // # Transfer share and ceiling
 //

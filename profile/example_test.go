@@ -21,7 +21,7 @@ func ExampleReportForward() {
 	}
 	profile.ReportForward(os.Stdout)
 	// Output:
-	// forward: 1 operations, 4.00 ms total, 4.000 ms per op
+	// forward: 1 operations (1 calls), 4.00 ms total, 4.000 ms per op
 	//   compute       2.00 ms   50.0%
 	//   upload        1.00 ms   25.0%
 	//   download      0.80 ms   20.0%

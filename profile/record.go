@@ -33,6 +33,14 @@ type Run struct {
 	// a gradient: backward). Used only when the run has nodes of that pass;
 	// otherwise Download is split by node count like Ctx.
 	DownloadPass Pass
+	// Wait is the part of Download spent waiting for the device rather
+	// than moving bytes: a read's round trip, which a read of 4 bytes pays
+	// as much as a large one (in a browser, a round trip to the GPU
+	// process, 1-3 ms). RecordRun gives it to the graph stage - the submit
+	// and the waits around the device's work - of the download's pass, not
+	// to the transfer: a resident pass would not remove it. Wait <=
+	// Download.
+	Wait time.Duration
 	// Replayed marks a replay of a recording (a Capture): its nodes were
 	// recorded once, so RecordRun counts them as the operations of the
 	// passes and ops here, as recording them counts them in lazy mode
@@ -48,6 +56,9 @@ type NodeTime struct {
 	Pass  Pass          // which pass emitted the node
 	Dur   time.Duration // its compute time; 0 for a node that runs no kernel
 	How   Timing        // how Dur was obtained
+	// Call marks the first node of a call of User (see Op and Node): a
+	// replay counts its op's calls by it.
+	Call bool
 }
 
 // Timing says how a node's compute time was obtained.
@@ -80,11 +91,22 @@ func (t Timing) String() string {
 	return "timing(" + strconv.Itoa(int(t)) + ")"
 }
 
-// Op records one op of pass p: counted in the pass's operations and in its
-// op's count, and create added to the create stage and to the op's total.
-// Core calls it when an op records a node (lazy; later runs add the compute)
-// or runs one (eager). It does nothing when the pass profiler is off.
-func Op(p Pass, op string, create time.Duration) {
+// Op records one call of op in pass p and the node it records: counted in
+// the pass's operations and calls and in the op's calls, and create added
+// to the create stage and to the op's total. Core calls it when a call
+// records its first node (lazy; later runs add the compute) or runs it
+// (eager); the call's further nodes (a composite's) come through Node. It
+// does nothing when the pass profiler is off.
+func Op(p Pass, op string, create time.Duration) { opNode(p, op, create, true) }
+
+// Node records a further node of the call of op that Op recorded last (a
+// composite's second and later nodes, a gradient's): counted in the pass's
+// operations, not as a call, with create added as Op adds it. A user's
+// MSELoss is one call of several nodes; counting nodes as calls said 348
+// calls for 58 steps.
+func Node(p Pass, op string, create time.Duration) { opNode(p, op, create, false) }
+
+func opNode(p Pass, op string, create time.Duration, call bool) {
 	if !Enabled(p) {
 		return
 	}
@@ -95,7 +117,10 @@ func Op(p Pass, op string, create time.Duration) {
 	d.ops++
 	d.stage[StageCreate] += c
 	t := d.op(op)
-	t.count++
+	if call {
+		d.calls++
+		t.calls++
+	}
 	t.create += c
 	ts := now.Sub(st.epoch) - create
 	st.trace.add(event{name: op, cat: passNames[p], ph: 'X', tid: st.trace.lane(tidOps, ts, create),
@@ -155,7 +180,10 @@ func RecordRun(r *Run) {
 		d := &st.pass[n.Pass]
 		if r.Replayed {
 			d.ops++
-			d.op(userName(n)).count++
+			if n.Call {
+				d.calls++
+				d.op(userName(n)).calls++
+			}
 		}
 		d.op(userName(n)).addNode(n, sh.node[i])
 		d.layer(n.Scope).addNode(n, sh.node[i])
@@ -177,7 +205,9 @@ type runShare struct {
 //   - Upload to the forward (inputs feed it), Download to r.DownloadPass,
 //     each falling back to the node-count share when the run has no node of
 //     that pass;
-//   - Ctx, Graph and Flush by node-count share.
+//   - Ctx, Graph and Flush by node-count share;
+//   - Wait (a read's round trip, part of Download) to the graph stage of the
+//     pass that gets Download, shared as Download is.
 //
 // A run without nodes gives Upload to the forward and the rest to
 // DownloadPass. A node of an invalid pass keeps its share from every pass.
@@ -201,6 +231,7 @@ func attribute(r *Run) runShare {
 			for _, s := range [...]Stage{StageCtx, StageFlush, StageGraph, StageCompute, StageDownload} {
 				sh.stage[dl][s] = float64(r.dur(s))
 			}
+			sh.stage[dl][StageGraph] += float64(r.wait())
 		}
 		sh.stage[PassForward][StageUpload] = float64(r.Upload)
 		return sh
@@ -216,6 +247,8 @@ func attribute(r *Run) runShare {
 			}
 		}
 	}
+	// wait is byCount's twin for the read's wait, added to graph.
+	wait := float64(r.wait())
 	byCount(StageCtx)
 	byCount(StageFlush)
 	byCount(StageGraph)
@@ -225,9 +258,15 @@ func attribute(r *Run) runShare {
 		byCount(StageUpload)
 	}
 	if dl < numPasses && sh.nodes[dl] > 0 {
-		sh.stage[dl][StageDownload] = float64(r.Download)
+		sh.stage[dl][StageDownload] = float64(r.dur(StageDownload))
+		sh.stage[dl][StageGraph] += wait
 	} else {
 		byCount(StageDownload)
+		for p := range numPasses {
+			if sh.nodes[p] > 0 {
+				sh.stage[p][StageGraph] += wait * float64(sh.nodes[p]) / float64(n)
+			}
+		}
 	}
 
 	sh.node = make([]float64, n)
@@ -245,7 +284,11 @@ func attribute(r *Run) runShare {
 	return sh
 }
 
-// dur returns the run's time for stage s (0 for create, which is per op).
+// wait is r.Wait, within 0..Download.
+func (r *Run) wait() time.Duration { return max(0, min(r.Wait, r.Download)) }
+
+// dur returns the run's time for stage s (0 for create, which is per op),
+// download without its wait (see Run.Wait).
 func (r *Run) dur(s Stage) time.Duration {
 	switch s {
 	case StageCtx:
@@ -259,7 +302,7 @@ func (r *Run) dur(s Stage) time.Duration {
 	case StageCompute:
 		return r.Compute
 	case StageDownload:
-		return r.Download
+		return r.Download - r.wait()
 	}
 	return 0
 }

@@ -13,8 +13,12 @@ import (
 type Report struct {
 	// Pass is "forward", "backward" or "update".
 	Pass string `json:"pass"`
-	// Ops counts the ops recorded (Op calls).
+	// Ops counts the nodes recorded (Op and Node): the operations the
+	// program runs.
 	Ops int `json:"ops"`
+	// Calls counts the op calls recorded (Op): a composite such as a loss
+	// is one call of several nodes.
+	Calls int `json:"calls"`
 	// Runs counts the program runs that gave this pass a share.
 	Runs int `json:"runs"`
 	// DeviceTimedRuns counts those of Runs whose compute was device time.
@@ -51,7 +55,7 @@ type StageTime struct {
 // OpTime is one op's (or layer's) total in a Report.
 type OpTime struct {
 	Op        string  `json:"op"`
-	Count     int     `json:"count"` // Op calls
+	Calls     int     `json:"calls"` // calls of the op (in the backward: of its gradient)
 	Nodes     int     `json:"nodes"` // program nodes run
 	CreateMS  float64 `json:"create_ms"`
 	ComputeMS float64 `json:"compute_ms"`
@@ -78,7 +82,7 @@ type IRTime struct {
 // row makes the OpTime of a total; total is the pass's, for Pct.
 func (t *opTotal) row(name string, total float64) OpTime {
 	v := t.create + t.compute
-	o := OpTime{Op: name, Count: t.count, Nodes: t.nodes, CreateMS: ms(t.create), ComputeMS: ms(t.compute),
+	o := OpTime{Op: name, Calls: t.calls, Nodes: t.nodes, CreateMS: ms(t.create), ComputeMS: ms(t.compute),
 		MS: ms(v), Pct: pct(v, total), MeasuredPct: pct(t.timed[Measured], t.compute), Timing: "measured"}
 	kinds := 0
 	for k, v := range t.timed {
@@ -114,7 +118,7 @@ func (r *Report) Empty() bool { return r == nil || r.Ops == 0 && r.Runs == 0 && 
 
 // build makes the Report of one pass's data; mu must be held.
 func (d *passData) build(p Pass) *Report {
-	r := &Report{Pass: p.String(), Ops: d.ops, Runs: d.runs, DeviceTimedRuns: d.timedRuns,
+	r := &Report{Pass: p.String(), Ops: d.ops, Calls: d.calls, Runs: d.runs, DeviceTimedRuns: d.timedRuns,
 		Stages: []StageTime{}, ByOp: []OpTime{}, ByLayer: []OpTime{}}
 	var total float64
 	for _, v := range d.stage {
@@ -191,13 +195,13 @@ func orDiscard(w io.Writer) io.Writer {
 
 // WriteText prints r in the seed's format:
 //
-//	forward: 12 operations, 10.00 ms total, 0.833 ms per op
+//	forward: 12 operations (5 calls), 10.00 ms total, 0.833 ms per op
 //	  compute       6.00 ms   60.0%
 //	  ...
 //	  -> transfer (upload+download) 30.0% of the forward
 //	  -> a resident forward could not beat 1.43x on this workload
 func (r *Report) WriteText(w io.Writer) {
-	fmt.Fprintf(w, "%s: %d operations, %.2f ms total, %.3f ms per op\n", r.Pass, r.Ops, r.TotalMS, r.PerOpMS)
+	fmt.Fprintf(w, "%s: %d operations (%d calls), %.2f ms total, %.3f ms per op\n", r.Pass, r.Ops, r.Calls, r.TotalMS, r.PerOpMS)
 	for _, s := range r.Stages {
 		fmt.Fprintf(w, "  %-9s %8.2f ms  %5.1f%%\n", s.Stage, s.MS, s.Pct)
 	}
@@ -205,13 +209,13 @@ func (r *Report) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "  -> a resident %s could not beat %.2fx on this workload\n", r.Pass, r.Ceiling)
 }
 
-// WriteOps prints r's per-op table (op, count, ms, % of the pass), at most n
-// rows (n <= 0: all), folding the rest into one row. A last row holds the
-// stages no op owns (ctx, flush, upload, graph, download), so the rows add
-// up to the pass total.
+// WriteOps prints r's per-op table (op, calls, nodes run, ms, % of the
+// pass), at most n rows (n <= 0: all), folding the rest into one row. A
+// last row holds the stages no op owns (ctx, flush, upload, graph,
+// download), named with their times, so the rows add up to the pass total.
 func (r *Report) WriteOps(w io.Writer, n int) {
 	fmt.Fprintf(w, "%s per op (create + compute; ~ marks compute not measured per kernel)\n", r.Pass)
-	fmt.Fprintf(w, "  %-18s %7s %10s %7s\n", "op", "count", "ms", "%")
+	fmt.Fprintf(w, "  %-18s %7s %7s %10s %7s\n", "op", "calls", "nodes", "ms", "%")
 	var opsMS float64
 	for _, o := range r.ByOp {
 		opsMS += o.MS
@@ -226,7 +230,7 @@ func (r *Report) WriteOps(w io.Writer, n int) {
 		if o.Timing != "measured" && o.ComputeMS > 0 {
 			mark = "~"
 		}
-		line := fmt.Sprintf("  %-18s %7d %9.2f%s %6.1f%%", o.Op, o.Count, o.MS, mark, o.Pct)
+		line := fmt.Sprintf("  %-18s %7d %7d %9.2f%s %6.1f%%", o.Op, o.Calls, o.Nodes, o.MS, mark, o.Pct)
 		if ir := irText(o.IR); ir != "" {
 			line += "  " + ir
 		}
@@ -235,10 +239,33 @@ func (r *Report) WriteOps(w io.Writer, n int) {
 	}
 	if rest := len(r.ByOp) - len(rows); rest > 0 {
 		label := fmt.Sprintf("(%d more ops)", rest)
-		fmt.Fprintf(w, "  %-18s %7s %10.2f %6.1f%%\n", label, "", opsMS-shown, pct(opsMS-shown, r.TotalMS))
+		fmt.Fprintf(w, "  %-18s %7s %7s %10.2f %6.1f%%\n", label, "", "", opsMS-shown, pct(opsMS-shown, r.TotalMS))
 	}
 	other := r.TotalMS - opsMS
-	fmt.Fprintf(w, "  %-18s %7s %10.2f %6.1f%%\n", "(other stages)", "", other, pct(other, r.TotalMS))
+	line := fmt.Sprintf("  %-18s %7s %7s %10.2f %6.1f%%", "(other stages)", "", "", other, pct(other, r.TotalMS))
+	if os := r.OtherStages(); len(os) > 0 {
+		parts := make([]string, len(os))
+		for i, s := range os {
+			parts[i] = fmt.Sprintf("%s %.2f", s.Stage, s.MS)
+		}
+		line += "  (" + strings.Join(parts, ", ") + ")"
+	}
+	fmt.Fprintln(w, line)
+}
+
+// OtherStages returns the stages no op owns (all but create and compute)
+// with time recorded, largest first: what the per-op table's
+// "(other stages)" row holds, named so that a table where it is most of a
+// pass says what it is (a small captured step's forward: the read of its
+// outputs and the wait for it).
+func (r *Report) OtherStages() []StageTime {
+	var out []StageTime
+	for _, s := range r.Stages {
+		if s.Stage != StageCreate.String() && s.Stage != StageCompute.String() {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // ReportOps prints the per-op table of pass p (see Report.WriteOps) and

@@ -27,7 +27,8 @@ func (s *state) resetXfer() { s.xfer = map[xferKey]*xferCount{} }
 // up to 104 days.
 type passData struct {
 	stage     [numStages]float64
-	ops       int                 // Op calls
+	ops       int                 // nodes recorded (Op and Node)
+	calls     int                 // calls recorded (Op)
 	runs      int                 // runs that gave this pass a share
 	timedRuns int                 // of those, runs whose compute was device-timed
 	byOp      map[string]*opTotal // by user op
@@ -36,7 +37,7 @@ type passData struct {
 
 // opTotal is one user op's (or layer's) share of a pass.
 type opTotal struct {
-	count   int     // Op calls
+	calls   int     // calls recorded (Op)
 	nodes   int     // program nodes run
 	create  float64 // ns
 	compute float64 // ns

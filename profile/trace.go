@@ -136,6 +136,11 @@ func (s *state) traceRun(r *Run, sh *runShare) {
 		if sg == StageCompute {
 			d = time.Duration(sh.compute)
 		}
+		if w := r.wait(); sg == StageDownload && w > 0 {
+			// the read's wait comes first: its bytes move once the device is done
+			s.trace.add(event{name: "graph (read wait)", cat: "stage", ph: 'X', tid: tid, ts: t, dur: w})
+			t += w
+		}
 		if d <= 0 {
 			continue
 		}

@@ -172,10 +172,15 @@ func TestTraceLanes(t *testing.T) {
 	run("a", 0)
 	run("b", msd(5))  // overlaps a
 	run("c", msd(10)) // after a
+	// The second step and op begin an hour before the first ends, so they
+	// overlap it however long the scheduler keeps this goroutine from the
+	// next call (a 20 ms step and a 30 ms one recorded in turn overlapped
+	// only if they were recorded within 30 ms of each other, an op within
+	// 3 ms).
 	Step(msd(20))
-	Step(msd(30)) // overlaps the step before
+	Step(time.Since(s) + time.Hour) // overlaps the step before
 	Op(PassForward, "x", msd(2))
-	Op(PassForward, "y", msd(3))
+	Op(PassForward, "y", time.Since(s)+time.Hour)
 
 	tr := readTrace(t)
 	type span struct {

@@ -28,9 +28,9 @@ var stageDocs = [numStages]string{
 	StageCreate:   "building op nodes (and a backward's walk of the graph)",
 	StageFlush:    "allocating device memory for the values a run keeps",
 	StageUpload:   "host → device transfers",
-	StageGraph:    "lowering to the backend IR and compiling on a cache miss; on devices that time themselves, the submit and wait around compute",
+	StageGraph:    "lowering to the backend IR and compiling on a cache miss; waiting for the device: the submit and wait around compute on devices that time themselves, and a read's round trip (what the smallest read pays)",
 	StageCompute:  "the arithmetic (device time where the device has timestamp queries)",
-	StageDownload: "device → host transfers",
+	StageDownload: "device → host transfers: moving the bytes (a read's round trip is graph)",
 }
 
 // Doc says what the stage is.

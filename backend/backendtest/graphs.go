@@ -570,7 +570,7 @@ func testLargeGetRows(t *testing.T, s *suite) {
 // nodeTimer compiles g (released at the end of the test) and returns its
 // NodeTimer, skipping loudly, naming what goes untested, where the
 // backend's programs have none.
-func (s *suite) nodeTimer(t *testing.T, g *backend.Graph, what string) backend.NodeTimer {
+func (s *suite) nodeTimer(t testing.TB, g *backend.Graph, what string) backend.NodeTimer {
 	t.Helper()
 	prog, err := s.compile(g)
 	if err != nil {

@@ -54,7 +54,7 @@ var knownDeviations = map[string]map[string]string{
 
 // open opens the named driver, or skips the test with the reason (fails it
 // when the driver is required).
-func open(t *testing.T, name string) backend.Backend {
+func open(t testing.TB, name string) backend.Backend {
 	t.Helper()
 	var names []string
 	for _, d := range backend.Drivers() {
@@ -217,7 +217,7 @@ func (s *suite) compile(g *backend.Graph) (p backend.Program, err error) {
 
 // upload allocates one buffer per arg and writes its contents; the buffers
 // are freed when the test ends.
-func (s *suite) upload(t *testing.T, args [][]float32) []backend.Buffer {
+func (s *suite) upload(t testing.TB, args [][]float32) []backend.Buffer {
 	t.Helper()
 	bufs := make([]backend.Buffer, len(args))
 	for i, a := range args {
@@ -235,7 +235,7 @@ func (s *suite) upload(t *testing.T, args [][]float32) []backend.Buffer {
 	return bufs
 }
 
-func (s *suite) write(t *testing.T, b backend.Buffer, data []float32) {
+func (s *suite) write(t testing.TB, b backend.Buffer, data []float32) {
 	t.Helper()
 	if err := s.be.Write(b, 0, data); err != nil {
 		t.Fatalf("Write(%d elements): %v", len(data), err)

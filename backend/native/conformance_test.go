@@ -19,3 +19,10 @@ func TestConformanceVulkan(t *testing.T) {
 	backendtest.Run(t, VulkanName)
 	edge.Run(t, VulkanName)
 }
+
+// BenchmarkProfileSharesCPU and BenchmarkProfileSharesVulkan report the
+// matmul's share of a timed run against an untimed one's (a timing
+// comparison: a benchmark, not a test).
+func BenchmarkProfileSharesCPU(b *testing.B) { backendtest.BenchProfileShares(b, CPUName) }
+
+func BenchmarkProfileSharesVulkan(b *testing.B) { backendtest.BenchProfileShares(b, VulkanName) }

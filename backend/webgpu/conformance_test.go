@@ -14,3 +14,7 @@ func TestConformance(t *testing.T) {
 	backendtest.Run(t, "webgpu")
 	edge.Run(t, "webgpu")
 }
+
+// BenchmarkProfileShares reports the matmul's share of a timed run against
+// an untimed one's (a timing comparison: a benchmark, not a test).
+func BenchmarkProfileShares(b *testing.B) { backendtest.BenchProfileShares(b, "webgpu") }

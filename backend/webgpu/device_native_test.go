@@ -75,6 +75,12 @@ func TestLongRunWait(t *testing.T) {
 	for range 3 {
 		groups = int(float64(groups) * float64(8*time.Second) / float64(max(d, time.Millisecond)))
 		d = run(groups)
+		// The truth, whatever the machine's load: the queue is empty when
+		// the run returns (a read's time said so by the clock, and a
+		// loaded machine can slow a 4 KB read past any bound).
+		if !be.d.device.Poll(false, nil) {
+			t.Fatalf("a run of %v returned with its work still on the queue", d)
+		}
 		start := time.Now()
 		out := make([]float32, 1024)
 		if err := be.d.read(yb, 0, f32Bytes(out)); err != nil {
@@ -87,9 +93,6 @@ func TestLongRunWait(t *testing.T) {
 			}
 		}
 		t.Logf("%d workgroups: run %v, read after it %v", groups, d, read)
-		if read > time.Second {
-			t.Fatalf("a 4 KB read after a run of %v took %v: the run returned before its work was done", d, read)
-		}
 		if d > 5500*time.Millisecond {
 			return
 		}

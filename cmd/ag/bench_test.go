@@ -81,15 +81,17 @@ func TestBenchRefusedBeforeMeasuring(t *testing.T) {
 		{[]string{"-json", dir}, "-json " + dir + ": is a folder"},
 		{[]string{"x", "-reps", "100"}, `unexpected arguments ["x" "-reps" "100"]`},
 	} {
-		// A measurement warms up for 20 s first, so a refusal that came
-		// within 10 s measured nothing (no race with a loaded machine: a
-		// refusal takes milliseconds).
+		// A measurement warms up for a minute first, so a refusal that came
+		// sooner measured nothing: the clock cannot run slow, so load can
+		// only lengthen a refusal, of milliseconds, not shorten a
+		// measurement (the bound was 10 s against a 20 s warm-up).
+		const warmup = time.Minute
 		t0 := time.Now()
-		err := bench(append([]string{"-device", "cpu", "-matmul", "8", "-reps", "1", "-warmup", "20s"}, tc.args...))
+		err := bench(append([]string{"-device", "cpu", "-matmul", "8", "-reps", "1", "-warmup", warmup.String()}, tc.args...))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("ag bench %s: error %v, want one with %q", strings.Join(tc.args, " "), err, tc.want)
 		}
-		if took := time.Since(t0); took > 10*time.Second {
+		if took := time.Since(t0); took >= warmup {
 			t.Errorf("ag bench %s: refused after %v, having measured", strings.Join(tc.args, " "), took)
 		}
 	}

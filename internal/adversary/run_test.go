@@ -284,7 +284,10 @@ func runBackend(t *testing.T, name string) tally {
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("starting the %s child: %v", name, err)
 		}
-		timer := time.AfterFunc(10*time.Minute, func() { cmd.Process.Kill() })
+		// A hang guard, per case: restarted at every case, so a child that
+		// runs all its cases slowly on a loaded machine is never killed (one
+		// guard over the whole child was), only one stuck in a case.
+		timer := time.AfterFunc(caseGuard, func() { cmd.Process.Kill() })
 		started := -1
 		sc := bufio.NewScanner(out)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -298,6 +301,7 @@ func runBackend(t *testing.T, name string) tally {
 				t.Fatalf("%s: %s", name, strings.Join(f[2:], " "))
 			case "start":
 				started, _ = strconv.Atoi(f[2])
+				timer.Reset(caseGuard)
 			case "end":
 				i, _ := strconv.Atoi(f[2])
 				o := outcome(f[3])
@@ -338,6 +342,10 @@ func tail(s string, n int) string {
 	}
 	return strings.ReplaceAll(s, "\n", " | ")
 }
+
+// caseGuard is how long one case (or the child's setup) may run before its
+// child is killed and the case counted as a crash: a case takes seconds.
+const caseGuard = 10 * time.Minute
 
 // minCases is the floor the issue sets: at least 150 bad inputs per backend.
 const minCases = 150

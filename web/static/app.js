@@ -418,7 +418,9 @@
   // fields are ignored. Checked before anything is rendered, because one
   // wrong type inside the render would leave a half-drawn page.
   const NUM = "number", STR = "string", BOOL = "boolean";
-  const OPROW = { op: STR, count: NUM, nodes: NUM, create_ms: NUM, compute_ms: NUM, ms: NUM, pct: NUM,
+  // calls: op calls (a composite of several nodes is one); files written
+  // before ag counted calls have count (their nodes recorded) instead.
+  const OPROW = { op: STR, "calls?": NUM, "count?": NUM, nodes: NUM, create_ms: NUM, compute_ms: NUM, ms: NUM, pct: NUM,
     "timing?": STR, "measured_pct?": NUM, "ir?": [{ op: STR, nodes: NUM, compute_ms: NUM }] };
   const REPORT = {
     pass: STR, ops: NUM, runs: NUM, total_ms: NUM, transfer_pct: NUM, ceiling: NUM,
@@ -792,7 +794,7 @@
     renderTimingNote(p, rows);
     const k = state.sort.key, dir = state.sort.dir;
     const str = (o) => (k === "timing" ? timingText(o) : o.op);
-    rows.sort((a, b) => (k === "op" || k === "timing" ? str(a).localeCompare(str(b)) : (a[k] - b[k])) * dir || a.op.localeCompare(b.op));
+    rows.sort((a, b) => (k === "op" || k === "timing" ? str(a).localeCompare(str(b)) : ((a[k] ?? 0) - (b[k] ?? 0))) * dir || a.op.localeCompare(b.op));
     if (!rows.length) {
       const what = group === "by_layer" ? (r && r.by_op && r.by_op.length ? "No layer scopes in this pass (ops outside nn modules, or a file written before ag recorded layers)." : "No layers recorded in this pass.") : "No ops recorded in this pass.";
       tbody.replaceChildren(el("tr", {}, el("td", { colspan: 8, class: "empty", text: what })));
@@ -819,7 +821,8 @@
       }
       out.push(el("tr", { "data-op": o.op, "data-timing": o.timing || "" },
         el("th", { scope: "row", class: "txt" }, name),
-        el("td", { text: String(o.count) }),
+        o.calls !== undefined && o.calls !== null ? el("td", { text: String(o.calls) })
+          : el("td", { title: "written before ag counted calls (this file counted nodes)", text: "—" }),
         el("td", { text: String(o.nodes) }),
         el("td", { text: o.create_ms.toFixed(3) }),
         el("td", { class: "compute" }, approx(o.compute_ms.toFixed(3), exact)),
@@ -838,9 +841,15 @@
       }
     }
     if (other > 1e-6) {
+      // Named by stage, so a row that is most of the pass says what it is
+      // (a captured step's forward: its read-back and the wait for it).
+      const stages = (r.stages || []).filter((s) => s.stage !== "create" && s.stage !== "compute" && s.ms > 0)
+        .map((s) => `${s.stage} ${s.ms.toFixed(3)}`).join(", ");
+      const label = group === "by_layer" ? "(outside layers, other stages)" : "(other stages)";
+      // the stages, ms each, across the calls..compute columns
       out.push(el("tr", { class: "other" },
-        el("th", { scope: "row", class: "txt", text: group === "by_layer" ? "(outside layers, other stages)" : "(other stages)" }),
-        el("td"), el("td"), el("td"), el("td"),
+        el("th", { scope: "row", class: "txt", text: label }),
+        el("td", { colspan: 4, class: "txt other-stages", title: "time no op owns, by stage (ms); the legend says what each stage is", text: stages }),
         el("td", { text: other.toFixed(3) }),
         el("td", { class: "pct" }, bar(otherPct, "other"), el("span", { text: otherPct.toFixed(1) })),
         el("td")));
