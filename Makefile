@@ -21,7 +21,7 @@ TEST_ENV := GGML_VK_VISIBLE_DEVICES=0
 
 # `make test` requires every device it installed (deps: lavapipe for webgpu,
 # Chromium; vulkan: ggml): a test that would skip for lack of one fails
-# instead (internal/testenv), so a run with a device missing is never green.
+# instead (backend/backendtest/testenv), so a run with a device missing is never green.
 comma := ,
 REQUIRED_DEVICES := cpu,webgpu,chromium$(if $(HAVE_GGML),$(comma)ggml-cpu$(comma)ggml-vulkan)
 ifeq ($(REQUIRE_INSTALLED),1)
@@ -66,7 +66,7 @@ vulkan:
 test: deps vulkan
 	@log=$$(mktemp); trap 'rm -f "$$log"' EXIT; \
 	AG_SKIP_LOG="$$log" $(MAKE) --no-print-directory REQUIRE_INSTALLED=1 test-devices vet unit adversarial devices-test wasm-check wasm-test; rc=$$?; \
-	echo "== skipped ($$(sort -u "$$log" | wc -l), see internal/testenv):"; sort -u "$$log"; \
+	echo "== skipped ($$(sort -u "$$log" | wc -l), see backend/backendtest/testenv):"; sort -u "$$log"; \
 	[ $$rc = 0 ] && echo "== make test: passed; every required device ran" || echo "== make test: FAILED"; \
 	exit $$rc
 
@@ -107,7 +107,7 @@ wasm-check:
 # and TestProfileCoversStep finds 77-94% of a step attributed under wasm,
 # below its 95% (not yet explained).
 wasm-test:
-	GOOS=js GOARCH=wasm $(GO) test -count=1 -exec="$$($(GO) env GOROOT)/lib/wasm/go_js_wasm_exec" ./backend/cpu/ ./nn/ ./wasm/ ./internal/jsbridge/
+	GOOS=js GOARCH=wasm $(GO) test -count=1 -exec="$$($(GO) env GOROOT)/lib/wasm/go_js_wasm_exec" ./backend/cpu/ ./nn/ ./wasm/ ./internal/browser/jsbridge/
 
 bench:
 	$(GO) run $(TAGS) ./cmd/ag bench -json bench.json

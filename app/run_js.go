@@ -11,8 +11,8 @@ import (
 	_ "github.com/ag-go/ag/backend/cpu"
 	_ "github.com/ag-go/ag/backend/webgpu"
 
-	"github.com/ag-go/ag/internal/jsbridge"
-	"github.com/ag-go/ag/internal/pageapi"
+	"github.com/ag-go/ag/internal/browser/jsbridge"
+	"github.com/ag-go/ag/internal/browser/pageapi"
 )
 
 // Run puts the page's API for spec's model on globalThis.ag, calls

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/ag-go/ag/core"
-	"github.com/ag-go/ag/internal/jsbridge"
-	"github.com/ag-go/ag/internal/jstest"
+	"github.com/ag-go/ag/internal/browser/jsbridge"
+	"github.com/ag-go/ag/internal/browser/jstest"
 )
 
 // count is a Trainer whose loss is its step count.

@@ -12,8 +12,8 @@ import (
 	"strings"
 
 	_ "github.com/ag-go/ag/backend/all" // every backend for -device
+	"github.com/ag-go/ag/internal/browser/pageapi"
 	"github.com/ag-go/ag/internal/outfile"
-	"github.com/ag-go/ag/internal/pageapi"
 )
 
 // Run trains spec's model natively with the command line's flags and exits:

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/ag-go/ag/core"
-	"github.com/ag-go/ag/internal/pageapi"
+	"github.com/ag-go/ag/internal/browser/pageapi"
 	"github.com/ag-go/ag/profile"
 )
 

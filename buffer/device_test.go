@@ -8,8 +8,8 @@ import (
 
 	"github.com/ag-go/ag/backend"
 	_ "github.com/ag-go/ag/backend/all" // every driver AG_TEST_DEVICE may name
+	"github.com/ag-go/ag/backend/backendtest/testenv"
 	"github.com/ag-go/ag/core"
-	"github.com/ag-go/ag/internal/testenv"
 )
 
 // testDevice lets the same tests run on another backend:

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/ag-go/ag/backend/backendtest/testenv"
 	"github.com/ag-go/ag/core"
-	"github.com/ag-go/ag/internal/testenv"
 )
 
 // FuzzBuffer runs sequences of Write, Read, GetRows and GetRowsOf decoded

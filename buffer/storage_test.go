@@ -12,8 +12,8 @@ import (
 
 	"github.com/ag-go/ag/backend"
 	"github.com/ag-go/ag/backend/backendtest"
+	"github.com/ag-go/ag/backend/backendtest/testenv"
 	"github.com/ag-go/ag/core"
-	"github.com/ag-go/ag/internal/testenv"
 )
 
 // The 16-bit storages, each tested where the device converts it back; the

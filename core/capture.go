@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/ag-go/ag/backend"
-	"github.com/ag-go/ag/internal/goid"
+	"github.com/ag-go/ag/core/internal/goid"
 	"github.com/ag-go/ag/profile"
 )
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ag-go/ag/backend"
-	"github.com/ag-go/ag/internal/goid"
+	"github.com/ag-go/ag/core/internal/goid"
 )
 
 // segment is what Checkpoint remembers of the ops f recorded: Backward

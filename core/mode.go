@@ -3,7 +3,7 @@ package core
 import (
 	"time"
 
-	"github.com/ag-go/ag/internal/goid"
+	"github.com/ag-go/ag/core/internal/goid"
 	"github.com/ag-go/ag/profile"
 )
 

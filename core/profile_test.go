@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ag-go/ag/internal/testenv"
+	"github.com/ag-go/ag/backend/backendtest/testenv"
 	"github.com/ag-go/ag/profile"
 )
 

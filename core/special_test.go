@@ -6,7 +6,7 @@ import (
 
 	"github.com/ag-go/ag/backend"
 	_ "github.com/ag-go/ag/backend/all"
-	"github.com/ag-go/ag/internal/testenv" // every backend the special-value tests run on
+	"github.com/ag-go/ag/backend/backendtest/testenv" // every backend the special-value tests run on
 )
 
 // Special values through core, on every backend registered here (cpu,

@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	_ "github.com/ag-go/ag/backend/all"
+	"github.com/ag-go/ag/backend/backendtest/testenv"
 	"github.com/ag-go/ag/core"
 	"github.com/ag-go/ag/internal/testdev"
-	"github.com/ag-go/ag/internal/testenv"
 	"github.com/ag-go/ag/nn"
 )
 

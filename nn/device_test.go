@@ -2,7 +2,7 @@ package nn
 
 import (
 	_ "github.com/ag-go/ag/backend/all"
-	"github.com/ag-go/ag/internal/testenv"
+	"github.com/ag-go/ag/backend/backendtest/testenv"
 )
 
 // testDevice lets the same tests run on another backend:

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/ag-go/ag/backend/backendtest/testenv"
 	"github.com/ag-go/ag/core"
-	"github.com/ag-go/ag/internal/testenv"
 	"github.com/ag-go/ag/nn"
 )
 

@@ -7,8 +7,8 @@ import (
 	"syscall/js"
 	"testing"
 
-	"github.com/ag-go/ag/internal/jsbridge"
-	"github.com/ag-go/ag/internal/jstest"
+	"github.com/ag-go/ag/internal/browser/jsbridge"
+	"github.com/ag-go/ag/internal/browser/jstest"
 )
 
 // newAPI is globalThis.ag as main puts it there, on a fresh session.

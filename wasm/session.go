@@ -6,9 +6,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ag-go/ag/bench/workload"
 	"github.com/ag-go/ag/core"
-	"github.com/ag-go/ag/internal/pageapi"
-	"github.com/ag-go/ag/internal/workload"
+	"github.com/ag-go/ag/internal/browser/pageapi"
 	"github.com/ag-go/ag/profile"
 )
 

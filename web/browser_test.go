@@ -23,11 +23,11 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
-	"github.com/ag-go/ag/internal/chrome"
-	"github.com/ag-go/ag/internal/testenv"
+	"github.com/ag-go/ag/backend/backendtest/testenv"
+	"github.com/ag-go/ag/backend/webgpu/browsertest/chrome"
 
+	"github.com/ag-go/ag/bench/workload"
 	"github.com/ag-go/ag/core"
-	"github.com/ag-go/ag/internal/workload"
 	"github.com/ag-go/ag/profile"
 	"github.com/ag-go/ag/web"
 )

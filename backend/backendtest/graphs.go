@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/backend/backendtest/testenv"
 	"github.com/ag-go/ag/backend/reference"
-	"github.com/ag-go/ag/internal/testenv"
 )
 
 // graphCase is a subtest beyond single ops: whole graphs, buffer and memory

@@ -10,15 +10,15 @@ import (
 	"testing"
 
 	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/backend/backendtest/testenv"
 	"github.com/ag-go/ag/backend/reference"
-	"github.com/ag-go/ag/internal/testenv"
 )
 
 // Run runs the conformance suite against the backend registered as name,
 // one subtest per op case ("add/broadcast", "matmul/transB", ...), then whole
 // graphs, buffers and memory, and (without -short) large tensors. When the
 // driver is not registered or reports itself unavailable here it skips,
-// saying so, or fails when AG_REQUIRE_DEVICES names it (internal/testenv).
+// saying so, or fails when AG_REQUIRE_DEVICES names it (package testenv).
 func Run(t *testing.T, name string) {
 	t.Helper()
 	be := open(t, name)

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/ag-go/ag/backend"
-	"github.com/ag-go/ag/internal/testenv"
+	"github.com/ag-go/ag/backend/backendtest/testenv"
 )
 
 // TestCPUKernels checks ggml-cpu's own kernels (ag_matmul_tn for A^T B,

@@ -17,7 +17,7 @@ import (
 	"strings"
 
 	"github.com/ag-go/ag/backend"
-	"github.com/ag-go/ag/internal/vkenv"
+	"github.com/ag-go/ag/backend/internal/vkenv"
 )
 
 // Vulkan physical device types (VkPhysicalDeviceType).

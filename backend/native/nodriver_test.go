@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/ag-go/ag/backend"
-	"github.com/ag-go/ag/internal/testenv"
-	"github.com/ag-go/ag/internal/vkenv"
+	"github.com/ag-go/ag/backend/backendtest/testenv"
+	"github.com/ag-go/ag/backend/internal/vkenv"
 )
 
 // childEnv selects the child role of TestNoDriverIsAnError: the test binary

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/ag-go/ag/backend"
-	"github.com/ag-go/ag/internal/testenv"
+	"github.com/ag-go/ag/backend/backendtest/testenv"
 )
 
 // Without the ggml tag both drivers are listed, unavailable, with the hint.

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/bench/workload"
 	"github.com/ag-go/ag/core"
-	"github.com/ag-go/ag/internal/workload"
 )
 
 // TestRunAhead: a run that repeats the one before submits the command

@@ -13,7 +13,7 @@ import (
 
 	"github.com/cogentcore/webgpu/wgpu"
 
-	"github.com/ag-go/ag/internal/vkenv"
+	"github.com/ag-go/ag/backend/internal/vkenv"
 )
 
 // The native device layer: wgpu-native through github.com/cogentcore/webgpu.

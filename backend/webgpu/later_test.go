@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/backend/backendtest/testenv"
+	"github.com/ag-go/ag/bench/workload"
 	"github.com/ag-go/ag/core"
-	"github.com/ag-go/ag/internal/testenv"
-	"github.com/ag-go/ag/internal/workload"
 )
 
 // TestReadLater: a read asked for and waited for later returns the values

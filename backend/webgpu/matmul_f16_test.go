@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/ag-go/ag/backend"
-	"github.com/ag-go/ag/internal/testenv"
+	"github.com/ag-go/ag/backend/backendtest/testenv"
 )
 
 // TestMatmulF16Tiles: on a device with shader-f16, a matmul of RoundF16

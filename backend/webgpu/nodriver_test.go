@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ag-go/ag/internal/testenv"
-	"github.com/ag-go/ag/internal/vkenv"
+	"github.com/ag-go/ag/backend/backendtest/testenv"
+	"github.com/ag-go/ag/backend/internal/vkenv"
 )
 
 // childEnv selects the child role of TestNoAdapterIsAnError: the test binary

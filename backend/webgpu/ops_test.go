@@ -11,9 +11,9 @@ import (
 
 	"github.com/ag-go/ag/backend"
 	"github.com/ag-go/ag/backend/backendtest"
+	"github.com/ag-go/ag/backend/backendtest/testenv"
+	"github.com/ag-go/ag/bench/workload"
 	"github.com/ag-go/ag/core"
-	"github.com/ag-go/ag/internal/testenv"
-	"github.com/ag-go/ag/internal/workload"
 )
 
 // The tests share one Backend per process: bookworm's lavapipe can corrupt

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/bench/workload"
 	"github.com/ag-go/ag/core"
-	"github.com/ag-go/ag/internal/workload"
 )
 
 // The measurements behind the matmul tilings, the split thresholds and the

@@ -15,7 +15,7 @@ import (
 	"github.com/chromedp/cdproto/systeminfo"
 	"github.com/chromedp/chromedp"
 
-	"github.com/ag-go/ag/internal/chrome"
+	"github.com/ag-go/ag/backend/webgpu/browsertest/chrome"
 )
 
 // chromiumPath finds the browser: the flag, else chrome.Path.
@@ -41,7 +41,7 @@ type Browser struct {
 }
 
 // browserConfig is how startBrowser starts Chromium beyond the flags of
-// internal/chrome.
+// browsertest/chrome.
 type browserConfig struct {
 	GPU   bool       // add gpuFlags
 	Extra []flagSpec // -chrome-args, last: they override the others
@@ -101,7 +101,7 @@ func parseChromeArgs(s string) ([]flagSpec, error) {
 	return out, nil
 }
 
-// effectiveFlags is the list startBrowser adds to internal/chrome's: the
+// effectiveFlags is the list startBrowser adds to browsertest/chrome's: the
 // GPU recipe with -gpu, then the extra switches. As with chromedp.Flag, a
 // switch set again keeps its place and takes the new value;
 // --enable-features and --disable-features add to their lists instead
@@ -135,7 +135,7 @@ func effectiveFlags(cfg browserConfig) []flagSpec {
 }
 
 // startBrowser starts Chromium with the flags of notes/PLATFORM.md
-// (internal/chrome: WebGPU on the SwiftShader adapter with
+// (browsertest/chrome: WebGPU on the SwiftShader adapter with
 // --enable-unsafe-webgpu, since CPU adapters are blocklisted; headless as
 // root; no network but 127.0.0.1), then cfg's. exe may be a wrapper script
 // that execs Chromium; the browser inherits this process's environment

@@ -1,6 +1,6 @@
 // Command browser benchmarks ag's training step in the browser against
 // TensorFlow.js in the same headless Chromium: the MLP of
-// internal/workload (depth Linear layers width x width, ReLU between, Adam,
+// bench/workload (depth Linear layers width x width, ReLU between, Adam,
 // MSE, batch read by index from data on the device) on ag's WebGPU and
 // wasm-CPU devices and on tfjs's webgpu, wasm and cpu backends.
 //
@@ -321,7 +321,7 @@ func run(o Options) error {
 		return err
 	}
 	defer stopServer()
-	logf("starting %s; flags added to internal/chrome's: %s", exe, orDash(strings.Join(flags, " ")))
+	logf("starting %s; flags added to browsertest/chrome's: %s", exe, orDash(strings.Join(flags, " ")))
 	br, err := startBrowser(exe, filepath.Join(tmp, "chrome-profile"), o.Load, bcfg)
 	if err != nil {
 		return fmt.Errorf("%w\nchromium's output (%s):\n%s", err, logName, logTail(logPath, 30, false))

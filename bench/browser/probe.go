@@ -196,7 +196,7 @@ func (g *BrowserGPU) print(w io.Writer) {
 type Probe struct {
 	Browser     string       `json:"browser"`
 	CommandLine string       `json:"command_line"` // the browser's, as it reports it
-	ExtraFlags  []string     `json:"extra_flags"`  // what -gpu and -chrome-args added to internal/chrome's
+	ExtraFlags  []string     `json:"extra_flags"`  // what -gpu and -chrome-args added to browsertest/chrome's
 	Page        *ProbeResult `json:"page"`
 	BrowserGPU  *BrowserGPU  `json:"browser_gpu,omitempty"`
 	WallS       float64      `json:"wall_s"`

@@ -26,7 +26,7 @@ func TestChromeArgs(t *testing.T) {
 		}
 	}
 	if fl := effectiveFlags(browserConfig{}); len(fl) != 0 {
-		t.Errorf("no -gpu, no -chrome-args: flags %v, want none (internal/chrome's only)", fl)
+		t.Errorf("no -gpu, no -chrome-args: flags %v, want none (browsertest/chrome's only)", fl)
 	}
 	for _, bad := range []string{"use-angle=vulkan", "-x", "--=1"} {
 		if _, err := parseChromeArgs(bad); err == nil {

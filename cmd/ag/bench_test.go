@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ag-go/ag/backend/backendtest/testenv"
 	"github.com/ag-go/ag/core"
-	"github.com/ag-go/ag/internal/testenv"
 )
 
 // ag bench -every 2 reads the loss at every second step (half a download a

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/bench/workload"
 	"github.com/ag-go/ag/core"
-	"github.com/ag-go/ag/internal/workload"
 	"github.com/ag-go/ag/profile"
 )
 

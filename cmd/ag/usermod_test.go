@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/ag-go/ag/backend"
-	"github.com/ag-go/ag/internal/testenv"
+	"github.com/ag-go/ag/backend/backendtest/testenv"
 	"github.com/ag-go/ag/web"
 )
 

@@ -16,9 +16,9 @@ import (
 
 	"github.com/ag-go/ag/backend"
 	_ "github.com/ag-go/ag/backend/all"
+	"github.com/ag-go/ag/backend/backendtest/testenv"
 	"github.com/ag-go/ag/buffer"
 	"github.com/ag-go/ag/core"
-	"github.com/ag-go/ag/internal/testenv"
 )
 
 // outcome classifies what a case did.

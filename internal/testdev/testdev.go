@@ -1,5 +1,5 @@
 // Package testdev opens the device the device-independent tests run on
-// (AG_TEST_DEVICE, see internal/testenv) and closes it when the test ends.
+// (AG_TEST_DEVICE, see backend/backendtest/testenv) and closes it when the test ends.
 // It is its own package because core's own tests import testenv, which
 // therefore cannot import core.
 package testdev
@@ -7,8 +7,8 @@ package testdev
 import (
 	"testing"
 
+	"github.com/ag-go/ag/backend/backendtest/testenv"
 	"github.com/ag-go/ag/core"
-	"github.com/ag-go/ag/internal/testenv"
 )
 
 // Open opens testenv.Device() for t, failing t when it cannot: a device

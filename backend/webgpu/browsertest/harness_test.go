@@ -22,8 +22,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/ag-go/ag/internal/chrome"
-	"github.com/ag-go/ag/internal/testenv"
+	"github.com/ag-go/ag/backend/backendtest/testenv"
+	"github.com/ag-go/ag/backend/webgpu/browsertest/chrome"
 )
 
 //go:embed index.html

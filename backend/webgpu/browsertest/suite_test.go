@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ag-go/ag/internal/testenv"
+	"github.com/ag-go/ag/backend/backendtest/testenv"
 )
 
 // binary is one wasm test binary the browser runs.

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	_ "github.com/ag-go/ag/backend/cpu" // the reference device, compiled to wasm
+	"github.com/ag-go/ag/bench/workload"
 	"github.com/ag-go/ag/core"
-	"github.com/ag-go/ag/internal/workload"
 )
 
 // mlpTol is the relative tolerance between the WebGPU and CPU losses: both

@@ -34,7 +34,7 @@ func TestSkipDevicePolicy(t *testing.T) {
 	}{
 		{"not required", "skip", "", false,
 			[]string{"--- SKIP: TestChild", "device webgpu unavailable here: no adapter (test)", "AG_REQUIRE_DEVICES=webgpu would make this a failure"},
-			[]string{"./internal/testenv TestChild: skipped: device webgpu unavailable here: no adapter (test)"}},
+			[]string{"./backend/backendtest/testenv TestChild: skipped: device webgpu unavailable here: no adapter (test)"}},
 		{"other device required", "skip", "cpu, ggml-cpu", false, []string{"--- SKIP: TestChild"}, []string{"skipped: device webgpu"}},
 		{"required", "skip", "cpu,webgpu", true,
 			[]string{"--- FAIL: TestChild", "TestChild: device webgpu is unavailable here (no adapter (test)), but AG_REQUIRE_DEVICES=cpu,webgpu requires it"}, nil},

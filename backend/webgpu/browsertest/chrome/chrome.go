@@ -1,5 +1,12 @@
+//go:build !js
+
 // Package chrome finds headless Chromium and the flags that give it WebGPU on
 // these machines (notes/PLATFORM.md), for the browser tests and benchmarks.
+// It is test support of the WebGPU browser tests (package browsertest),
+// public so that the browser benchmark (bench/browser) and the page's tests
+// (web) start Chromium the same way without a backend's test importing the
+// module root's internal/. It starts Chromium from the host, so it does not
+// build for GOOS=js (chromedp does not), like the harness that uses it.
 package chrome
 
 import (

@@ -3,6 +3,12 @@
 // layers of width x width with ReLU between) fitting synthetic regression
 // data, trained with Adam on an MSE loss, and GPT, the character-level
 // transformer of package models.
+//
+// It lives beside the PyTorch peers that train the same workloads
+// (bench/torch_*.py) and is public, not internal, because the backends'
+// tests train it too (the webgpu and ggml step tests, the browser suite),
+// and no package under core/ or backend/ imports the module root's
+// internal/. It is ag's own benchmark harness, not a library API.
 package workload
 
 import (

@@ -8,6 +8,12 @@
 // go test prints nothing of a passing package, skips included; with
 // AG_SKIP_LOG set, every skip made here also appends one line to that file,
 // which `make test` prints at the end.
+//
+// It is test support, public beside the conformance suite (backendtest)
+// rather than in an internal/ folder, because its users span every floor:
+// core's and the backends' tests as well as nn, buffer, models and the
+// commands above them. Go's internal rule would admit them all only from
+// the module root's internal/, which core and the backends must not import.
 package testenv
 
 import (

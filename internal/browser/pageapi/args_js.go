@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"syscall/js"
 
-	"github.com/ag-go/ag/internal/jsbridge"
+	"github.com/ag-go/ag/internal/browser/jsbridge"
 )
 
 // Func is the API function name of both browser builds: f reads the JS
