@@ -6,9 +6,11 @@
 // slot of intermediate memory reused by liveness, and sizes the args. A
 // backend then supplies kernels, a dispatch loop and its memory calls.
 //
-// Backends that fuse nodes into one kernel say so through Options (which
-// nodes have no storage of their own, where each kernel runs, what it
-// reads); the rules stay one.
+// Fuse (fuse.go) decides which nodes share a kernel, from what a backend
+// states its generated kernels can do and its binding limits (FuseCaps);
+// the resulting Fusion's Options tell Make which nodes have no storage of
+// their own, where each kernel runs and what it reads, so the rules stay
+// one. The backend generates the fused kernels.
 package plan
 
 import (

@@ -79,7 +79,7 @@ type program struct {
 	copies   []outCopy
 	released bool
 	keyBuf   []uint64 // bindGroup's key buffer
-	fp       *fusePlan
+	fp       *plan.Fusion
 	// scratch holds partial results between two dispatches of one node
 	// (split-K matmuls, split reductions); they run one after the other, so
 	// one buffer of the largest size serves all.
@@ -141,46 +141,50 @@ func (b *Backend) Compile(g *backend.Graph) (backend.Program, error) {
 
 // plan runs the shared planner (package plan) on the fused graph: inlined
 // nodes have no storage, a fused kernel reads the leaves of its chain,
-// optimizer groups run at their last member, slices are copies (storage
-// binds at aligned offsets only) and output copies follow the compute pass.
-func (p *program) plan(g *backend.Graph, fp *fusePlan) (*plan.Plan, error) {
-	runsAt := make([]int, len(g.Nodes))
-	for i := range runsAt {
-		runsAt[i] = i
-	}
-	for last, members := range fp.group {
-		for _, j := range members {
-			runsAt[j] = last
-		}
-	}
+// optimizer groups run at their last member (Fusion.Options), slices are
+// copies (storage binds at aligned offsets only) and output copies follow
+// the compute pass.
+func (p *program) plan(fp *plan.Fusion) (*plan.Plan, error) {
 	free := uint64(0)
 	if p.b.total > p.b.allocated {
 		free = p.b.total - p.b.allocated
 	}
-	return plan.Make(g, plan.Options{
-		Inline: fp.inl,
-		RunsAt: runsAt,
-		Reads: func(i int) []int {
-			if fp.fused(i) {
-				return fp.reads(i)
-			}
-			return g.Nodes[i].In
-		},
-		CopiesAtEnd: true,
-		Limits: plan.Limits{
-			MaxStoreElems: int(p.b.d.info.maxBuffer / 4),
-			MaxIndexElems: math.MaxUint32, // kernels index with u32
-			FreeBytes:     free,
-		},
-	})
+	o := fp.Options()
+	o.CopiesAtEnd = true
+	o.Limits = plan.Limits{
+		MaxStoreElems: int(p.b.d.info.maxBuffer / 4),
+		MaxIndexElems: math.MaxUint32, // kernels index with u32
+		FreeBytes:     free,
+	}
+	return plan.Make(fp.Graph, o)
+}
+
+// fuseCaps are what the generated kernels fuse (fusedgen.go): pointwise
+// chains, evaluated inside their reader, as epilogues of matmuls and
+// reductions and as prologues of reductions; optimizer updates in groups.
+// Every kernel binds its parameter buffer besides its values.
+func (b *Backend) fuseCaps() plan.FuseCaps {
+	reduce := func(op backend.Op) bool { return op == backend.OpSum || op == backend.OpMax }
+	return plan.FuseCaps{
+		MaxBindings:     max(int(b.d.info.maxStorageBuffers), 4),
+		FixedBindings:   1,
+		MaxBindingBytes: b.bindLimit,
+		Inline:          plan.Pointwise,
+		Prologue:        reduce,
+		Core:            func(op backend.Op) bool { return op == backend.OpMatMul || reduce(op) },
+		GroupUpdates:    true,
+	}
 }
 
 func (p *program) build(g *backend.Graph) error {
 	info := p.b.d.info
-	fp := planFusion(g, fuseLimits{maxBinds: max(int(info.maxStorageBuffers), 4), bindLimit: p.b.bindLimit}, !p.b.noFuse)
-	g = fp.g
+	fp := plan.Unfused(g)
+	if !p.b.noFuse {
+		fp = plan.Fuse(g, p.b.fuseCaps())
+	}
+	g = fp.Graph
 	p.fp = fp
-	pl, err := p.plan(g, fp)
+	pl, err := p.plan(fp)
 	if err != nil {
 		return err
 	}
@@ -211,11 +215,11 @@ func (p *program) build(g *backend.Graph) error {
 	for i := range g.Nodes {
 		var ms []int
 		switch {
-		case !pl.Needed[i] || fp.inl[i] || fp.deferred[i]:
-		case fp.group[i] != nil:
-			ms = fp.group[i]
+		case !pl.Needed[i] || fp.Inline[i] || fp.Deferred[i]:
+		case fp.Group[i] != nil:
+			ms = fp.Group[i]
 		default:
-			ms = fp.members(i)
+			ms = fp.Members(i)
 		}
 		if len(ms) > 1 {
 			p.members[i], p.shares[i] = ms, backend.CostShares(g, ms)
@@ -224,11 +228,11 @@ func (p *program) build(g *backend.Graph) error {
 	for i := range g.Nodes {
 		var err error
 		switch {
-		case !pl.Needed[i] || fp.inl[i] || fp.deferred[i]:
+		case !pl.Needed[i] || fp.Inline[i] || fp.Deferred[i]:
 			continue
-		case fp.group[i] != nil:
+		case fp.Group[i] != nil:
 			err = p.lowerGroup(fp, i, locs)
-		case fp.fused(i), g.Nodes[i].Op == backend.OpSum, g.Nodes[i].Op == backend.OpMax:
+		case fp.Fused(i), g.Nodes[i].Op == backend.OpSum, g.Nodes[i].Op == backend.OpMax:
 			err = p.lowerFused(fp, i, locs)
 		default:
 			err = p.lower(g, i, locs)

@@ -10,8 +10,9 @@
 //
 // # Execution
 //
-// Compile validates the graph and plans it once. Fusion (fuse.go) first
-// decides which nodes are computed inside another node's kernel: chains of
+// Compile validates the graph and plans it once. Fusion (backend/plan's
+// Fuse, told what these kernels fuse by Backend.fuseCaps) first decides
+// which nodes are computed inside another node's kernel: chains of
 // pointwise ops (unary, binary with broadcasting, fill, reshape, expand,
 // permute, slice_rows, get_rows, one_hot) read by one node become one
 // generated WGSL kernel (fusedgen.go); a matmul or sum/max read only by such

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/backend/plan"
 )
 
 // exprGen writes the WGSL of a fused kernel's chain: one function
@@ -17,7 +18,7 @@ import (
 // are constants of the source, so each fused kernel is its own pipeline.
 type exprGen struct {
 	g    *backend.Graph
-	fp   *fusePlan
+	fp   *plan.Fusion
 	root int
 	core int
 	// leaf[j] is the binding expression prefix of stored node j: its name
@@ -28,8 +29,8 @@ type exprGen struct {
 	w        strings.Builder
 }
 
-func newExprGen(fp *fusePlan, root int) *exprGen {
-	return &exprGen{g: fp.g, fp: fp, root: root, core: fp.core[root],
+func newExprGen(fp *plan.Fusion, root int) *exprGen {
+	return &exprGen{g: fp.Graph, fp: fp, root: root, core: fp.Core[root],
 		leafName: map[int]string{}, leafVec: map[int]bool{}, done: map[int]bool{}}
 }
 
@@ -60,7 +61,7 @@ func (e *exprGen) name(j int) string {
 	switch {
 	case j == e.core:
 		body = "return acc;"
-	case j != e.root && !e.fp.inl[j]:
+	case j != e.root && !e.fp.Inline[j]:
 		body = "return " + e.leafRead(j, "i") + ";"
 	default:
 		body = e.nodeBody(n)
@@ -152,17 +153,17 @@ func idxMap(out, st []int, in []int) string {
 
 // lowerFused adds the dispatch of fused root r: a matmul with epilogue, a
 // reduction with prologue (and epilogue), or a pointwise map.
-func (p *program) lowerFused(fp *fusePlan, r int, locs []loc) error {
-	g := fp.g
+func (p *program) lowerFused(fp *plan.Fusion, r int, locs []loc) error {
+	g := fp.Graph
 	n := &g.Nodes[r]
 	ne := backend.NumElems(n.Shape)
-	rd := fp.reads(r)
+	rd := fp.Reads(r)
 	ref := func(j int) bref {
 		l := locs[j]
 		return bref{kind: l.kind, idx: l.idx, size: uint64(backend.NumElems(g.Nodes[j].Shape)) * 4}
 	}
 	e := newExprGen(fp, r)
-	m := fp.core[r]
+	m := fp.Core[r]
 	if m >= 0 && g.Nodes[m].Op == backend.OpMatMul {
 		return p.lowerMatmul(r, m, locs)
 	}
@@ -367,7 +368,7 @@ const dotMaxOutputs = 16
 // each output summed with the epilogue (a second pass where K has several).
 func (p *program) lowerDot(r, mi int, locs []loc) error {
 	fp := p.fp
-	g := fp.g
+	g := fp.Graph
 	ref := func(j int) bref {
 		l := locs[j]
 		return bref{kind: l.kind, idx: l.idx, size: uint64(backend.NumElems(g.Nodes[j].Shape)) * 4}
@@ -401,7 +402,7 @@ func (p *program) lowerDot(r, mi int, locs []loc) error {
 	e := newExprGen(fp, r)
 	var rd []int
 	if r != mi {
-		rd = fp.reads(r)
+		rd = fp.Reads(r)
 	}
 	// epilogue binds what the epilogue reads (an operand too, under its
 	// own name where the kernel does not bind it as A or B) and returns
@@ -502,9 +503,9 @@ const (
 // last, and keeps the members' own dispatches as its fallback for runs
 // where bound buffers alias (one dispatch cannot write a buffer another
 // binding of it reads).
-func (p *program) lowerGroup(fp *fusePlan, last int, locs []loc) error {
-	g := fp.g
-	members := fp.group[last]
+func (p *program) lowerGroup(fp *plan.Fusion, last int, locs []loc) error {
+	g := fp.Graph
+	members := fp.Group[last]
 	ref := func(j int) bref {
 		l := locs[j]
 		return bref{kind: l.kind, idx: l.idx, size: uint64(backend.NumElems(g.Nodes[j].Shape)) * 4}
@@ -609,7 +610,7 @@ func f16Valued(g *backend.Graph, j int) bool {
 // buffer and a kernel summing them and applying the epilogue.
 func (p *program) lowerMatmul(r, mi int, locs []loc) error {
 	fp := p.fp
-	g := fp.g
+	g := fp.Graph
 	ref := func(j int) bref {
 		l := locs[j]
 		return bref{kind: l.kind, idx: l.idx, size: uint64(backend.NumElems(g.Nodes[j].Shape)) * 4}
@@ -631,12 +632,12 @@ func (p *program) lowerMatmul(r, mi int, locs []loc) error {
 	vec := M%4 == 0 && N%4 == 0 && K%4 == 0
 	var rd []int
 	if r != mi {
-		rd = fp.reads(r)
+		rd = fp.Reads(r)
 	}
 	// An epilogue that reads an operand reads it as stored: then that
 	// operand is not transposed first, and the tiles are those for it as
 	// stored.
-	pl := p.matmulPlan(M, N, K, batch, mn.TransA, mn.TransB, r == mi || !fp.epiReads(r, mi, mn.In[0]), r == mi || !fp.epiReads(r, mi, mn.In[1]))
+	pl := p.matmulPlan(M, N, K, batch, mn.TransA, mn.TransB, r == mi || !fp.EpilogueReads(r, mi, mn.In[0]), r == mi || !fp.EpilogueReads(r, mi, mn.In[1]))
 	if r != mi && pl.cfg == mmLarge && p.b.matmulForce == nil {
 		// With an epilogue the 128x128 tiling ran twice as slow as plain
 		// on an H200 (TestSweepStep); 128x64 is within 3% of it unfused.

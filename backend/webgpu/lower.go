@@ -69,7 +69,7 @@ func (p *program) lower(g *backend.Graph, i int, locs []loc) error {
 		p.strided(i, in(0), out, na, 0, 0, []int{na}, []int{1})
 		p.strided(i, in(1), out, nb, na, 0, []int{nb}, []int{1})
 	case n.Op == backend.OpGetRows:
-		return p.getRows(i, in(0), in(1), out, inShape(0), ne, p.fp.words[i])
+		return p.getRows(i, in(0), in(1), out, inShape(0), ne, p.fp.Words[i])
 	case n.Op == backend.OpScatterAddRows:
 		p.scatterAdd(i, in(0), in(1), out, n.Shape, inShape(1)[0])
 	case n.Op == backend.OpOneHot:
