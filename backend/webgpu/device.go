@@ -9,34 +9,74 @@ import (
 )
 
 // This file holds what the two device layers (device_native.go through
-// wgpu-native, device_js.go through the browser's navigator.gpu) share: the
-// description of an adapter and the plain structs the executor hands them.
-// Each layer defines gbuf, gpipe, gbind and dev with the same methods:
+// wgpu-native, device_js.go through the browser's navigator.gpu) share: their
+// contract (gpuDevice, pendingRead), the description of an adapter and the
+// plain structs the executor hands them. Each layer defines the types gbuf,
+// gpipe, gbind, stageBuf (its size field and destroy method serve
+// laterStage), laterRead and dev, asserts in its file that they satisfy
+// the contract, and defines
 //
-//	openDev() (*dev, error)
-//	probeDev() (devInfo, error)
-//	(*dev).newBuffer(size uint64, usage bufUsage) (*gbuf, error)
-//	(*dev).destroyBuffer(*gbuf)
-//	(*dev).write(b *gbuf, off uint64, data []byte) error
-//	(*dev).read(b *gbuf, off uint64, dst []byte) error
-//	(*dev).readLater(b *gbuf, off uint64, dst []byte) (*laterRead, error) // nil: read already
-//	(*laterRead).await() error                 // without the backend's lock
-//	(*laterRead).finish(awaitErr error, closed bool) error // with it
-//	(*dev).newPipeline(label, wgsl string, readOnly []bool) (*gpipe, error)
-//	(*dev).releasePipeline(*gpipe)
-//	(*dev).newBindGroup(p *gpipe, entries []bindEntry) (*gbind, error)
-//	(*dev).releaseBindGroup(*gbind)
-//	(*dev).run(passes [][]dispatch, copies []copyOp, timed bool) (ticks []uint64, err error)
-//	(*dev).runRead(passes [][]dispatch, copies []copyOp, timed bool, rb *readBack) (ticks []uint64, err error)
-//	(*dev).runRepeatable(key runKey, build func() ([]dispatch, []copyOp, error), timed bool, rb *readBack) (ticks []uint64, ahead bool, err error)
-//	(*dev).foldsRead(bytes int) bool
-//	(*dev).waitIdle() error
-//	(*dev).drainDeferred()
-//	(*dev).setDefer(on bool) (was bool)
-//	(*dev).defersRuns() bool
-//	(*dev).deferRun(key runKey, build func() ([]dispatch, []copyOp, error)) (ahead bool, err error)
-//	(*dev).dropAhead()
-//	(*dev).close()
+//	openDev() (*dev, error)     // the device, with the limits doc.go lists
+//	probeDev() (devInfo, error) // the adapter's description, no device
+//	const readsLater bool       // Caps.LaterReads
+//
+// The executor reads dev's fields info (devInfo), later and laterFree
+// (laterStage's reads in flight and staging buffers kept); the rest of a
+// dev is its layer's.
+
+// gpuDevice is what the executor asks of a device layer.
+type gpuDevice interface {
+	// Memory: storage buffers of size bytes, written and read at byte
+	// offsets (a read waits for the runs before it).
+	newBuffer(size uint64, usage bufUsage) (*gbuf, error)
+	destroyBuffer(*gbuf)
+	write(b *gbuf, off uint64, data []byte) error
+	read(b *gbuf, off uint64, dst []byte) error
+	// readLater queues a read of len(dst) bytes behind the work submitted
+	// so far; nil: it read at once. completeRead finishes the oldest when
+	// too many are in flight (laterStage).
+	readLater(b *gbuf, off uint64, dst []byte) (*laterRead, error)
+	completeRead(*laterRead)
+
+	// Kernels: a pipeline per WGSL source (readOnly per binding, binding 0
+	// the parameters) and bind groups of buffer ranges.
+	newPipeline(label, wgsl string, readOnly []bool) (*gpipe, error)
+	releasePipeline(*gpipe)
+	newBindGroup(p *gpipe, entries []bindEntry) (*gbind, error)
+	releaseBindGroup(*gbind)
+
+	// Runs: passes of dispatches then copies, one submission. With timed,
+	// a timestamp before the first pass and after each (ticks in ns);
+	// runInside times between the dispatches of one pass where
+	// devInfo.insideTS says the device can. runRead folds a read into the
+	// run where foldsRead allows its size (rb may be nil).
+	run(passes [][]dispatch, copies []copyOp, timed bool) (ticks []uint64, err error)
+	runRead(passes [][]dispatch, copies []copyOp, timed bool, rb *readBack) (ticks []uint64, err error)
+	runInside(ds []dispatch, copies []copyOp) (ticks []uint64, err error)
+	foldsRead(bytes int) bool
+	// runRepeatable is a run that may repeat (key): natively the next one
+	// is recorded while this one runs (ahead: this one was); build makes
+	// its dispatches when they are needed.
+	runRepeatable(key runKey, build func() ([]dispatch, []copyOp, error), timed bool, rb *readBack) (ticks []uint64, ahead bool, err error)
+	// Deferred runs return before their work is done (RunInfo.Pending):
+	// always in the browser, natively unless setDefer(false).
+	defersRuns() bool
+	setDefer(on bool) (was bool)
+	deferRun(key runKey, build func() ([]dispatch, []copyOp, error)) (ahead bool, err error)
+	drainDeferred()
+	// dropAhead forgets what was recorded ahead (a buffer it binds went).
+	dropAhead()
+	waitIdle() error
+	close()
+}
+
+// pendingRead is a read in flight (gpuDevice.readLater): await waits
+// without the backend's lock (in the browser other goroutines use the
+// device meanwhile), finish completes it under the lock.
+type pendingRead interface {
+	await() error
+	finish(awaitErr error, closed bool) error
+}
 
 // Reads waited for later (readLater) each copy into a staging buffer of
 // their own. maxLaterFree bounds those kept for the next reads; maxLater

@@ -20,6 +20,12 @@ import (
 // waits on a promise blocks the calling goroutine: run GPU work on a
 // goroutine of its own, never inside a js.FuncOf callback.
 
+// The device layer's contract (device.go).
+var (
+	_ gpuDevice   = (*dev)(nil)
+	_ pendingRead = (*laterRead)(nil)
+)
+
 type gbuf struct {
 	v    js.Value
 	size uint64

@@ -23,6 +23,12 @@ import (
 // cgocheck); compute passes are released after End; mapped ranges are copied
 // out before Unmap; many WriteBuffer calls are flushed with an empty submit.
 
+// The device layer's contract (device.go).
+var (
+	_ gpuDevice   = (*dev)(nil)
+	_ pendingRead = (*laterRead)(nil)
+)
+
 type gbuf struct {
 	b    *wgpu.Buffer
 	size uint64
@@ -646,17 +652,17 @@ func (d *dev) releaseQueries() {
 	d.qs, d.qCount = nil, 0
 }
 
-// run records every pass into one command encoder, submits it once and
-// waits. With timed it writes a timestamp before the first pass and after
-// each pass and returns them (len(passes)+1 ticks, in ns: wgpu-native on
-// Vulkan reports raw ticks and the binding does not expose the period;
-// NVIDIA's and lavapipe's period is 1 ns).
 // runInside is the browser's timestamps between the dispatches of one pass;
 // natively (info.insideTS false) calibration times a pass per kernel.
 func (d *dev) runInside([]dispatch, []copyOp) ([]uint64, error) {
 	return nil, errors.New("webgpu: timestamps inside passes are not used natively")
 }
 
+// run records every pass into one command encoder, submits it once and
+// waits. With timed it writes a timestamp before the first pass and after
+// each pass and returns them (len(passes)+1 ticks, in ns: wgpu-native on
+// Vulkan reports raw ticks and the binding does not expose the period;
+// NVIDIA's and lavapipe's period is 1 ns).
 func (d *dev) run(passes [][]dispatch, copies []copyOp, timed bool) ([]uint64, error) {
 	return d.runRead(passes, copies, timed, nil)
 }
