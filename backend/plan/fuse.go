@@ -330,6 +330,20 @@ func (f *Fusion) Members(r int) []int {
 	return out
 }
 
+// Computes returns the nodes the kernel at node i computes (a profiler
+// shares its time among them): the update group dispatched at i, or i and
+// the nodes inlined into it; nil where i has no kernel of its own (it is
+// inlined or deferred into a group).
+func (f *Fusion) Computes(i int) []int {
+	switch {
+	case f.Inline[i] || f.Deferred[i]:
+		return nil
+	case f.Group[i] != nil:
+		return f.Group[i]
+	}
+	return f.Members(i)
+}
+
 // Reads returns the stored nodes root r's kernel reads, each once, in the
 // order first met (for a matmul core its two operands first).
 func (f *Fusion) Reads(r int) []int {

@@ -262,12 +262,19 @@ func TestFuseUpdateGroups(t *testing.T) {
 		if n := kernels(t, Fuse(&b.g, caps)); n != c.n {
 			t.Errorf("%d %v updates without GroupUpdates: %d kernels", c.n, c.op, n)
 		}
-		// The runs that Options reports run at the group's last member.
+		// The members run at the group's last member (Options), which
+		// computes them all (Computes).
 		o := f.Options()
 		for last, ms := range f.Group {
+			if ms != nil && len(f.Computes(last)) != len(ms) {
+				t.Errorf("the group at %d computes %v, want %v", last, f.Computes(last), ms)
+			}
 			for _, j := range ms {
 				if o.RunsAt[j] != last {
 					t.Errorf("member %d of the group at %d runs at %d", j, last, o.RunsAt[j])
+				}
+				if j != last && f.Computes(j) != nil {
+					t.Errorf("deferred member %d computes %v", j, f.Computes(j))
 				}
 			}
 		}
@@ -325,8 +332,9 @@ func TestFuseCaps(t *testing.T) {
 	x, w, bias := b.arg(4, 8), b.arg(8, 5), b.arg(5)
 	z := b.op(backend.OpMatMul, []int{4, 5}, x, w)
 	b.out(b.op(backend.OpReLU, []int{4, 5}, b.op(backend.OpAdd, []int{4, 5}, z, bias)))
-	if f := Fuse(&b.g, gpuCaps(8)); kernels(t, f) != 1 || f.Core[len(b.g.Nodes)-1] != z {
-		t.Errorf("matmul + bias + ReLU: %d kernels, core %v", kernels(t, f), f.Core)
+	root := len(b.g.Nodes) - 1
+	if f := Fuse(&b.g, gpuCaps(8)); kernels(t, f) != 1 || f.Core[root] != z || len(f.Computes(root)) != 3 || f.Computes(z) != nil {
+		t.Errorf("matmul + bias + ReLU: %d kernels, core %v, root computes %v", kernels(t, f), f.Core, f.Computes(root))
 	}
 	caps := gpuCaps(8)
 	caps.Core = nil

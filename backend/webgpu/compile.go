@@ -213,15 +213,7 @@ func (p *program) build(g *backend.Graph) error {
 	p.memBytes = int64(pl.SlotBytes)
 	p.members, p.shares = map[int][]int{}, map[int][]float64{}
 	for i := range g.Nodes {
-		var ms []int
-		switch {
-		case !pl.Needed[i] || fp.Inline[i] || fp.Deferred[i]:
-		case fp.Group[i] != nil:
-			ms = fp.Group[i]
-		default:
-			ms = fp.Members(i)
-		}
-		if len(ms) > 1 {
+		if ms := fp.Computes(i); pl.Needed[i] && len(ms) > 1 {
 			p.members[i], p.shares[i] = ms, backend.CostShares(g, ms)
 		}
 	}
