@@ -31,6 +31,7 @@ func (c *CPU) Compile(g *backend.Graph) (backend.Program, error) {
 		cpu:      c, numArgs: g.NumArgs, nodes: len(g.Nodes),
 		argNeed: pl.ArgNeed, bufs: make([]*Buffer, g.NumArgs),
 		vals: make([][]float32, len(g.Nodes)), atEnd: pl.AtEnd,
+		clock: backend.NewNodeClock(g, backend.EveryRun, nil, nil),
 	}
 	p.slots = make([][]float32, len(pl.Slots))
 	for s, n := range pl.Slots {

@@ -28,6 +28,7 @@ type program struct {
 	slots    [][]float32
 	memBytes int64 // the intermediates' bytes (MemoryBytes)
 	released bool
+	clock    *backend.NodeClock // RunTimed: every run timed per kernel
 }
 
 // MemoryBytes reports the program's intermediate memory (backend.ProgramSizer).
@@ -51,21 +52,30 @@ var (
 // Run executes the graph once. RunInfo.DeviceTime is the host time of the
 // run; Launches is 1 (one call into the backend).
 func (p *program) Run(args []backend.Buffer) (backend.RunInfo, error) {
-	return p.run(args, nil)
+	p.cpu.mu.Lock()
+	defer p.cpu.mu.Unlock()
+	return p.runLocked(args, nil)
 }
 
-// RunTimed is Run with the host time of each node's kernel, measured
-// (TimeNone for nodes that are views or were not needed).
+// RunTimed is Run with the host time of each node's kernel, measured in
+// every run (backend.EveryRun; TimeNone for nodes that are views or were
+// not needed).
 func (p *program) RunTimed(args []backend.Buffer, t *backend.NodeTimes) (backend.RunInfo, error) {
 	if err := t.Check("cpu.RunTimed", p.nodes); err != nil {
 		return backend.RunInfo{}, err
 	}
-	return p.run(args, t)
-}
-
-func (p *program) run(args []backend.Buffer, times *backend.NodeTimes) (backend.RunInfo, error) {
 	p.cpu.mu.Lock()
 	defer p.cpu.mu.Unlock()
+	return p.clock.Run(t, func() ([]backend.KernelTime, backend.RunInfo, error) {
+		ks := make([]backend.KernelTime, 0, len(p.steps))
+		info, err := p.runLocked(args, &ks)
+		return ks, info, err
+	}, nil)
+}
+
+// runLocked is Run with the backend's lock held: each kernel's host time
+// appended to times where it is given.
+func (p *program) runLocked(args []backend.Buffer, times *[]backend.KernelTime) (backend.RunInfo, error) {
 	start := time.Now()
 	if p.released {
 		return backend.RunInfo{}, fmt.Errorf("cpu.Run: %w", ErrReleased)
@@ -95,8 +105,7 @@ func (p *program) run(args []backend.Buffer, times *backend.NodeTimes) (backend.
 			if times != nil {
 				t0 := time.Now()
 				s.fn()
-				times.Dur[s.node] = time.Since(t0)
-				times.How[s.node] = backend.TimeMeasured
+				*times = append(*times, backend.KernelTime{Node: s.node, Dur: time.Since(t0)})
 			} else {
 				s.fn()
 			}

@@ -11,7 +11,6 @@ import "C"
 import (
 	"fmt"
 	"os"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -85,80 +84,46 @@ func noOp(t tensor) bool {
 // calibrateEvery is how often (in RunTimed calls of a program) RunTimed
 // measures each kernel again, in calibrateRuns consecutive runs whose
 // fastest time of each kernel counts: one run alone can catch a kernel
-// cold or descheduled (on a 16-core ggml-cpu a lone product once took
-// twice its time and 92% of the run where it has 45%).
+// cold or descheduled.
 const (
 	calibrateEvery = 128
 	calibrateRuns  = 3
 )
 
-// RunTimed runs the graph as Run does - one graph compute, the real launch
-// count, so a profiled step costs what an unprofiled one does - and splits
-// its measured time among the IR nodes by costs measured per kernel
-// (TimeEstimated). The costs come from a calibration run: the first
-// RunTimed of a program, and every calibrateEvery-th after it, computes the
-// graph one ggml node at a time, each timed by the host clock, and reports
-// those times (TimeMeasured). A kernel timed alone carries the fixed cost
-// of a graph compute (a submit and wait on Vulkan), which the cheapest
-// kernel's time stands for and which is taken off each; a kernel inside a
-// graph has a smaller cost of its own (a barrier, a launch), which every
-// later run estimates from its measured total: what the kernels' work does
-// not explain, spread evenly over the kernels.
+// RunTimed times the IR nodes by the shared scheme (backend.NodeClock).
+// On ggml-cpu every run is timed kernel by kernel inside the real graph
+// compute (runClocked). Elsewhere (Vulkan) a run is as Run - one graph
+// compute, the real launch count, so a profiled step costs what an
+// unprofiled one does - its time shared among the IR nodes by costs
+// measured per kernel (TimeEstimated). The costs come from calibration
+// runs (the second RunTimed of a program, after first use, and every
+// calibrateEvery-th after it), which compute the graph one ggml node at a
+// time, each timed by the host clock alone (calibrate; backend.Calibration's
+// Lone says how such times are read).
 func (p *program) RunTimed(args []backend.Buffer, t *backend.NodeTimes) (backend.RunInfo, error) {
 	p.d.mu.Lock()
 	defer p.d.mu.Unlock()
 	if err := t.Check("native."+p.d.name+".RunTimed", len(p.l.g.Nodes)); err != nil {
 		return backend.RunInfo{}, err
 	}
+	calibrate := p.calibrate
+	if p.clock == nil {
+		cal := backend.EveryRun
+		var planned []int
+		if !p.d.isCPU {
+			cal = backend.Calibration{Every: calibrateEvery, Runs: calibrateRuns, WarmUp: true, Lone: true}
+			for _, s := range p.segsOrNil() {
+				planned = append(planned, s.owner)
+			}
+		}
+		p.clock = backend.NewNodeClock(p.l.g, cal, planned, nil)
+	}
 	if p.d.isCPU {
-		return p.runClocked(args, t)
+		calibrate = p.runClocked
 	}
-	runs := p.timedRuns
-	p.timedRuns++
-	if k := runs % calibrateEvery; k >= 1 && k <= calibrateRuns {
-		return p.calibrate(args, t, k == 1)
-	}
-	info, err := p.run(args)
-	if err != nil {
-		return info, err
-	}
-	if p.work == nil {
-		// The first run of a program pays for first use (pipelines, page
-		// faults), so calibration waits for the second; until then the
-		// nodes' shares come from their costs.
-		p.work = make([]float64, len(p.l.g.Nodes))
-		p.kernels = make([]int, len(p.l.g.Nodes))
-		for _, s := range p.segsOrNil() {
-			p.work[s.owner] += backend.NodeCost(p.l.g, s.owner)
-			p.kernels[s.owner]++
-		}
-		defer func() { p.work = nil }()
-	}
-	var work float64
-	kernels := 0
-	for i, w := range p.work {
-		work += w
-		kernels += p.kernels[i]
-	}
-	whole := float64(info.DeviceTime)
-	// A kernel's own cost inside the graph, from the quickest run since the
-	// calibration: a run slowed by something else (another process, a
-	// page fault) must not make every small kernel look slow.
-	if p.minWhole == 0 || whole < p.minWhole {
-		p.minWhole = whole
-	}
-	each := max(p.minWhole-work, 0) / float64(max(kernels, 1))
-	total := work + each*float64(kernels)
-	if total <= 0 {
-		return info, nil
-	}
-	for i, w := range p.work {
-		if p.kernels[i] > 0 {
-			t.Dur[i] = time.Duration(whole * (w + each*float64(p.kernels[i])) / total)
-			t.How[i] = backend.TimeEstimated
-		}
-	}
-	return info, nil
+	return p.clock.Run(t,
+		func() ([]backend.KernelTime, backend.RunInfo, error) { return calibrate(args) },
+		func() (backend.RunInfo, error) { return p.run(args) })
 }
 
 // segsOrNil returns the program's segments (nil if they cannot be made).
@@ -167,89 +132,26 @@ func (p *program) segsOrNil() []segment {
 	return segs
 }
 
-// calibrate computes the graph node by node, reports each IR node's time
-// as measured, and keeps each one's work (see segWork; from its kernels'
-// fastest times over the calibration's runs, first starting them) for the
-// runs after it.
-func (p *program) calibrate(args []backend.Buffer, t *backend.NodeTimes, first bool) (backend.RunInfo, error) {
+// calibrate computes the graph node by node, each ggml node timed alone.
+func (p *program) calibrate(args []backend.Buffer) ([]backend.KernelTime, backend.RunInfo, error) {
 	segs, err := p.segments()
 	if err != nil {
-		return backend.RunInfo{}, fmt.Errorf("native: %s RunTimed: %w", p.d.name, err)
+		return nil, backend.RunInfo{}, fmt.Errorf("native: %s RunTimed: %w", p.d.name, err)
 	}
 	if len(segs) == 0 {
-		return p.run(args)
+		info, err := p.run(args)
+		return nil, info, err
 	}
 	times := make([]time.Duration, len(segs))
 	info, err := p.runSegments(args, segs, times)
 	if err != nil {
-		return info, err
+		return nil, info, err
 	}
-	if first || len(p.segBest) != len(times) {
-		p.segBest = slices.Clone(times)
-	}
-	for i, d := range times {
-		p.segBest[i] = min(p.segBest[i], d)
-	}
-	p.work = make([]float64, len(p.l.g.Nodes))
-	p.kernels = make([]int, len(p.l.g.Nodes))
-	p.minWhole = 0
-	now, nowTimed := p.segWork(segs, times)
-	best, _ := p.segWork(segs, p.segBest)
+	ks := make([]backend.KernelTime, len(segs))
 	for i, s := range segs {
-		t.Dur[s.owner] += time.Duration(now[i]) + 1 // 1 ns: a kernel that ran has a time
-		if nowTimed[i] && t.How[s.owner] != backend.TimeEstimated {
-			t.How[s.owner] = backend.TimeMeasured
-		} else {
-			t.How[s.owner] = backend.TimeEstimated
-		}
-		p.work[s.owner] += best[i]
-		p.kernels[s.owner]++
+		ks[i] = backend.KernelTime{Node: s.owner, Dur: times[i]}
 	}
-	return info, nil
-}
-
-// segWork is each segment's work (ns) from its time computed alone: the
-// time less the fixed cost of a lone graph compute, which the cheapest
-// kernel stands for (a thread-pool wake on ggml-cpu, a submit and wait on
-// Vulkan; inside the real graph a kernel does not pay it). A kernel whose
-// time exceeds that fixed cost by less than the fixed cost itself, or on
-// ggml-cpu by less than cpuJitter, is too small to time this way (on
-// ggml-cpu the wake alone varies by tens of microseconds, and 24 tiny adds
-// came out as a third of a 2 ms product): its work is its backend.NodeCost
-// at the rate the timed kernels ran, and timed reports false for it.
-// cpuJitter is how much the cost of a lone ggml-cpu graph compute varies
-// from one compute to the next (a thread-pool wake): kernels that take less
-// beyond it are not timed alone (see segWork).
-const cpuJitter = 50 * time.Microsecond
-
-func (p *program) segWork(segs []segment, times []time.Duration) (work []float64, timed []bool) {
-	fixed := slices.Min(times)
-	perOwner := map[int]int{}
-	for _, s := range segs {
-		perOwner[s.owner]++
-	}
-	cost := func(s segment) float64 {
-		return backend.NodeCost(p.l.g, s.owner) / float64(perOwner[s.owner])
-	}
-	var bigWork, bigCost float64
-	timed = make([]bool, len(segs))
-	for i, s := range segs {
-		if over := times[i] - fixed; fixed > 0 && over >= fixed && (!p.d.isCPU || over >= cpuJitter) {
-			timed[i] = true
-			bigWork += float64(times[i] - fixed)
-			bigCost += cost(s)
-		}
-	}
-	work = make([]float64, len(segs))
-	for i, s := range segs {
-		switch {
-		case timed[i] || bigCost == 0:
-			work[i] = float64(times[i] - fixed)
-		default:
-			work[i] = cost(s) * bigWork / bigCost
-		}
-	}
-	return work, timed
+	return ks, info, nil
 }
 
 // runSegments binds args and computes segs in order, timing each.
@@ -372,10 +274,10 @@ func opLabel(t tensor) string {
 // launch, no calibration. A node's time runs from the previous node's end
 // on thread 0 to its own, so a wait at the barrier for the other threads
 // goes to the node after it.
-func (p *program) runClocked(args []backend.Buffer, t *backend.NodeTimes) (backend.RunInfo, error) {
+func (p *program) runClocked(args []backend.Buffer) ([]backend.KernelTime, backend.RunInfo, error) {
 	segs, err := p.segments()
 	if err != nil {
-		return backend.RunInfo{}, fmt.Errorf("native: %s RunTimed: %w", p.d.name, err)
+		return nil, backend.RunInfo{}, fmt.Errorf("native: %s RunTimed: %w", p.d.name, err)
 	}
 	n := len(segs) + 1
 	mem := C.calloc(C.size_t(n), 8)
@@ -383,32 +285,32 @@ func (p *program) runClocked(args []backend.Buffer, t *backend.NodeTimes) (backe
 	if mem == nil || clk == nil {
 		C.free(mem)
 		C.free(unsafe.Pointer(clk))
-		return backend.RunInfo{}, fmt.Errorf("native: %s RunTimed: allocating %d clock readings failed", p.d.name, n)
+		return nil, backend.RunInfo{}, fmt.Errorf("native: %s RunTimed: allocating %d clock readings failed", p.d.name, n)
 	}
 	defer C.free(mem)
 	defer C.free(unsafe.Pointer(clk))
 	clk.ts, clk.cap = (*C.int64_t)(mem), C.int(n)
 	overwritten, err := p.bind(args)
 	if err != nil {
-		return backend.RunInfo{}, err
+		return nil, backend.RunInfo{}, err
 	}
 	C.ag_node_clock_start(clk)
 	C.ggml_backend_cpu_set_abort_callback(p.d.be, C.ggml_abort_callback(C.ag_node_clock_cb), unsafe.Pointer(clk))
 	st := C.ggml_backend_graph_compute(p.d.be, p.l.gf)
 	C.ggml_backend_cpu_set_abort_callback(p.d.be, nil, nil)
 	if st != C.GGML_STATUS_SUCCESS {
-		return backend.RunInfo{}, fmt.Errorf("native: %s RunTimed: ggml_backend_graph_compute failed with status %d", p.d.name, int(st))
+		return nil, backend.RunInfo{}, fmt.Errorf("native: %s RunTimed: ggml_backend_graph_compute failed with status %d", p.d.name, int(st))
 	}
 	for _, b := range overwritten {
 		b.dirty = false
 	}
 	ts := unsafe.Slice((*int64)(mem), n)
 	if int(clk.n) != n {
-		return backend.RunInfo{}, fmt.Errorf("native: %s RunTimed: %d node clock readings for %d kernels (the graph's nodes and its kernels disagree)", p.d.name, int(clk.n)-1, len(segs))
+		return nil, backend.RunInfo{}, fmt.Errorf("native: %s RunTimed: %d node clock readings for %d kernels (the graph's nodes and its kernels disagree)", p.d.name, int(clk.n)-1, len(segs))
 	}
+	ks := make([]backend.KernelTime, len(segs))
 	for k, s := range segs {
-		t.Dur[s.owner] += time.Duration(ts[k+1] - ts[k])
-		t.How[s.owner] = backend.TimeMeasured
+		ks[k] = backend.KernelTime{Node: s.owner, Dur: time.Duration(ts[k+1] - ts[k])}
 	}
-	return backend.RunInfo{DeviceTime: time.Duration(ts[n-1] - ts[0]), Launches: 1}, nil
+	return ks, backend.RunInfo{DeviceTime: time.Duration(ts[n-1] - ts[0]), Launches: 1}, nil
 }

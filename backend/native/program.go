@@ -42,14 +42,8 @@ type program struct {
 	sctx *C.struct_ggml_context
 	segs []segment
 	prof opProfile
-	// work and kernels are each IR node's kernels' time (less the fixed
-	// cost of a compute) and count, from RunTimed's last calibration;
-	// timedRuns counts RunTimed calls.
-	work      []float64
-	kernels   []int
-	minWhole  float64         // the quickest run since the calibration, ns
-	segBest   []time.Duration // each segment's fastest time in the calibration's runs
-	timedRuns int
+	// clock times RunTimed's nodes (made on its first call).
+	clock *backend.NodeClock
 }
 
 // lower validates g and builds its ggml graph, checking every node against

@@ -89,13 +89,8 @@ type program struct {
 	// second buffer, since a dispatch may not read the buffer it writes.
 	scratchT      *gbuf
 	scratchTBytes uint64
-	memBytes      int64 // intermediates, for MemoryBytes
-	// members[n] are the nodes the kernel of node n computes, when more
-	// than n itself (fused chains, optimizer groups); shares[n] their
-	// parts of its time (RunTimed).
-	members map[int][]int
-	shares  map[int][]float64
-	cal     calibration // RunTimed's per-kernel times
+	memBytes      int64              // intermediates, for MemoryBytes
+	clock         *backend.NodeClock // RunTimed's per-node timing
 }
 
 // MemoryBytes reports the device memory the program holds: intermediates,
@@ -211,12 +206,16 @@ func (p *program) build(g *backend.Graph) error {
 		p.slots = append(p.slots, buf)
 	}
 	p.memBytes = int64(pl.SlotBytes)
-	p.members, p.shares = map[int][]int{}, map[int][]float64{}
+	// members[n] are the nodes the kernel of node n computes, when more
+	// than n itself (fused chains, optimizer groups): RunTimed splits its
+	// time among them.
+	members := map[int][]int{}
 	for i := range g.Nodes {
 		if ms := fp.Computes(i); pl.Needed[i] && len(ms) > 1 {
-			p.members[i], p.shares[i] = ms, backend.CostShares(g, ms)
+			members[i] = ms
 		}
 	}
+	p.clock = backend.NewNodeClock(g, backend.Calibration{Budget: timingBudget}, nil, members)
 	for i := range g.Nodes {
 		var err error
 		switch {

@@ -3,7 +3,6 @@ package webgpu
 import (
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"time"
 
@@ -40,22 +39,21 @@ type readReq struct {
 	dst []float32
 }
 
-// RunTimed runs the program and reports each node's time, in one of two
-// ways. A calibration run has one compute pass per kernel and a timestamp
-// between passes, so each kernel's device time is measured (TimeMeasured;
-// a kernel that computes several nodes - fusion, optimizer groups - has
-// its time split among them by backend.CostShares, TimeSplit). Without
-// timestamp queries each kernel is submitted and waited for on its own and
-// timed by the host clock (which then includes the submission cost).
+// RunTimed runs the program and reports each node's time by the shared
+// scheme (backend.NodeClock). A calibration run (runPerNode) times each
+// kernel on the device (TimeMeasured; a kernel that computes several nodes
+// - fusion, optimizer groups - has its time split among them by
+// backend.CostShares, TimeSplit). Without timestamp queries each kernel is
+// submitted and waited for on its own and timed by the host clock (which
+// then includes the submission cost).
 //
 // A pass per kernel costs time of its own (a barrier and two timestamps
 // each: about 5 us a kernel on an H200, 60 us on lavapipe), which would
 // make a profiled step of small kernels 1.5x an unprofiled one. So the
 // other runs are plain - one pass, timed as a whole - and share their
 // measured time among the nodes as the last calibration did
-// (TimeEstimated). Calibration comes back as often as timingBudget allows:
-// every k-th run, with k the calibration's extra cost over a plain run
-// divided by the budget's part of a plain run.
+// (TimeEstimated), calibrating as often as timingBudget allows
+// (backend.Calibration.Budget).
 func (p *program) RunTimed(args []backend.Buffer, t *backend.NodeTimes) (backend.RunInfo, error) {
 	if err := t.Check("webgpu.RunTimed", p.nodes); err != nil {
 		return backend.RunInfo{}, err
@@ -111,20 +109,16 @@ func (p *program) run(args []backend.Buffer, nodeTimes *backend.NodeTimes, rr *r
 		if err != nil {
 			return backend.RunInfo{}, false, err
 		}
-		if p.cal.due() {
-			start := time.Now()
-			info, err := p.runPerNode(ds, copies, nodeTimes)
-			if err == nil {
-				p.cal.calibrated(nodeTimes, time.Since(start))
-			}
-			return info, false, err
-		}
-		info, host, err := p.runWhole(ds, copies, nil)
-		if err != nil {
-			return backend.RunInfo{}, false, fmt.Errorf("webgpu.RunTimed: %w", err)
-		}
-		p.cal.spread(info.DeviceTime, host, nodeTimes)
-		return info, false, nil
+		info, err := p.clock.Run(nodeTimes,
+			func() ([]backend.KernelTime, backend.RunInfo, error) { return p.runPerNode(ds, copies) },
+			func() (backend.RunInfo, error) {
+				info, _, err := p.runWhole(ds, copies, nil)
+				if err != nil {
+					return info, fmt.Errorf("webgpu.RunTimed: %w", err)
+				}
+				return info, nil
+			})
+		return info, false, err
 	}
 	d := b.d
 	// A plain run is not waited for (RunInfo.Pending; the next read waits):
@@ -225,7 +219,12 @@ func tickSpan(ticks []uint64, i, j int, host time.Duration) (time.Duration, bool
 	return d, true
 }
 
-func (p *program) runPerNode(ds []dispatch, copies []copyOp, nodeTimes *backend.NodeTimes) (backend.RunInfo, error) {
+// runPerNode is a calibration run: each kernel timed (the consecutive
+// dispatches of one node are its kernel), by timestamps between the
+// dispatches of one pass where the device has them, else between passes,
+// one a kernel, else by the host clock around each kernel submitted and
+// waited for alone.
+func (p *program) runPerNode(ds []dispatch, copies []copyOp) ([]backend.KernelTime, backend.RunInfo, error) {
 	var passes [][]dispatch
 	var owners []int
 	for _, d := range ds {
@@ -241,19 +240,18 @@ func (p *program) runPerNode(ds []dispatch, copies []copyOp, nodeTimes *backend.
 		ticks, err := d.runInside(ds, copies)
 		host := time.Since(start)
 		if err != nil {
-			return backend.RunInfo{}, fmt.Errorf("webgpu.RunTimed: %w", err)
+			return nil, backend.RunInfo{}, fmt.Errorf("webgpu.RunTimed: %w", err)
 		}
 		if total, ok := tickSpan(ticks, 0, len(ticks)-1, host); ok {
-			per := map[int]time.Duration{}
+			ks := make([]backend.KernelTime, 0, len(owners))
 			for k, x := range ds {
 				dt, _ := tickSpan(ticks, k, k+1, host)
-				per[x.node] += dt
+				if k == 0 || ds[k-1].node != x.node {
+					ks = append(ks, backend.KernelTime{Node: x.node})
+				}
+				ks[len(ks)-1].Dur += dt
 			}
-			for _, n := range owners {
-				p.attribute(n, per[n], nodeTimes)
-				delete(per, n) // a node's dispatches are consecutive: attributed once
-			}
-			return backend.RunInfo{DeviceTime: total, Launches: 1}, nil
+			return ks, backend.RunInfo{DeviceTime: total, Launches: 1}, nil
 		}
 		// Timestamps unusable: fall through.
 	}
@@ -267,19 +265,21 @@ func (p *program) runPerNode(ds []dispatch, copies []copyOp, nodeTimes *backend.
 		ticks, err := d.run(append([][]dispatch{nil}, passes...), copies, true)
 		host := time.Since(start)
 		if err != nil {
-			return backend.RunInfo{}, fmt.Errorf("webgpu.RunTimed: %w", err)
+			return nil, backend.RunInfo{}, fmt.Errorf("webgpu.RunTimed: %w", err)
 		}
 		if total, ok := tickSpan(ticks, 1, len(ticks)-1, host); ok {
 			empty, _ := tickSpan(ticks, 0, 1, host)
+			ks := make([]backend.KernelTime, len(owners))
 			for k, n := range owners {
 				dt, _ := tickSpan(ticks, k+1, k+2, host)
-				p.attribute(n, max(dt-empty, 0), nodeTimes)
+				ks[k] = backend.KernelTime{Node: n, Dur: max(dt-empty, 0)}
 			}
-			return backend.RunInfo{DeviceTime: total, Launches: 1}, nil
+			return ks, backend.RunInfo{DeviceTime: total, Launches: 1}, nil
 		}
 		// Timestamps unusable: fall through to host timing.
 	}
 	var total time.Duration
+	ks := make([]backend.KernelTime, len(passes))
 	for k, pass := range passes {
 		var cs []copyOp
 		if k == len(passes)-1 {
@@ -287,41 +287,20 @@ func (p *program) runPerNode(ds []dispatch, copies []copyOp, nodeTimes *backend.
 		}
 		start := time.Now()
 		if _, err := d.run([][]dispatch{pass}, cs, false); err != nil {
-			return backend.RunInfo{}, fmt.Errorf("webgpu.RunTimed: node %d: %w", owners[k], err)
+			return nil, backend.RunInfo{}, fmt.Errorf("webgpu.RunTimed: node %d: %w", owners[k], err)
 		}
 		dt := time.Since(start)
-		p.attribute(owners[k], dt, nodeTimes)
+		ks[k] = backend.KernelTime{Node: owners[k], Dur: dt}
 		total += dt
 	}
 	if len(passes) == 0 && len(copies) > 0 {
 		start := time.Now()
 		if _, err := d.run(nil, copies, false); err != nil {
-			return backend.RunInfo{}, fmt.Errorf("webgpu.RunTimed: %w", err)
+			return nil, backend.RunInfo{}, fmt.Errorf("webgpu.RunTimed: %w", err)
 		}
 		total += time.Since(start)
 	}
-	return backend.RunInfo{DeviceTime: total, Launches: max(len(passes), 1)}, nil
-}
-
-// attribute gives a kernel's time dt to the nodes it computes: the node
-// whose kernel it is, or by cost to every node fused into it.
-func (p *program) attribute(n int, dt time.Duration, t *backend.NodeTimes) {
-	ms := p.members[n]
-	if len(ms) == 0 {
-		ms = []int{n}
-	}
-	how := backend.TimeMeasured
-	if len(ms) > 1 {
-		how = backend.TimeSplit
-	}
-	for k, j := range ms {
-		share := 1.0
-		if len(ms) > 1 {
-			share = p.shares[n][k]
-		}
-		t.Dur[j] += time.Duration(float64(dt) * share)
-		t.How[j] = how
-	}
+	return ks, backend.RunInfo{DeviceTime: total, Launches: max(len(passes), 1)}, nil
 }
 
 func (p *program) slotOrArg(l loc, bufs []*buffer) *gbuf {
@@ -432,52 +411,6 @@ func (p *program) release() {
 }
 
 // timingBudget is the average part of a profiled run that per-kernel
-// timing may add: calibration runs come as often as it allows.
+// timing may add: calibration runs come as often as it allows
+// (backend.Calibration.Budget).
 const timingBudget = 0.05
-
-// calibration holds a program's last per-kernel timing (RunTimed) and
-// when the next one is due.
-type calibration struct {
-	times *backend.NodeTimes // per node, from the last calibration run
-	left  int                // plain runs before the next calibration
-	split time.Duration      // host time of the last calibration run
-	plain time.Duration      // host time of the last plain profiled run
-}
-
-// due reports whether the next profiled run calibrates.
-func (c *calibration) due() bool { return c.times == nil || c.left <= 0 }
-
-// calibrated keeps the per-node times t of a calibration run that took
-// host, and sets the plain runs until the next one: enough that the extra
-// cost of a calibration run stays within timingBudget of the runs it
-// serves (one plain run first, to learn what a plain run costs).
-func (c *calibration) calibrated(t *backend.NodeTimes, host time.Duration) {
-	c.times = &backend.NodeTimes{Dur: slices.Clone(t.Dur), How: slices.Clone(t.How)}
-	c.split = host
-	c.left = 1
-	if c.plain > 0 {
-		extra := float64(c.split - c.plain)
-		c.left = min(max(int(math.Ceil(extra/(timingBudget*float64(c.plain)))), 1), 1024)
-	}
-}
-
-// spread shares a plain run's measured time among the nodes as the last
-// calibration measured them.
-func (c *calibration) spread(total, host time.Duration, t *backend.NodeTimes) {
-	c.left--
-	c.plain = host
-	var sum time.Duration
-	for _, d := range c.times.Dur {
-		sum += d
-	}
-	for i, d := range c.times.Dur {
-		switch {
-		case c.times.How[i] == backend.TimeNone:
-		case sum == 0:
-			t.How[i] = backend.TimeEstimated
-		default:
-			t.Dur[i] = time.Duration(float64(total) * float64(d) / float64(sum))
-			t.How[i] = backend.TimeEstimated
-		}
-	}
-}
