@@ -429,7 +429,7 @@ func (c *Capture) record(in []Input) (*recording, [][]float32, error) {
 	if _, err := e.prog.Run(lw.args); err != nil {
 		return abort(lw, fmt.Errorf("core: Capture: first run: %w", err))
 	}
-	profile.Launch("captured", 1)
+	d.prof.launch("captured", 1)
 	kept := lw.kept
 	d.realize(lw, nil)
 	for _, t := range kept {
@@ -530,7 +530,7 @@ func (r *recording) replay(d *Device, in []Input, start time.Time, fn string, ho
 	if info.Ahead {
 		d.stats.Ahead++
 	}
-	profile.Launch("captured", info.Launches)
+	d.prof.launch("captured", info.Launches)
 	t2 := time.Now()
 	var res *Later
 	switch how {
@@ -559,7 +559,7 @@ func (r *recording) replay(d *Device, in []Input, start time.Time, fn string, ho
 			rec.Wait = d.readWait(r.flat.stor.n, rec.Download)
 		}
 		d.useDeviceTime(&rec, info)
-		profile.RecordRun(&rec)
+		d.prof.run(&rec)
 	}
 	return res, err
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/ag-go/ag/backend"
 	_ "github.com/ag-go/ag/backend/cpu" // the embedded default backend
-	"github.com/ag-go/ag/profile"
 )
 
 // Device wraps one backend instance with the values resident on it, its lazy
@@ -35,7 +34,8 @@ type Device struct {
 	popMode   func()          // restoreMode's method value, made once (see withMode)
 	be        backend.Backend // nil while closed
 	caps      backend.Caps
-	gen       int // backend instances so far: recordings compare it
+	prof      recorder // core's one seam to the profiler
+	gen       int      // backend instances so far: recordings compare it
 	pending   []*Tensor
 	markGen   uint64 // keepSet's and topo's current marks (see Tensor.keptGen)
 	lowerGen  uint64 // the lowerings so far (see lowering.gen)
@@ -630,13 +630,7 @@ func (d *Device) onDeviceAt(s *storage, arg int) error {
 }
 
 func (d *Device) count(up bool, n int, site string) {
-	if profile.Counting() {
-		dir := profile.Down
-		if up {
-			dir = profile.Up
-		}
-		profile.Xfer(dir, site, 4*n)
-	}
+	d.prof.xfer(up, site, 4*n)
 	if up {
 		d.stats.Uploads++
 		d.stats.UpBytes += 4 * int64(n)
@@ -657,7 +651,7 @@ func (d *Device) syncRead(t *Tensor, fn string) ([]float32, error) {
 	rd := &readAfter{t: t}
 	rec, err := d.run([]*Tensor{t}, fn, rd)
 	if err != nil {
-		profile.RecordRun(rec)
+		d.prof.run(rec)
 		return nil, err
 	}
 	if rd.done {
@@ -671,7 +665,7 @@ func (d *Device) syncRead(t *Tensor, fn string) ([]float32, error) {
 		rec.Download = time.Since(t0)
 		rec.Wait = d.readWait(len(v), rec.Download)
 		rec.DownloadPass = t.pass
-		profile.RecordRun(rec)
+		d.prof.run(rec)
 	}
 	if err == nil {
 		d.keepRead(t, v)

@@ -224,11 +224,7 @@ func (d *Device) push(t *Tensor, shape []int, fn string, grad bool, ins ...*Tens
 		if m != nil && m.timed {
 			t0 = m.mark
 		}
-		if t.callHead {
-			profile.Op(t.pass, t.user, time.Since(t0))
-		} else {
-			profile.Node(t.pass, t.user, time.Since(t0))
-		}
+		d.prof.built(t, time.Since(t0))
 	}
 	if d.eager {
 		t.keep = true
@@ -268,7 +264,7 @@ func (d *Device) Sync(ts ...*Tensor) error {
 // profiler. Called with d.mu held.
 func (d *Device) syncLocked(want []*Tensor, site string) error {
 	rec, err := d.run(want, site, nil)
-	profile.RecordRun(rec)
+	d.prof.run(rec)
 	return err
 }
 
@@ -341,7 +337,7 @@ func (d *Device) run(want []*Tensor, site string, rd *readAfter) (*profile.Run, 
 	if err != nil {
 		return nil, d.fail(lw, fmt.Errorf("core: %s: running %d nodes on %s: %w", site, len(lw.g.Nodes), d.caps.Name, err))
 	}
-	profile.Launch(site, info.Launches)
+	d.prof.launch(site, info.Launches)
 	if info.Ahead {
 		d.stats.Ahead++
 	}
@@ -895,29 +891,6 @@ func runTimed(prog backend.Program, args []backend.Buffer, nodes int) (backend.R
 	times := backend.NewNodeTimes(nodes)
 	info, err := nt.RunTimed(args, times)
 	return info, times, err
-}
-
-// nodeTime is t's entry in a run's profile: its IR op, the op and layer its
-// user wrote, its pass, and graph node i's time from times (nil: untimed).
-func (t *Tensor) nodeTime(times *backend.NodeTimes, i int) profile.NodeTime {
-	n := profile.NodeTime{Op: t.op.String(), User: t.user, Scope: t.scope, Pass: t.pass, How: profile.Even, Call: t.callHead}
-	if times != nil {
-		n.Dur, n.How = times.Dur[i], timing(times.How[i])
-	}
-	return n
-}
-
-// timing maps a backend's kind of node time to the profiler's.
-func timing(k backend.TimeKind) profile.Timing {
-	switch k {
-	case backend.TimeNone, backend.TimeMeasured:
-		return profile.Measured // a node that ran no kernel took exactly no time
-	case backend.TimeSplit:
-		return profile.Split
-	case backend.TimeEstimated:
-		return profile.Estimated
-	}
-	panic(fmt.Sprintf("core: unknown node time kind %d", k))
 }
 
 // nodeIndex is a lowering's graph node of each tensor it lowered: a

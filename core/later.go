@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/ag-go/ag/backend"
-	"github.com/ag-go/ag/profile"
 )
 
 // Later is a read asked of the device and not yet waited for
@@ -146,7 +145,7 @@ func (t *Tensor) ReadLater() (*Later, error) {
 	defer d.ownHeld(t)
 	rec, err := d.run([]*Tensor{t}, fn, nil)
 	if rec != nil {
-		defer profile.RecordRun(rec)
+		defer d.prof.run(rec)
 	}
 	if err != nil {
 		return nil, err
