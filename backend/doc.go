@@ -55,7 +55,9 @@ package backend
 //
 //   - RunReader (a program): a run and a read of one of its results in one
 //     wait, for a step that reads its loss at once;
-//   - NodeTimer (a program): per-node times for the profiler;
+//   - NodeTimer (a program): per-node times for the profiler, by the one
+//     scheme of NodeClock (the backend times kernels; the clock calibrates,
+//     attributes and estimates);
 //   - ProgramSizer (a program): the memory it holds, for core's program
 //     cache;
 //   - Waiter (a backend): a barrier, for backends whose runs return before

@@ -85,3 +85,33 @@ func TestNodeClockSeries(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeClockLone: kernels timed alone lose the fixed cost of a lone
+// compute (the cheapest kernel's time); one that exceeds it by less than
+// that is estimated by cost; plain runs spread what the work does not
+// explain evenly over the kernels.
+func TestNodeClockLone(t *testing.T) {
+	g := clockGraph()
+	c := NewNodeClock(g, Calibration{Every: 128, Runs: 1, Lone: true}, nil, nil)
+	const us = time.Microsecond
+	got := NewNodeTimes(3)
+	// node 1: two kernels, 100 us (the fixed cost) and 1100 us; node 2: 150 us
+	c.calibrated(got, []KernelTime{{1, 100 * us}, {1, 1100 * us}, {2, 150 * us}}, true, 0)
+	if got.How[1] != TimeEstimated || got.How[2] != TimeEstimated {
+		t.Errorf("kinds %v: a kernel too small to time alone makes its node's time estimated", got.How)
+	}
+	// node 1's timed kernel: 1000 us of work for half its node's cost; the
+	// small kernels get their cost at that rate.
+	rate := 1000 * float64(us) / (NodeCost(g, 1) / 2)
+	if want := time.Duration(1000*float64(us)+rate*NodeCost(g, 1)/2) + 2; got.Dur[1] != want {
+		t.Errorf("node 1: %v, want %v", got.Dur[1], want)
+	}
+	plain := NewNodeTimes(3)
+	c.spread(plain, 10*time.Millisecond, 0)
+	if sum := plain.Dur[1] + plain.Dur[2]; sum < 10*time.Millisecond-2 || sum > 10*time.Millisecond {
+		t.Errorf("plain run of 10 ms: nodes got %v", plain.Dur)
+	}
+	if plain.How[1] != TimeEstimated || plain.How[2] != TimeEstimated {
+		t.Errorf("plain run kinds %v", plain.How)
+	}
+}

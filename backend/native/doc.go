@@ -39,7 +39,9 @@
 // ggml's element-wise CONT. Attention is a third custom op there
 // (ag_attention: exact to ir.go's special values, which ggml's flash
 // attention is not); ggml-vulkan runs ggml's flash attention (attention.go).
-// Programs implement backend.NodeTimer (one graph compute per ggml node).
+// Programs implement backend.NodeTimer through backend.NodeClock (ggml-cpu:
+// each kernel clocked inside the real compute; Vulkan: calibration runs of
+// one graph compute per ggml node).
 //
 // Environment: ggml-vulkan skips CPU-type devices (lavapipe) unless
 // GGML_VK_VISIBLE_DEVICES=0 selects one; Open sets GGML_VK_DISABLE_F16=1

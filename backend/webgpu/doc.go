@@ -141,7 +141,8 @@
 // ticks are taken as nanoseconds, which holds for wgpu on NVIDIA and
 // lavapipe (period 1). A span that is not increasing or longer than the
 // host-measured run is discarded in favour of the host time. RunTimed
-// (backend.NodeTimer) puts each node into its own pass between timestamps.
+// (backend.NodeTimer, through backend.NodeClock) times each kernel by
+// timestamps in its calibration runs.
 // RunRead (backend.RunReader) records a read's copy after the run's and
 // maps it with the timestamps, so a training step natively waits once; the
 // read's copy is a command buffer of its own, so that runs that read and
