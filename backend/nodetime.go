@@ -23,6 +23,16 @@ type KernelTime struct {
 	Dur  time.Duration
 }
 
+// Kernels is a backend's side of a NodeClock: a program's two ways to run.
+type Kernels interface {
+	// TimeKernels runs the program on args timing each kernel: it appends
+	// each kernel's time to ks, in order, and returns them.
+	TimeKernels(args []Buffer, ks []KernelTime) ([]KernelTime, RunInfo, error)
+	// RunWhole runs the program on args, timed whole
+	// (RunInfo.DeviceTime). Not called under EveryRun.
+	RunWhole(args []Buffer) (RunInfo, error)
+}
+
 // Calibration says when a NodeClock calibrates and how it reads the
 // kernel times of a calibration.
 type Calibration struct {
@@ -81,6 +91,15 @@ type NodeClock struct {
 	bestOf []int
 	// Lone: the quickest plain run since the calibration, ns.
 	minWhole float64
+	// Scratch reused run after run: a profiled run allocates nothing once
+	// warm.
+	ks               []KernelTime
+	nodes            []int
+	times            []time.Duration
+	nowWork, kWork   []float64
+	nowTimed, kTimed []bool
+	perNode          map[int]int
+	one              [1]int
 	// Budget: plain runs before the next calibration, and the host times
 	// of the last calibration and plain run.
 	left           int
@@ -105,21 +124,21 @@ func NewNodeClock(g *Graph, cal Calibration, planned []int, members map[int][]in
 	return c
 }
 
-// Run is one timed run, its node times written to t (which the caller has
-// Checked): calibrate runs the program timing each kernel, whole runs it
-// timed whole (RunInfo.DeviceTime; nil under EveryRun).
-func (c *NodeClock) Run(t *NodeTimes, calibrate func() ([]KernelTime, RunInfo, error), whole func() (RunInfo, error)) (RunInfo, error) {
+// Run is one timed run of k on args, its node times written to t (which
+// the caller has Checked).
+func (c *NodeClock) Run(t *NodeTimes, k Kernels, args []Buffer) (RunInfo, error) {
 	if cal, first := c.due(); cal {
 		start := time.Now()
-		ks, info, err := calibrate()
+		ks, info, err := k.TimeKernels(args, c.ks[:0])
 		if err != nil {
 			return info, err
 		}
+		c.ks = ks
 		c.calibrated(t, ks, first, time.Since(start))
 		return info, nil
 	}
 	start := time.Now()
-	info, err := whole()
+	info, err := k.RunWhole(args)
 	if err != nil {
 		return info, err
 	}
@@ -145,22 +164,22 @@ func (c *NodeClock) due() (cal, first bool) {
 // t, and keeps each node's work (from the series' fastest times) for the
 // plain runs after it.
 func (c *NodeClock) calibrated(t *NodeTimes, ks []KernelTime, first bool, host time.Duration) {
-	nodes := make([]int, len(ks))
-	times := make([]time.Duration, len(ks))
-	for k, kt := range ks {
-		nodes[k], times[k] = kt.Node, kt.Dur
+	nodes, times := c.nodes[:0], c.times[:0]
+	for _, kt := range ks {
+		nodes, times = append(nodes, kt.Node), append(times, kt.Dur)
 	}
+	c.nodes, c.times = nodes, times
 	if first || !slices.Equal(c.bestOf, nodes) {
-		c.best, c.bestOf = slices.Clone(times), nodes
+		c.best, c.bestOf = append(c.best[:0], times...), append(c.bestOf[:0], nodes...)
 	}
 	for k, d := range times {
 		c.best[k] = min(c.best[k], d)
 	}
-	n := c.n
-	c.work, c.kernels, c.ran = make([]float64, n), make([]float64, n), make([]bool, n)
+	c.work, c.kernels, c.ran = zeroed(c.work, c.n), zeroed(c.kernels, c.n), zeroed(c.ran, c.n)
 	c.minWhole = 0
-	now, timed := c.kernelWork(nodes, times)
-	best, _ := c.kernelWork(nodes, c.best)
+	c.nowWork, c.nowTimed = c.kernelWork(nodes, times, c.nowWork, c.nowTimed)
+	c.kWork, c.kTimed = c.kernelWork(nodes, c.best, c.kWork, c.kTimed)
+	now, timed, best := c.nowWork, c.nowTimed, c.kWork
 	for k, owner := range nodes {
 		ms, sh := c.split(owner)
 		how := TimeMeasured
@@ -190,21 +209,36 @@ func (c *NodeClock) calibrated(t *NodeTimes, ks []KernelTime, first bool, host t
 	}
 }
 
+// unitShare is the share of a kernel that computes one node.
+var unitShare = []float64{1}
+
 // split returns the nodes a kernel of node n computes and their shares of
-// its time.
+// its time (valid until the next call).
 func (c *NodeClock) split(n int) ([]int, []float64) {
 	if ms := c.members[n]; len(ms) > 1 {
 		return ms, c.shares[n]
 	}
-	return []int{n}, []float64{1}
+	c.one[0] = n
+	return c.one[:], unitShare
+}
+
+// zeroed returns s, or a new slice where it is too short, as n zeros.
+func zeroed[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
 }
 
 // kernelWork is each kernel's work (ns) from its time: the time itself,
 // or under Calibration.Lone its time less a lone compute's fixed cost,
 // or its cost at the timed kernels' rate for a kernel too small to time
-// alone (timed reports false for it).
-func (c *NodeClock) kernelWork(nodes []int, times []time.Duration) (work []float64, timed []bool) {
-	work, timed = make([]float64, len(times)), make([]bool, len(times))
+// alone (timed reports false for it). work and timed reuse the given
+// slices.
+func (c *NodeClock) kernelWork(nodes []int, times []time.Duration, work []float64, timed []bool) ([]float64, []bool) {
+	work, timed = zeroed(work, len(times)), zeroed(timed, len(times))
 	if !c.cal.Lone || len(times) == 0 {
 		for k, d := range times {
 			work[k], timed[k] = float64(d), true
@@ -212,7 +246,11 @@ func (c *NodeClock) kernelWork(nodes []int, times []time.Duration) (work []float
 		return work, timed
 	}
 	fixed := slices.Min(times)
-	perNode := map[int]int{}
+	if c.perNode == nil {
+		c.perNode = map[int]int{}
+	}
+	perNode := c.perNode
+	clear(perNode)
 	for _, n := range nodes {
 		perNode[n]++
 	}

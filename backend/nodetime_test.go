@@ -51,6 +51,18 @@ func TestNodeClockBudget(t *testing.T) {
 	}
 }
 
+// fakeKernels is one fused kernel of node 2 that takes 4 ms alone; a run
+// timed whole takes 5 ms.
+type fakeKernels struct{}
+
+func (fakeKernels) TimeKernels(_ []Buffer, ks []KernelTime) ([]KernelTime, RunInfo, error) {
+	return append(ks, KernelTime{2, 4 * time.Millisecond}), RunInfo{DeviceTime: 4 * time.Millisecond, Launches: 1}, nil
+}
+
+func (fakeKernels) RunWhole([]Buffer) (RunInfo, error) {
+	return RunInfo{DeviceTime: 5 * time.Millisecond, Launches: 1}, nil
+}
+
 // TestNodeClockSeries: with WarmUp the first run is plain and estimated by
 // cost, the next Runs calibrate, and a fused kernel's time is split by
 // CostShares.
@@ -60,11 +72,7 @@ func TestNodeClockSeries(t *testing.T) {
 	var kinds [][]TimeKind
 	for r := range 10 {
 		nt := NewNodeTimes(3)
-		_, err := c.Run(nt,
-			func() ([]KernelTime, RunInfo, error) {
-				return []KernelTime{{2, 4 * time.Millisecond}}, RunInfo{DeviceTime: 4 * time.Millisecond, Launches: 1}, nil
-			},
-			func() (RunInfo, error) { return RunInfo{DeviceTime: 5 * time.Millisecond, Launches: 1}, nil })
+		_, err := c.Run(nt, fakeKernels{}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -66,11 +66,19 @@ func (p *program) RunTimed(args []backend.Buffer, t *backend.NodeTimes) (backend
 	}
 	p.cpu.mu.Lock()
 	defer p.cpu.mu.Unlock()
-	return p.clock.Run(t, func() ([]backend.KernelTime, backend.RunInfo, error) {
-		ks := make([]backend.KernelTime, 0, len(p.steps))
-		info, err := p.runLocked(args, &ks)
-		return ks, info, err
-	}, nil)
+	return p.clock.Run(t, p, args)
+}
+
+// TimeKernels is a run with each kernel's host time appended to ks
+// (backend.Kernels; called with the backend's lock held).
+func (p *program) TimeKernels(args []backend.Buffer, ks []backend.KernelTime) ([]backend.KernelTime, backend.RunInfo, error) {
+	info, err := p.runLocked(args, &ks)
+	return ks, info, err
+}
+
+// RunWhole is Run with the backend's lock held (backend.Kernels).
+func (p *program) RunWhole(args []backend.Buffer) (backend.RunInfo, error) {
+	return p.runLocked(args, nil)
 }
 
 // runLocked is Run with the backend's lock held: each kernel's host time

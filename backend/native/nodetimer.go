@@ -106,7 +106,6 @@ func (p *program) RunTimed(args []backend.Buffer, t *backend.NodeTimes) (backend
 	if err := t.Check("native."+p.d.name+".RunTimed", len(p.l.g.Nodes)); err != nil {
 		return backend.RunInfo{}, err
 	}
-	calibrate := p.calibrate
 	if p.clock == nil {
 		cal := backend.EveryRun
 		var planned []int
@@ -118,13 +117,20 @@ func (p *program) RunTimed(args []backend.Buffer, t *backend.NodeTimes) (backend
 		}
 		p.clock = backend.NewNodeClock(p.l.g, cal, planned, nil)
 	}
-	if p.d.isCPU {
-		calibrate = p.runClocked
-	}
-	return p.clock.Run(t,
-		func() ([]backend.KernelTime, backend.RunInfo, error) { return calibrate(args) },
-		func() (backend.RunInfo, error) { return p.run(args) })
+	return p.clock.Run(t, p, args)
 }
+
+// TimeKernels is a calibration run (backend.Kernels): runClocked on
+// ggml-cpu, else calibrate. Called with the device's lock held.
+func (p *program) TimeKernels(args []backend.Buffer, ks []backend.KernelTime) ([]backend.KernelTime, backend.RunInfo, error) {
+	if p.d.isCPU {
+		return p.runClocked(args, ks)
+	}
+	return p.calibrate(args, ks)
+}
+
+// RunWhole is a plain run (backend.Kernels), with the device's lock held.
+func (p *program) RunWhole(args []backend.Buffer) (backend.RunInfo, error) { return p.run(args) }
 
 // segsOrNil returns the program's segments (nil if they cannot be made).
 func (p *program) segsOrNil() []segment {
@@ -133,7 +139,7 @@ func (p *program) segsOrNil() []segment {
 }
 
 // calibrate computes the graph node by node, each ggml node timed alone.
-func (p *program) calibrate(args []backend.Buffer) ([]backend.KernelTime, backend.RunInfo, error) {
+func (p *program) calibrate(args []backend.Buffer, ks []backend.KernelTime) ([]backend.KernelTime, backend.RunInfo, error) {
 	segs, err := p.segments()
 	if err != nil {
 		return nil, backend.RunInfo{}, fmt.Errorf("native: %s RunTimed: %w", p.d.name, err)
@@ -147,9 +153,8 @@ func (p *program) calibrate(args []backend.Buffer) ([]backend.KernelTime, backen
 	if err != nil {
 		return nil, info, err
 	}
-	ks := make([]backend.KernelTime, len(segs))
 	for i, s := range segs {
-		ks[i] = backend.KernelTime{Node: s.owner, Dur: times[i]}
+		ks = append(ks, backend.KernelTime{Node: s.owner, Dur: times[i]})
 	}
 	return ks, info, nil
 }
@@ -274,7 +279,7 @@ func opLabel(t tensor) string {
 // launch, no calibration. A node's time runs from the previous node's end
 // on thread 0 to its own, so a wait at the barrier for the other threads
 // goes to the node after it.
-func (p *program) runClocked(args []backend.Buffer) ([]backend.KernelTime, backend.RunInfo, error) {
+func (p *program) runClocked(args []backend.Buffer, ks []backend.KernelTime) ([]backend.KernelTime, backend.RunInfo, error) {
 	segs, err := p.segments()
 	if err != nil {
 		return nil, backend.RunInfo{}, fmt.Errorf("native: %s RunTimed: %w", p.d.name, err)
@@ -308,9 +313,8 @@ func (p *program) runClocked(args []backend.Buffer) ([]backend.KernelTime, backe
 	if int(clk.n) != n {
 		return nil, backend.RunInfo{}, fmt.Errorf("native: %s RunTimed: %d node clock readings for %d kernels (the graph's nodes and its kernels disagree)", p.d.name, int(clk.n)-1, len(segs))
 	}
-	ks := make([]backend.KernelTime, len(segs))
 	for k, s := range segs {
-		ks[k] = backend.KernelTime{Node: s.owner, Dur: time.Duration(ts[k+1] - ts[k])}
+		ks = append(ks, backend.KernelTime{Node: s.owner, Dur: time.Duration(ts[k+1] - ts[k])})
 	}
 	return ks, backend.RunInfo{DeviceTime: time.Duration(ts[n-1] - ts[0]), Launches: 1}, nil
 }

@@ -109,15 +109,7 @@ func (p *program) run(args []backend.Buffer, nodeTimes *backend.NodeTimes, rr *r
 		if err != nil {
 			return backend.RunInfo{}, false, err
 		}
-		info, err := p.clock.Run(nodeTimes,
-			func() ([]backend.KernelTime, backend.RunInfo, error) { return p.runPerNode(ds, copies) },
-			func() (backend.RunInfo, error) {
-				info, _, err := p.runWhole(ds, copies, nil)
-				if err != nil {
-					return info, fmt.Errorf("webgpu.RunTimed: %w", err)
-				}
-				return info, nil
-			})
+		info, err := p.clock.Run(nodeTimes, &timedRun{p: p, ds: ds, copies: copies}, args)
 		return info, false, err
 	}
 	d := b.d
@@ -146,6 +138,27 @@ func (p *program) run(args []backend.Buffer, nodeTimes *backend.NodeTimes, rr *r
 	info = runInfo(ticks, host)
 	info.Ahead = ahead
 	return info, rb != nil, nil
+}
+
+// timedRun is a profiled run's dispatches, bound (backend.Kernels).
+type timedRun struct {
+	p      *program
+	ds     []dispatch
+	copies []copyOp
+}
+
+// TimeKernels is a calibration run (runPerNode).
+func (r *timedRun) TimeKernels(_ []backend.Buffer, ks []backend.KernelTime) ([]backend.KernelTime, backend.RunInfo, error) {
+	return r.p.runPerNode(r.ds, r.copies, ks)
+}
+
+// RunWhole is a plain run, timed whole.
+func (r *timedRun) RunWhole([]backend.Buffer) (backend.RunInfo, error) {
+	info, _, err := r.p.runWhole(r.ds, r.copies, nil)
+	if err != nil {
+		return info, fmt.Errorf("webgpu.RunTimed: %w", err)
+	}
+	return info, nil
 }
 
 // dispatches binds the program's steps and output copies to the args.
@@ -224,7 +237,7 @@ func tickSpan(ticks []uint64, i, j int, host time.Duration) (time.Duration, bool
 // dispatches of one pass where the device has them, else between passes,
 // one a kernel, else by the host clock around each kernel submitted and
 // waited for alone.
-func (p *program) runPerNode(ds []dispatch, copies []copyOp) ([]backend.KernelTime, backend.RunInfo, error) {
+func (p *program) runPerNode(ds []dispatch, copies []copyOp, ks []backend.KernelTime) ([]backend.KernelTime, backend.RunInfo, error) {
 	var passes [][]dispatch
 	var owners []int
 	for _, d := range ds {
@@ -243,7 +256,6 @@ func (p *program) runPerNode(ds []dispatch, copies []copyOp) ([]backend.KernelTi
 			return nil, backend.RunInfo{}, fmt.Errorf("webgpu.RunTimed: %w", err)
 		}
 		if total, ok := tickSpan(ticks, 0, len(ticks)-1, host); ok {
-			ks := make([]backend.KernelTime, 0, len(owners))
 			for k, x := range ds {
 				dt, _ := tickSpan(ticks, k, k+1, host)
 				if k == 0 || ds[k-1].node != x.node {
@@ -269,17 +281,15 @@ func (p *program) runPerNode(ds []dispatch, copies []copyOp) ([]backend.KernelTi
 		}
 		if total, ok := tickSpan(ticks, 1, len(ticks)-1, host); ok {
 			empty, _ := tickSpan(ticks, 0, 1, host)
-			ks := make([]backend.KernelTime, len(owners))
 			for k, n := range owners {
 				dt, _ := tickSpan(ticks, k+1, k+2, host)
-				ks[k] = backend.KernelTime{Node: n, Dur: max(dt-empty, 0)}
+				ks = append(ks, backend.KernelTime{Node: n, Dur: max(dt-empty, 0)})
 			}
 			return ks, backend.RunInfo{DeviceTime: total, Launches: 1}, nil
 		}
 		// Timestamps unusable: fall through to host timing.
 	}
 	var total time.Duration
-	ks := make([]backend.KernelTime, len(passes))
 	for k, pass := range passes {
 		var cs []copyOp
 		if k == len(passes)-1 {
@@ -290,7 +300,7 @@ func (p *program) runPerNode(ds []dispatch, copies []copyOp) ([]backend.KernelTi
 			return nil, backend.RunInfo{}, fmt.Errorf("webgpu.RunTimed: node %d: %w", owners[k], err)
 		}
 		dt := time.Since(start)
-		ks[k] = backend.KernelTime{Node: owners[k], Dur: dt}
+		ks = append(ks, backend.KernelTime{Node: owners[k], Dur: dt})
 		total += dt
 	}
 	if len(passes) == 0 && len(copies) > 0 {
