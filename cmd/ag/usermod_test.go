@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -86,9 +87,12 @@ func TestUserModule(t *testing.T) {
 		if len(lines) != 4 {
 			t.Fatalf("the README's example printed %q, want the loss at steps 0, 50, 100 and 150", out)
 		}
-		first, last := strings.Fields(lines[0])[1], strings.Fields(lines[3])[1]
-		if !strings.HasPrefix(first, "4.") || !strings.HasPrefix(last, "0.00") {
-			t.Errorf("the README's example's loss went %s -> %s, want 4.x falling below 0.01", first, last)
+		first, err1 := strconv.ParseFloat(strings.Fields(lines[0])[1], 64)
+		last, err2 := strconv.ParseFloat(strings.Fields(lines[3])[1], 64)
+		// The targets' variance is 2, so a loss from 1 up is an untrained
+		// model's; below 0.01 it has fit the line.
+		if err1 != nil || err2 != nil || !(first > 1) || !(last < 0.01) {
+			t.Errorf("the README's example's loss went %v -> %v, want from above 1 to below 0.01", first, last)
 		}
 	}
 	t.Run("readme-cpu", func(t *testing.T) {
