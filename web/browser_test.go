@@ -603,7 +603,9 @@ func TestNoWebGPU(t *testing.T) {
 	}
 	tb.do(t,
 		chromedp.SetValue(chromedp.CSS("#f-width"), "32"),
-		chromedp.SetValue(chromedp.CSS("#f-steps"), "20"),
+		// 40 steps: from PyTorch's default init this MLP's loss falls 48% in
+		// 20 (0.430 -> 0.223), under the halving asked for below.
+		chromedp.SetValue(chromedp.CSS("#f-steps"), "40"),
 		chromedp.Click(chromedp.CSS("#btn-train")),
 	)
 	tb.wait(t, `document.body.dataset.trained`, 60*time.Second)
