@@ -92,16 +92,17 @@ func NewLinearInit(dev *core.Device, in, out int, bias bool, init Initializer, r
 	}
 	checkDevice("NewLinear", dev)
 	checkShape("NewLinear", dev, fmt.Sprintf("in %d, out %d", in, out), "weight", in, out)
-	if init != nil {
-		l := &Linear{W: NewParam(dev, init, rng, in, out)}
-		if bias {
-			l.B = dev.Param(make([]float32, out), out)
-		}
-		return l
+	def := init == nil
+	if def {
+		init = defaultInit()
 	}
-	l := &Linear{W: NewParam(dev, defaultInit(), rng, in, out)}
-	if bias {
-		l.B = dev.Param(defaultBias(out, in, rng), out) // rng checked by NewParam
+	l := &Linear{W: NewParam(dev, init, rng, in, out)}
+	switch {
+	case !bias:
+	case def: // PyTorch's bias, drawn after W (rng checked by NewParam)
+		l.B = dev.Param(defaultBias(out, in, rng), out)
+	default:
+		l.B = dev.Param(make([]float32, out), out)
 	}
 	return l
 }
