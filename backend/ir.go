@@ -251,6 +251,24 @@ const (
 	OpPackBF16
 	OpUnpackBF16
 
+	// Composite ops (ClassComposite): each is defined once, here and in
+	// composite.go, with its decomposition into the primitive ops above
+	// (Decompose). A backend that runs one natively lists it in
+	// Caps.Composites; plan.Expand decomposes the others before Compile,
+	// so no backend recognises a chain of primitives after the fact. Core
+	// states their gradients in ops of this IR (a composite's backward is
+	// another composite where a fused kernel pays for it).
+
+	// OpLayerNorm normalizes along the last axis without gain or bias:
+	// (x - mean)/sqrt(var + A), var the biased variance (PyTorch's
+	// layer_norm, ggml_norm), A = eps >= 0. A row holding a NaN or an
+	// infinity is NaN; a constant row with eps 0 is NaN (0/0).
+	OpLayerNorm
+	// OpLayerNormBack is OpLayerNorm's input gradient: In[0] = x, In[1] =
+	// the output's gradient dy, A = eps; per row, with r = 1/sqrt(var +
+	// eps) and xhat = (x - mean)*r, dx = r*(dy - mean(dy) - xhat*mean(dy*xhat)).
+	OpLayerNormBack
+
 	opCount
 )
 
@@ -273,6 +291,7 @@ const (
 	ClassUpdate                 // in-place optimizer updates of arg operands
 	ClassRandom                 // random fills read from a state input
 	ClassPack                   // values stored two to a word as 16-bit floats, and back
+	ClassComposite              // defined by a decomposition into the classes above (composite.go)
 )
 
 // OpInfo is what the code every backend shares knows of an op. An op is
@@ -349,6 +368,9 @@ var opInfo = [...]OpInfo{
 	OpUnpackF16:  {Name: "unpack_f16", Class: ClassPack, Inputs: 1, Exact: true},
 	OpPackBF16:   {Name: "pack_bf16", Class: ClassPack, Inputs: 1, Exact: true},
 	OpUnpackBF16: {Name: "unpack_bf16", Class: ClassPack, Inputs: 1, Exact: true},
+
+	OpLayerNorm:     {Name: "layer_norm", Class: ClassComposite, Inputs: 1},
+	OpLayerNormBack: {Name: "layer_norm_back", Class: ClassComposite, Inputs: 2},
 }
 
 // Info returns the op's description. It panics on an op that is not
@@ -390,6 +412,9 @@ func (o Op) IsUnary() bool { return o.valid() && opInfo[o].Class == ClassUnary }
 // IsBinary reports whether o is an elementwise op of two broadcast inputs.
 func (o Op) IsBinary() bool { return o.valid() && opInfo[o].Class == ClassBinary }
 
+// IsComposite reports whether o is a composite op (see Decompose).
+func (o Op) IsComposite() bool { return o.valid() && opInfo[o].Class == ClassComposite }
+
 // InPlace reports whether o writes into its OpArg operands.
 func (o Op) InPlace() bool { return o.valid() && opInfo[o].Class == ClassUpdate }
 
@@ -421,7 +446,7 @@ type Node struct {
 	Shape []int
 
 	Arg    int     // OpArg: index into Run's args
-	A, B   float32 // scalar attributes (OpFill, OpAffine, OpPowConst, OpClamp, OpInside; OpAttention's scale A)
+	A, B   float32 // scalar attributes (OpFill, OpAffine, OpPowConst, OpClamp, OpInside; OpAttention's scale A; the norms' eps A)
 	Axis   int     // OpSum, OpMax
 	Start  int     // OpSliceRows; OpRandUniform: counter offset in blocks of 4
 	Perm   []int   // OpPermute
@@ -506,6 +531,8 @@ func (g *Graph) String() string {
 			fmt.Fprintf(&b, " a=%g b=%g", n.A, n.B)
 		case OpAttention:
 			fmt.Fprintf(&b, " scale=%g", n.A)
+		case OpLayerNorm, OpLayerNormBack:
+			fmt.Fprintf(&b, " eps=%g", n.A)
 		case OpSum, OpMax:
 			fmt.Fprintf(&b, " axis=%d", n.Axis)
 		case OpSliceRows, OpRandUniform:
@@ -825,6 +852,15 @@ func (g *Graph) validateNode(i int, n *Node, words []Op) error {
 		}
 		if math.IsNaN(float64(n.A)) || math.IsInf(float64(n.A), 0) {
 			return fmt.Errorf("scale %g is not finite", n.A)
+		}
+	case n.Op == OpLayerNorm || n.Op == OpLayerNormBack:
+		for k := range n.In {
+			if len(in(k)) == 0 || !same(in(k), n.Shape) {
+				return fmt.Errorf("input %d of shape %v: want %v, rank >= 1", k, in(k), n.Shape)
+			}
+		}
+		if !(n.A >= 0) || math.IsInf(float64(n.A), 0) {
+			return fmt.Errorf("eps %g: want a finite value >= 0", n.A)
 		}
 	case n.Op == OpPackF16 || n.Op == OpPackBF16:
 		if want := PackedLen(NumElems(in(0))); len(n.Shape) != 1 || n.Shape[0] != want {
