@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/backend/plan"
 	"github.com/ag-go/ag/core/internal/goid"
 	"github.com/ag-go/ag/profile"
 )
@@ -330,7 +331,7 @@ func (d *Device) run(want []*Tensor, site string, rd *readAfter) (*profile.Run, 
 	}
 	switch {
 	case prof:
-		info, times, err = runTimed(prog, lw.args, len(lw.g.Nodes))
+		info, times, err = runTimed(e, lw.args, len(lw.g.Nodes))
 	case rd != nil && folds:
 		rd.dst = make([]float32, rd.t.Len())
 		info, err = rr.RunRead(lw.args, rbuf, 0, rd.dst)
@@ -478,18 +479,23 @@ func (d *Device) dropPending(err error) {
 
 // compile compiles g and caches the program under key. Called with d.mu held.
 func (d *Device) compile(key string, g *backend.Graph) (*progEntry, error) {
-	prog, err := d.be.Compile(g)
+	// The backend sees the composites it runs natively; the planner
+	// decomposes the others (the key stays the undecomposed graph's).
+	xg, origin := plan.Expand(g, d.caps)
+	prog, err := d.be.Compile(xg)
 	if err != nil && d.pooled > 0 {
 		// A program's memory check counts the pool's buffers as used: give
 		// them back and try once more.
 		d.flushPool()
-		prog, err = d.be.Compile(g)
+		prog, err = d.be.Compile(xg)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("compiling %d nodes on %s: %w", len(g.Nodes), d.caps.Name, err)
+		return nil, fmt.Errorf("compiling %d nodes on %s: %w", len(xg.Nodes), d.caps.Name, err)
 	}
 	d.stats.Compiles++
-	return d.progs.put(key, prog, d.gen), nil
+	e := d.progs.put(key, prog, d.gen)
+	e.origin, e.nodes = origin, len(xg.Nodes)
+	return e, nil
 }
 
 // useDeviceTime makes a run's compute stage the device's own measure where
@@ -886,14 +892,25 @@ func checkLabels(t *Tensor) error {
 
 // runTimed runs prog with per-node times when it can time nodes (times is
 // nil when it cannot: the profiler then splits the run's compute evenly).
-func runTimed(prog backend.Program, args []backend.Buffer, nodes int) (backend.RunInfo, *backend.NodeTimes, error) {
-	nt, ok := prog.(backend.NodeTimer)
+// A program compiled from an expanded graph (see compile) times the
+// expanded nodes; their times are folded onto the graph's.
+func runTimed(e *progEntry, args []backend.Buffer, nodes int) (backend.RunInfo, *backend.NodeTimes, error) {
+	nt, ok := e.prog.(backend.NodeTimer)
 	if !ok {
-		info, err := prog.Run(args)
+		info, err := e.prog.Run(args)
 		return info, nil, err
 	}
+	if e.origin == nil {
+		times := backend.NewNodeTimes(nodes)
+		info, err := nt.RunTimed(args, times)
+		return info, times, err
+	}
+	xt := backend.NewNodeTimes(e.nodes)
+	info, err := nt.RunTimed(args, xt)
 	times := backend.NewNodeTimes(nodes)
-	info, err := nt.RunTimed(args, times)
+	if err == nil {
+		plan.FoldTimes(times, xt, e.origin)
+	}
 	return info, times, err
 }
 

@@ -175,7 +175,7 @@ func storable(n *backend.Node) bool {
 	case backend.ClassLeaf, backend.ClassMovement, backend.ClassRandom, backend.ClassUpdate, backend.ClassPack:
 		return false
 	case backend.ClassUnary, backend.ClassBinary, backend.ClassReduce, backend.ClassRowwise,
-		backend.ClassIndex, backend.ClassMatMul, backend.ClassAttention:
+		backend.ClassIndex, backend.ClassMatMul, backend.ClassAttention, backend.ClassComposite:
 		return true
 	}
 	backend.Unknown("core.storable", n.Op)

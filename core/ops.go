@@ -173,6 +173,20 @@ func inside(x *Tensor, lo, hi float32) *Tensor {
 	return unary("inside", backend.OpInside, x, lo, hi)
 }
 
+// LayerNorm normalizes x along its last axis to zero mean and unit
+// variance: (x - mean)/sqrt(var + eps), var the biased variance, without
+// gain or bias (nn.LayerNorm adds them), as PyTorch's layer_norm. One
+// composite op of the IR (backend.OpLayerNorm): ggml runs its fused norm
+// kernels, other backends its decomposition. A row holding a NaN or an
+// infinity gives NaN. eps must be finite and >= 0.
+func LayerNorm(x *Tensor, eps float32) *Tensor {
+	needRank("LayerNorm", x, 1)
+	if !(eps >= 0) || math.IsInf(float64(eps), 0) {
+		panic(fmt.Sprintf("core.LayerNorm: eps %g, want a finite value >= 0", eps))
+	}
+	return x.dev.record("LayerNorm", backend.OpLayerNorm, slices.Clone(x.shape), attrs{A: eps}, x)
+}
+
 // Softmax normalizes along the last axis.
 func Softmax(x *Tensor) *Tensor {
 	needRank("Softmax", x, 1)
@@ -626,6 +640,12 @@ func vjp(n *Tensor, in []*Tensor, g *Tensor, k int) *Tensor {
 		default:
 			return MatMulT(g, a, true, ta)
 		}
+	case backend.OpLayerNorm:
+		// one composite for the backward too: ggml fuses it as well
+		return g.dev.recordGrad("LayerNormGrad", backend.OpLayerNormBack, slices.Clone(x.shape), attrs{A: n.attr.A}, false, x, g)
+	case backend.OpLayerNormBack:
+		// Only Backward records it, with gradients off: unreachable.
+		panic("core: the gradient of a layer norm's gradient is not implemented")
 	case backend.OpAttention:
 		needs := make([]bool, len(in))
 		needs[k] = true
