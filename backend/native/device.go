@@ -68,6 +68,9 @@ func newDevice(name, desc string, be C.ggml_backend_t, isCPU bool) (*device, err
 		d.signStep = d.probeSignStep()
 	}
 	d.stepStrict = d.probeStep()
+	// ggml's fused kernels for these composites (ggml_norm; the norm's
+	// backward through ggml_rms_norm_back): the rest plan.Expand decomposes.
+	d.caps.Composites = []backend.Op{backend.OpLayerNorm, backend.OpLayerNormBack}
 	d.caps.Unsupported = d.probeUnsupported()
 	return d, nil
 }

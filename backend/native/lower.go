@@ -705,6 +705,16 @@ func (l *lowering) lowerNode(i int, n *backend.Node) (tensor, []tensor, error) {
 		return l.lowerSGD(n)
 	case n.Op == backend.OpRandUniform:
 		return l.lowerRand(n)
+	case n.Op == backend.OpLayerNorm:
+		return C.ggml_norm(ctx, l.contiguous(l.in(n, 0)), C.float(n.A)), nil, nil
+	case n.Op == backend.OpLayerNormBack:
+		// Layer norm is RMS norm of the centred row d = x - mean(x) (its
+		// mean square is the variance), and centring is a symmetric
+		// projection: dx = c(rms_norm_back(d, dy)), c(r) = r - mean(r).
+		x, dy := l.contiguous(l.in(n, 0)), l.contiguous(l.in(n, 1))
+		d := C.ggml_sub(ctx, x, C.ggml_mean(ctx, x))
+		r := C.ggml_rms_norm_back(ctx, dy, d, C.float(n.A))
+		return C.ggml_sub(ctx, r, C.ggml_mean(ctx, r)), nil, nil
 	case n.Op == backend.OpPackF16 || n.Op == backend.OpPackBF16:
 		return C.ggml_cast(ctx, l.packSource(n), halfType(n.Op)), nil, nil
 	case n.Op == backend.OpUnpackF16 || n.Op == backend.OpUnpackBF16:
@@ -826,6 +836,15 @@ func (l *lowering) clamp(x tensor, lo, hi float32) tensor {
 	flag := l.scaleBias(C.ggml_tanh(l.ctx, x), 0, 0)
 	y := C.ggml_clamp(l.ctx, C.ggml_cont(l.ctx, x), C.float(lo), C.float(hi))
 	return C.ggml_add(l.ctx, y, flag)
+}
+
+// contiguous is x, copied when it is a strided view: ggml's norm kernels
+// read whole rows (ggml-vulkan's refuse strided sources).
+func (l *lowering) contiguous(x tensor) tensor {
+	if bool(C.ggml_is_contiguous(x)) {
+		return x
+	}
+	return C.ggml_cont(l.ctx, x)
 }
 
 // custom is a ggml-cpu custom op of f32 result shape ne over srcs.
