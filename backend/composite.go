@@ -13,10 +13,10 @@ import "fmt"
 // Decompose appends the primitive nodes that compute composite node n to a
 // graph through add (which appends a node and returns its index) and
 // returns the index of the node holding n's value. in are the indices of
-// n's inputs in the graph add appends to. It is the definition of the
+// n's inputs in the graph add appends to, inShapes their shapes. It is the definition of the
 // composite: a backend's native lowering must agree with it
 // (backendtest's composite cases check this on every backend).
-func Decompose(n *Node, in []int, add func(Node) int) int {
+func Decompose(n *Node, in []int, inShapes [][]int, add func(Node) int) int {
 	switch n.Op {
 	case OpLayerNorm:
 		d, r := normStats(n.Shape, in[0], n.A, add)
@@ -34,6 +34,33 @@ func Decompose(n *Node, in []int, add func(Node) int) int {
 		u := add(Node{Op: OpSub, In: []int{dy, mdy}, Shape: n.Shape})
 		w := add(Node{Op: OpSub, In: []int{u, t}, Shape: n.Shape})
 		return add(Node{Op: OpMul, In: []int{w, r}, Shape: n.Shape})
+	case OpCrossEntropy:
+		x, lab := in[0], in[1]
+		b, c := inShapes[0][0], inShapes[0][1]
+		lp := add(Node{Op: OpLogSoftmax, In: []int{x}, Shape: []int{b, c}})
+		q := add(Node{Op: OpOneHot, In: []int{lab}, Shape: []int{b, c}})
+		// keep, not q*lp: a -Inf log-probability of another class is no 0*Inf = NaN
+		ll := add(Node{Op: OpKeep, In: []int{q, lp}, Shape: []int{b, c}})
+		rows := add(Node{Op: OpSum, In: []int{ll}, Shape: []int{b, 1}, Axis: 1})
+		all := add(Node{Op: OpSum, In: []int{rows}, Shape: []int{1, 1}, Axis: 0})
+		s := add(Node{Op: OpReshape, In: []int{all}, Shape: []int{}})
+		loss := add(Node{Op: OpAffine, In: []int{s}, Shape: []int{}, A: -1 / float32(b)})
+		// sqrt(-sum(d^2)), d a label's distance from 0..C-1: -0, or NaN
+		cl := add(Node{Op: OpClamp, In: []int{lab}, Shape: []int{b}, A: 0, B: float32(c - 1)})
+		d := add(Node{Op: OpSub, In: []int{lab, cl}, Shape: []int{b}})
+		dd := add(Node{Op: OpMul, In: []int{d, d}, Shape: []int{b}})
+		sd := add(Node{Op: OpSum, In: []int{dd}, Shape: []int{1}, Axis: 0})
+		rs := add(Node{Op: OpReshape, In: []int{sd}, Shape: []int{}})
+		neg := add(Node{Op: OpNeg, In: []int{rs}, Shape: []int{}})
+		poison := add(Node{Op: OpSqrt, In: []int{neg}, Shape: []int{}})
+		return add(Node{Op: OpAdd, In: []int{loss, poison}, Shape: []int{}})
+	case OpCrossEntropyBack:
+		b, c := n.Shape[0], n.Shape[1]
+		sm := add(Node{Op: OpSoftmax, In: []int{in[0]}, Shape: []int{b, c}})
+		q := add(Node{Op: OpOneHot, In: []int{in[1]}, Shape: []int{b, c}})
+		d := add(Node{Op: OpSub, In: []int{sm, q}, Shape: []int{b, c}})
+		g := add(Node{Op: OpAffine, In: []int{in[2]}, Shape: []int{}, A: 1 / float32(b)})
+		return add(Node{Op: OpMul, In: []int{d, g}, Shape: []int{b, c}})
 	}
 	panic(fmt.Sprintf("backend.Decompose: %v is not a composite op", n.Op))
 }

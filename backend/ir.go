@@ -268,6 +268,21 @@ const (
 	// the output's gradient dy, A = eps; per row, with r = 1/sqrt(var +
 	// eps) and xhat = (x - mean)*r, dx = r*(dy - mean(dy) - xhat*mean(dy*xhat)).
 	OpLayerNormBack
+	// OpCrossEntropy is the mean softmax cross-entropy of logits In[0]
+	// [B, C] at integer labels In[1] [B] (whole numbers as f32, rounded
+	// and clamped as one_hot's), a scalar (Node.Shape []):
+	//   -(1/B) sum_i log_softmax(x_i)[label_i]
+	// plus NaN when a label lies outside 0..C-1 or is NaN, so that a bad
+	// label computed on the device shows instead of being clamped. Each
+	// row follows log_softmax's special values; only the label's entry is
+	// read from it (a -Inf logit elsewhere is no NaN; at the label the
+	// loss is +Inf).
+	OpCrossEntropy
+	// OpCrossEntropyBack is OpCrossEntropy's gradient for the logits:
+	// In[0] = logits [B, C], In[1] = labels [B], In[2] = the loss's
+	// gradient g (shape []); (softmax(x_i) - onehot(label_i))*g/B, the
+	// labels rounded and clamped as one_hot's.
+	OpCrossEntropyBack
 
 	opCount
 )
@@ -371,6 +386,9 @@ var opInfo = [...]OpInfo{
 
 	OpLayerNorm:     {Name: "layer_norm", Class: ClassComposite, Inputs: 1},
 	OpLayerNormBack: {Name: "layer_norm_back", Class: ClassComposite, Inputs: 2},
+	// (its domain is the logits'; the labels are drawn as indices)
+	OpCrossEntropy:     {Name: "cross_entropy", Class: ClassComposite, Inputs: 2},
+	OpCrossEntropyBack: {Name: "cross_entropy_back", Class: ClassComposite, Inputs: 3},
 }
 
 // Info returns the op's description. It panics on an op that is not
@@ -861,6 +879,21 @@ func (g *Graph) validateNode(i int, n *Node, words []Op) error {
 		}
 		if !(n.A >= 0) || math.IsInf(float64(n.A), 0) {
 			return fmt.Errorf("eps %g: want a finite value >= 0", n.A)
+		}
+	case n.Op == OpCrossEntropy || n.Op == OpCrossEntropyBack:
+		x, lab := in(0), in(1)
+		if len(x) != 2 || len(lab) != 1 || lab[0] != x[0] {
+			return fmt.Errorf("logits %v, labels %v: want [batch, classes] and [batch]", x, lab)
+		}
+		want := []int{}
+		if n.Op == OpCrossEntropyBack {
+			if g := in(2); len(g) != 0 {
+				return fmt.Errorf("loss gradient %v: want a scalar", g)
+			}
+			want = x
+		}
+		if !same(n.Shape, want) {
+			return fmt.Errorf("shape %v: want %v", n.Shape, want)
 		}
 	case n.Op == OpPackF16 || n.Op == OpPackBF16:
 		if want := PackedLen(NumElems(in(0))); len(n.Shape) != 1 || n.Shape[0] != want {

@@ -27,24 +27,10 @@ func compositeCases() []opCase {
 			name := op.String()
 			cs = append(cs,
 				opCase{name + "/ranks" + suffix, name, func(r *rand.Rand) []instance {
-					var is []instance
-					for rank := 1; rank <= 4; rank++ {
-						s := randShape(r, rank, maxElems)
-						is = append(is, compositeInst(r, op, s, 1e-5, nil, dec))
-					}
-					// a long row, a row of one value (its own mean: 0, and
-					// dx 0), and eps 0 on rows that are not constant
-					is = append(is, compositeInst(r, op, []int{3, 1000}, 1e-5, nil, dec),
-						compositeInst(r, op, []int{5, 1}, 1e-5, nil, dec),
-						compositeInst(r, op, []int{4, 33}, 0, nil, dec))
-					return is
+					return compositeDrawn(r, op, dec)
 				}},
 				opCase{"special/" + name + suffix, name, func(r *rand.Rand) []instance {
-					var is []instance
-					for _, nc := range [][2]int{{5, 0}, {5, 4}, {300, 299}} {
-						is = append(is, compositeInst(r, op, nil, 1e-5, specialNormRows(r, nc[0], nc[1]), dec))
-					}
-					return is
+					return compositeSpecial(r, op, dec)
 				}},
 			)
 		}
@@ -52,7 +38,90 @@ func compositeCases() []opCase {
 	return cs
 }
 
-// compositeInst is one composite node over args of shape s drawn from
+// compositeDrawn are instances of op over random shapes and values.
+func compositeDrawn(r *rand.Rand, op backend.Op, dec bool) []instance {
+	var is []instance
+	switch op {
+	case backend.OpLayerNorm, backend.OpLayerNormBack:
+		for rank := 1; rank <= 4; rank++ {
+			s := randShape(r, rank, maxElems)
+			is = append(is, compositeInst(r, op, s, 1e-5, nil, dec))
+		}
+		// a long row, a row of one value (its own mean: 0, and dx 0),
+		// and eps 0 on rows that are not constant
+		is = append(is, compositeInst(r, op, []int{3, 1000}, 1e-5, nil, dec),
+			compositeInst(r, op, []int{5, 1}, 1e-5, nil, dec),
+			compositeInst(r, op, []int{4, 33}, 0, nil, dec))
+	case backend.OpCrossEntropy, backend.OpCrossEntropyBack:
+		for _, bc := range [][2]int{{1, 1}, {3, 7}, {17, 65}, {129, 3}, {5, 1000}} {
+			x := uniform(r, bc[0]*bc[1], -5, 5)
+			is = append(is, crossEntropyInst(r, op, x, bc[0], bc[1], labelsIn(r, bc[0], bc[1]), dec))
+		}
+	default:
+		backend.Unknown("backendtest.compositeDrawn", op)
+	}
+	return is
+}
+
+// compositeSpecial are instances of op over the special values.
+func compositeSpecial(r *rand.Rand, op backend.Op, dec bool) []instance {
+	var is []instance
+	switch op {
+	case backend.OpLayerNorm, backend.OpLayerNormBack:
+		for _, nc := range [][2]int{{5, 0}, {5, 4}, {300, 299}} {
+			is = append(is, compositeInst(r, op, nil, 1e-5, specialNormRows(r, nc[0], nc[1]), dec))
+		}
+	case backend.OpCrossEntropy, backend.OpCrossEntropyBack:
+		// rows holding a special, at the label in every other row
+		for _, nc := range [][2]int{{5, 0}, {5, 4}, {300, 299}} {
+			x, rows := specialRowsOf(r, nc[0], nc[1])
+			lab := labelsIn(r, rows, nc[0])
+			for i := 0; i < rows; i += 2 {
+				lab[i] = float32(nc[1])
+			}
+			is = append(is, crossEntropyInst(r, op, x, rows, nc[0], lab, dec))
+		}
+		// labels outside 0..C-1 (the loss is NaN; the gradient's one-hot
+		// clamps them), a fraction (rounded), labels at the ends
+		bad := []float32{-1, 7, nan32, 2.5, inf32, -inf32, 0, 6, 1e30}
+		is = append(is, crossEntropyInst(r, op, uniform(r, len(bad)*7, -5, 5), len(bad), 7, bad, dec))
+		for _, v := range bad {
+			lab := labelsIn(r, 4, 7)
+			lab[2] = v
+			is = append(is, crossEntropyInst(r, op, uniform(r, 4*7, -5, 5), 4, 7, lab, dec))
+		}
+	default:
+		backend.Unknown("backendtest.compositeSpecial", op)
+	}
+	return is
+}
+
+// labelsIn draws n whole labels in 0..c-1.
+func labelsIn(r *rand.Rand, n, c int) []float32 {
+	l := make([]float32, n)
+	for i := range l {
+		l[i] = float32(r.IntN(c))
+	}
+	return l
+}
+
+// crossEntropyInst is one cross_entropy (or its backward, with a drawn
+// loss gradient) of logits x [b, c] at labels lab.
+func crossEntropyInst(r *rand.Rand, op backend.Op, x []float32, b, c int, lab []float32, dec bool) instance {
+	var bd builder
+	in := []int{bd.arg(x, b, c), bd.arg(lab, b)}
+	shape := []int{}
+	if op == backend.OpCrossEntropyBack {
+		in = append(in, bd.arg(uniform(r, 1, -2, 2)))
+		shape = []int{b, c}
+	}
+	bd.out(bd.node(backend.Node{Op: op, In: in, Shape: shape}))
+	inst := bd.inst(0)
+	inst.decompose = dec
+	return inst
+}
+
+// compositeInst is one norm node over args of shape s drawn from
 // [-4, 4), or, when rows is not nil, over rows of specials (each input in
 // turn holding them, the others drawn: a gradient's specials as well as
 // the input's).

@@ -29,8 +29,9 @@ func Expand(g *backend.Graph, caps backend.Caps) (*backend.Graph, []int) {
 	for i := range g.Nodes {
 		n := g.Nodes[i]
 		in := make([]int, len(n.In))
+		shapes := make([][]int, len(n.In))
 		for k, j := range n.In {
-			in[k] = at[j]
+			in[k], shapes[k] = at[j], g.Nodes[j].Shape
 		}
 		add := func(m backend.Node) int {
 			out.Nodes = append(out.Nodes, m)
@@ -38,7 +39,7 @@ func Expand(g *backend.Graph, caps backend.Caps) (*backend.Graph, []int) {
 			return len(out.Nodes) - 1
 		}
 		if n.Op.IsComposite() && !caps.Native(n.Op) {
-			at[i] = backend.Decompose(&n, in, add)
+			at[i] = backend.Decompose(&n, in, shapes, add)
 			continue
 		}
 		n.In = in

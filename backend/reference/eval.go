@@ -178,10 +178,45 @@ func evalNode(n *backend.Node, in [][]float64, shapes [][]int) []float64 {
 		// Evaluated as defined in float64, not by backend.Decompose: the
 		// suite checks the decomposition against this too.
 		layerNorm(n, in, out)
+	case n.Op == backend.OpCrossEntropy || n.Op == backend.OpCrossEntropyBack:
+		crossEntropy(n, in, shapes[0], out)
 	default:
 		backend.Unknown("backendtest.Eval", n.Op)
 	}
 	return out
+}
+
+// crossEntropy computes OpCrossEntropy's mean of -log_softmax at the
+// labels (NaN for a label outside 0..C-1) or OpCrossEntropyBack's
+// (softmax - onehot)*g/B.
+func crossEntropy(n *backend.Node, in [][]float64, xs []int, out []float64) {
+	b, c := xs[0], xs[1]
+	sm := make([]float64, b*c)
+	softmax(n.Op == backend.OpCrossEntropy, in[0], xs, sm)
+	if n.Op == backend.OpCrossEntropyBack {
+		g := in[2][0] / float64(b)
+		for i := 0; i < b; i++ {
+			k := ClampIndex(in[1][i], c)
+			for j := 0; j < c; j++ {
+				q := 0.0
+				if j == k {
+					q = 1
+				}
+				out[i*c+j] = (sm[i*c+j] - q) * g
+			}
+		}
+		return
+	}
+	sum := 0.0
+	for i := 0; i < b; i++ {
+		l := in[1][i]
+		if !(l >= 0 && l <= float64(c-1)) {
+			out[0] = math.NaN()
+			return
+		}
+		sum += sm[i*c+ClampIndex(l, c)]
+	}
+	out[0] = -sum / float64(b)
 }
 
 // layerNorm computes OpLayerNorm's (x-mean)*r, r = 1/sqrt(var+eps), or
