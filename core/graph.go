@@ -869,22 +869,27 @@ func (lw *lowering) input(d *Device, in *Tensor) (int, error) {
 	return idx, nil
 }
 
-// checkLabels validates the class indices of a OneHot node whose indices
+// checkLabels validates the class indices of a OneHot or CrossEntropy node whose indices
 // are host data about to cross to the device: a label outside 0..classes-1
 // is an error of the sync naming it, where the device would clamp it.
 // Indices computed on the device are clamped there (see OneHot).
 func checkLabels(t *Tensor) error {
-	if t.op != backend.OpOneHot {
+	var idx *Tensor
+	var classes int
+	switch t.op {
+	case backend.OpOneHot:
+		idx, classes = t.inputs[0], t.shape[1]
+	case backend.OpCrossEntropy:
+		idx, classes = t.inputs[1], t.inputs[0].shape[1]
+	default:
 		return nil
 	}
-	idx := t.inputs[0]
 	if idx.state() != stateRealized || idx.stor == nil || idx.stor.host == nil {
 		return nil
 	}
-	classes := t.shape[1]
 	for i, v := range idx.stor.host {
 		if !(v >= 0 && v <= float32(classes-1)) || v != float32(int(v)) {
-			return fmt.Errorf("OneHot: label %g at index %d is not a class index 0..%d (%d classes)", v, i, classes-1, classes)
+			return fmt.Errorf("%s: label %g at index %d is not a class index 0..%d (%d classes)", t.op, v, i, classes-1, classes)
 		}
 	}
 	return nil

@@ -192,6 +192,8 @@ func isIndexOperand(op backend.Op, k int) bool {
 		return k == 0
 	case backend.OpAttention:
 		return k == 3
+	case backend.OpCrossEntropy, backend.OpCrossEntropyBack:
+		return k == 1 // the labels
 	}
 	return false
 }

@@ -187,6 +187,20 @@ func LayerNorm(x *Tensor, eps float32) *Tensor {
 	return x.dev.record("LayerNorm", backend.OpLayerNorm, slices.Clone(x.shape), attrs{A: eps}, x)
 }
 
+// CrossEntropy is the mean softmax cross-entropy of logits [batch,
+// classes] at integer labels [batch] (whole numbers as f32): -(1/batch)
+// sum_i LogSoftmax(logits)_i[label_i], one composite op of the IR
+// (backend.OpCrossEntropy) with its gradient another. Host labels outside
+// 0..classes-1 are an error of the run, as OneHot's; labels computed on the
+// device that are make the loss NaN. The labels get no gradient.
+func CrossEntropy(logits, labels *Tensor) *Tensor {
+	needTensors("CrossEntropy", logits, labels)
+	if logits.Rank() != 2 || labels.Rank() != 1 || labels.shape[0] != logits.shape[0] {
+		panic(fmt.Sprintf("core.CrossEntropy: logits %v, labels %v: want [batch, classes] and [batch]", logits.shape, labels.shape))
+	}
+	return logits.dev.record("CrossEntropy", backend.OpCrossEntropy, []int{}, attrs{}, logits, labels)
+}
+
 // Softmax normalizes along the last axis.
 func Softmax(x *Tensor) *Tensor {
 	needRank("Softmax", x, 1)
@@ -643,9 +657,14 @@ func vjp(n *Tensor, in []*Tensor, g *Tensor, k int) *Tensor {
 	case backend.OpLayerNorm:
 		// one composite for the backward too: ggml fuses it as well
 		return g.dev.recordGrad("LayerNormGrad", backend.OpLayerNormBack, slices.Clone(x.shape), attrs{A: n.attr.A}, false, x, g)
-	case backend.OpLayerNormBack:
-		// Only Backward records it, with gradients off: unreachable.
-		panic("core: the gradient of a layer norm's gradient is not implemented")
+	case backend.OpCrossEntropy:
+		if k == 1 {
+			return nil // the labels
+		}
+		return g.dev.recordGrad("CrossEntropyGrad", backend.OpCrossEntropyBack, slices.Clone(x.shape), attrs{}, false, x, in[1], g)
+	case backend.OpLayerNormBack, backend.OpCrossEntropyBack:
+		// Only Backward records them, with gradients off: unreachable.
+		panic(fmt.Sprintf("core: the gradient of %v is not implemented", n.op))
 	case backend.OpAttention:
 		needs := make([]bool, len(in))
 		needs[k] = true
