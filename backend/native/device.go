@@ -72,10 +72,7 @@ func newDevice(name, desc string, be C.ggml_backend_t, isCPU bool) (*device, err
 	// backward through ggml_rms_norm_back; cross-entropy's pick of the
 	// labels' log-probabilities by get_rows, its backward by soft_max):
 	// the rest plan.Expand decomposes.
-	// layer_norm_back is not declared: its lowering (ggml_rms_norm_back of the
-	// centred rows) failed nn's Gradcheck of LayerNorm on ggml-cpu although the
-	// conformance cases passed; it runs decomposed until that is found.
-	d.caps.Composites = []backend.Op{backend.OpLayerNorm, backend.OpCrossEntropy, backend.OpCrossEntropyBack}
+	d.caps.Composites = []backend.Op{backend.OpLayerNorm, backend.OpLayerNormBack, backend.OpCrossEntropy, backend.OpCrossEntropyBack}
 	d.caps.Unsupported = d.probeUnsupported()
 	return d, nil
 }

@@ -703,6 +703,12 @@ func (l *lowering) lowerNode(i int, n *backend.Node) (tensor, []tensor, error) {
 		// mean square is the variance), and centring is a symmetric
 		// projection: dx = c(rms_norm_back(d, dy)), c(r) = r - mean(r).
 		x, dy := l.contiguous(l.in(n, 0)), l.contiguous(l.in(n, 1))
+		if l.d.isCPU {
+			// ggml-alloc may run rms_norm_back in place of its first
+			// source, and ggml-cpu's kernel copies x into dx before it
+			// reads dz there: an output is never reused.
+			C.ggml_set_output(dy)
+		}
 		d := C.ggml_sub(ctx, x, C.ggml_mean(ctx, x))
 		r := C.ggml_rms_norm_back(ctx, dy, d, C.float(n.A))
 		return C.ggml_sub(ctx, r, C.ggml_mean(ctx, r)), nil, nil
