@@ -10,6 +10,7 @@ package backend
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -34,6 +35,10 @@ type Caps struct {
 	DeviceTimer bool
 	// Unsupported lists ops the backend cannot run; Compile fails on them.
 	Unsupported []Op
+	// Composites lists the composite ops (ClassComposite) it lowers
+	// natively, with a fused kernel; plan.Expand decomposes every other
+	// composite into primitives before Compile, and Compile fails on one.
+	Composites []Op
 	// Timer says how its NodeTimer times nodes, for people reading a
 	// profile ("timestamp queries per kernel"); "" when it has none.
 	Timer string
@@ -52,6 +57,9 @@ func (c Caps) Supports(op Op) bool {
 	}
 	return true
 }
+
+// Native reports whether the composite op runs natively (Composites).
+func (c Caps) Native(op Op) bool { return slices.Contains(c.Composites, op) }
 
 // RunInfo is what one Program.Run measured.
 type RunInfo struct {

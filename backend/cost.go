@@ -69,6 +69,8 @@ func nodeCost(g *Graph, i int, inKernel map[int]bool) float64 {
 		flops = 12 * out
 	case ClassPack:
 		flops = 2 * float64(NumElems(g.Nodes[n.In[0]].Shape)) // a value's rounding is a few integer ops
+	case ClassComposite:
+		flops = 12 * out // the norms: a few passes over each row
 	case ClassRandom:
 		bytes = 4 * out
 		flops = 20 * out // a Philox block (10 rounds of 2 products) per 4 values

@@ -31,6 +31,28 @@ package backend
 // OpRoundBF16 (their attribute-free pair beats one op with a format
 // attribute: SampleGraph and the op table need no special case).
 //
+// # Adding a composite op
+//
+// A composite whose fused kernel pays on some backend (ggml's norm,
+// soft_max_ext, flash_attn_ext, ...) is an op of class ClassComposite:
+//
+//	backend/ir.go                the constant after the primitives, its
+//	                             opInfo row, its validation
+//	backend/composite.go         its decomposition into primitives
+//	                             (Decompose): the definition every other
+//	                             backend runs, after plan.Expand
+//	backend/reference/eval.go    its float64 definition, written directly
+//	backend/<b>/...              the native lowering, on the backends that
+//	                             list it in Caps.Composites
+//
+// and core for its function and gradient (a backward composite where that
+// fuses too: OpLayerNormBack). core and the conformance suite expand the
+// composites a backend does not declare before Compile; plan.Make refuses
+// them. The suite's compositeCases check, on every backend, the native
+// lowering and the decomposition against the float64 definition, the
+// special values included (layer_norm/ranks, special/layer_norm and their
+// /decomposed twins).
+//
 // # Adding a backend
 //
 // A backend is its kernels plus three small parts:

@@ -251,6 +251,39 @@ const (
 	OpPackBF16
 	OpUnpackBF16
 
+	// Composite ops (ClassComposite): each is defined once, here and in
+	// composite.go, with its decomposition into the primitive ops above
+	// (Decompose). A backend that runs one natively lists it in
+	// Caps.Composites; plan.Expand decomposes the others before Compile,
+	// so no backend recognises a chain of primitives after the fact. Core
+	// states their gradients in ops of this IR (a composite's backward is
+	// another composite where a fused kernel pays for it).
+
+	// OpLayerNorm normalizes along the last axis without gain or bias:
+	// (x - mean)/sqrt(var + A), var the biased variance (PyTorch's
+	// layer_norm, ggml_norm), A = eps >= 0. A row holding a NaN or an
+	// infinity is NaN; a constant row with eps 0 is NaN (0/0).
+	OpLayerNorm
+	// OpLayerNormBack is OpLayerNorm's input gradient: In[0] = x, In[1] =
+	// the output's gradient dy, A = eps; per row, with r = 1/sqrt(var +
+	// eps) and xhat = (x - mean)*r, dx = r*(dy - mean(dy) - xhat*mean(dy*xhat)).
+	OpLayerNormBack
+	// OpCrossEntropy is the mean softmax cross-entropy of logits In[0]
+	// [B, C] at integer labels In[1] [B] (whole numbers as f32, rounded
+	// and clamped as one_hot's), a scalar (Node.Shape []):
+	//   -(1/B) sum_i log_softmax(x_i)[label_i]
+	// plus NaN when a label lies outside 0..C-1 or is NaN, so that a bad
+	// label computed on the device shows instead of being clamped. Each
+	// row follows log_softmax's special values; only the label's entry is
+	// read from it (a -Inf logit elsewhere is no NaN; at the label the
+	// loss is +Inf).
+	OpCrossEntropy
+	// OpCrossEntropyBack is OpCrossEntropy's gradient for the logits:
+	// In[0] = logits [B, C], In[1] = labels [B], In[2] = the loss's
+	// gradient g (shape []); (softmax(x_i) - onehot(label_i))*g/B, the
+	// labels rounded and clamped as one_hot's.
+	OpCrossEntropyBack
+
 	opCount
 )
 
@@ -273,6 +306,7 @@ const (
 	ClassUpdate                 // in-place optimizer updates of arg operands
 	ClassRandom                 // random fills read from a state input
 	ClassPack                   // values stored two to a word as 16-bit floats, and back
+	ClassComposite              // defined by a decomposition into the classes above (composite.go)
 )
 
 // OpInfo is what the code every backend shares knows of an op. An op is
@@ -349,6 +383,12 @@ var opInfo = [...]OpInfo{
 	OpUnpackF16:  {Name: "unpack_f16", Class: ClassPack, Inputs: 1, Exact: true},
 	OpPackBF16:   {Name: "pack_bf16", Class: ClassPack, Inputs: 1, Exact: true},
 	OpUnpackBF16: {Name: "unpack_bf16", Class: ClassPack, Inputs: 1, Exact: true},
+
+	OpLayerNorm:     {Name: "layer_norm", Class: ClassComposite, Inputs: 1},
+	OpLayerNormBack: {Name: "layer_norm_back", Class: ClassComposite, Inputs: 2},
+	// (its domain is the logits'; the labels are drawn as indices)
+	OpCrossEntropy:     {Name: "cross_entropy", Class: ClassComposite, Inputs: 2},
+	OpCrossEntropyBack: {Name: "cross_entropy_back", Class: ClassComposite, Inputs: 3},
 }
 
 // Info returns the op's description. It panics on an op that is not
@@ -390,6 +430,9 @@ func (o Op) IsUnary() bool { return o.valid() && opInfo[o].Class == ClassUnary }
 // IsBinary reports whether o is an elementwise op of two broadcast inputs.
 func (o Op) IsBinary() bool { return o.valid() && opInfo[o].Class == ClassBinary }
 
+// IsComposite reports whether o is a composite op (see Decompose).
+func (o Op) IsComposite() bool { return o.valid() && opInfo[o].Class == ClassComposite }
+
 // InPlace reports whether o writes into its OpArg operands.
 func (o Op) InPlace() bool { return o.valid() && opInfo[o].Class == ClassUpdate }
 
@@ -421,7 +464,7 @@ type Node struct {
 	Shape []int
 
 	Arg    int     // OpArg: index into Run's args
-	A, B   float32 // scalar attributes (OpFill, OpAffine, OpPowConst, OpClamp, OpInside; OpAttention's scale A)
+	A, B   float32 // scalar attributes (OpFill, OpAffine, OpPowConst, OpClamp, OpInside; OpAttention's scale A; the norms' eps A)
 	Axis   int     // OpSum, OpMax
 	Start  int     // OpSliceRows; OpRandUniform: counter offset in blocks of 4
 	Perm   []int   // OpPermute
@@ -506,6 +549,8 @@ func (g *Graph) String() string {
 			fmt.Fprintf(&b, " a=%g b=%g", n.A, n.B)
 		case OpAttention:
 			fmt.Fprintf(&b, " scale=%g", n.A)
+		case OpLayerNorm, OpLayerNormBack:
+			fmt.Fprintf(&b, " eps=%g", n.A)
 		case OpSum, OpMax:
 			fmt.Fprintf(&b, " axis=%d", n.Axis)
 		case OpSliceRows, OpRandUniform:
@@ -825,6 +870,30 @@ func (g *Graph) validateNode(i int, n *Node, words []Op) error {
 		}
 		if math.IsNaN(float64(n.A)) || math.IsInf(float64(n.A), 0) {
 			return fmt.Errorf("scale %g is not finite", n.A)
+		}
+	case n.Op == OpLayerNorm || n.Op == OpLayerNormBack:
+		for k := range n.In {
+			if len(in(k)) == 0 || !same(in(k), n.Shape) {
+				return fmt.Errorf("input %d of shape %v: want %v, rank >= 1", k, in(k), n.Shape)
+			}
+		}
+		if !(n.A >= 0) || math.IsInf(float64(n.A), 0) {
+			return fmt.Errorf("eps %g: want a finite value >= 0", n.A)
+		}
+	case n.Op == OpCrossEntropy || n.Op == OpCrossEntropyBack:
+		x, lab := in(0), in(1)
+		if len(x) != 2 || len(lab) != 1 || lab[0] != x[0] {
+			return fmt.Errorf("logits %v, labels %v: want [batch, classes] and [batch]", x, lab)
+		}
+		want := []int{}
+		if n.Op == OpCrossEntropyBack {
+			if g := in(2); len(g) != 0 {
+				return fmt.Errorf("loss gradient %v: want a scalar", g)
+			}
+			want = x
+		}
+		if !same(n.Shape, want) {
+			return fmt.Errorf("shape %v: want %v", n.Shape, want)
 		}
 	case n.Op == OpPackF16 || n.Op == OpPackBF16:
 		if want := PackedLen(NumElems(in(0))); len(n.Shape) != 1 || n.Shape[0] != want {

@@ -72,6 +72,19 @@ func SampleGraph(op Op) *Graph {
 		default:
 			Unknown("backend.SampleGraph", op)
 		}
+	case ClassComposite:
+		switch op {
+		case OpLayerNorm:
+			g.Nodes = []Node{arg(0, 2, 3), {Op: op, In: []int{0}, Shape: []int{2, 3}, A: 1e-5}}
+		case OpLayerNormBack:
+			g.Nodes = []Node{arg(0, 2, 3), arg(1, 2, 3), {Op: op, In: []int{0, 1}, Shape: []int{2, 3}, A: 1e-5}}
+		case OpCrossEntropy:
+			g.Nodes = []Node{arg(0, 2, 3), arg(1, 2), {Op: op, In: []int{0, 1}, Shape: []int{}}}
+		case OpCrossEntropyBack:
+			g.Nodes = []Node{arg(0, 2, 3), arg(1, 2), arg(2), {Op: op, In: []int{0, 1, 2}, Shape: []int{2, 3}}}
+		default:
+			Unknown("backend.SampleGraph", op)
+		}
 	default:
 		Unknown("backend.SampleGraph", op)
 	}

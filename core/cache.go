@@ -24,12 +24,16 @@ const DefaultCacheShare = 4
 // while the entry is in it, and each Capture recording that replays it; the
 // program is released when the last one lets go.
 type progEntry struct {
-	key        string
-	prog       backend.Program
-	bytes      int64
-	refs       int
-	cached     bool
-	gen        int // backend instance that compiled it
+	key    string
+	prog   backend.Program
+	bytes  int64
+	refs   int
+	cached bool
+	gen    int // backend instance that compiled it
+	// origin maps the nodes of the graph compiled (composites expanded,
+	// nodes of them) to the graph's (plan.Expand); nil when none was.
+	origin     []int
+	nodes      int
 	cache      *progCache
 	prev, next *progEntry
 }

@@ -514,7 +514,7 @@ func (r *recording) replay(d *Device, in []Input, start time.Time, fn string, ho
 	}
 	switch {
 	case prof:
-		info, times, err = runTimed(r.prog.prog, r.args, r.nnodes)
+		info, times, err = runTimed(r.prog, r.args, r.nnodes)
 	case folds && how == readNow:
 		// one wait for the run and the download (see backend.RunReader)
 		flat = make([]float32, r.flat.stor.n)

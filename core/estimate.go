@@ -109,7 +109,10 @@ func (d *Device) EstimateMemory(step func() error) (MemoryEstimate, error) {
 		pass[i] = t.pass
 	}
 	storeHalf(&g, pass, d.store)
-	pl, err := plan.Make(&g, plan.Options{})
+	// planned as the device compiles it: the composites it does not run
+	// natively decomposed (their intermediates count)
+	xg, _ := plan.Expand(&g, d.caps)
+	pl, err := plan.Make(xg, plan.Options{Composites: d.caps.Composites})
 	if err != nil {
 		return e, fmt.Errorf("core.Device.EstimateMemory: %w", err)
 	}

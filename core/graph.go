@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/backend/plan"
 	"github.com/ag-go/ag/core/internal/goid"
 	"github.com/ag-go/ag/profile"
 )
@@ -326,7 +327,7 @@ func (d *Device) run(want []*Tensor, site string, rd *readAfter) (*profile.Run, 
 	}
 	switch {
 	case prof:
-		info, times, err = runTimed(prog, lw.args, len(lw.g.Nodes))
+		info, times, err = runTimed(e, lw.args, len(lw.g.Nodes))
 	case rd != nil && folds:
 		rd.dst = make([]float32, rd.t.Len())
 		info, err = rr.RunRead(lw.args, rbuf, 0, rd.dst)
@@ -474,18 +475,23 @@ func (d *Device) dropPending(err error) {
 
 // compile compiles g and caches the program under key. Called with d.mu held.
 func (d *Device) compile(key string, g *backend.Graph) (*progEntry, error) {
-	prog, err := d.be.Compile(g)
+	// The backend sees the composites it runs natively; the planner
+	// decomposes the others (the key stays the undecomposed graph's).
+	xg, origin := plan.Expand(g, d.caps)
+	prog, err := d.be.Compile(xg)
 	if err != nil && d.pooled > 0 {
 		// A program's memory check counts the pool's buffers as used: give
 		// them back and try once more.
 		d.flushPool()
-		prog, err = d.be.Compile(g)
+		prog, err = d.be.Compile(xg)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("compiling %d nodes on %s: %w", len(g.Nodes), d.caps.Name, err)
+		return nil, fmt.Errorf("compiling %d nodes on %s: %w", len(xg.Nodes), d.caps.Name, err)
 	}
 	d.stats.Compiles++
-	return d.progs.put(key, prog, d.gen), nil
+	e := d.progs.put(key, prog, d.gen)
+	e.origin, e.nodes = origin, len(xg.Nodes)
+	return e, nil
 }
 
 // useDeviceTime makes a run's compute stage the device's own measure where
@@ -859,22 +865,27 @@ func (lw *lowering) input(d *Device, in *Tensor) (int, error) {
 	return idx, nil
 }
 
-// checkLabels validates the class indices of a OneHot node whose indices
+// checkLabels validates the class indices of a OneHot or CrossEntropy node whose indices
 // are host data about to cross to the device: a label outside 0..classes-1
 // is an error of the sync naming it, where the device would clamp it.
 // Indices computed on the device are clamped there (see OneHot).
 func checkLabels(t *Tensor) error {
-	if t.op != backend.OpOneHot {
+	var idx *Tensor
+	var classes int
+	switch t.op {
+	case backend.OpOneHot:
+		idx, classes = t.inputs[0], t.shape[1]
+	case backend.OpCrossEntropy:
+		idx, classes = t.inputs[1], t.inputs[0].shape[1]
+	default:
 		return nil
 	}
-	idx := t.inputs[0]
 	if idx.state() != stateRealized || idx.stor == nil || idx.stor.host == nil {
 		return nil
 	}
-	classes := t.shape[1]
 	for i, v := range idx.stor.host {
 		if !(v >= 0 && v <= float32(classes-1)) || v != float32(int(v)) {
-			return fmt.Errorf("OneHot: label %g at index %d is not a class index 0..%d (%d classes)", v, i, classes-1, classes)
+			return fmt.Errorf("%s: label %g at index %d is not a class index 0..%d (%d classes)", t.op, v, i, classes-1, classes)
 		}
 	}
 	return nil
@@ -882,14 +893,25 @@ func checkLabels(t *Tensor) error {
 
 // runTimed runs prog with per-node times when it can time nodes (times is
 // nil when it cannot: the profiler then splits the run's compute evenly).
-func runTimed(prog backend.Program, args []backend.Buffer, nodes int) (backend.RunInfo, *backend.NodeTimes, error) {
-	nt, ok := prog.(backend.NodeTimer)
+// A program compiled from an expanded graph (see compile) times the
+// expanded nodes; their times are folded onto the graph's.
+func runTimed(e *progEntry, args []backend.Buffer, nodes int) (backend.RunInfo, *backend.NodeTimes, error) {
+	nt, ok := e.prog.(backend.NodeTimer)
 	if !ok {
-		info, err := prog.Run(args)
+		info, err := e.prog.Run(args)
 		return info, nil, err
 	}
+	if e.origin == nil {
+		times := backend.NewNodeTimes(nodes)
+		info, err := nt.RunTimed(args, times)
+		return info, times, err
+	}
+	xt := backend.NewNodeTimes(e.nodes)
+	info, err := nt.RunTimed(args, xt)
 	times := backend.NewNodeTimes(nodes)
-	info, err := nt.RunTimed(args, times)
+	if err == nil {
+		plan.FoldTimes(times, xt, e.origin)
+	}
 	return info, times, err
 }
 

@@ -175,7 +175,7 @@ func storable(n *backend.Node) bool {
 	case backend.ClassLeaf, backend.ClassMovement, backend.ClassRandom, backend.ClassUpdate, backend.ClassPack:
 		return false
 	case backend.ClassUnary, backend.ClassBinary, backend.ClassReduce, backend.ClassRowwise,
-		backend.ClassIndex, backend.ClassMatMul, backend.ClassAttention:
+		backend.ClassIndex, backend.ClassMatMul, backend.ClassAttention, backend.ClassComposite:
 		return true
 	}
 	backend.Unknown("core.storable", n.Op)
@@ -192,6 +192,8 @@ func isIndexOperand(op backend.Op, k int) bool {
 		return k == 0
 	case backend.OpAttention:
 		return k == 3
+	case backend.OpCrossEntropy, backend.OpCrossEntropyBack:
+		return k == 1 // the labels
 	}
 	return false
 }

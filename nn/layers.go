@@ -59,9 +59,7 @@ func (l *LayerNorm) Forward(x *core.Tensor) *core.Tensor {
 	var y *core.Tensor
 	x.Device().Scope("LayerNorm", func() {
 		x.Device().Composite("LayerNorm", func() {
-			d := core.Sub(x, core.MeanAxis(x, -1, true))
-			v := core.MeanAxis(core.Mul(d, d), -1, true)
-			y = core.Mul(d, core.Pow(core.AddScalar(v, l.Eps), -0.5))
+			y = core.LayerNorm(x, l.Eps)
 			if l.Gain != nil {
 				y = core.Add(core.Mul(y, l.Gain), l.Bias)
 			}

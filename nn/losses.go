@@ -121,7 +121,13 @@ type ClassOptions struct {
 func CrossEntropyLoss(logits, labels *core.Tensor, opt ClassOptions) *core.Tensor {
 	checkClass("CrossEntropyLoss", logits, labels, opt)
 	var l *core.Tensor
-	logits.Device().Composite("CrossEntropyLoss", func() { l = nll(core.LogSoftmax(logits), labels, opt) })
+	logits.Device().Composite("CrossEntropyLoss", func() {
+		if opt == (ClassOptions{}) {
+			l = core.CrossEntropy(logits, labels) // one op of the IR (ggml fuses it)
+			return
+		}
+		l = nll(core.LogSoftmax(logits), labels, opt)
+	})
 	return l
 }
 

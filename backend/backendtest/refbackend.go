@@ -38,7 +38,23 @@ func (d refDriver) Available() backend.Availability {
 	return backend.Availability{OK: true, Why: "float64 reference in a test"}
 }
 
-func (r *refBackend) Caps() backend.Caps { return backend.Caps{Name: r.name, Device: "host"} }
+// Caps declares every composite native: Eval computes each from its
+// float64 definition (the suite's decomposed cases check Decompose).
+func (r *refBackend) Caps() backend.Caps {
+	return backend.Caps{Name: r.name, Device: "host", Composites: composites}
+}
+
+// composites are the composite ops of the IR.
+var composites = func() []backend.Op {
+	var out []backend.Op
+	for _, op := range backend.Ops() {
+		if op.IsComposite() {
+			out = append(out, op)
+		}
+	}
+	return out
+}()
+
 func (r *refBackend) Alloc(n int) (backend.Buffer, error) {
 	if n < 0 {
 		return nil, fmt.Errorf("ref.Alloc(%d): negative", n)

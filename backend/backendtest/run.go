@@ -11,6 +11,7 @@ import (
 
 	"github.com/ag-go/ag/backend"
 	"github.com/ag-go/ag/backend/backendtest/testenv"
+	"github.com/ag-go/ag/backend/plan"
 	"github.com/ag-go/ag/backend/reference"
 )
 
@@ -98,6 +99,9 @@ type instance struct {
 	feed func(k int) map[int][]float32
 	// terms is the reduction length for tolerances with Terms set.
 	terms int
+	// decompose: every composite op is decomposed (plan.Expand) before
+	// Compile, also those the backend lowers natively.
+	decompose bool
 }
 
 // label names an instance by the shapes of its graph's args: "3x7,7,3x7"
@@ -139,7 +143,7 @@ func (s *suite) check(t *testing.T, tolKey string, in instance) {
 		}
 	}
 	bufs := s.upload(t, in.args)
-	prog, err := s.compile(in.g)
+	prog, err := s.compileAs(in.g, in.decompose)
 	if err != nil {
 		t.Fatalf("Compile: %v\ngraph:\n%s", err, in.g)
 	}
@@ -204,15 +208,25 @@ func (s *suite) check(t *testing.T, tolKey string, in instance) {
 	}
 }
 
-// compile calls Compile and turns a panic into an error, so that a backend
-// crashing on a graph fails the test instead of the whole test binary.
-func (s *suite) compile(g *backend.Graph) (p backend.Program, err error) {
+// compile is compileAs(g, false).
+func (s *suite) compile(g *backend.Graph) (backend.Program, error) { return s.compileAs(g, false) }
+
+// compileAs calls Compile on g with the composites the backend does not
+// lower natively decomposed (as core does; with decompose, all of them),
+// and turns a panic into an error, so that a backend crashing on a graph
+// fails the test instead of the whole test binary.
+func (s *suite) compileAs(g *backend.Graph, decompose bool) (p backend.Program, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("Compile panicked: %v", r)
 		}
 	}()
-	return s.be.Compile(g)
+	caps := s.caps
+	if decompose {
+		caps.Composites = nil
+	}
+	xg, _ := plan.Expand(g, caps)
+	return s.be.Compile(xg)
 }
 
 // upload allocates one buffer per arg and writes its contents; the buffers

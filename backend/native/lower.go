@@ -112,6 +112,8 @@ func tensorsFor(n *backend.Node) int {
 		return 64 // the composite path, its mask and a long-K split (attention.go)
 	case backend.OpSGD:
 		return 24
+	case backend.OpLayerNorm, backend.OpLayerNormBack, backend.OpCrossEntropy, backend.OpCrossEntropyBack:
+		return 48 // log-softmax, the labels' rounding, the one-hot
 	case backend.OpPowConst, backend.OpGetRows, backend.OpOneHot, backend.OpScatterAddRows, backend.OpLogSoftmax, backend.OpInside, backend.OpMax, backend.OpMaximum, backend.OpKeep, backend.OpMatMul, backend.OpSum:
 		return 24
 	default:
@@ -643,11 +645,7 @@ func (l *lowering) lowerNode(i int, n *backend.Node) (tensor, []tensor, error) {
 	case n.Op == backend.OpSoftmax:
 		return C.ggml_soft_max(ctx, l.in(n, 0)), nil, nil
 	case n.Op == backend.OpLogSoftmax:
-		// x - max - log(sum(exp(x - max))): stable where log(softmax) underflows.
-		x := l.in(n, 0)
-		d := C.ggml_sub(ctx, x, l.rowMax(x))
-		lse := C.ggml_log(ctx, l.sumRows(C.ggml_exp(ctx, d)))
-		return C.ggml_sub(ctx, d, lse), nil, nil
+		return l.logSoftmax(l.in(n, 0)), nil, nil
 	case n.Op == backend.OpReshape:
 		return l.reshape(l.in(n, 0), n.Shape), nil, nil
 	case n.Op == backend.OpPermute:
@@ -687,14 +685,7 @@ func (l *lowering) lowerNode(i int, n *backend.Node) (tensor, []tensor, error) {
 	case n.Op == backend.OpScatterAddRows:
 		return l.lowerScatterAdd(n), nil, nil
 	case n.Op == backend.OpOneHot:
-		c := n.Shape[1]
-		cnt := l.inShape(n, 0)[0]
-		idxF, _ := l.indices(l.in(n, 0), c)
-		// onehot[i][c] = relu(1 - |c - idx[i]|): exactly 0 or 1 for whole indices.
-		ar := C.ggml_repeat_4d(ctx, C.ggml_arange(ctx, 0, C.float(c), 1), C.int64_t(c), C.int64_t(cnt), 1, 1)
-		ix := C.ggml_repeat_4d(ctx, C.ggml_reshape_2d(ctx, idxF, 1, C.int64_t(cnt)), C.int64_t(c), C.int64_t(cnt), 1, 1)
-		d := C.ggml_abs(ctx, C.ggml_sub(ctx, ar, ix))
-		return C.ggml_relu(ctx, l.scaleBias(d, -1, 1)), nil, nil
+		return l.oneHot(l.in(n, 0), l.inShape(n, 0)[0], n.Shape[1]), nil, nil
 	case n.Op == backend.OpMatMul:
 		return l.lowerMatMul(n), nil, nil
 	case n.Op == backend.OpAttention:
@@ -705,6 +696,30 @@ func (l *lowering) lowerNode(i int, n *backend.Node) (tensor, []tensor, error) {
 		return l.lowerSGD(n)
 	case n.Op == backend.OpRandUniform:
 		return l.lowerRand(n)
+	case n.Op == backend.OpLayerNorm:
+		return C.ggml_norm(ctx, l.contiguous(l.in(n, 0)), C.float(n.A)), nil, nil
+	case n.Op == backend.OpLayerNormBack:
+		// Layer norm is RMS norm of the centred row d = x - mean(x) (its
+		// mean square is the variance), and centring is a symmetric
+		// projection: dx = c(rms_norm_back(d, dy)), c(r) = r - mean(r).
+		x, dy := l.contiguous(l.in(n, 0)), l.contiguous(l.in(n, 1))
+		if l.d.isCPU {
+			// ggml-alloc may run rms_norm_back in place of its first
+			// source, and ggml-cpu's kernel copies x into dx before it
+			// reads dz there: an output is never reused.
+			C.ggml_set_output(dy)
+		}
+		d := C.ggml_sub(ctx, x, C.ggml_mean(ctx, x))
+		r := C.ggml_rms_norm_back(ctx, dy, d, C.float(n.A))
+		return C.ggml_sub(ctx, r, C.ggml_mean(ctx, r)), nil, nil
+	case n.Op == backend.OpCrossEntropy:
+		return l.crossEntropy(n), nil, nil
+	case n.Op == backend.OpCrossEntropyBack:
+		// (softmax(x) - onehot)*g/B: ggml's soft_max, the one-hot of the
+		// forward's (clamped, rounded) labels, one broadcast product
+		b, c := n.Shape[0], n.Shape[1]
+		d := C.ggml_sub(ctx, C.ggml_soft_max(ctx, l.contiguous(l.in(n, 0))), l.oneHot(l.in(n, 1), b, c))
+		return C.ggml_mul(ctx, d, l.scaleBias(l.in(n, 2), 1/float32(b), 0)), nil, nil
 	case n.Op == backend.OpPackF16 || n.Op == backend.OpPackBF16:
 		return C.ggml_cast(ctx, l.packSource(n), halfType(n.Op)), nil, nil
 	case n.Op == backend.OpUnpackF16 || n.Op == backend.OpUnpackBF16:
@@ -826,6 +841,55 @@ func (l *lowering) clamp(x tensor, lo, hi float32) tensor {
 	flag := l.scaleBias(C.ggml_tanh(l.ctx, x), 0, 0)
 	y := C.ggml_clamp(l.ctx, C.ggml_cont(l.ctx, x), C.float(lo), C.float(hi))
 	return C.ggml_add(l.ctx, y, flag)
+}
+
+// logSoftmax is x - max - log(sum(exp(x - max))) along rows: stable where
+// log(softmax) underflows.
+func (l *lowering) logSoftmax(x tensor) tensor {
+	d := C.ggml_sub(l.ctx, x, l.rowMax(x))
+	lse := C.ggml_log(l.ctx, l.sumRows(C.ggml_exp(l.ctx, d)))
+	return C.ggml_sub(l.ctx, d, lse)
+}
+
+// oneHot is the [cnt, c] one-hot of indices idx (rounded and clamped as
+// get_rows'): onehot[i][c] = relu(1 - |c - idx[i]|), exactly 0 or 1 for
+// whole indices.
+func (l *lowering) oneHot(idx tensor, cnt, c int) tensor {
+	ctx := l.ctx
+	idxF, _ := l.indices(idx, c)
+	ar := C.ggml_repeat_4d(ctx, C.ggml_arange(ctx, 0, C.float(c), 1), C.int64_t(c), C.int64_t(cnt), 1, 1)
+	ix := C.ggml_repeat_4d(ctx, C.ggml_reshape_2d(ctx, idxF, 1, C.int64_t(cnt)), C.int64_t(c), C.int64_t(cnt), 1, 1)
+	d := C.ggml_abs(ctx, C.ggml_sub(ctx, ar, ix))
+	return C.ggml_relu(ctx, l.scaleBias(d, -1, 1))
+}
+
+// crossEntropy lowers cross_entropy: each row's log-probability at its
+// label picked by a batched get_rows (row i of the [1, C, B] log-softmax
+// at index label_i: no one-hot product, whose 0*-Inf would be NaN), their
+// sum scaled by -1/B, plus sqrt(-sum(d^2)) of the labels' distance d from
+// 0..C-1 (-0, or NaN for a bad label).
+func (l *lowering) crossEntropy(n *backend.Node) tensor {
+	ctx := l.ctx
+	xs := l.inShape(n, 0)
+	b, c := xs[0], xs[1]
+	lab := l.in(n, 1)
+	lp := l.logSoftmax(l.contiguous(l.in(n, 0)))
+	_, i32 := l.indices(lab, c)
+	rows := C.ggml_reshape_3d(ctx, C.ggml_cont(ctx, lp), 1, C.int64_t(c), C.int64_t(b))
+	picked := C.ggml_get_rows(ctx, rows, C.ggml_reshape_2d(ctx, i32, 1, C.int64_t(b)))
+	loss := l.scaleBias(C.ggml_sum(ctx, picked), -1/float32(b), 0)
+	d := C.ggml_sub(ctx, lab, l.clamp(lab, 0, float32(c-1)))
+	poison := C.ggml_sqrt(ctx, C.ggml_neg(ctx, C.ggml_sum(ctx, C.ggml_sqr(ctx, d))))
+	return l.reshape(C.ggml_add(ctx, loss, poison), n.Shape)
+}
+
+// contiguous is x, copied when it is a strided view: ggml's norm kernels
+// read whole rows (ggml-vulkan's refuse strided sources).
+func (l *lowering) contiguous(x tensor) tensor {
+	if bool(C.ggml_is_contiguous(x)) {
+		return x
+	}
+	return C.ggml_cont(l.ctx, x)
 }
 
 // custom is a ggml-cpu custom op of f32 result shape ne over srcs.

@@ -301,3 +301,21 @@ func TestVulkanAvailability(t *testing.T) {
 		t.Errorf("ggml-cpu availability %+v", c)
 	}
 }
+
+// Every composite the lowering has a case for is native on both devices:
+// a probe that fails (a lowering bug, a budget too small) would otherwise
+// drop it silently to its decomposition, and the conformance suite, which
+// checks whatever runs, would not notice.
+func TestNativeComposites(t *testing.T) {
+	want := []backend.Op{backend.OpLayerNorm, backend.OpCrossEntropy, backend.OpCrossEntropyBack}
+	for _, name := range devices(t) {
+		t.Run(name, func(t *testing.T) {
+			caps := open(t, name).Caps()
+			for _, op := range want {
+				if !caps.Native(op) {
+					t.Errorf("%s: %v is not in Caps.Composites %v", name, op, caps.Composites)
+				}
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ import "C"
 
 import (
 	"math"
+	"slices"
 	"unsafe"
 
 	"github.com/ag-go/ag/backend"
@@ -28,10 +29,22 @@ func (d *device) probeGetRowsBack() bool {
 }
 
 // probeUnsupported lowers a sample graph of every op (no device memory, no
-// compute) and lists the ops the device cannot run.
+// compute) and lists the ops the device cannot run. A composite it cannot
+// lower natively leaves Caps.Composites instead: its decomposition runs.
 func (d *device) probeUnsupported() []backend.Op {
 	var out []backend.Op
 	for _, op := range backend.Ops() {
+		if op.IsComposite() {
+			if !d.caps.Native(op) {
+				continue
+			}
+			if l, err := d.lower(backend.SampleGraph(op)); err == nil {
+				l.free()
+			} else {
+				d.caps.Composites = slices.DeleteFunc(d.caps.Composites, func(o backend.Op) bool { return o == op })
+			}
+			continue
+		}
 		g := backend.SampleGraph(op)
 		if g == nil {
 			out = append(out, op)

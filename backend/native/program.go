@@ -53,7 +53,7 @@ type program struct {
 // device's free memory before ggml's allocator takes any (its own plan of
 // the ggml graph is close to it: a few more nodes, the same liveness).
 func (d *device) lower(g *backend.Graph) (*lowering, error) {
-	pl, err := plan.Make(g, plan.Options{SliceViews: true})
+	pl, err := plan.Make(g, plan.Options{SliceViews: true, Composites: d.caps.Composites})
 	if err != nil {
 		return nil, err
 	}

@@ -48,6 +48,10 @@ type Options struct {
 	// SliceViews lets a SliceRows of a stored value be a view at an element
 	// offset. WebGPU binds storage at aligned offsets only, so it copies.
 	SliceViews bool
+	// Composites are the composite ops the backend lowers natively
+	// (its Caps.Composites); Make fails on any other, which Expand should
+	// have decomposed.
+	Composites []backend.Op
 	// CopiesAtEnd copies the outputs that cannot be computed in place after
 	// the last kernel (WebGPU: after the compute pass) rather than right
 	// after their node.
@@ -100,6 +104,11 @@ type Plan struct {
 func Make(g *backend.Graph, o Options) (*Plan, error) {
 	if err := g.Validate(); err != nil {
 		return nil, err
+	}
+	for i := range g.Nodes {
+		if op := g.Nodes[i].Op; op.IsComposite() && !slices.Contains(o.Composites, op) {
+			return nil, fmt.Errorf("plan.Make: node %d: composite %v is not lowered natively here (plan.Expand decomposes it before Compile)", i, op)
+		}
 	}
 	n := len(g.Nodes)
 	pl := &Plan{Needed: make([]bool, n), View: make([]bool, n), Loc: make([]Loc, n),

@@ -121,6 +121,9 @@ func (b *Backend) Compile(g *backend.Graph) (backend.Program, error) {
 		if slices.Contains(b.d.info.unsupported, n.Op) {
 			return nil, fmt.Errorf("webgpu.Compile: node %d: op %v is not supported on %s (Caps.Unsupported)", i, n.Op, b.d.info.name)
 		}
+		if n.Op.IsComposite() { // no native composite yet: plan.Expand decomposes them first
+			return nil, fmt.Errorf("webgpu.Compile: node %d: composite %v is not lowered natively (plan.Expand it first)", i, n.Op)
+		}
 	}
 	p := &program{b: b, nodes: len(g.Nodes), numArgs: g.NumArgs, argNeed: make([]int, g.NumArgs)}
 	if b.liveProgs == nil {
