@@ -1,68 +1,96 @@
 package backend
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // Composite ops are ops of the IR, not a side table, so that everything
 // that walks a graph (Validate, Key, the planner, the profiler, the
-// conformance suite) sees them with no new machinery, and every switch over
-// ops stays exhaustive. One op per composite rather than one OpComposite
-// with an ID: attributes and input counts differ per composite, and OpInfo
-// already is the per-op table. Each is defined once: its semantics at its
-// declaration in ir.go, its decomposition here, its gradient in core.
+// conformance suite) sees them with no new machinery. One op per composite
+// rather than one OpComposite with an ID: attributes and input counts
+// differ per composite. Each is defined once, in a file of its own
+// (composite_*.go) holding its Composite: its checks, its decomposition,
+// its float64 definition and its conformance cases. Core states its
+// gradient (core/composite_*.go) and a backend that runs it natively lowers
+// it in a file of its own (backend/native/composite_*.go), so that a new
+// composite with a native lowering touches three files.
 
-// Decompose appends the primitive nodes that compute composite node n to a
-// graph through add (which appends a node and returns its index) and
-// returns the index of the node holding n's value. in are the indices of
-// n's inputs in the graph add appends to, inShapes their shapes. It is the definition of the
-// composite: a backend's native lowering must agree with it
-// (backendtest's composite cases check this on every backend).
-func Decompose(n *Node, in []int, inShapes [][]int, add func(Node) int) int {
-	switch n.Op {
-	case OpLayerNorm:
-		d, r := normStats(n.Shape, in[0], n.A, add)
-		return add(Node{Op: OpMul, In: []int{d, r}, Shape: n.Shape})
-	case OpLayerNormBack:
-		// dx = r*(dy - mean(dy) - xhat*mean(dy*xhat)): the gradient of
-		// (x - mean)*r through the mean and the variance.
-		d, r := normStats(n.Shape, in[0], n.A, add)
-		dy := in[1]
-		xhat := add(Node{Op: OpMul, In: []int{d, r}, Shape: n.Shape})
-		mdy := rowMean(n.Shape, dy, 0, add)
-		p := add(Node{Op: OpMul, In: []int{dy, xhat}, Shape: n.Shape})
-		mp := rowMean(n.Shape, p, 0, add)
-		t := add(Node{Op: OpMul, In: []int{xhat, mp}, Shape: n.Shape})
-		u := add(Node{Op: OpSub, In: []int{dy, mdy}, Shape: n.Shape})
-		w := add(Node{Op: OpSub, In: []int{u, t}, Shape: n.Shape})
-		return add(Node{Op: OpMul, In: []int{w, r}, Shape: n.Shape})
-	case OpCrossEntropy:
-		x, lab := in[0], in[1]
-		b, c := inShapes[0][0], inShapes[0][1]
-		lp := add(Node{Op: OpLogSoftmax, In: []int{x}, Shape: []int{b, c}})
-		q := add(Node{Op: OpOneHot, In: []int{lab}, Shape: []int{b, c}})
-		// keep, not q*lp: a -Inf log-probability of another class is no 0*Inf = NaN
-		ll := add(Node{Op: OpKeep, In: []int{q, lp}, Shape: []int{b, c}})
-		rows := add(Node{Op: OpSum, In: []int{ll}, Shape: []int{b, 1}, Axis: 1})
-		all := add(Node{Op: OpSum, In: []int{rows}, Shape: []int{1, 1}, Axis: 0})
-		s := add(Node{Op: OpReshape, In: []int{all}, Shape: []int{}})
-		loss := add(Node{Op: OpAffine, In: []int{s}, Shape: []int{}, A: -1 / float32(b)})
-		// sqrt(-sum(d^2)), d a label's distance from 0..C-1: -0, or NaN
-		cl := add(Node{Op: OpClamp, In: []int{lab}, Shape: []int{b}, A: 0, B: float32(c - 1)})
-		d := add(Node{Op: OpSub, In: []int{lab, cl}, Shape: []int{b}})
-		dd := add(Node{Op: OpMul, In: []int{d, d}, Shape: []int{b}})
-		sd := add(Node{Op: OpSum, In: []int{dd}, Shape: []int{1}, Axis: 0})
-		rs := add(Node{Op: OpReshape, In: []int{sd}, Shape: []int{}})
-		neg := add(Node{Op: OpNeg, In: []int{rs}, Shape: []int{}})
-		poison := add(Node{Op: OpSqrt, In: []int{neg}, Shape: []int{}})
-		return add(Node{Op: OpAdd, In: []int{loss, poison}, Shape: []int{}})
-	case OpCrossEntropyBack:
-		b, c := n.Shape[0], n.Shape[1]
-		sm := add(Node{Op: OpSoftmax, In: []int{in[0]}, Shape: []int{b, c}})
-		q := add(Node{Op: OpOneHot, In: []int{in[1]}, Shape: []int{b, c}})
-		d := add(Node{Op: OpSub, In: []int{sm, q}, Shape: []int{b, c}})
-		g := add(Node{Op: OpAffine, In: []int{in[2]}, Shape: []int{}, A: 1 / float32(b)})
-		return add(Node{Op: OpMul, In: []int{d, g}, Shape: []int{b, c}})
+// Composite defines one composite op.
+type Composite struct {
+	// Name is the op's IR name (as in profiles); Inputs its input count.
+	Name   string
+	Inputs int
+	// Index lists the inputs that hold indices (labels) as whole f32
+	// numbers: tests draw them as such, and they are never stored as
+	// 16-bit floats.
+	Index []int
+	// Check validates node n, in(k) being input k's shape; the generic
+	// checks (input count, earlier inputs, Shape) have passed.
+	Check func(n *Node, in func(k int) []int) error
+	// Decompose appends the primitive nodes that compute n to a graph
+	// through add (which appends a node and returns its index) and returns
+	// the index of the node holding n's value. in are the indices of n's
+	// inputs in the graph add appends to, inShapes their shapes. It is the
+	// composite's meaning for every backend that does not lower it
+	// natively; a native lowering must agree with it (backendtest checks
+	// both against Eval on every backend).
+	Decompose func(n *Node, in []int, inShapes [][]int, add func(Node) int) int
+	// Eval computes n in float64 from its definition, independently of
+	// Decompose (the reference backend's value).
+	Eval func(n *Node, in [][]float64, shapes [][]int, out []float64)
+	// Sample is a small instance: its args' shapes and the node over args
+	// 0..len(args)-1 (SampleGraph).
+	Sample func() (args [][]int, n Node)
+	// Cases are the conformance suite's instances, drawn over random shapes
+	// and values or, with special, at the IEEE special values.
+	Cases func(d Draw, special bool) []CompositeCase
+	// Tol is the conformance tolerance against Eval: absolute, relative.
+	Tol [2]float64
+	// Flops is the cost model's work per output element.
+	Flops float64
+	// Attr prints n's attributes for Graph.String ("eps=1e-05"); nil when
+	// it has none.
+	Attr func(n *Node) string
+}
+
+// CompositeCase is one instance of a composite: arg contents and shapes,
+// and the node over args 0..len(Args)-1.
+type CompositeCase struct {
+	Args   [][]float32
+	Shapes [][]int
+	Node   Node
+}
+
+// composites are the defined composites by op.
+var composites = map[Op]*Composite{}
+
+// defineComposite declares c as a new op of the IR after the primitives and
+// the composites defined before it.
+func defineComposite(c Composite) Op {
+	if c.Name == "" || c.Check == nil || c.Decompose == nil || c.Eval == nil || c.Sample == nil || c.Cases == nil {
+		panic(fmt.Sprintf("backend: composite %q is missing a part of its definition", c.Name))
 	}
-	panic(fmt.Sprintf("backend.Decompose: %v is not a composite op", n.Op))
+	op := Op(len(opInfo))
+	opInfo = append(opInfo, OpInfo{Name: c.Name, Class: ClassComposite, Inputs: c.Inputs})
+	composites[op] = &c
+	return op
+}
+
+// CompositeOf returns op's definition. It panics on an op that is not a
+// composite.
+func CompositeOf(op Op) *Composite {
+	c := composites[op]
+	if c == nil {
+		panic(fmt.Sprintf("backend.CompositeOf: %v is not a composite op", op))
+	}
+	return c
+}
+
+// Decompose appends the primitive nodes that compute composite node n (see
+// Composite.Decompose). It panics on an op that is not a composite.
+func Decompose(n *Node, in []int, inShapes [][]int, add func(Node) int) int {
+	return CompositeOf(n.Op).Decompose(n, in, inShapes, add)
 }
 
 // normStats appends, for x of shape along its last axis, d = x - mean(x)
@@ -89,4 +117,57 @@ func rowShape(shape []int) []int {
 	out := append([]int(nil), shape...)
 	out[len(out)-1] = 1
 	return out
+}
+
+// ClampIndex turns an f32 index into a row number in 0..n-1, as the IR
+// reads indices: NaN and negatives are 0, past the end is the last row.
+func ClampIndex(x float64, n int) int {
+	switch {
+	case math.IsNaN(x) || x < 0:
+		return 0
+	case x > float64(n-1):
+		return n - 1
+	}
+	return int(math.Round(x))
+}
+
+// softmax64 is the softmax (or, with logOut, the log-softmax) of each row
+// of cols values of in, in float64, shifted by the row's maximum as
+// OpSoftmax's definition (the reference's).
+func softmax64(logOut bool, in []float64, cols int, out []float64) {
+	for r := 0; r < len(in)/cols; r++ {
+		x, o := in[r*cols:(r+1)*cols], out[r*cols:(r+1)*cols]
+		m := math.Inf(-1)
+		for _, v := range x {
+			m = max(m, v)
+		}
+		sum := 0.0
+		for _, v := range x {
+			sum += math.Exp(v - m)
+		}
+		for k, v := range x {
+			if logOut {
+				o[k] = v - m - math.Log(sum)
+			} else {
+				o[k] = math.Exp(v-m) / sum
+			}
+		}
+	}
+}
+
+// Draw is what a composite's Cases draw their data with: the conformance
+// suite (backendtest) provides it, with its sizes and special values.
+type Draw interface {
+	// Uniform draws n values in [lo, hi).
+	Uniform(n int, lo, hi float64) []float32
+	// Shape draws a shape of the rank within the suite's size bound.
+	Shape(rank int) []int
+	// IntN draws an int in [0, n).
+	IntN(n int) int
+	// SpecialRows are rows of n values drawn from [-4, 4), each holding
+	// one of the suite's special values at column col, then rows mixing
+	// infinities and NaN. tame leaves out the large finite values (whose
+	// squares overflow f32) and ends with a row of zeros; otherwise a row
+	// of -Inf ends them.
+	SpecialRows(n, col int, tame bool) [][]float32
 }

@@ -70,7 +70,7 @@ func nodeCost(g *Graph, i int, inKernel map[int]bool) float64 {
 	case ClassPack:
 		flops = 2 * float64(NumElems(g.Nodes[n.In[0]].Shape)) // a value's rounding is a few integer ops
 	case ClassComposite:
-		flops = 12 * out // the norms: a few passes over each row
+		flops = composites[n.Op].Flops * out
 	case ClassRandom:
 		bytes = 4 * out
 		flops = 20 * out // a Philox block (10 rounds of 2 products) per 4 values

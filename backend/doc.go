@@ -34,24 +34,29 @@ package backend
 // # Adding a composite op
 //
 // A composite whose fused kernel pays on some backend (ggml's norm,
-// soft_max_ext, flash_attn_ext, ...) is an op of class ClassComposite:
+// soft_max_ext, flash_attn_ext, ...) is an op of class ClassComposite,
+// defined in three files of its own:
 //
-//	backend/ir.go                the constant after the primitives, its
-//	                             opInfo row, its validation
-//	backend/composite.go         its decomposition into primitives
-//	                             (Decompose): the definition every other
-//	                             backend runs, after plan.Expand
-//	backend/reference/eval.go    its float64 definition, written directly
-//	backend/<b>/...              the native lowering, on the backends that
-//	                             list it in Caps.Composites
+//	backend/composite_<name>.go   its Composite (defineComposite): checks,
+//	                              its decomposition into primitives (the
+//	                              definition every other backend runs, after
+//	                              plan.Expand), its float64 definition, its
+//	                              sample and conformance cases, tolerance
+//	core/composite_<name>.go      its function for users and its gradient
+//	                              (a backward composite where that fuses
+//	                              too: OpLayerNormBack)
+//	backend/<b>/composite_<name>.go  its native lowering, on a backend that
+//	                              runs it natively (native: lowerComposite,
+//	                              which Caps.Composites lists)
 //
-// and core for its function and gradient (a backward composite where that
-// fuses too: OpLayerNormBack). core and the conformance suite expand the
-// composites a backend does not declare before Compile; plan.Make refuses
-// them. The suite's compositeCases check, on every backend, the native
-// lowering and the decomposition against the float64 definition, the
-// special values included (layer_norm/ranks, special/layer_norm and their
-// /decomposed twins).
+// Nothing else: validation, SampleGraph, the reference backend, the cost
+// model and the conformance suite read the definition. core and the suite
+// expand the composites a backend does not declare before Compile;
+// plan.Make refuses them. The suite's compositeCases check, on every
+// backend, the native lowering and the decomposition against the float64
+// definition, the special values included, and again with the inputs
+// computed on the device (layer_norm/ranks, layer_norm/computed,
+// special/layer_norm and their /decomposed twins).
 //
 // # Adding a backend
 //

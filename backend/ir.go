@@ -251,41 +251,13 @@ const (
 	OpPackBF16
 	OpUnpackBF16
 
-	// Composite ops (ClassComposite): each is defined once, here and in
-	// composite.go, with its decomposition into the primitive ops above
-	// (Decompose). A backend that runs one natively lists it in
-	// Caps.Composites; plan.Expand decomposes the others before Compile,
-	// so no backend recognises a chain of primitives after the fact. Core
-	// states their gradients in ops of this IR (a composite's backward is
-	// another composite where a fused kernel pays for it).
+	// Composite ops (ClassComposite) follow the primitives: each is
+	// declared in a file of its own (composite_*.go) by defineComposite,
+	// numbered from primitiveCount in the order Go initialises them.
 
-	// OpLayerNorm normalizes along the last axis without gain or bias:
-	// (x - mean)/sqrt(var + A), var the biased variance (PyTorch's
-	// layer_norm, ggml_norm), A = eps >= 0. A row holding a NaN or an
-	// infinity is NaN; a constant row with eps 0 is NaN (0/0).
-	OpLayerNorm
-	// OpLayerNormBack is OpLayerNorm's input gradient: In[0] = x, In[1] =
-	// the output's gradient dy, A = eps; per row, with r = 1/sqrt(var +
-	// eps) and xhat = (x - mean)*r, dx = r*(dy - mean(dy) - xhat*mean(dy*xhat)).
-	OpLayerNormBack
-	// OpCrossEntropy is the mean softmax cross-entropy of logits In[0]
-	// [B, C] at integer labels In[1] [B] (whole numbers as f32, rounded
-	// and clamped as one_hot's), a scalar (Node.Shape []):
-	//   -(1/B) sum_i log_softmax(x_i)[label_i]
-	// plus NaN when a label lies outside 0..C-1 or is NaN, so that a bad
-	// label computed on the device shows instead of being clamped. Each
-	// row follows log_softmax's special values; only the label's entry is
-	// read from it (a -Inf logit elsewhere is no NaN; at the label the
-	// loss is +Inf).
-	OpCrossEntropy
-	// OpCrossEntropyBack is OpCrossEntropy's gradient for the logits:
-	// In[0] = logits [B, C], In[1] = labels [B], In[2] = the loss's
-	// gradient g (shape []); (softmax(x_i) - onehot(label_i))*g/B, the
-	// labels rounded and clamped as one_hot's.
-	OpCrossEntropyBack
-
-	opCount
+	primitiveCount
 )
+
 
 // Class groups ops by the shape of their computation: what validation,
 // planning, fusion and the conformance suite need to know of an op.
@@ -326,7 +298,7 @@ type OpInfo struct {
 	Domain [2]float32
 }
 
-var opInfo = [...]OpInfo{
+var opInfo = []OpInfo{
 	OpInvalid: {Name: "invalid"},
 	OpArg:     {Name: "arg", Class: ClassLeaf, Exact: true},
 	OpFill:    {Name: "fill", Class: ClassLeaf, Exact: true},
@@ -384,11 +356,6 @@ var opInfo = [...]OpInfo{
 	OpPackBF16:   {Name: "pack_bf16", Class: ClassPack, Inputs: 1, Exact: true},
 	OpUnpackBF16: {Name: "unpack_bf16", Class: ClassPack, Inputs: 1, Exact: true},
 
-	OpLayerNorm:     {Name: "layer_norm", Class: ClassComposite, Inputs: 1},
-	OpLayerNormBack: {Name: "layer_norm_back", Class: ClassComposite, Inputs: 2},
-	// (its domain is the logits'; the labels are drawn as indices)
-	OpCrossEntropy:     {Name: "cross_entropy", Class: ClassComposite, Inputs: 2},
-	OpCrossEntropyBack: {Name: "cross_entropy_back", Class: ClassComposite, Inputs: 3},
 }
 
 // Info returns the op's description. It panics on an op that is not
@@ -410,8 +377,8 @@ func (o Op) String() string {
 
 // Ops lists every valid op, in declaration order.
 func Ops() []Op {
-	out := make([]Op, 0, opCount-1)
-	for o := OpArg; o < opCount; o++ {
+	out := make([]Op, 0, len(opInfo)-1)
+	for o := OpArg; int(o) < len(opInfo); o++ {
 		out = append(out, o)
 	}
 	return out
@@ -455,7 +422,7 @@ func UpdateTargets(op Op) []int {
 	panic(fmt.Sprintf("backend: %v is not an in-place op", op))
 }
 
-func (o Op) valid() bool { return o > OpInvalid && o < opCount }
+func (o Op) valid() bool { return o > OpInvalid && int(o) < len(opInfo) }
 
 // Node is one vertex of a Graph. Inputs name earlier nodes by index.
 type Node struct {
@@ -549,8 +516,6 @@ func (g *Graph) String() string {
 			fmt.Fprintf(&b, " a=%g b=%g", n.A, n.B)
 		case OpAttention:
 			fmt.Fprintf(&b, " scale=%g", n.A)
-		case OpLayerNorm, OpLayerNormBack:
-			fmt.Fprintf(&b, " eps=%g", n.A)
 		case OpSum, OpMax:
 			fmt.Fprintf(&b, " axis=%d", n.Axis)
 		case OpSliceRows, OpRandUniform:
@@ -559,6 +524,9 @@ func (g *Graph) String() string {
 			fmt.Fprintf(&b, " perm=%v", n.Perm)
 		case OpMatMul:
 			fmt.Fprintf(&b, " transA=%t transB=%t", n.TransA, n.TransB)
+		}
+		if c := composites[n.Op]; c != nil && c.Attr != nil {
+			fmt.Fprintf(&b, " %s", c.Attr(&n))
 		}
 		b.WriteByte('\n')
 	}
@@ -725,7 +693,7 @@ func (g *Graph) WordGathers() []bool {
 }
 
 func (g *Graph) validateNode(i int, n *Node, words []Op) error {
-	if n.Op <= OpInvalid || n.Op >= opCount {
+	if !n.Op.valid() {
 		return fmt.Errorf("unknown op %d", int(n.Op))
 	}
 	if err := CheckShape(n.Shape); err != nil {
@@ -871,30 +839,8 @@ func (g *Graph) validateNode(i int, n *Node, words []Op) error {
 		if math.IsNaN(float64(n.A)) || math.IsInf(float64(n.A), 0) {
 			return fmt.Errorf("scale %g is not finite", n.A)
 		}
-	case n.Op == OpLayerNorm || n.Op == OpLayerNormBack:
-		for k := range n.In {
-			if len(in(k)) == 0 || !same(in(k), n.Shape) {
-				return fmt.Errorf("input %d of shape %v: want %v, rank >= 1", k, in(k), n.Shape)
-			}
-		}
-		if !(n.A >= 0) || math.IsInf(float64(n.A), 0) {
-			return fmt.Errorf("eps %g: want a finite value >= 0", n.A)
-		}
-	case n.Op == OpCrossEntropy || n.Op == OpCrossEntropyBack:
-		x, lab := in(0), in(1)
-		if len(x) != 2 || len(lab) != 1 || lab[0] != x[0] {
-			return fmt.Errorf("logits %v, labels %v: want [batch, classes] and [batch]", x, lab)
-		}
-		want := []int{}
-		if n.Op == OpCrossEntropyBack {
-			if g := in(2); len(g) != 0 {
-				return fmt.Errorf("loss gradient %v: want a scalar", g)
-			}
-			want = x
-		}
-		if !same(n.Shape, want) {
-			return fmt.Errorf("shape %v: want %v", n.Shape, want)
-		}
+	case n.Op.IsComposite():
+		return composites[n.Op].Check(n, in)
 	case n.Op == OpPackF16 || n.Op == OpPackBF16:
 		if want := PackedLen(NumElems(in(0))); len(n.Shape) != 1 || n.Shape[0] != want {
 			return fmt.Errorf("input %v packs into [%d] words", in(0), want)

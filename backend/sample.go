@@ -73,18 +73,13 @@ func SampleGraph(op Op) *Graph {
 			Unknown("backend.SampleGraph", op)
 		}
 	case ClassComposite:
-		switch op {
-		case OpLayerNorm:
-			g.Nodes = []Node{arg(0, 2, 3), {Op: op, In: []int{0}, Shape: []int{2, 3}, A: 1e-5}}
-		case OpLayerNormBack:
-			g.Nodes = []Node{arg(0, 2, 3), arg(1, 2, 3), {Op: op, In: []int{0, 1}, Shape: []int{2, 3}, A: 1e-5}}
-		case OpCrossEntropy:
-			g.Nodes = []Node{arg(0, 2, 3), arg(1, 2), {Op: op, In: []int{0, 1}, Shape: []int{}}}
-		case OpCrossEntropyBack:
-			g.Nodes = []Node{arg(0, 2, 3), arg(1, 2), arg(2), {Op: op, In: []int{0, 1, 2}, Shape: []int{2, 3}}}
-		default:
-			Unknown("backend.SampleGraph", op)
+		args, n := CompositeOf(op).Sample()
+		g.Nodes = nil
+		for k, s := range args {
+			g.Nodes = append(g.Nodes, arg(k, s...))
 		}
+		n.Op = op // n.In names args 0..len(args)-1: nodes 0.. here
+		g.Nodes = append(g.Nodes, n)
 	default:
 		Unknown("backend.SampleGraph", op)
 	}

@@ -865,19 +865,18 @@ func (lw *lowering) input(d *Device, in *Tensor) (int, error) {
 	return idx, nil
 }
 
-// checkLabels validates the class indices of a OneHot or CrossEntropy node whose indices
+// checkLabels validates the class indices of a OneHot or composite node whose indices
 // are host data about to cross to the device: a label outside 0..classes-1
 // is an error of the sync naming it, where the device would clamp it.
 // Indices computed on the device are clamped there (see OneHot).
 func checkLabels(t *Tensor) error {
 	var idx *Tensor
 	var classes int
-	switch t.op {
-	case backend.OpOneHot:
+	if t.op == backend.OpOneHot {
 		idx, classes = t.inputs[0], t.shape[1]
-	case backend.OpCrossEntropy:
-		idx, classes = t.inputs[1], t.inputs[0].shape[1]
-	default:
+	} else if c := composites[t.op]; c != nil && c.labels != nil {
+		idx, classes = c.labels(t)
+	} else {
 		return nil
 	}
 	if idx.state() != stateRealized || idx.stor == nil || idx.stor.host == nil {

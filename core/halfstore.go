@@ -1,6 +1,7 @@
 package core
 
 import (
+	"slices"
 	"fmt"
 
 	"github.com/ag-go/ag/backend"
@@ -192,8 +193,9 @@ func isIndexOperand(op backend.Op, k int) bool {
 		return k == 0
 	case backend.OpAttention:
 		return k == 3
-	case backend.OpCrossEntropy, backend.OpCrossEntropyBack:
-		return k == 1 // the labels
+	}
+	if op.IsComposite() {
+		return slices.Contains(backend.CompositeOf(op).Index, k) // labels
 	}
 	return false
 }

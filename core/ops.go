@@ -173,34 +173,6 @@ func inside(x *Tensor, lo, hi float32) *Tensor {
 	return unary("inside", backend.OpInside, x, lo, hi)
 }
 
-// LayerNorm normalizes x along its last axis to zero mean and unit
-// variance: (x - mean)/sqrt(var + eps), var the biased variance, without
-// gain or bias (nn.LayerNorm adds them), as PyTorch's layer_norm. One
-// composite op of the IR (backend.OpLayerNorm): ggml runs its fused norm
-// kernels, other backends its decomposition. A row holding a NaN or an
-// infinity gives NaN. eps must be finite and >= 0.
-func LayerNorm(x *Tensor, eps float32) *Tensor {
-	needRank("LayerNorm", x, 1)
-	if !(eps >= 0) || math.IsInf(float64(eps), 0) {
-		panic(fmt.Sprintf("core.LayerNorm: eps %g, want a finite value >= 0", eps))
-	}
-	return x.dev.record("LayerNorm", backend.OpLayerNorm, slices.Clone(x.shape), attrs{A: eps}, x)
-}
-
-// CrossEntropy is the mean softmax cross-entropy of logits [batch,
-// classes] at integer labels [batch] (whole numbers as f32): -(1/batch)
-// sum_i LogSoftmax(logits)_i[label_i], one composite op of the IR
-// (backend.OpCrossEntropy) with its gradient another. Host labels outside
-// 0..classes-1 are an error of the run, as OneHot's; labels computed on the
-// device that are make the loss NaN. The labels get no gradient.
-func CrossEntropy(logits, labels *Tensor) *Tensor {
-	needTensors("CrossEntropy", logits, labels)
-	if logits.Rank() != 2 || labels.Rank() != 1 || labels.shape[0] != logits.shape[0] {
-		panic(fmt.Sprintf("core.CrossEntropy: logits %v, labels %v: want [batch, classes] and [batch]", logits.shape, labels.shape))
-	}
-	return logits.dev.record("CrossEntropy", backend.OpCrossEntropy, []int{}, attrs{}, logits, labels)
-}
-
 // Softmax normalizes along the last axis.
 func Softmax(x *Tensor) *Tensor {
 	needRank("Softmax", x, 1)
@@ -533,6 +505,9 @@ var inf = float32(math.Inf(1))
 // vjp returns the gradient of input k of n given the gradient g of n (nil
 // where none flows), expressed in the same IR ops.
 func vjp(n *Tensor, in []*Tensor, g *Tensor, k int) *Tensor {
+	if n.op.IsComposite() {
+		return compositeOf(n.op).grad(n, in, g, k)
+	}
 	x := in[k]
 	switch n.op {
 	case backend.OpAdd:
@@ -654,17 +629,6 @@ func vjp(n *Tensor, in []*Tensor, g *Tensor, k int) *Tensor {
 		default:
 			return MatMulT(g, a, true, ta)
 		}
-	case backend.OpLayerNorm:
-		// one composite for the backward too: ggml fuses it as well
-		return g.dev.recordGrad("LayerNormGrad", backend.OpLayerNormBack, slices.Clone(x.shape), attrs{A: n.attr.A}, false, x, g)
-	case backend.OpCrossEntropy:
-		if k == 1 {
-			return nil // the labels
-		}
-		return g.dev.recordGrad("CrossEntropyGrad", backend.OpCrossEntropyBack, slices.Clone(x.shape), attrs{}, false, x, in[1], g)
-	case backend.OpLayerNormBack, backend.OpCrossEntropyBack:
-		// Only Backward records them, with gradients off: unreachable.
-		panic(fmt.Sprintf("core: the gradient of %v is not implemented", n.op))
 	case backend.OpAttention:
 		needs := make([]bool, len(in))
 		needs[k] = true

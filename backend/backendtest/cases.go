@@ -120,14 +120,7 @@ var tolerances = map[string]Tol{
 	"log_softmax": {Abs: 1e-5, Rel: 1e-5},
 	"adamw":       {Abs: 1e-6, Rel: 1e-5},
 	"sgd":         {Abs: 1e-6, Rel: 1e-6},
-	// The norms: sums of a row's values and squares, then a division by
-	// the deviation (|x| < 4: outputs of a few units).
-	"layer_norm":      {Abs: 1e-5, Rel: 1e-4},
-	"layer_norm_back": {Abs: 2e-5, Rel: 1e-4},
-	// A mean of log-probabilities (log_softmax's bound) and
-	// softmax's differences from the one-hot target.
-	"cross_entropy":      {Abs: 1e-5, Rel: 1e-5},
-	"cross_entropy_back": {Abs: 1e-6, Rel: 2e-5},
+	// (the composites' tolerances are in their definitions: composite.go)
 	// Multi-node graphs chain a few roundings of the above.
 	"graph": {Abs: 1e-5, Rel: 2e-5},
 	// A row of millions: its outputs are far below softmax's Abs, and its

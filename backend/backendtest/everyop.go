@@ -54,8 +54,11 @@ func sampleInstance(r *rand.Rand, op backend.Op) instance {
 		role[g.Nodes[last.In[0]].Arg] = "index"
 	case backend.OpAttention:
 		role[g.Nodes[last.In[3]].Arg] = "index" // a keep mask of 0s and 1s
-	case backend.OpCrossEntropy, backend.OpCrossEntropyBack:
-		role[g.Nodes[last.In[1]].Arg] = "index" // labels
+	}
+	if op.IsComposite() {
+		for _, k := range backend.CompositeOf(op).Index {
+			role[g.Nodes[last.In[k]].Arg] = "index" // labels
+		}
 	}
 	if info.Class == backend.ClassRandom {
 		role[g.Nodes[last.In[0]].Arg] = "state"

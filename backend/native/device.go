@@ -68,11 +68,7 @@ func newDevice(name, desc string, be C.ggml_backend_t, isCPU bool) (*device, err
 		d.signStep = d.probeSignStep()
 	}
 	d.stepStrict = d.probeStep()
-	// ggml's fused kernels for these composites (ggml_norm; the norm's
-	// backward through ggml_rms_norm_back; cross-entropy's pick of the
-	// labels' log-probabilities by get_rows, its backward by soft_max):
-	// the rest plan.Expand decomposes.
-	d.caps.Composites = []backend.Op{backend.OpLayerNorm, backend.OpLayerNormBack, backend.OpCrossEntropy, backend.OpCrossEntropyBack}
+	d.caps.Composites = nativeOps() // composite_*.go; the probe below drops any a device refuses
 	d.caps.Unsupported = d.probeUnsupported()
 	return d, nil
 }

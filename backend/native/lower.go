@@ -105,6 +105,9 @@ type idxKey struct {
 // (lowerNode checks it), so the no_alloc context is sized up front and can
 // never overflow (ggml would abort).
 func tensorsFor(n *backend.Node) int {
+	if n.Op.IsComposite() {
+		return nativeComposites[n.Op].tensors
+	}
 	switch n.Op {
 	case backend.OpAdamW:
 		return 48
@@ -112,8 +115,6 @@ func tensorsFor(n *backend.Node) int {
 		return 64 // the composite path, its mask and a long-K split (attention.go)
 	case backend.OpSGD:
 		return 24
-	case backend.OpLayerNorm, backend.OpLayerNormBack, backend.OpCrossEntropy, backend.OpCrossEntropyBack:
-		return 48 // log-softmax, the labels' rounding, the one-hot
 	case backend.OpPowConst, backend.OpGetRows, backend.OpOneHot, backend.OpScatterAddRows, backend.OpLogSoftmax, backend.OpInside, backend.OpMax, backend.OpMaximum, backend.OpKeep, backend.OpMatMul, backend.OpSum:
 		return 24
 	default:
@@ -696,30 +697,8 @@ func (l *lowering) lowerNode(i int, n *backend.Node) (tensor, []tensor, error) {
 		return l.lowerSGD(n)
 	case n.Op == backend.OpRandUniform:
 		return l.lowerRand(n)
-	case n.Op == backend.OpLayerNorm:
-		return C.ggml_norm(ctx, l.contiguous(l.in(n, 0)), C.float(n.A)), nil, nil
-	case n.Op == backend.OpLayerNormBack:
-		// Layer norm is RMS norm of the centred row d = x - mean(x) (its
-		// mean square is the variance), and centring is a symmetric
-		// projection: dx = c(rms_norm_back(d, dy)), c(r) = r - mean(r).
-		x, dy := l.contiguous(l.in(n, 0)), l.contiguous(l.in(n, 1))
-		if l.d.isCPU {
-			// ggml-alloc may run rms_norm_back in place of its first
-			// source, and ggml-cpu's kernel copies x into dx before it
-			// reads dz there: an output is never reused.
-			C.ggml_set_output(dy)
-		}
-		d := C.ggml_sub(ctx, x, C.ggml_mean(ctx, x))
-		r := C.ggml_rms_norm_back(ctx, dy, d, C.float(n.A))
-		return C.ggml_sub(ctx, r, C.ggml_mean(ctx, r)), nil, nil
-	case n.Op == backend.OpCrossEntropy:
-		return l.crossEntropy(n), nil, nil
-	case n.Op == backend.OpCrossEntropyBack:
-		// (softmax(x) - onehot)*g/B: ggml's soft_max, the one-hot of the
-		// forward's (clamped, rounded) labels, one broadcast product
-		b, c := n.Shape[0], n.Shape[1]
-		d := C.ggml_sub(ctx, C.ggml_soft_max(ctx, l.contiguous(l.in(n, 0))), l.oneHot(l.in(n, 1), b, c))
-		return C.ggml_mul(ctx, d, l.scaleBias(l.in(n, 2), 1/float32(b), 0)), nil, nil
+	case n.Op.IsComposite():
+		return nativeComposites[n.Op].lower(l, n), nil, nil
 	case n.Op == backend.OpPackF16 || n.Op == backend.OpPackBF16:
 		return C.ggml_cast(ctx, l.packSource(n), halfType(n.Op)), nil, nil
 	case n.Op == backend.OpUnpackF16 || n.Op == backend.OpUnpackBF16:
@@ -861,26 +840,6 @@ func (l *lowering) oneHot(idx tensor, cnt, c int) tensor {
 	ix := C.ggml_repeat_4d(ctx, C.ggml_reshape_2d(ctx, idxF, 1, C.int64_t(cnt)), C.int64_t(c), C.int64_t(cnt), 1, 1)
 	d := C.ggml_abs(ctx, C.ggml_sub(ctx, ar, ix))
 	return C.ggml_relu(ctx, l.scaleBias(d, -1, 1))
-}
-
-// crossEntropy lowers cross_entropy: each row's log-probability at its
-// label picked by a batched get_rows (row i of the [1, C, B] log-softmax
-// at index label_i: no one-hot product, whose 0*-Inf would be NaN), their
-// sum scaled by -1/B, plus sqrt(-sum(d^2)) of the labels' distance d from
-// 0..C-1 (-0, or NaN for a bad label).
-func (l *lowering) crossEntropy(n *backend.Node) tensor {
-	ctx := l.ctx
-	xs := l.inShape(n, 0)
-	b, c := xs[0], xs[1]
-	lab := l.in(n, 1)
-	lp := l.logSoftmax(l.contiguous(l.in(n, 0)))
-	_, i32 := l.indices(lab, c)
-	rows := C.ggml_reshape_3d(ctx, C.ggml_cont(ctx, lp), 1, C.int64_t(c), C.int64_t(b))
-	picked := C.ggml_get_rows(ctx, rows, C.ggml_reshape_2d(ctx, i32, 1, C.int64_t(b)))
-	loss := l.scaleBias(C.ggml_sum(ctx, picked), -1/float32(b), 0)
-	d := C.ggml_sub(ctx, lab, l.clamp(lab, 0, float32(c-1)))
-	poison := C.ggml_sqrt(ctx, C.ggml_neg(ctx, C.ggml_sum(ctx, C.ggml_sqr(ctx, d))))
-	return l.reshape(C.ggml_add(ctx, loss, poison), n.Shape)
 }
 
 // contiguous is x, copied when it is a strided view: ggml's norm kernels

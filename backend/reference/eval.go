@@ -174,84 +174,14 @@ func evalNode(n *backend.Node, in [][]float64, shapes [][]int) []float64 {
 			word := math.Float32bits(Narrow(in[0][r*W+c/2]))
 			out[i] = h.decode(uint16(word >> (16 * (c % 2))))
 		}
-	case n.Op == backend.OpLayerNorm || n.Op == backend.OpLayerNormBack:
-		// Evaluated as defined in float64, not by backend.Decompose: the
-		// suite checks the decomposition against this too.
-		layerNorm(n, in, out)
-	case n.Op == backend.OpCrossEntropy || n.Op == backend.OpCrossEntropyBack:
-		crossEntropy(n, in, shapes[0], out)
+	case n.Op.IsComposite():
+		// its float64 definition, not backend.Decompose: the suite checks
+		// the decomposition against this too
+		backend.CompositeOf(n.Op).Eval(n, in, shapes, out)
 	default:
 		backend.Unknown("backendtest.Eval", n.Op)
 	}
 	return out
-}
-
-// crossEntropy computes OpCrossEntropy's mean of -log_softmax at the
-// labels (NaN for a label outside 0..C-1) or OpCrossEntropyBack's
-// (softmax - onehot)*g/B.
-func crossEntropy(n *backend.Node, in [][]float64, xs []int, out []float64) {
-	b, c := xs[0], xs[1]
-	sm := make([]float64, b*c)
-	softmax(n.Op == backend.OpCrossEntropy, in[0], xs, sm)
-	if n.Op == backend.OpCrossEntropyBack {
-		g := in[2][0] / float64(b)
-		for i := 0; i < b; i++ {
-			k := ClampIndex(in[1][i], c)
-			for j := 0; j < c; j++ {
-				q := 0.0
-				if j == k {
-					q = 1
-				}
-				out[i*c+j] = (sm[i*c+j] - q) * g
-			}
-		}
-		return
-	}
-	sum := 0.0
-	for i := 0; i < b; i++ {
-		l := in[1][i]
-		if !(l >= 0 && l <= float64(c-1)) {
-			out[0] = math.NaN()
-			return
-		}
-		sum += sm[i*c+ClampIndex(l, c)]
-	}
-	out[0] = -sum / float64(b)
-}
-
-// layerNorm computes OpLayerNorm's (x-mean)*r, r = 1/sqrt(var+eps), or
-// OpLayerNormBack's r*(dy - mean(dy) - xhat*mean(dy*xhat)), row by row.
-func layerNorm(n *backend.Node, in [][]float64, out []float64) {
-	cols := n.Shape[len(n.Shape)-1]
-	eps, c := float64(n.A), float64(cols)
-	for r := 0; r < len(out)/cols; r++ {
-		x, o := in[0][r*cols:(r+1)*cols], out[r*cols:(r+1)*cols]
-		mean, v := 0.0, 0.0
-		for _, e := range x {
-			mean += e
-		}
-		mean /= c
-		for _, e := range x {
-			v += (e - mean) * (e - mean)
-		}
-		rs := 1 / math.Sqrt(v/c+eps)
-		if n.Op == backend.OpLayerNorm {
-			for k, e := range x {
-				o[k] = (e - mean) * rs
-			}
-			continue
-		}
-		dy := in[1][r*cols : (r+1)*cols]
-		mdy, mp := 0.0, 0.0
-		for k, e := range x {
-			mdy += dy[k]
-			mp += dy[k] * (e - mean) * rs
-		}
-		mdy, mp = mdy/c, mp/c
-		for k, e := range x {
-			o[k] = rs * (dy[k] - mdy - (e-mean)*rs*mp)
-		}
-	}
 }
 
 func f32s(x []float64) []float32 {
@@ -437,16 +367,8 @@ func matmul(n *backend.Node, a, b []float64, sa []int, out []float64) {
 }
 
 // ClampIndex turns an f32 index into a row number in 0..n-1, as the IR
-// reads indices: NaN and negatives are 0, past the end is the last row.
-func ClampIndex(x float64, n int) int {
-	switch {
-	case math.IsNaN(x) || x < 0:
-		return 0
-	case x > float64(n-1):
-		return n - 1
-	}
-	return int(math.Round(x))
-}
+// reads indices (backend.ClampIndex).
+func ClampIndex(x float64, n int) int { return backend.ClampIndex(x, n) }
 
 // roundSig rounds x to p significant bits with exponents down to minExp
 // (the format's smallest normal exponent; below it the quantum stays

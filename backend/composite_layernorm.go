@@ -1,0 +1,142 @@
+package backend
+
+import (
+	"fmt"
+	"math"
+)
+
+// OpLayerNorm normalizes along the last axis without gain or bias:
+// (x - mean)/sqrt(var + A), var the biased variance (PyTorch's layer_norm,
+// ggml_norm), A = eps >= 0. A row holding a NaN or an infinity is NaN; a
+// constant row with eps 0 is NaN (0/0).
+var OpLayerNorm = defineComposite(Composite{
+	Name: "layer_norm", Inputs: 1,
+	Check: checkNorm,
+	Decompose: func(n *Node, in []int, _ [][]int, add func(Node) int) int {
+		d, r := normStats(n.Shape, in[0], n.A, add)
+		return add(Node{Op: OpMul, In: []int{d, r}, Shape: n.Shape})
+	},
+	Eval:   layerNorm64,
+	Sample: func() ([][]int, Node) { return [][]int{{2, 3}}, Node{In: []int{0}, Shape: []int{2, 3}, A: 1e-5} },
+	Cases:  normCases(1),
+	// sums of a row's values and squares, then a division by the deviation
+	// (|x| < 4: outputs of a few units)
+	Tol: [2]float64{1e-5, 1e-4}, Flops: 8, Attr: epsAttr,
+})
+
+// OpLayerNormBack is OpLayerNorm's input gradient: In[0] = x, In[1] = the
+// output's gradient dy, A = eps; per row, with r = 1/sqrt(var + eps) and
+// xhat = (x - mean)*r, dx = r*(dy - mean(dy) - xhat*mean(dy*xhat)).
+var OpLayerNormBack = defineComposite(Composite{
+	Name: "layer_norm_back", Inputs: 2,
+	Check: checkNorm,
+	Decompose: func(n *Node, in []int, _ [][]int, add func(Node) int) int {
+		// the gradient of (x - mean)*r through the mean and the variance
+		d, r := normStats(n.Shape, in[0], n.A, add)
+		dy := in[1]
+		xhat := add(Node{Op: OpMul, In: []int{d, r}, Shape: n.Shape})
+		mdy := rowMean(n.Shape, dy, 0, add)
+		p := add(Node{Op: OpMul, In: []int{dy, xhat}, Shape: n.Shape})
+		mp := rowMean(n.Shape, p, 0, add)
+		t := add(Node{Op: OpMul, In: []int{xhat, mp}, Shape: n.Shape})
+		u := add(Node{Op: OpSub, In: []int{dy, mdy}, Shape: n.Shape})
+		w := add(Node{Op: OpSub, In: []int{u, t}, Shape: n.Shape})
+		return add(Node{Op: OpMul, In: []int{w, r}, Shape: n.Shape})
+	},
+	Eval: layerNorm64,
+	Sample: func() ([][]int, Node) {
+		return [][]int{{2, 3}, {2, 3}}, Node{In: []int{0, 1}, Shape: []int{2, 3}, A: 1e-5}
+	},
+	Cases: normCases(2),
+	Tol:   [2]float64{2e-5, 1e-4}, Flops: 14, Attr: epsAttr,
+})
+
+func epsAttr(n *Node) string { return fmt.Sprintf("eps=%g", n.A) }
+
+// checkNorm: every input of the output's shape, rank >= 1; eps finite, >= 0.
+func checkNorm(n *Node, in func(int) []int) error {
+	for k := range n.In {
+		if s := in(k); len(s) == 0 || fmt.Sprint(s) != fmt.Sprint(n.Shape) {
+			return fmt.Errorf("input %d of shape %v: want %v, rank >= 1", k, s, n.Shape)
+		}
+	}
+	if !(n.A >= 0) || math.IsInf(float64(n.A), 0) {
+		return fmt.Errorf("eps %g: want a finite value >= 0", n.A)
+	}
+	return nil
+}
+
+// layerNorm64 computes OpLayerNorm's (x-mean)*r, r = 1/sqrt(var+eps), or
+// OpLayerNormBack's r*(dy - mean(dy) - xhat*mean(dy*xhat)), row by row.
+func layerNorm64(n *Node, in [][]float64, _ [][]int, out []float64) {
+	cols := n.Shape[len(n.Shape)-1]
+	eps, c := float64(n.A), float64(cols)
+	for r := 0; r < len(out)/cols; r++ {
+		x, o := in[0][r*cols:(r+1)*cols], out[r*cols:(r+1)*cols]
+		mean, v := 0.0, 0.0
+		for _, e := range x {
+			mean += e
+		}
+		mean /= c
+		for _, e := range x {
+			v += (e - mean) * (e - mean)
+		}
+		rs := 1 / math.Sqrt(v/c+eps)
+		if len(in) == 1 { // the forward
+			for k, e := range x {
+				o[k] = (e - mean) * rs
+			}
+			continue
+		}
+		dy := in[1][r*cols : (r+1)*cols]
+		mdy, mp := 0.0, 0.0
+		for k, e := range x {
+			mdy += dy[k]
+			mp += dy[k] * (e - mean) * rs
+		}
+		mdy, mp = mdy/c, mp/c
+		for k, e := range x {
+			o[k] = rs * (dy[k] - mdy - (e-mean)*rs*mp)
+		}
+	}
+}
+
+// normCases are a norm's instances over its inputs: random shapes of rank
+// 1 to 4, a long row, rows of one value (their own mean: 0, and dx 0), eps
+// 0 on rows that are not constant; and rows of the tame specials, in one
+// input drawn in turn (a gradient's specials as well as the input's).
+func normCases(inputs int) func(Draw, bool) []CompositeCase {
+	return func(d Draw, special bool) []CompositeCase {
+		mk := func(s []int, eps float32, rows [][]float32) CompositeCase {
+			var data []float32
+			if rows != nil {
+				s = []int{len(rows), len(rows[0])}
+				for _, row := range rows {
+					data = append(data, row...)
+				}
+			}
+			c := CompositeCase{Node: Node{Shape: s, A: eps}}
+			at := d.IntN(inputs)
+			for k := 0; k < inputs; k++ {
+				v := d.Uniform(NumElems(s), -4, 4)
+				if data != nil && k == at {
+					v = data
+				}
+				c.Args, c.Shapes = append(c.Args, v), append(c.Shapes, s)
+				c.Node.In = append(c.Node.In, k)
+			}
+			return c
+		}
+		var cs []CompositeCase
+		if special {
+			for _, nc := range [][2]int{{5, 0}, {5, 4}, {300, 299}} {
+				cs = append(cs, mk(nil, 1e-5, d.SpecialRows(nc[0], nc[1], true)))
+			}
+			return cs
+		}
+		for rank := 1; rank <= 4; rank++ {
+			cs = append(cs, mk(d.Shape(rank), 1e-5, nil))
+		}
+		return append(cs, mk([]int{3, 1000}, 1e-5, nil), mk([]int{5, 1}, 1e-5, nil), mk([]int{4, 33}, 0, nil))
+	}
+}

@@ -1,0 +1,32 @@
+//go:build ggml
+
+package native
+
+/*
+#include "ag_ggml.h"
+*/
+import "C"
+
+import "github.com/ag-go/ag/backend"
+
+// layer_norm is ggml_norm.
+var _ = lowerComposite(backend.OpLayerNorm, 16, func(l *lowering, n *backend.Node) tensor {
+	return C.ggml_norm(l.ctx, l.contiguous(l.in(n, 0)), C.float(n.A))
+})
+
+// layer_norm_back: layer norm is RMS norm of the centred row d = x -
+// mean(x) (its mean square is the variance), and centring is a symmetric
+// projection: dx = c(rms_norm_back(d, dy)), c(r) = r - mean(r).
+var _ = lowerComposite(backend.OpLayerNormBack, 24, func(l *lowering, n *backend.Node) tensor {
+	ctx := l.ctx
+	x, dy := l.contiguous(l.in(n, 0)), l.contiguous(l.in(n, 1))
+	if l.d.isCPU {
+		// ggml-alloc may run rms_norm_back in place of its first source,
+		// and ggml-cpu's kernel copies x into dx before it reads dz
+		// there: an output is never reused.
+		C.ggml_set_output(dy)
+	}
+	d := C.ggml_sub(ctx, x, C.ggml_mean(ctx, x))
+	r := C.ggml_rms_norm_back(ctx, dy, d, C.float(n.A))
+	return C.ggml_sub(ctx, r, C.ggml_mean(ctx, r))
+})
