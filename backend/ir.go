@@ -258,7 +258,6 @@ const (
 	primitiveCount
 )
 
-
 // Class groups ops by the shape of their computation: what validation,
 // planning, fusion and the conformance suite need to know of an op.
 type Class uint8
@@ -355,7 +354,6 @@ var opInfo = []OpInfo{
 	OpUnpackF16:  {Name: "unpack_f16", Class: ClassPack, Inputs: 1, Exact: true},
 	OpPackBF16:   {Name: "pack_bf16", Class: ClassPack, Inputs: 1, Exact: true},
 	OpUnpackBF16: {Name: "unpack_bf16", Class: ClassPack, Inputs: 1, Exact: true},
-
 }
 
 // Info returns the op's description. It panics on an op that is not

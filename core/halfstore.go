@@ -1,8 +1,8 @@
 package core
 
 import (
-	"slices"
 	"fmt"
+	"slices"
 
 	"github.com/ag-go/ag/backend"
 	"github.com/ag-go/ag/profile"

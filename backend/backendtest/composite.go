@@ -95,8 +95,8 @@ func isIndex(c *backend.Composite, k int) bool {
 type draw struct{ r *rand.Rand }
 
 func (d draw) Uniform(n int, lo, hi float64) []float32 { return uniform(d.r, n, lo, hi) }
-func (d draw) Shape(rank int) []int                     { return randShape(d.r, rank, maxElems) }
-func (d draw) IntN(n int) int                           { return d.r.IntN(n) }
+func (d draw) Shape(rank int) []int                    { return randShape(d.r, rank, maxElems) }
+func (d draw) IntN(n int) int                          { return d.r.IntN(n) }
 
 func (d draw) SpecialRows(n, col int, tame bool) [][]float32 {
 	if tame {

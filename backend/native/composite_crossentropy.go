@@ -39,4 +39,3 @@ func (l *lowering) crossEntropy(n *backend.Node) tensor {
 	poison := C.ggml_sqrt(ctx, C.ggml_neg(ctx, C.ggml_sum(ctx, C.ggml_sqr(ctx, d))))
 	return l.reshape(C.ggml_add(ctx, loss, poison), n.Shape)
 }
-
