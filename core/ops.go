@@ -645,17 +645,6 @@ func vjp(n *Tensor, in []*Tensor, g *Tensor, k int) *Tensor {
 // NaN input gives a NaN gradient rather than a zero one (inside alone is a
 // comparison mask, 0 at NaN).
 
-// reluMask is ReLU's derivative as PyTorch's: 1 where x > 0, +Inf and
-// subnormals included, 0 where x <= 0, and NaN at NaN (x may be ReLU's
-// input or its output: the mask is the same). x*2^127 is at least
-// 2^-22 for every positive x (the smallest subnormal is 2^-149), so the
-// clamp gives exactly 0 or 2^-22 (or NaN), scaled to 0 or 1. The clamp
-// stands between the two scales: a WGSL compiler may fold x*2^127*2^22
-// into x*Inf (lavapipe does), which is NaN at 0.
-func reluMask(x *Tensor) *Tensor {
-	return Scale(Clamp(Scale(x, 0x1p127), 0, 0x1p-22), 0x1p22)
-}
-
 // passMask is Clamp's gradient mask, as PyTorch's clamp_backward (which
 // takes the subgradient 1 at the bounds): 1 where lo <= x <= hi, 0
 // elsewhere, NaN at NaN. n is Clamp(x, lo, hi). With finite bounds x -

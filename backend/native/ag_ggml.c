@@ -271,6 +271,21 @@ void ag_relu(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
 	clamp_op(dst, ith, nth, 0.0f, INFINITY);
 }
 
+void ag_sign_step(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
+	(void)userdata;
+	const struct ggml_tensor *src = dst->src[0];
+	int64_t r0, r1;
+	range_of(dst->ne[1] * dst->ne[2] * dst->ne[3], ith, nth, &r0, &r1);
+	for (int64_t r = r0; r < r1; r++) {
+		const char *s = row_ptr(src, r);
+		float *d = (float *)row_ptr(dst, r);
+		for (int64_t i = 0; i < dst->ne[0]; i++) {
+			const float x = *(const float *)(s + i * src->nb[0]);
+			d[i] = x > 0 ? 1.0f : (x <= 0 ? 0.0f : x); /* NaN stays */
+		}
+	}
+}
+
 void ag_clamp(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
 	(void)userdata;
 	clamp_op(dst, ith, nth, *(const float *)dst->src[1]->data, *(const float *)dst->src[2]->data);

@@ -90,6 +90,10 @@ void ag_relu(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 void ag_clamp(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 void ag_row_max(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 
+// ag_sign_step (ggml-cpu only) is ReLU's gradient mask as backend's
+// relu_mask defines it: 1 where src[0] > 0, +0 where it is <= 0, NaN at NaN.
+void ag_sign_step(struct ggml_tensor *dst, int ith, int nth, void *userdata);
+
 // ag_attention is OpAttention of backend/ir.go as a ggml custom op
 // (ggml-cpu only): dst [Dv, Tq, A2, A3] (contiguous) from q = src[0]
 // [D, Tq, A2, A3], k = src[1] [D, Tk, A2, A3], v = src[2] [Dv, Tk, A2, A3]

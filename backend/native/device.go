@@ -40,7 +40,7 @@ type device struct {
 	stepStrict bool
 	// signStep: a clamp to an empty interval (min > max) is the sign step
 	// (probeSignStep: ggml-vulkan's with patch 0007), so ReLU's gradient
-	// mask is one node (see lowering.signMask).
+	// mask is one node (composite_relumask.go).
 	signStep bool
 	slabs    slabPool // small buffers (see slab.go)
 }

@@ -66,11 +66,6 @@ type lowering struct {
 	users [][]int
 	// uses[j] counts the nodes and outputs that read IR node j.
 	uses []int
-	// signOf maps the last node of each ReLU gradient mask folded into one
-	// sign step to the node it masks; folded marks the chains' inner nodes,
-	// which get no ggml node (see foldSignMasks).
-	signOf map[int]int
-	folded map[int]bool
 	// words marks the get_rows of packed words (Graph.WordGathers): they
 	// get no ggml node of their own; each unpack that reads one gathers
 	// its 16-bit records itself (see unpackRows).
@@ -282,14 +277,10 @@ func (l *lowering) tensorsUsed() int {
 // the outputs into their args after the last node, as backendtest.Eval
 // defines: an OpArg node's output is the arg's final state.
 func (l *lowering) build() error {
-	if l.d.signStep {
-		l.foldSignMasks()
-	}
 	for i := range l.g.Nodes {
 		n := &l.g.Nodes[i]
-		if l.needed != nil && !l.needed[i] || l.words[i] || l.folded[i] {
-			// no output depends on it, its unpacks gather the words, or
-			// it is inside a folded mask
+		if l.needed != nil && !l.needed[i] || l.words[i] {
+			// no output depends on it, or its unpacks gather the words
 			l.nodeEnd[i] = int(C.ggml_graph_n_nodes(l.gf))
 			continue
 		}
@@ -340,50 +331,6 @@ func (l *lowering) build() error {
 		l.copies = append(l.copies, outCopy{int(C.ggml_graph_n_nodes(l.gf)), o.Node})
 	}
 	return nil
-}
-
-// foldSignMasks finds ReLU's gradient mask as core builds it (reluMask):
-// affine(clamp(affine(x, a, 0), +0, hi), b, 0) with b*hi == 1 and
-// a*2^-149 >= hi, so that every positive x (the least subnormal up) reaches
-// hi. The chain is then 1 where x > 0, +0 where x <= 0 (x*a + 0 is +0 at
-// -0), and NaN at NaN: the sign step of patch 0007, one node where the
-// chain is three.
-// The chain's last node gets the sign step (lowerNode) and its two inner
-// nodes are not lowered, so each must be read by the next alone, and no
-// in-place op may stand between the first and the last (x is then read
-// at the last one's place).
-func (l *lowering) foldSignMasks() {
-	least := math.Float32frombits(1)
-	for i := range l.g.Nodes {
-		n := &l.g.Nodes[i]
-		if n.Op != backend.OpAffine || n.B != 0 {
-			continue
-		}
-		c := &l.g.Nodes[n.In[0]]
-		if c.Op != backend.OpClamp || c.A != 0 || math.Signbit(float64(c.A)) || !(c.B > 0) || n.A*c.B != 1 || l.uses[n.In[0]] != 1 {
-			continue
-		}
-		first := c.In[0]
-		s := &l.g.Nodes[first]
-		if s.Op != backend.OpAffine || s.B != 0 || !(s.A > 0) || math.IsInf(float64(s.A), 1) || s.A*least < c.B || l.uses[first] != 1 {
-			continue
-		}
-		if _, ok := l.signOf[first]; ok {
-			continue // the last node of another chain: its value is needed
-		}
-		between := false
-		for k := first + 1; k < i; k++ {
-			between = between || l.g.Nodes[k].Op.InPlace()
-		}
-		if between {
-			continue
-		}
-		if l.signOf == nil {
-			l.signOf, l.folded = map[int]int{}, map[int]bool{}
-		}
-		l.signOf[i] = s.In[0]
-		l.folded[first], l.folded[n.In[0]] = true, true
-	}
 }
 
 // thinExpand reports whether expand node i can stay its input, unrepeated:
@@ -512,8 +459,8 @@ func (l *lowering) aliasesMutatedArg(i int, v tensor) bool {
 		if !m.Op.InPlace() {
 			continue
 		}
-		for _, k := range []int{0, 2, 3} {
-			if k < len(m.In)-1 && l.argOf(m.In[k]) == arg {
+		for _, k := range backend.UpdateTargets(m.Op) {
+			if l.argOf(m.In[k]) == arg {
 				return true
 			}
 		}
@@ -637,9 +584,6 @@ func (l *lowering) lowerNode(i int, n *backend.Node) (tensor, []tensor, error) {
 		l.binmemo[key] = t
 		return t, nil, nil
 	case n.Op.IsUnary():
-		if x, ok := l.signOf[i]; ok {
-			return C.ag_clamp_to(ctx, l.val[x], 1, 0), nil, nil // the sign step (patch 0007)
-		}
 		return l.lowerUnary(n), nil, nil
 	case n.Op == backend.OpSum || n.Op == backend.OpMax:
 		return l.lowerReduce(n), nil, nil
