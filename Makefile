@@ -100,18 +100,20 @@ devices-test:
 
 # The packages that run in the browser must build for GOOS=js.
 wasm-check:
-	GOOS=js GOARCH=wasm $(GO) build ./core/ ./nn/ ./backend/... ./buffer/ ./data/ ./profile/ ./wasm/ ./app/ ./examples/...
+	GOOS=js GOARCH=wasm $(GO) build ./core/ ./nn/ ./backend/... ./buffer/ ./data/ ./profile/ ./app/ ./examples/...
 	GOOS=js GOARCH=wasm $(GO) vet ./core/ ./nn/ ./backend/cpu/ ./profile/
 
-# The CPU backend's, nn's and the page bridge's tests compiled to wasm and
-# run in Node (Go's go_js_wasm_exec), as the page runs them: the wasm SIMD
-# matmul kernel checked against the Go kernel, the layers and optimizers on
-# the wasm build (~30 s). Node has no WebGPU: those tests use the cpu device.
+# The CPU backend's, nn's, the page's API's (package app's browser runner,
+# the page's MLP in examples/mlp, internal/browser) tests compiled to wasm
+# and run in Node (Go's go_js_wasm_exec), as the page runs them: the wasm
+# SIMD matmul kernel checked against the Go kernel, the layers and
+# optimizers on the wasm build, the API the page calls (~45 s). Node has no
+# WebGPU: those tests use the cpu device.
 # core's own tests are not run here: some allocate more than wasm32's 4 GiB,
 # and TestProfileCoversStep finds 77-94% of a step attributed under wasm,
 # below its 95% (not yet explained).
 wasm-test:
-	GOOS=js GOARCH=wasm $(GO) test -count=1 -exec="$$($(GO) env GOROOT)/lib/wasm/go_js_wasm_exec" ./backend/cpu/ ./nn/ ./wasm/ ./internal/browser/jsbridge/
+	GOOS=js GOARCH=wasm $(GO) test -count=1 -exec="$$($(GO) env GOROOT)/lib/wasm/go_js_wasm_exec" ./backend/cpu/ ./nn/ ./app/ ./examples/mlp/ ./internal/browser/...
 
 bench:
 	$(GO) run $(TAGS) ./cmd/ag bench -json bench.json

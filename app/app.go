@@ -16,8 +16,9 @@
 // Build gets the device and the Config (every Param by name) and returns a
 // Trainer: one training step per Step call. A Trainer may also be an
 // Evaluator (metrics such as accuracy), a Sampler (text it generates), a
-// ModeStepper (a step in each execution mode of the profile page) and a
-// Counter (its parameters).
+// ModeStepper (a step in each execution mode of the profile page), a
+// ModeTrainer (its training steps in each mode), a Counter (its
+// parameters) and a FLOPsCounter (its arithmetic per step).
 package app
 
 import (
@@ -145,10 +146,29 @@ type ModeStepper interface {
 	StepMode(mode string) (float32, error)
 }
 
+// ModeTrainer is a ModeStepper whose training steps - Step, and StepUnread
+// and StepLater where it has them - can run in each of ModeEager, ModeLazy
+// and ModeCaptured: ag.train's {mode} option sets the mode of the steps it
+// takes, and a train without one runs them in the Trainer's default mode.
+// A train asking a mode of any other Trainer is refused.
+type ModeTrainer interface {
+	ModeStepper
+	// SetMode makes the following steps run in mode; "" is the Trainer's
+	// default mode.
+	SetMode(mode string) error
+}
+
 // Counter is a Trainer that lists its parameters, for the count the page
 // and the native run show.
 type Counter interface {
 	Params() []*core.Tensor
+}
+
+// FLOPsCounter is a Trainer that knows the arithmetic of one of its
+// training steps, in floating-point operations (a multiply-add counts two):
+// ag.build reports it and the page shows it per step.
+type FLOPsCounter interface {
+	FLOPs() float64
 }
 
 // config fills a Config with every Param's default and checks the given

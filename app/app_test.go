@@ -128,7 +128,7 @@ func TestRunArgsManySteps(t *testing.T) {
 // metrics, the one profile mode of a plain Trainer and its trace.
 func TestSession(t *testing.T) {
 	s := newSession(&lineSpec, "test")
-	if _, err := s.train(1, 1, nil); !errors.Is(err, errNoModel) {
+	if _, err := s.train(1, "", 1, nil); !errors.Is(err, errNoModel) {
 		t.Fatalf("train before build: %v, want errNoModel", err)
 	}
 	info, err := s.build(map[string]float64{"lr": 0.05}, "cpu")
@@ -139,12 +139,18 @@ func TestSession(t *testing.T) {
 	if info.Name != "cpu" || info.Params != 2 || info.Config["seed"] != 1 || !info.Eval || !info.Sample || len(info.Modes) != 1 || info.Modes[0] != ModeStep {
 		t.Fatalf("build: %+v", info)
 	}
-	r, err := s.train(200, 1, nil)
+	r, err := s.train(200, "", 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !(r.LastLoss < r.FirstLoss/10) {
 		t.Errorf("loss %g -> %g: want it divided by 10", r.FirstLoss, r.LastLoss)
+	}
+	if r.Mode != "" || info.FLOPs != 0 {
+		t.Errorf("a plain Trainer: train mode %q, build flops %g; want neither", r.Mode, info.FLOPs)
+	}
+	if _, err := s.train(1, ModeLazy, 1, nil); err == nil || !strings.Contains(err.Error(), `mode "lazy": line trains in its own step only`) {
+		t.Errorf("train in lazy mode of a plain Trainer: %v, want a refusal", err)
 	}
 	if m, err := s.eval(); err != nil || m["w"] != 1 {
 		t.Errorf("eval: %v, %v", m, err)
@@ -201,7 +207,7 @@ func TestTrainEvery(t *testing.T) {
 		}
 		defer s.dev.Close()
 		var steps []int
-		r, err := s.train(7, every, func(step int, _ float32, _ float64) { steps = append(steps, step) })
+		r, err := s.train(7, "", every, func(step int, _ float32, _ float64) { steps = append(steps, step) })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -222,7 +228,72 @@ func TestTrainEvery(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.dev.Close()
-	if _, err := s.train(5, 0, nil); err == nil || !strings.Contains(err.Error(), "every 0") {
+	if _, err := s.train(5, "", 0, nil); err == nil || !strings.Contains(err.Error(), "every 0") {
 		t.Errorf("train every 0: %v, want an error naming it", err)
+	}
+}
+
+// modal is line as a ModeTrainer and FLOPsCounter: it records the modes
+// set and the mode each step ran in.
+type modal struct {
+	line
+	mode string
+	set  []string
+	ran  []string
+}
+
+func (m *modal) SetMode(mode string) error {
+	if mode == "bad" {
+		return errors.New("no such mode")
+	}
+	m.set = append(m.set, mode)
+	m.mode = mode
+	return nil
+}
+func (m *modal) Step() (float32, error) { m.ran = append(m.ran, m.mode); return m.line.Step() }
+func (m *modal) StepMode(mode string) (float32, error) {
+	m.ran = append(m.ran, "profile "+mode)
+	return m.line.Step()
+}
+func (m *modal) FLOPs() float64 { return 42 }
+
+// ag.train's {mode} reaches a ModeTrainer before its steps (and "" when
+// the call names none); a mode outside the three is refused before any
+// step; build reports a FLOPsCounter's FLOPs.
+func TestTrainMode(t *testing.T) {
+	var got *modal
+	spec := lineSpec
+	spec.Build = func(dev *core.Device, cfg Config) (Trainer, error) {
+		tr, err := lineSpec.Build(dev, cfg)
+		if err != nil {
+			return nil, err
+		}
+		got = &modal{line: *tr.(*line)}
+		return got, nil
+	}
+	s := newSession(&spec, "test")
+	info, err := s.build(nil, "cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.dev.Close()
+	if info.FLOPs != 42 || len(info.Modes) != 3 {
+		t.Errorf("build: flops %g, modes %v; want 42 and the three modes", info.FLOPs, info.Modes)
+	}
+	for _, mode := range []string{ModeCaptured, "", ModeEager} {
+		r, err := s.train(2, mode, 1, nil)
+		if err != nil || r.Mode != mode {
+			t.Fatalf("train(2, %q): mode %q, %v", mode, r.Mode, err)
+		}
+	}
+	if _, err := s.train(2, "jit", 1, nil); err == nil || !strings.Contains(err.Error(), `mode "jit": want "eager", "lazy" or "captured"`) {
+		t.Errorf(`train mode "jit": %v, want a refusal naming the modes`, err)
+	}
+	if _, err := s.profile(ModeLazy, 1); err != nil {
+		t.Fatal(err)
+	}
+	want := `[captured  eager] [captured captured   eager eager profile lazy profile lazy]`
+	if g := fmt.Sprint(got.set, " ", got.ran); g != want {
+		t.Errorf("modes set and steps run: %s, want %s", g, want)
 	}
 }

@@ -21,7 +21,7 @@ import (
 //	ag.app()                         Info: name, description, parameters, modes
 //	ag.devices()                     drivers, the best device, WebGPU's adapter or why none
 //	ag.build({PARAM: value, ..., device})  a fresh model ("best": webgpu when it runs, else cpu)
-//	ag.train(steps, onProgress(step, loss, ms), {every})  trains, reading the loss every `every` steps (1 by default; see UnreadStepper); resolves with the losses and step times
+//	ag.train(steps, onProgress(step, loss, ms), {every, mode})  trains, reading the loss every `every` steps (1 by default; see UnreadStepper), a ModeTrainer's steps in mode (its default when not given); resolves with the losses and step times
 //	ag.eval()                        the metrics of an Evaluator
 //	ag.sample()                      the text of a Sampler
 //	ag.profile({mode, steps})        profiles steps in one of Info.Modes
@@ -89,12 +89,12 @@ func api(q *jsbridge.Queue, s *session) map[string]any {
 			return func() (any, error) { return s.build(given, device) }, nil
 		}),
 		"train": fn("train", func(args []js.Value) (job, error) {
-			c, err := pageapi.ReadTrain(args, &s.stop, "")
+			c, err := pageapi.ReadTrain(args, &s.stop)
 			if err != nil {
 				return nil, err
 			}
 			return func() (any, error) {
-				r, err := s.train(c.Steps, c.Every, c.Progress())
+				r, err := s.train(c.Steps, c.Mode, c.Every, c.Progress())
 				return r, c.Err(r.Total, err)
 			}, nil
 		}),

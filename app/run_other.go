@@ -115,7 +115,7 @@ func RunArgs(spec Spec, args []string, out io.Writer) error {
 	done := 0
 	for done < *steps {
 		k := min(n, *steps-done)
-		r, err := s.train(k, k, nil) // the loss printed is the only one read
+		r, err := s.train(k, "", k, nil) // the loss printed is the only one read
 		if err != nil {
 			return err
 		}

@@ -29,6 +29,7 @@ type BuildInfo struct {
 	Name     string   `json:"name"`     // driver name
 	Fallback string   `json:"fallback"` // why the asked device was not used ("" when it was)
 	Params   int      `json:"params"`   // parameter count (0 when the Trainer is no Counter)
+	FLOPs    float64  `json:"flops"`    // arithmetic of one step (0 when the Trainer is no FLOPsCounter)
 	SetupMS  float64  `json:"setup_ms"` // building model and data
 	Config   Config   `json:"config"`   // every parameter's value
 	Modes    []string `json:"modes"`    // the profile modes of this Trainer
@@ -39,7 +40,10 @@ type BuildInfo struct {
 }
 
 // TrainResult is ag.train's answer.
-type TrainResult = pageapi.TrainResult
+type TrainResult struct {
+	Mode string `json:"mode,omitempty"` // the mode asked for (ModeTrainer), "" when none was
+	pageapi.TrainResult
+}
 
 // WebProfile is ag.profile's answer: profile.Profile plus the page's labels.
 type WebProfile struct {
@@ -161,6 +165,9 @@ func (s *session) build(given map[string]float64, device string) (BuildInfo, err
 			info.Params += p.Len()
 		}
 	}
+	if f, ok := tr.(FLOPsCounter); ok {
+		info.FLOPs = f.FLOPs()
+	}
 	info.Device, info.Name, info.Config = s.dev.String(), s.dev.Name(), cfg
 	info.SetupMS, info.Modes = pageapi.MS(time.Since(t0)), modesOf(tr)
 	_, info.Eval = tr.(Evaluator)
@@ -175,8 +182,9 @@ var errNoModel = errors.New("no model: call ag.build first")
 // and at the last and calling progress after each read (pageapi.Train).
 // The steps between reads are StepUnread's when the Trainer is an
 // UnreadStepper; otherwise they are read too and only not reported. The
-// read steps are StepLater's when it is a LaterStepper.
-func (s *session) train(steps, every int, progress func(step int, loss float32, ms float64)) (TrainResult, error) {
+// read steps are StepLater's when it is a LaterStepper. A ModeTrainer
+// steps in mode ("" its default); any other Trainer takes no mode.
+func (s *session) train(steps int, mode string, every int, progress func(step int, loss float32, ms float64)) (TrainResult, error) {
 	if s.tr == nil {
 		return TrainResult{}, fmt.Errorf("train: %w", errNoModel)
 	}
@@ -185,6 +193,18 @@ func (s *session) train(steps, every int, progress func(step int, loss float32, 
 	}
 	if err := pageapi.CheckEvery(every); err != nil {
 		return TrainResult{}, fmt.Errorf("train: %w", err)
+	}
+	mt, ok := s.tr.(ModeTrainer)
+	switch {
+	case ok && mode != "" && mode != ModeEager && mode != ModeLazy && mode != ModeCaptured:
+		return TrainResult{}, fmt.Errorf("train: mode %q: want %q, %q or %q", mode, ModeEager, ModeLazy, ModeCaptured)
+	case !ok && mode != "":
+		return TrainResult{}, fmt.Errorf("train: mode %q: %s trains in its own step only (its Trainer is not an app.ModeTrainer)", mode, s.spec.Name)
+	}
+	if ok {
+		if err := mt.SetMode(mode); err != nil {
+			return TrainResult{}, fmt.Errorf("train %s: %w", s.spec.Name, err)
+		}
 	}
 	s.stop.Store(false)
 	var unread func() error
@@ -202,7 +222,7 @@ func (s *session) train(steps, every int, progress func(step int, loss float32, 
 		},
 	}.Run()
 	s.total = r.Total
-	return r, err
+	return TrainResult{Mode: mode, TrainResult: r}, err
 }
 
 // eval returns the Trainer's metrics.

@@ -11,7 +11,6 @@ import (
 	"math"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -119,28 +118,10 @@ func startEnv() error {
 	return nil
 }
 
-// buildWasm does what web/build.sh does, into dir.
+// buildWasm builds the page's default model, examples/mlp, into dir as
+// web/build.sh does (and `ag serve -app` does for any app).
 func buildWasm(dir string) error {
-	goBin := filepath.Join(os.Getenv("GOROOT"), "bin", "go")
-	if _, err := os.Stat(goBin); os.Getenv("GOROOT") == "" || err != nil {
-		if goBin, err = exec.LookPath("go"); err != nil {
-			return fmt.Errorf("building ag.wasm: no go command: %w", err)
-		}
-	}
-	cmd := exec.Command(goBin, "build", "-o", filepath.Join(dir, "ag.wasm"), "github.com/ag-go/ag/wasm")
-	cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("GOOS=js GOARCH=wasm go build ./wasm/: %w\n%s", err, out)
-	}
-	root, err := exec.Command(goBin, "env", "GOROOT").Output()
-	if err != nil {
-		return fmt.Errorf("go env GOROOT: %w", err)
-	}
-	src, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(root)), "lib", "wasm", "wasm_exec.js"))
-	if err != nil {
-		return fmt.Errorf("reading wasm_exec.js: %w", err)
-	}
-	return os.WriteFile(filepath.Join(dir, "wasm_exec.js"), src, 0o644)
+	return web.BuildApp("github.com/ag-go/ag/examples/mlp", dir)
 }
 
 // nativeProfile writes what `ag demo -profile-json` writes, for a small
@@ -341,6 +322,15 @@ func TestPageLoads(t *testing.T) {
 		if !strings.Contains(got["banners"], "WebGPU is not available") {
 			t.Errorf("WebGPU missing but no banner says so: banners %q", got["banners"])
 		}
+	}
+	// The default ag.wasm is examples/mlp, an app like the examples, but
+	// the page keeps its own form and description for it (isBuiltinMLP).
+	page := eval[map[string]string](t, tb, `({app: String(document.body.dataset.app), title: document.querySelector("#setup-h").textContent,
+		mlp: String(document.querySelectorAll("#f-width, #f-depth, #f-batch, #f-lr").length), params: String(document.querySelectorAll("[data-param]").length),
+		out: String(document.querySelector("#app-out").hidden), version: ag.version})`)
+	if page["app"] != "undefined" || page["title"] != "Model and training" || page["mlp"] != "4" || page["params"] != "0" || page["out"] != "true" ||
+		!strings.HasPrefix(page["version"], "ag app mlp") {
+		t.Errorf("default page: %v: want the MLP's own form, no app fields, no metrics card, the module of examples/mlp", page)
 	}
 	// Every form control has a label.
 	unlabeled := eval[[]string](t, tb, `[...document.querySelectorAll("input, select")].filter(e => !e.labels || e.labels.length === 0).map(e => e.id || e.name)`)

@@ -12,8 +12,8 @@ import (
 // such as ./examples/spiral, as `go build` reads it from the current
 // directory) for the browser - GOOS=js GOARCH=wasm - into dir/ag.wasm, and
 // copies the wasm_exec.js of the same Go next to it: what web/build.sh does
-// for ./wasm, for any package whose main calls app.Run. The error holds the
-// compiler's output.
+// for ./examples/mlp (the page's default model), for any package whose main
+// calls app.Run. The error holds the compiler's output.
 func BuildApp(pkg, dir string) error {
 	goBin, err := goCommand()
 	if err != nil {

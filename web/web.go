@@ -1,10 +1,12 @@
 // Package web is ag's profile page and its HTTP handler, served by
-// `ag serve`: a page that trains the MLP workload in the browser (package
-// wasm, on WebGPU or the CPU backend compiled to wasm), draws the loss and
-// the profile breakdown per execution mode, and opens profile JSON files
-// written by native runs (`ag demo -profile-json FILE`). A wasm module built
-// on package app instead (BuildApp, `ag serve -app PKG`) turns the page to
-// its model: its parameters, metrics, samples and profile modes.
+// `ag serve`: a page that trains a model in the browser (on WebGPU or the
+// CPU backend compiled to wasm), draws the loss and the profile breakdown
+// per execution mode, and opens profile JSON files written by native runs
+// (`ag demo -profile-json FILE`). The model is a main package calling
+// app.Run, compiled for the browser: by default examples/mlp, the MLP
+// workload, whose form and description are the page's own; another one
+// (BuildApp, `ag serve -app PKG`) turns the page to its model: its
+// parameters, metrics, samples and profile modes.
 //
 // The page (static/) is embedded. The wasm binary is a build product:
 // `make wasm` (web/build.sh) writes ag.wasm and wasm_exec.js into dist/,

@@ -1,6 +1,7 @@
-// The ag profile page: loads ag.wasm (package wasm), trains the MLP workload
-// through globalThis.ag, and renders profiles (browser or native JSON) as
-// plain SVG and HTML. No libraries.
+// The ag profile page: loads ag.wasm (a model of package app: by default
+// examples/mlp, the MLP workload), trains it through globalThis.ag, and
+// renders profiles (browser or native JSON) as plain SVG and HTML. No
+// libraries.
 "use strict";
 
 (() => {
@@ -17,7 +18,7 @@
   // stageClass is the color class of a stage: its position in the order.
   const stageClass = (st) => "s-" + Math.max(0, STAGES.indexOf(st));
   const PASSES = ["forward", "backward", "update"];
-  // The profile modes: the MLP's three, or those of an app's model (app.Info.modes).
+  // The profile modes: the MLP's three, or those of another app's model (app.Info.modes).
   let MODES = ["eager", "lazy", "captured"];
   const SVG = "http://www.w3.org/2000/svg";
 
@@ -27,7 +28,7 @@
     busy: false,
     stopAsked: false, // Stop pressed during this train's build (ag.train would clear ag.stop's flag)
     built: null, // config string of the model built
-    app: null, // app.Info when the wasm module is a model of package app (ag.app), else the MLP
+    app: null, // app.Info of the wasm module's model (ag.app), null for the page's own MLP (isBuiltinMLP)
     info: null, // the last ag.build answer
     metrics0: null, // an app's metrics right after build
     losses: [], // [step, loss]
@@ -164,13 +165,12 @@
     } catch (e) {
       banner("error", "Listing devices failed: " + esc(errText(e)));
     }
-    if (typeof ag.app === "function") {
-      try {
-        setupApp(await ag.app());
-      } catch (e) {
-        banner("error", "Reading the model's description failed: " + esc(errText(e)));
-        return;
-      }
+    try {
+      const a = await ag.app();
+      if (!isBuiltinMLP(a)) setupApp(a);
+    } catch (e) {
+      banner("error", "Reading the model's description failed: " + esc(errText(e)));
+      return;
     }
     state.ready = true;
     setBusy(false);
@@ -195,6 +195,14 @@
   }
 
   // ---------- a model of package app ----------
+  // isBuiltinMLP tells the page's default model (examples/mlp) from others:
+  // its form and description are index.html's own (the .mlp fields), so
+  // the page keeps them. Another model named mlp, with other parameters,
+  // gets a form of its own.
+  function isBuiltinMLP(a) {
+    const fields = [...document.querySelectorAll("#train-form input.mlp")].map((i) => i.name).sort();
+    return a.name === "mlp" && JSON.stringify(a.params.map((p) => p.name).sort()) === JSON.stringify(fields);
+  }
   // setupApp turns the page to a model that registered itself through
   // package app: its name and description, a field per parameter in place
   // of the MLP's, its profile modes, and a card for metrics and samples.

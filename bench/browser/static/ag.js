@@ -1,10 +1,10 @@
-// ag's side of the browser benchmark: loads ag.wasm (package wasm) and
+// ag's side of the browser benchmark: loads ag.wasm (examples/mlp) and
 // times the MLP workload through globalThis.ag. The driver (main.go) calls
 // runBench once per fresh tab.
 "use strict";
 
 const agLoaded = new Promise((resolve, reject) => {
-  window.agReady = resolve; // package wasm calls it once globalThis.ag is set
+  window.agReady = resolve; // app.Run calls it once globalThis.ag is set
   const go = new Go();
   WebAssembly.instantiateStreaming(fetch("/build/ag.wasm"), go.importObject)
     .then((r) => {

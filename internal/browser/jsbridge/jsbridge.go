@@ -1,10 +1,10 @@
 //go:build js
 
-// Package jsbridge is what the browser builds (the wasm command and package
-// app) share to put a Promise API on globalThis: one worker goroutine that
-// runs the calls in order, never inside a js.FuncOf callback (the WebGPU
-// backend waits on JS promises, which would deadlock a callback), and the
-// readers of JS arguments.
+// Package jsbridge is what package app's browser runner puts its Promise
+// API on globalThis with: one worker goroutine that runs the calls in
+// order, never inside a js.FuncOf callback (the WebGPU backend waits on JS
+// promises, which would deadlock a callback), and the readers of JS
+// arguments.
 package jsbridge
 
 import (

@@ -170,8 +170,8 @@ func (c *Callback) Err() error {
 	return c.err
 }
 
-// ProfileArgs reads ag.profile's argument {mode, steps} in both builds:
-// mode defMode and 5 steps unless given.
+// ProfileArgs reads ag.profile's argument {mode, steps}: mode defMode and
+// 5 steps unless given.
 func ProfileArgs(args []js.Value, defMode string) (mode string, steps int, err error) {
 	o, err := Options("profile", jsbridge.Arg(args, 0), "mode", "steps")
 	if err != nil {
@@ -184,7 +184,7 @@ func ProfileArgs(args []js.Value, defMode string) (mode string, steps int, err e
 	return mode, steps, err
 }
 
-// TraceArg reads ag.trace's argument in both builds: a mode, or nothing
+// TraceArg reads ag.trace's argument: a mode, or nothing
 // ("").
 func TraceArg(args []js.Value) (string, error) {
 	switch a := jsbridge.Arg(args, 0); a.Type() {
@@ -197,18 +197,18 @@ func TraceArg(args []js.Value) (string, error) {
 	}
 }
 
-// TrainCall is one ag.train(steps, onProgress, options) call's arguments,
-// read alike by both builds (ReadTrain).
+// TrainCall is one ag.train(steps, onProgress, options) call's arguments
+// (ReadTrain).
 type TrainCall struct {
 	Steps, Every int
-	Mode         string // "" where the build has no modes
+	Mode         string // "" when not given
 	cb           *Callback
 }
 
-// ReadTrain reads ag.train's arguments: options {every} and, where defMode
-// is not "" (the MLP build's modes), {mode} defaulting to it. stop is the
-// flag ag.stop sets, which a throwing onProgress sets too.
-func ReadTrain(args []js.Value, stop *atomic.Bool, defMode string) (TrainCall, error) {
+// ReadTrain reads ag.train's arguments: options {every, mode}, every 1
+// and mode "" unless given. stop is the flag ag.stop sets, which a
+// throwing onProgress sets too.
+func ReadTrain(args []js.Value, stop *atomic.Bool) (TrainCall, error) {
 	var c TrainCall
 	var err error
 	if c.Steps, err = jsbridge.Count(jsbridge.Arg(args, 0), "train: steps", 0); err != nil {
@@ -217,18 +217,12 @@ func ReadTrain(args []js.Value, stop *atomic.Bool, defMode string) (TrainCall, e
 	if c.cb, err = NewCallback("train", jsbridge.Arg(args, 1), stop); err != nil {
 		return c, err
 	}
-	known := []string{"every"}
-	if defMode != "" {
-		known = append(known, "mode")
-	}
-	o, err := Options("train", jsbridge.Arg(args, 2), known...)
+	o, err := Options("train", jsbridge.Arg(args, 2), "every", "mode")
 	if err != nil {
 		return c, err
 	}
-	if defMode != "" {
-		if c.Mode, err = String("train", o, "mode", defMode); err != nil {
-			return c, err
-		}
+	if c.Mode, err = String("train", o, "mode", ""); err != nil {
+		return c, err
 	}
 	c.Every, err = jsbridge.Count(Field(o, "every"), "train: every", 1)
 	return c, err

@@ -1,7 +1,8 @@
-// Package pageapi is what the two browser builds (the wasm command's MLP
-// and package app's models) answer alike on the page's API: the devices
-// and the pick of "best", and the profiler switched as `ag demo -profile`
-// switches it, with the traces of the last profiles.
+// Package pageapi is the page's API as package app's browser runner (the
+// one browser build: the page's MLP, examples/mlp, and every other app)
+// answers it: the devices and the pick of "best", the training loop of
+// ag.train, the readers of its arguments, and the profiler switched as
+// `ag demo -profile` switches it, with the traces of the last profiles.
 package pageapi
 
 import (

@@ -49,7 +49,7 @@ type Train struct {
 	StepErr func(step int, err error) error
 }
 
-// TrainResult is what Train.Run did, ag.train's answer in both builds.
+// TrainResult is what Train.Run did, the heart of ag.train's answer.
 type TrainResult struct {
 	Steps     int     `json:"steps"`      // steps run by this call
 	Total     int     `json:"total"`      // steps trained since build (First-1 + Steps)

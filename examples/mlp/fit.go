@@ -2,7 +2,7 @@ package main
 
 import "fmt"
 
-// memoryBudget bounds what one MLP of ag.build may need, in bytes. The page's
+// memoryBudget bounds what one MLP of the page's ag.build may need, in bytes. The page's
 // Go runs in wasm32, whose linear memory ends at 4 GiB, and Go's collector
 // lets the heap grow to about twice the live data before it collects: a
 // model past half of it killed the runtime ("out of memory") during
@@ -28,24 +28,24 @@ func mlpBytes(width, depth, batch int) int64 {
 // limit (a WebGPU adapter's maxBufferSize and maxStorageBufferBindingSize)
 // a weight matrix or the data set over that limit. The error names the
 // size asked for and the largest width at its depth, and depth at its
-// width, that fit.
+// width, that fit. The bound holds natively too: the model is the page's.
 // maxElems is the device's buffer limit in floats (0: none).
-func checkFits(fn string, cfg BuildConfig, maxElems int64) error {
+func checkFits(width, depth, batch int, maxElems int64) error {
 	fits := func(w, d int) bool {
-		if mlpBytes(w, d, cfg.Batch) > memoryBudget {
+		if mlpBytes(w, d, batch) > memoryBudget {
 			return false
 		}
 		// The largest buffers: one weight matrix, the inputs and targets
 		// of the 4 batches.
-		return maxElems == 0 || int64(w)*int64(w) <= maxElems && 4*int64(cfg.Batch)*int64(w) <= maxElems
+		return maxElems == 0 || int64(w)*int64(w) <= maxElems && 4*int64(batch)*int64(w) <= maxElems
 	}
-	if fits(cfg.Width, cfg.Depth) {
+	if fits(width, depth) {
 		return nil
 	}
 	why := fmt.Sprintf("needs about %s, over the %s this page's wasm memory allows (wasm32's 4 GiB, half of it for Go's collector)",
-		gib(mlpBytes(cfg.Width, cfg.Depth, cfg.Batch)), gib(memoryBudget))
-	if mlpBytes(cfg.Width, cfg.Depth, cfg.Batch) <= memoryBudget {
-		why = fmt.Sprintf("has a buffer of %d floats, over the %d the device's buffers may hold", max(int64(cfg.Width)*int64(cfg.Width), 4*int64(cfg.Batch)*int64(cfg.Width)), maxElems)
+		gib(mlpBytes(width, depth, batch)), gib(memoryBudget))
+	if mlpBytes(width, depth, batch) <= memoryBudget {
+		why = fmt.Sprintf("has a buffer of %d floats, over the %d the device's buffers may hold", max(int64(width)*int64(width), 4*int64(batch)*int64(width)), maxElems)
 	}
 	largest := func(hi int, ok func(int) bool) int { // the largest n in 1..hi with ok(n), 0 if none
 		lo := 0
@@ -59,16 +59,16 @@ func checkFits(fn string, cfg BuildConfig, maxElems int64) error {
 		}
 		return lo
 	}
-	w := largest(maxWidth, func(w int) bool { return fits(w, cfg.Depth) })
-	d := largest(maxDepth, func(d int) bool { return fits(cfg.Width, d) })
-	fit := fmt.Sprintf("the largest that fits: width %d at depth %d", w, cfg.Depth)
+	w := largest(maxWidth, func(w int) bool { return fits(w, depth) })
+	d := largest(maxDepth, func(d int) bool { return fits(width, d) })
+	fit := fmt.Sprintf("the largest that fits: width %d at depth %d", w, depth)
 	if w == 0 {
-		fit = fmt.Sprintf("no width fits at depth %d", cfg.Depth)
+		fit = fmt.Sprintf("no width fits at depth %d", depth)
 	}
 	if d > 0 {
-		fit += fmt.Sprintf(", or depth %d at width %d", d, cfg.Width)
+		fit += fmt.Sprintf(", or depth %d at width %d", d, width)
 	}
-	return fmt.Errorf("%s: an MLP of width %d, depth %d, batch %d %s: %s (batch %d)", fn, cfg.Width, cfg.Depth, cfg.Batch, why, fit, cfg.Batch)
+	return fmt.Errorf("an MLP of width %d, depth %d, batch %d %s: %s (batch %d)", width, depth, batch, why, fit, batch)
 }
 
 // gib writes n bytes in GiB, or MiB below one GiB.
