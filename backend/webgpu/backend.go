@@ -272,21 +272,17 @@ func (b *Backend) Write(buf backend.Buffer, off int, src []float32) error {
 	if err != nil {
 		return err
 	}
-	if !inside(off, len(src), wb.n) {
+	if !backend.InRange(off, len(src), wb.n) {
 		return fmt.Errorf("webgpu.Write: %d elements at %d outside buffer of %d", len(src), off, wb.n)
 	}
 	if len(src) == 0 {
 		return nil
 	}
-	if err := b.d.write(wb.g, uint64(off)*4, f32Bytes(src)); err != nil {
+	if err := b.d.write(wb.g, uint64(off)*4, bytesOf(src)); err != nil {
 		return fmt.Errorf("webgpu.Write(%d elements at %d): %w", len(src), off, err)
 	}
 	return nil
 }
-
-// inside reports whether elements [off, off+k) lie in a buffer of n; written
-// so that no sum can overflow (off+k > n with off = MaxInt wraps negative).
-func inside(off, k, n int) bool { return off >= 0 && k <= n && off <= n-k }
 
 // Read copies len(dst) elements of buf from element off into dst.
 func (b *Backend) Read(buf backend.Buffer, off int, dst []float32) error {
@@ -296,13 +292,13 @@ func (b *Backend) Read(buf backend.Buffer, off int, dst []float32) error {
 	if err != nil {
 		return err
 	}
-	if !inside(off, len(dst), wb.n) {
+	if !backend.InRange(off, len(dst), wb.n) {
 		return fmt.Errorf("webgpu.Read: %d elements at %d outside buffer of %d", len(dst), off, wb.n)
 	}
 	if len(dst) == 0 {
 		return nil
 	}
-	if err := b.d.read(wb.g, uint64(off)*4, f32Bytes(dst)); err != nil {
+	if err := b.d.read(wb.g, uint64(off)*4, bytesOf(dst)); err != nil {
 		return fmt.Errorf("webgpu.Read(%d elements at %d): %w", len(dst), off, err)
 	}
 	return nil
@@ -324,13 +320,13 @@ func (b *Backend) ReadLater(buf backend.Buffer, off int, dst []float32) (func() 
 	if err != nil {
 		return nil, err
 	}
-	if !inside(off, len(dst), wb.n) {
+	if !backend.InRange(off, len(dst), wb.n) {
 		return nil, fmt.Errorf("webgpu.ReadLater: %d elements at %d outside buffer of %d", len(dst), off, wb.n)
 	}
 	if len(dst) == 0 {
 		return nil, nil
 	}
-	lr, err := b.d.readLater(wb.g, uint64(off)*4, f32Bytes(dst))
+	lr, err := b.d.readLater(wb.g, uint64(off)*4, bytesOf(dst))
 	if err != nil {
 		return nil, fmt.Errorf("webgpu.ReadLater(%d elements at %d): %w", len(dst), off, err)
 	}

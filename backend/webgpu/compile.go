@@ -80,6 +80,7 @@ type program struct {
 	released bool
 	keyBuf   []uint64 // bindGroup's key buffer
 	fp       *plan.Fusion
+	lim      plan.DispatchLimits // the device's, with the binding limit tests may lower
 	// scratch holds partial results between two dispatches of one node
 	// (split-K matmuls, split reductions); they run one after the other, so
 	// one buffer of the largest size serves all.
@@ -125,7 +126,8 @@ func (b *Backend) Compile(g *backend.Graph) (backend.Program, error) {
 			return nil, fmt.Errorf("webgpu.Compile: node %d: composite %v is not lowered natively (plan.Expand it first)", i, n.Op)
 		}
 	}
-	p := &program{b: b, nodes: len(g.Nodes), numArgs: g.NumArgs, argNeed: make([]int, g.NumArgs)}
+	p := &program{b: b, nodes: len(g.Nodes), numArgs: g.NumArgs, argNeed: make([]int, g.NumArgs),
+		lim: plan.DispatchLimits{MaxGroupsPerDim: int(b.d.info.maxWGPerDim), MaxBindingBytes: b.bindLimit, OffsetAlign: int(b.d.info.storageAlign)}}
 	if b.liveProgs == nil {
 		b.liveProgs = map[*program]struct{}{}
 	}
@@ -250,30 +252,18 @@ func (p *program) build(g *backend.Graph) error {
 		}
 		p.scratchT = buf
 	}
-	// The parameters of all steps go into one buffer, each at an offset
-	// aligned for storage bindings, written once here.
-	align := uint64(max(info.storageAlign, 4))
-	var words []uint32
-	offs := make([]uint64, len(steps))
+	// The parameters of all steps go into one buffer, written once here.
+	params := make([][]uint32, len(steps))
 	for i, s := range steps {
-		for uint64(len(words))*4%align != 0 {
-			words = append(words, 0)
-		}
-		offs[i] = uint64(len(words)) * 4
-		words = append(words, s.params...)
-		if len(s.params) == 0 {
-			words = append(words, 0) // the binding is one word at least
-		}
+		params[i] = s.params
 	}
-	if len(words) == 0 {
-		words = []uint32{0}
-	}
+	words, offs := plan.PackParams(params, int(info.storageAlign))
 	buf, err := p.b.newBuffer(uint64(len(words)) * 4)
 	if err != nil {
 		return fmt.Errorf("parameter buffer: %w", err)
 	}
 	p.params = buf
-	if err := p.b.d.write(buf, 0, u32Bytes(words)); err != nil {
+	if err := p.b.d.write(buf, 0, bytesOf(words)); err != nil {
 		return fmt.Errorf("parameter buffer: %w", err)
 	}
 	for i, s := range steps {
