@@ -52,6 +52,10 @@ type Options struct {
 	// (its Caps.Composites); Make fails on any other, which Expand should
 	// have decomposed.
 	Composites []backend.Op
+	// Unsupported are ops the device cannot run (its Caps.Unsupported,
+	// which core plans around); Make fails on them, naming Device.
+	Unsupported []backend.Op
+	Device      string
 	// CopiesAtEnd copies the outputs that cannot be computed in place after
 	// the last kernel (WebGPU: after the compute pass) rather than right
 	// after their node.
@@ -106,7 +110,11 @@ func Make(g *backend.Graph, o Options) (*Plan, error) {
 		return nil, err
 	}
 	for i := range g.Nodes {
-		if op := g.Nodes[i].Op; op.IsComposite() && !slices.Contains(o.Composites, op) {
+		op := g.Nodes[i].Op
+		if slices.Contains(o.Unsupported, op) {
+			return nil, fmt.Errorf("plan.Make: node %d: op %v is not supported on %s (Caps.Unsupported)", i, op, o.Device)
+		}
+		if op.IsComposite() && !slices.Contains(o.Composites, op) {
 			return nil, fmt.Errorf("plan.Make: node %d: composite %v is not lowered natively here (plan.Expand decomposes it before Compile)", i, op)
 		}
 	}

@@ -19,13 +19,17 @@ import (
 // refKind says which buffer a binding reads.
 type refKind uint8
 
+// The places a plan gives values (plan.Kind), then this package's own.
 const (
-	refArg      refKind = iota // Run's args[idx]
-	refSlot                    // the program's pooled intermediate idx
-	refParams                  // the program's parameter buffer
-	refNone                    // no storage: the value is computed inside another kernel
-	refScratch                 // the program's scratch buffer (partial results)
-	refScratchT                // the transposed copies of matmul operands (read while refScratch is written)
+	refNone = refKind(plan.None) // no storage: the value is computed inside another kernel
+	refArg  = refKind(plan.Arg)  // Run's args[idx]
+	refSlot = refKind(plan.Slot) // the program's pooled intermediate idx
+)
+
+const (
+	refParams   refKind = 16 + iota // the program's parameter buffer
+	refScratch                      // the program's scratch buffer (partial results)
+	refScratchT                     // the transposed copies of matmul operands (read while refScratch is written)
 )
 
 // bref is one binding of a dispatch: bytes [off, off+size) of a buffer.
@@ -118,14 +122,6 @@ func (b *Backend) Compile(g *backend.Graph) (backend.Program, error) {
 	if b.closed {
 		return nil, errors.New("webgpu.Compile: backend closed")
 	}
-	for i, n := range g.Nodes {
-		if slices.Contains(b.d.info.unsupported, n.Op) {
-			return nil, fmt.Errorf("webgpu.Compile: node %d: op %v is not supported on %s (Caps.Unsupported)", i, n.Op, b.d.info.name)
-		}
-		if n.Op.IsComposite() { // no native composite yet: plan.Expand decomposes them first
-			return nil, fmt.Errorf("webgpu.Compile: node %d: composite %v is not lowered natively (plan.Expand it first)", i, n.Op)
-		}
-	}
 	p := &program{b: b, nodes: len(g.Nodes), numArgs: g.NumArgs, argNeed: make([]int, g.NumArgs),
 		lim: plan.DispatchLimits{MaxGroupsPerDim: int(b.d.info.maxWGPerDim), MaxBindingBytes: b.bindLimit, OffsetAlign: int(b.d.info.storageAlign)}}
 	if b.liveProgs == nil {
@@ -151,6 +147,8 @@ func (p *program) plan(fp *plan.Fusion) (*plan.Plan, error) {
 	}
 	o := fp.Options()
 	o.CopiesAtEnd = true
+	// no native composite yet: plan.Expand decomposes them first
+	o.Unsupported, o.Device = p.b.d.info.unsupported, p.b.d.info.name
 	o.Limits = plan.Limits{
 		MaxStoreElems: int(p.b.d.info.maxBuffer / 4),
 		MaxIndexElems: math.MaxUint32, // kernels index with u32
@@ -189,15 +187,8 @@ func (p *program) build(g *backend.Graph) error {
 		return err
 	}
 	locs := make([]loc, len(g.Nodes))
-	for i, l := range pl.Loc {
-		switch l.Kind {
-		case plan.None:
-			locs[i] = loc{refNone, 0}
-		case plan.Arg:
-			locs[i] = loc{refArg, l.Idx}
-		case plan.Slot:
-			locs[i] = loc{refSlot, l.Idx}
-		}
+	for i, l := range pl.Loc { // (no Off: slices are copies, reshapes views at 0)
+		locs[i] = loc{refKind(l.Kind), l.Idx}
 	}
 	p.argNeed = pl.ArgNeed
 	for _, c := range pl.AtEnd {
@@ -211,16 +202,8 @@ func (p *program) build(g *backend.Graph) error {
 		p.slots = append(p.slots, buf)
 	}
 	p.memBytes = int64(pl.SlotBytes)
-	// members[n] are the nodes the kernel of node n computes, when more
-	// than n itself (fused chains, optimizer groups): RunTimed splits its
-	// time among them.
-	members := map[int][]int{}
-	for i := range g.Nodes {
-		if ms := fp.Computes(i); pl.Needed[i] && len(ms) > 1 {
-			members[i] = ms
-		}
-	}
-	p.clock = backend.NewNodeClock(g, backend.Calibration{Budget: timingBudget}, nil, members)
+	// RunTimed splits a fused kernel's time among the nodes it computes.
+	p.clock = backend.NewNodeClock(g, backend.Calibration{Budget: timingBudget}, nil, fp.Kernels(pl.Needed))
 	for i := range g.Nodes {
 		var err error
 		switch {

@@ -90,12 +90,9 @@ func (p *program) run(args []backend.Buffer, nodeTimes *backend.NodeTimes, rr *r
 	}
 	var rb *readBack
 	if rr != nil {
-		wb, err := b.own("RunRead", rr.src)
+		wb, err := b.span("RunRead", rr.src, rr.off, len(rr.dst))
 		if err != nil {
 			return backend.RunInfo{}, false, err
-		}
-		if !backend.InRange(rr.off, len(rr.dst), wb.n) {
-			return backend.RunInfo{}, false, fmt.Errorf("webgpu.RunRead: %d elements at %d outside buffer of %d", len(rr.dst), rr.off, wb.n)
 		}
 		if len(rr.dst) > 0 && b.d.foldsRead(4*len(rr.dst)) {
 			rb = &readBack{src: wb.g, off: 4 * uint64(rr.off), dst: bytesOf(rr.dst)}
