@@ -11,6 +11,12 @@
 // the resulting Fusion's Options tell Make which nodes have no storage of
 // their own, where each kernel runs and what it reads, so the rules stay
 // one. The backend generates the fused kernels.
+//
+// DispatchLimits (dispatch.go) is the arithmetic a GPU backend lowers a
+// node with: workgroup grids folded within the device's per-dimension
+// limit, and the bound ranges a node over a buffer larger than one storage
+// binding is split into; PackParams lays every dispatch's parameters out in
+// one buffer. Neither knows a GPU API or a kernel.
 package plan
 
 import (

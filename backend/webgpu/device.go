@@ -87,7 +87,7 @@ const maxStaging = 64 << 20
 // The limits both layers request above WebGPU's defaults (16 KiB of
 // workgroup memory, 256 invocations, 8 storage buffers per stage), up to
 // what the adapter has: larger matmul tiles need the first two, fused
-// kernels the third; more than these buys nothing measured.
+// kernels the third; these bounds are "within reason", not measured optima.
 const (
 	wantWGStorage      = 48 << 10 // maxComputeWorkgroupStorageSize
 	wantInvocations    = 1024     // maxComputeInvocationsPerWorkgroup, workgroup sizes X and Y
