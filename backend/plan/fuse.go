@@ -344,6 +344,20 @@ func (f *Fusion) Computes(i int) []int {
 	return f.Members(i)
 }
 
+// Kernels maps each kernel that computes more than its own node (a fused
+// chain, an update group) to the nodes it computes, among the nodes needed
+// (Plan.Needed): what a per-node clock (backend.NewNodeClock) splits a
+// kernel's time among.
+func (f *Fusion) Kernels(needed []bool) map[int][]int {
+	out := map[int][]int{}
+	for i := range f.Graph.Nodes {
+		if ms := f.Computes(i); needed[i] && len(ms) > 1 {
+			out[i] = ms
+		}
+	}
+	return out
+}
+
 // Reads returns the stored nodes root r's kernel reads, each once, in the
 // order first met (for a matmul core its two operands first).
 func (f *Fusion) Reads(r int) []int {

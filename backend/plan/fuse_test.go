@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/ag-go/ag/backend"
@@ -263,8 +264,23 @@ func TestFuseUpdateGroups(t *testing.T) {
 			t.Errorf("%d %v updates without GroupUpdates: %d kernels", c.n, c.op, n)
 		}
 		// The members run at the group's last member (Options), which
-		// computes them all (Computes).
+		// computes them all (Computes, Kernels).
 		o := f.Options()
+		all := make([]bool, len(f.Graph.Nodes))
+		for i := range all {
+			all[i] = true
+		}
+		ks := f.Kernels(all)
+		for last, ms := range f.Group {
+			if len(ms) > 1 && !slices.Equal(ks[last], f.Computes(last)) {
+				t.Errorf("Kernels()[%d] = %v, want %v", last, ks[last], f.Computes(last))
+			}
+		}
+		for k, ms := range ks {
+			if len(ms) < 2 || !slices.Equal(ms, f.Computes(k)) {
+				t.Errorf("Kernels()[%d] = %v, Computes(%d) = %v", k, ms, k, f.Computes(k))
+			}
+		}
 		for last, ms := range f.Group {
 			if ms != nil && len(f.Computes(last)) != len(ms) {
 				t.Errorf("the group at %d computes %v, want %v", last, f.Computes(last), ms)

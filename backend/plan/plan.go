@@ -11,6 +11,12 @@
 // the resulting Fusion's Options tell Make which nodes have no storage of
 // their own, where each kernel runs and what it reads, so the rules stay
 // one. The backend generates the fused kernels.
+//
+// DispatchLimits (dispatch.go) is the arithmetic a GPU backend lowers a
+// node with: workgroup grids folded within the device's per-dimension
+// limit, and the bound ranges a node over a buffer larger than one storage
+// binding is split into; PackParams lays every dispatch's parameters out in
+// one buffer. Neither knows a GPU API or a kernel.
 package plan
 
 import (
@@ -52,6 +58,10 @@ type Options struct {
 	// (its Caps.Composites); Make fails on any other, which Expand should
 	// have decomposed.
 	Composites []backend.Op
+	// Unsupported are ops the device cannot run (its Caps.Unsupported,
+	// which core plans around); Make fails on them, naming Device.
+	Unsupported []backend.Op
+	Device      string
 	// CopiesAtEnd copies the outputs that cannot be computed in place after
 	// the last kernel (WebGPU: after the compute pass) rather than right
 	// after their node.
@@ -106,7 +116,11 @@ func Make(g *backend.Graph, o Options) (*Plan, error) {
 		return nil, err
 	}
 	for i := range g.Nodes {
-		if op := g.Nodes[i].Op; op.IsComposite() && !slices.Contains(o.Composites, op) {
+		op := g.Nodes[i].Op
+		if slices.Contains(o.Unsupported, op) {
+			return nil, fmt.Errorf("plan.Make: node %d: op %v is not supported on %s (Caps.Unsupported)", i, op, o.Device)
+		}
+		if op.IsComposite() && !slices.Contains(o.Composites, op) {
 			return nil, fmt.Errorf("plan.Make: node %d: composite %v is not lowered natively here (plan.Expand decomposes it before Compile)", i, op)
 		}
 	}

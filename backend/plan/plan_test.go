@@ -161,3 +161,16 @@ func TestLimits(t *testing.T) {
 		t.Errorf("within limits: %v", err)
 	}
 }
+
+// TestUnsupported: Make refuses an op the device states it cannot run
+// (Caps.Unsupported), naming the device, and plans the graph without it.
+func TestUnsupported(t *testing.T) {
+	b, _, _, _, _, _ := decisionsGraph()
+	_, err := Make(&b.g, Options{Unsupported: []backend.Op{backend.OpExp}, Device: "dev0"})
+	if err == nil || !strings.Contains(err.Error(), "exp is not supported on dev0") {
+		t.Errorf("Make with exp unsupported: %v, want an error naming exp and dev0", err)
+	}
+	if _, err := Make(&b.g, Options{Unsupported: []backend.Op{backend.OpAttention}}); err != nil {
+		t.Errorf("Make without attention in the graph: %v", err)
+	}
+}

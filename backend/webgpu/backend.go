@@ -252,6 +252,16 @@ func (b *Backend) own(fn string, buf backend.Buffer) (*buffer, error) {
 	return wb, nil
 }
 
+// span checks that buf is a live buffer of this backend holding elements
+// [off, off+n).
+func (b *Backend) span(fn string, buf backend.Buffer, off, n int) (*buffer, error) {
+	wb, err := b.own(fn, buf)
+	if err == nil && !backend.InRange(off, n, wb.n) {
+		err = fmt.Errorf("webgpu.%s: %d elements at %d outside buffer of %d", fn, n, off, wb.n)
+	}
+	return wb, err
+}
+
 // Free releases the buffer's device memory.
 func (b *Backend) Free(buf backend.Buffer) {
 	b.mu.Lock()
@@ -268,41 +278,31 @@ func (b *Backend) Free(buf backend.Buffer) {
 func (b *Backend) Write(buf backend.Buffer, off int, src []float32) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	wb, err := b.own("Write", buf)
+	wb, err := b.span("Write", buf, off, len(src))
 	if err != nil {
 		return err
-	}
-	if !inside(off, len(src), wb.n) {
-		return fmt.Errorf("webgpu.Write: %d elements at %d outside buffer of %d", len(src), off, wb.n)
 	}
 	if len(src) == 0 {
 		return nil
 	}
-	if err := b.d.write(wb.g, uint64(off)*4, f32Bytes(src)); err != nil {
+	if err := b.d.write(wb.g, uint64(off)*4, bytesOf(src)); err != nil {
 		return fmt.Errorf("webgpu.Write(%d elements at %d): %w", len(src), off, err)
 	}
 	return nil
 }
 
-// inside reports whether elements [off, off+k) lie in a buffer of n; written
-// so that no sum can overflow (off+k > n with off = MaxInt wraps negative).
-func inside(off, k, n int) bool { return off >= 0 && k <= n && off <= n-k }
-
 // Read copies len(dst) elements of buf from element off into dst.
 func (b *Backend) Read(buf backend.Buffer, off int, dst []float32) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	wb, err := b.own("Read", buf)
+	wb, err := b.span("Read", buf, off, len(dst))
 	if err != nil {
 		return err
-	}
-	if !inside(off, len(dst), wb.n) {
-		return fmt.Errorf("webgpu.Read: %d elements at %d outside buffer of %d", len(dst), off, wb.n)
 	}
 	if len(dst) == 0 {
 		return nil
 	}
-	if err := b.d.read(wb.g, uint64(off)*4, f32Bytes(dst)); err != nil {
+	if err := b.d.read(wb.g, uint64(off)*4, bytesOf(dst)); err != nil {
 		return fmt.Errorf("webgpu.Read(%d elements at %d): %w", len(dst), off, err)
 	}
 	return nil
@@ -320,17 +320,14 @@ func (b *Backend) Read(buf backend.Buffer, off int, dst []float32) error {
 func (b *Backend) ReadLater(buf backend.Buffer, off int, dst []float32) (func() error, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	wb, err := b.own("ReadLater", buf)
+	wb, err := b.span("ReadLater", buf, off, len(dst))
 	if err != nil {
 		return nil, err
-	}
-	if !inside(off, len(dst), wb.n) {
-		return nil, fmt.Errorf("webgpu.ReadLater: %d elements at %d outside buffer of %d", len(dst), off, wb.n)
 	}
 	if len(dst) == 0 {
 		return nil, nil
 	}
-	lr, err := b.d.readLater(wb.g, uint64(off)*4, f32Bytes(dst))
+	lr, err := b.d.readLater(wb.g, uint64(off)*4, bytesOf(dst))
 	if err != nil {
 		return nil, fmt.Errorf("webgpu.ReadLater(%d elements at %d): %w", len(dst), off, err)
 	}

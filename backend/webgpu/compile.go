@@ -19,13 +19,17 @@ import (
 // refKind says which buffer a binding reads.
 type refKind uint8
 
+// The places a plan gives values (plan.Kind), then this package's own.
 const (
-	refArg      refKind = iota // Run's args[idx]
-	refSlot                    // the program's pooled intermediate idx
-	refParams                  // the program's parameter buffer
-	refNone                    // no storage: the value is computed inside another kernel
-	refScratch                 // the program's scratch buffer (partial results)
-	refScratchT                // the transposed copies of matmul operands (read while refScratch is written)
+	refNone = refKind(plan.None) // no storage: the value is computed inside another kernel
+	refArg  = refKind(plan.Arg)  // Run's args[idx]
+	refSlot = refKind(plan.Slot) // the program's pooled intermediate idx
+)
+
+const (
+	refParams   refKind = 16 + iota // the program's parameter buffer
+	refScratch                      // the program's scratch buffer (partial results)
+	refScratchT                     // the transposed copies of matmul operands (read while refScratch is written)
 )
 
 // bref is one binding of a dispatch: bytes [off, off+size) of a buffer.
@@ -80,6 +84,7 @@ type program struct {
 	released bool
 	keyBuf   []uint64 // bindGroup's key buffer
 	fp       *plan.Fusion
+	lim      plan.DispatchLimits // the device's, with the binding limit tests may lower
 	// scratch holds partial results between two dispatches of one node
 	// (split-K matmuls, split reductions); they run one after the other, so
 	// one buffer of the largest size serves all.
@@ -117,15 +122,8 @@ func (b *Backend) Compile(g *backend.Graph) (backend.Program, error) {
 	if b.closed {
 		return nil, errors.New("webgpu.Compile: backend closed")
 	}
-	for i, n := range g.Nodes {
-		if slices.Contains(b.d.info.unsupported, n.Op) {
-			return nil, fmt.Errorf("webgpu.Compile: node %d: op %v is not supported on %s (Caps.Unsupported)", i, n.Op, b.d.info.name)
-		}
-		if n.Op.IsComposite() { // no native composite yet: plan.Expand decomposes them first
-			return nil, fmt.Errorf("webgpu.Compile: node %d: composite %v is not lowered natively (plan.Expand it first)", i, n.Op)
-		}
-	}
-	p := &program{b: b, nodes: len(g.Nodes), numArgs: g.NumArgs, argNeed: make([]int, g.NumArgs)}
+	p := &program{b: b, nodes: len(g.Nodes), numArgs: g.NumArgs, argNeed: make([]int, g.NumArgs),
+		lim: plan.DispatchLimits{MaxGroupsPerDim: int(b.d.info.maxWGPerDim), MaxBindingBytes: b.bindLimit, OffsetAlign: int(b.d.info.storageAlign)}}
 	if b.liveProgs == nil {
 		b.liveProgs = map[*program]struct{}{}
 	}
@@ -149,6 +147,8 @@ func (p *program) plan(fp *plan.Fusion) (*plan.Plan, error) {
 	}
 	o := fp.Options()
 	o.CopiesAtEnd = true
+	// no native composite yet: plan.Expand decomposes them first
+	o.Unsupported, o.Device = p.b.d.info.unsupported, p.b.d.info.name
 	o.Limits = plan.Limits{
 		MaxStoreElems: int(p.b.d.info.maxBuffer / 4),
 		MaxIndexElems: math.MaxUint32, // kernels index with u32
@@ -187,15 +187,8 @@ func (p *program) build(g *backend.Graph) error {
 		return err
 	}
 	locs := make([]loc, len(g.Nodes))
-	for i, l := range pl.Loc {
-		switch l.Kind {
-		case plan.None:
-			locs[i] = loc{refNone, 0}
-		case plan.Arg:
-			locs[i] = loc{refArg, l.Idx}
-		case plan.Slot:
-			locs[i] = loc{refSlot, l.Idx}
-		}
+	for i, l := range pl.Loc { // (no Off: slices are copies, reshapes views at 0)
+		locs[i] = loc{refKind(l.Kind), l.Idx}
 	}
 	p.argNeed = pl.ArgNeed
 	for _, c := range pl.AtEnd {
@@ -209,16 +202,8 @@ func (p *program) build(g *backend.Graph) error {
 		p.slots = append(p.slots, buf)
 	}
 	p.memBytes = int64(pl.SlotBytes)
-	// members[n] are the nodes the kernel of node n computes, when more
-	// than n itself (fused chains, optimizer groups): RunTimed splits its
-	// time among them.
-	members := map[int][]int{}
-	for i := range g.Nodes {
-		if ms := fp.Computes(i); pl.Needed[i] && len(ms) > 1 {
-			members[i] = ms
-		}
-	}
-	p.clock = backend.NewNodeClock(g, backend.Calibration{Budget: timingBudget}, nil, members)
+	// RunTimed splits a fused kernel's time among the nodes it computes.
+	p.clock = backend.NewNodeClock(g, backend.Calibration{Budget: timingBudget}, nil, fp.Kernels(pl.Needed))
 	for i := range g.Nodes {
 		var err error
 		switch {
@@ -250,30 +235,18 @@ func (p *program) build(g *backend.Graph) error {
 		}
 		p.scratchT = buf
 	}
-	// The parameters of all steps go into one buffer, each at an offset
-	// aligned for storage bindings, written once here.
-	align := uint64(max(info.storageAlign, 4))
-	var words []uint32
-	offs := make([]uint64, len(steps))
+	// The parameters of all steps go into one buffer, written once here.
+	params := make([][]uint32, len(steps))
 	for i, s := range steps {
-		for uint64(len(words))*4%align != 0 {
-			words = append(words, 0)
-		}
-		offs[i] = uint64(len(words)) * 4
-		words = append(words, s.params...)
-		if len(s.params) == 0 {
-			words = append(words, 0) // the binding is one word at least
-		}
+		params[i] = s.params
 	}
-	if len(words) == 0 {
-		words = []uint32{0}
-	}
+	words, offs := plan.PackParams(params, int(info.storageAlign))
 	buf, err := p.b.newBuffer(uint64(len(words)) * 4)
 	if err != nil {
 		return fmt.Errorf("parameter buffer: %w", err)
 	}
 	p.params = buf
-	if err := p.b.d.write(buf, 0, u32Bytes(words)); err != nil {
+	if err := p.b.d.write(buf, 0, bytesOf(words)); err != nil {
 		return fmt.Errorf("parameter buffer: %w", err)
 	}
 	for i, s := range steps {

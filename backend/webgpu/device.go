@@ -13,16 +13,18 @@ import (
 // contract (gpuDevice, pendingRead), the description of an adapter and the
 // plain structs the executor hands them. Each layer defines the types gbuf,
 // gpipe, gbind, stageBuf (its size field and destroy method serve
-// laterStage), laterRead and dev, asserts in its file that they satisfy
-// the contract, and defines
+// laterStage), laterRead (embedding laterBase) and dev, asserts in its file
+// that they satisfy the contract, and defines
 //
 //	openDev() (*dev, error)     // the device, with the limits doc.go lists
 //	probeDev() (devInfo, error) // the adapter's description, no device
 //	const readsLater bool       // Caps.LaterReads
+//	(*dev).newStage(size uint64) (stageBuf, error)      // a MapRead staging buffer
+//	(*dev).startLater(b *gbuf, off uint64, r *laterRead) // submits r's copy
 //
-// The executor reads dev's fields info (devInfo), later and laterFree
-// (laterStage's reads in flight and staging buffers kept); the rest of a
-// dev is its layer's.
+// This file's code reads dev's fields info (devInfo), later and laterFree
+// (the reads in flight and the staging buffers kept); the rest of a dev is
+// its layer's.
 
 // gpuDevice is what the executor asks of a device layer.
 type gpuDevice interface {
@@ -78,6 +80,55 @@ type pendingRead interface {
 	finish(awaitErr error, closed bool) error
 }
 
+// maxStaging bounds one readback or upload chunk so that a read of a large
+// table does not need a staging buffer as large as the table.
+const maxStaging = 64 << 20
+
+// The limits both layers request above WebGPU's defaults (16 KiB of
+// workgroup memory, 256 invocations, 8 storage buffers per stage), up to
+// what the adapter has: larger matmul tiles need the first two, fused
+// kernels the third; these bounds are "within reason", not measured optima.
+const (
+	wantWGStorage      = 48 << 10 // maxComputeWorkgroupStorageSize
+	wantInvocations    = 1024     // maxComputeInvocationsPerWorkgroup, workgroup sizes X and Y
+	wantStorageBuffers = 40       // maxStorageBuffersPerShaderStage
+)
+
+// readLater queues a read of len(dst) bytes of b at off behind the work
+// submitted so far, into a staging buffer of its own (laterStage), and
+// returns without waiting (the layer's startLater submits the copy); the
+// read's await and finish take the bytes. A read larger than one staging
+// chunk reads at once (nil).
+func (d *dev) readLater(b *gbuf, off uint64, dst []byte) (*laterRead, error) {
+	n := uint64(len(dst))
+	if n > maxStaging {
+		return nil, d.read(b, off, dst)
+	}
+	st, err := d.laterStage(n)
+	if err != nil {
+		return nil, err
+	}
+	r := &laterRead{laterBase: laterBase{d: d, st: st, n: n, dst: dst}}
+	if err := d.startLater(b, off, r); err != nil {
+		d.giveStage(st)
+		return nil, err
+	}
+	d.later = append(d.later, r)
+	return r, nil
+}
+
+// laterBase is what a read in flight holds in both layers.
+type laterBase struct {
+	d   *dev
+	st  stageBuf // the copy's destination, given back or destroyed once taken
+	n   uint64
+	dst []byte
+	// complete: the bytes are in dst (or err says why not), taken by its
+	// wait or earlier (completeRead: too many in flight, a throttle, close)
+	complete bool
+	err      error
+}
+
 // Reads waited for later (readLater) each copy into a staging buffer of
 // their own. maxLaterFree bounds those kept for the next reads; maxLater
 // the reads in flight: past it the oldest completes (its wait then returns
@@ -93,9 +144,8 @@ func stageSize(n uint64) uint64 { return max((n+3)&^3, 256) }
 
 // laterStage returns a staging buffer of at least n bytes for a later
 // read: one given back, or a fresh one of stageSize(n) bytes. Past
-// maxLater reads in flight the oldest completes first. (Both layers' dev
-// and stageBuf.)
-func (d *dev) laterStage(n uint64, fresh func(size uint64) (stageBuf, error)) (stageBuf, error) {
+// maxLater reads in flight the oldest completes first.
+func (d *dev) laterStage(n uint64) (stageBuf, error) {
 	for len(d.later) >= maxLater {
 		d.completeRead(d.later[0])
 	}
@@ -104,7 +154,7 @@ func (d *dev) laterStage(n uint64, fresh func(size uint64) (stageBuf, error)) (s
 		d.laterFree = slices.Delete(d.laterFree, i, i+1)
 		return st, nil
 	}
-	return fresh(stageSize(n))
+	return d.newStage(stageSize(n))
 }
 
 // giveStage keeps a staging buffer for the next later read, or destroys it.
@@ -114,6 +164,14 @@ func (d *dev) giveStage(st stageBuf) {
 		return
 	}
 	st.destroy()
+}
+
+// dropStages destroys the staging buffers kept (close).
+func (d *dev) dropStages() {
+	for _, st := range d.laterFree {
+		st.destroy()
+	}
+	d.laterFree = nil
 }
 
 // devInfo describes the adapter and the limits the device was created with.
@@ -213,26 +271,11 @@ type copyOp struct {
 	size           uint64
 }
 
-// f32Bytes views a float32 slice as bytes without copying.
-func f32Bytes(s []float32) []byte {
+// bytesOf views a slice of words (f32 values, u32 words, u64 timestamps)
+// as bytes without copying.
+func bytesOf[T float32 | uint32 | uint64](s []T) []byte {
 	if len(s) == 0 {
 		return nil
 	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), 4*len(s))
-}
-
-// u32Bytes views a uint32 slice as bytes without copying.
-func u32Bytes(s []uint32) []byte {
-	if len(s) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), 4*len(s))
-}
-
-// u64Bytes views a uint64 slice as bytes without copying.
-func u64Bytes(s []uint64) []byte {
-	if len(s) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), 8*len(s))
+	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(s[0])))
 }

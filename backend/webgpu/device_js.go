@@ -122,8 +122,6 @@ const (
 	jsCompute      = 0x4
 )
 
-const maxStaging = 64 << 20
-
 // await waits for a promise; a rejection becomes an error.
 func await(p js.Value) (js.Value, error) {
 	if p.Type() != js.TypeObject || p.Get("then").Type() != js.TypeFunction {
@@ -244,17 +242,15 @@ func openDev() (*dev, error) {
 	upTo := func(k string, most float64) float64 { return min(al.Get(k).Float(), most) }
 	desc := map[string]any{
 		// The same limits as device_native.go's openDev: the adapter's
-		// buffer sizes, and for larger matmul tiles and fused kernels more
-		// workgroup memory, invocations and storage buffers than WebGPU's
-		// defaults (16 KiB, 256, 8), within reason.
+		// buffer sizes, and device.go's wanted ones.
 		"requiredLimits": map[string]any{
 			"maxBufferSize":                     al.Get("maxBufferSize"),
 			"maxStorageBufferBindingSize":       al.Get("maxStorageBufferBindingSize"),
-			"maxComputeWorkgroupStorageSize":    upTo("maxComputeWorkgroupStorageSize", 48<<10),
-			"maxComputeInvocationsPerWorkgroup": upTo("maxComputeInvocationsPerWorkgroup", 1024),
-			"maxComputeWorkgroupSizeX":          upTo("maxComputeWorkgroupSizeX", 1024),
-			"maxComputeWorkgroupSizeY":          upTo("maxComputeWorkgroupSizeY", 1024),
-			"maxStorageBuffersPerShaderStage":   upTo("maxStorageBuffersPerShaderStage", 40),
+			"maxComputeWorkgroupStorageSize":    upTo("maxComputeWorkgroupStorageSize", wantWGStorage),
+			"maxComputeInvocationsPerWorkgroup": upTo("maxComputeInvocationsPerWorkgroup", wantInvocations),
+			"maxComputeWorkgroupSizeX":          upTo("maxComputeWorkgroupSizeX", wantInvocations),
+			"maxComputeWorkgroupSizeY":          upTo("maxComputeWorkgroupSizeY", wantInvocations),
+			"maxStorageBuffersPerShaderStage":   upTo("maxStorageBuffersPerShaderStage", wantStorageBuffers),
 		},
 	}
 	var feats []any
@@ -416,36 +412,27 @@ type stageBuf struct {
 	size uint64
 }
 
-// readLater submits the copy of n bytes of b at off into a staging buffer
-// of its own and asks for its mapping, without waiting: await waits for
-// the mapping and for the error scopes pending until then (the runs
-// deferred before the read), finish copies the bytes out. A read larger
-// than one staging chunk reads at once (nil).
-func (d *dev) readLater(b *gbuf, off uint64, dst []byte) (*laterRead, error) {
-	n := uint64(len(dst))
-	if n > maxStaging {
-		return nil, d.read(b, off, dst)
-	}
-	st, err := d.laterStage(n, func(size uint64) (stageBuf, error) {
-		v, err := d.rawBuffer(size, jsMapRead|jsCopyDst)
-		return stageBuf{v: v, size: size}, err
-	})
-	if err != nil {
-		return nil, err
-	}
+// newStage is a MapRead staging buffer of size bytes.
+func (d *dev) newStage(size uint64) (stageBuf, error) {
+	v, err := d.rawBuffer(size, jsMapRead|jsCopyDst)
+	return stageBuf{v: v, size: size}, err
+}
+
+// startLater submits r's copy and asks for its mapping, without waiting:
+// await waits for the mapping and for the error scopes pending until then
+// (the runs deferred before the read), finish copies the bytes out.
+func (d *dev) startLater(b *gbuf, off uint64, r *laterRead) error {
 	d.scopedLater(func() {
 		enc := d.device.Call("createCommandEncoder")
-		enc.Call("copyBufferToBuffer", b.v, off, st.v, 0, n)
+		enc.Call("copyBufferToBuffer", b.v, off, r.st.v, 0, r.n)
 		d.queue.Call("submit", []any{enc.Call("finish")})
 	})
-	all, scopes := d.gather(st.v.Call("mapAsync", jsModeRead, 0, n))
+	r.p, r.scopes = d.gather(r.st.v.Call("mapAsync", jsModeRead, 0, r.n))
 	// A read never waited for (against LaterReader's contract) whose
 	// device closes rejects: handled here, so that it is no page error;
 	// a wait still gets the rejection.
-	all.Call("catch", noop)
-	lr := &laterRead{d: d, st: st, n: n, dst: dst, scopes: scopes, p: all}
-	d.later = append(d.later, lr)
-	return lr, nil
+	r.p.Call("catch", noop)
+	return nil
 }
 
 // completeRead waits for r and copies its bytes out (past maxLater reads
@@ -457,15 +444,9 @@ func (d *dev) completeRead(r *laterRead) {
 
 // laterRead is a read in flight (readLater).
 type laterRead struct {
-	d      *dev
-	st     stageBuf
-	n      uint64
-	dst    []byte
+	laterBase
 	scopes int      // error scopes before the mapping in p's results
 	p      js.Value // Promise.all(scopes..., mapAsync)
-	// complete: taken already (completeRead), with this error
-	complete bool
-	err      error
 }
 
 // await waits for the mapping and the error scopes; the first validation
@@ -604,7 +585,7 @@ func (d *dev) run(passes [][]dispatch, copies []copyOp, timed bool) ([]uint64, e
 	}
 	// Mapping the timestamps waits for the run: one round trip.
 	raw := make([]uint64, nq)
-	if err := d.mapRead(d.qReadout, 8*uint64(nq), u64Bytes(raw)); err != nil {
+	if err := d.mapRead(d.qReadout, 8*uint64(nq), bytesOf(raw)); err != nil {
 		return nil, fmt.Errorf("timestamps: %w", err)
 	}
 	return raw, nil
@@ -656,7 +637,7 @@ func (d *dev) runInside(ds []dispatch, copies []copyOp) ([]uint64, error) {
 		d.queue.Call("submit", []any{enc.Call("finish")})
 	})
 	raw := make([]uint64, nq)
-	if err := d.mapRead(d.qReadout, 8*uint64(nq), u64Bytes(raw)); err != nil {
+	if err := d.mapRead(d.qReadout, 8*uint64(nq), bytesOf(raw)); err != nil {
 		return nil, fmt.Errorf("timestamps: %w", err)
 	}
 	return raw, nil
@@ -702,7 +683,7 @@ func planOf(ds []dispatch, copies []copyOp) js.Value {
 		cs = append(cs, c.src.v, c.srcOff, c.dst.v, c.dstOff, c.size)
 	}
 	raw := js.Global().Get("Uint8Array").New(4 * len(dims))
-	js.CopyBytesToJS(raw, u32Bytes(dims))
+	js.CopyBytesToJS(raw, bytesOf(dims))
 	w := js.Global().Get("Uint32Array").New(raw.Get("buffer"))
 	return js.ValueOf([]any{pipes, binds, w, cs})
 }
@@ -783,10 +764,7 @@ func (d *dev) submit(passes [][]dispatch, copies []copyOp, timed bool) {
 func (d *dev) close() {
 	d.dropAhead()
 	d.releaseQueries()
-	for _, st := range d.laterFree {
-		st.destroy()
-	}
-	d.laterFree = nil
+	d.dropStages()
 	for _, r := range d.later { // their mappings fail: the waits report the close
 		r.st.destroy()
 	}

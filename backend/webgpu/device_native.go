@@ -97,10 +97,6 @@ type dev struct {
 // of one poll every maxInFlight runs.
 const maxInFlight = 3
 
-// maxStaging bounds one readback or upload chunk so that a read of a large
-// table does not need a staging buffer as large as the table.
-const maxStaging = 64 << 20
-
 func adapterDesc(ad *wgpu.Adapter) devInfo {
 	ai := ad.GetInfo()
 	// wgpu-native v0.23's info puts the adapter name in the description
@@ -246,14 +242,11 @@ func openDev() (*dev, error) {
 	lim := wgpu.DefaultLimits()
 	lim.MaxBufferSize = al.MaxBufferSize
 	lim.MaxStorageBufferBindingSize = al.MaxStorageBufferBindingSize
-	// Larger matmul tiles need more workgroup memory and invocations than
-	// WebGPU's defaults (16 KiB, 256), fused kernels more storage buffers
-	// (default 8): ask for what the adapter has, within reason.
-	lim.MaxComputeWorkgroupStorageSize = min(al.MaxComputeWorkgroupStorageSize, 48<<10)
-	lim.MaxComputeInvocationsPerWorkgroup = min(al.MaxComputeInvocationsPerWorkgroup, 1024)
-	lim.MaxComputeWorkgroupSizeX = min(al.MaxComputeWorkgroupSizeX, 1024)
-	lim.MaxComputeWorkgroupSizeY = min(al.MaxComputeWorkgroupSizeY, 1024)
-	lim.MaxStorageBuffersPerShaderStage = min(al.MaxStorageBuffersPerShaderStage, 40)
+	lim.MaxComputeWorkgroupStorageSize = min(al.MaxComputeWorkgroupStorageSize, wantWGStorage)
+	lim.MaxComputeInvocationsPerWorkgroup = min(al.MaxComputeInvocationsPerWorkgroup, wantInvocations)
+	lim.MaxComputeWorkgroupSizeX = min(al.MaxComputeWorkgroupSizeX, wantInvocations)
+	lim.MaxComputeWorkgroupSizeY = min(al.MaxComputeWorkgroupSizeY, wantInvocations)
+	lim.MaxStorageBuffersPerShaderStage = min(al.MaxStorageBuffersPerShaderStage, wantStorageBuffers)
 	var feats []wgpu.FeatureName
 	for _, f := range []wgpu.FeatureName{wgpu.FeatureNameTimestampQuery, wgpu.FeatureNameShaderF16} {
 		if ad.HasFeature(f) {
@@ -392,38 +385,29 @@ type stageBuf struct {
 	size uint64
 }
 
-// readLater submits the copy of n bytes of b at off into a staging buffer
-// of its own and returns without waiting: the host goes on building and
-// submitting steps while the device runs the work before the read (a lazy
-// step's host work, 50-90 us on an H200 machine, otherwise left the GPU
-// idle at every read). finish maps the buffer and copies the bytes out.
-// Nothing is mapped until then: cogentcore's MapAsync hands C the address
-// of a Go variable (see deferRuns), so a mapping is kept in flight only
-// for one wait, as read's is. A read larger than one staging chunk reads
-// at once (nil).
-func (d *dev) readLater(b *gbuf, off uint64, dst []byte) (*laterRead, error) {
-	n := uint64(len(dst))
-	if n > maxStaging {
-		return nil, d.read(b, off, dst)
-	}
-	st, err := d.laterStage(n, func(size uint64) (stageBuf, error) {
-		buf, err := d.device.CreateBuffer(&wgpu.BufferDescriptor{Usage: wgpu.BufferUsageMapRead | wgpu.BufferUsageCopyDst, Size: size})
-		return stageBuf{b: buf, size: size}, err
-	})
+// newStage is a MapRead staging buffer of size bytes.
+func (d *dev) newStage(size uint64) (stageBuf, error) {
+	b, err := d.device.CreateBuffer(&wgpu.BufferDescriptor{Usage: wgpu.BufferUsageMapRead | wgpu.BufferUsageCopyDst, Size: size})
+	return stageBuf{b: b, size: size}, err
+}
+
+// startLater submits r's copy and returns without waiting: the host goes
+// on building and submitting steps while the device runs the work before
+// the read (a lazy step's host work, 50-90 us on an H200 machine,
+// otherwise left the GPU idle at every read). finish maps the buffer and
+// copies the bytes out. Nothing is mapped until then: cogentcore's
+// MapAsync hands C the address of a Go variable (see deferRuns), so a
+// mapping is kept in flight only for one wait, as read's is.
+func (d *dev) startLater(b *gbuf, off uint64, r *laterRead) error {
+	cmd, err := d.copyCmd(b.b, off, r.st.b, r.n)
 	if err != nil {
-		return nil, err
-	}
-	cmd, err := d.copyCmd(b.b, off, st.b, n)
-	if err != nil {
-		d.giveStage(st)
-		return nil, err
+		return err
 	}
 	d.pendingWrites = 0 // the submit flushes them
 	d.queue.Submit(cmd)
 	cmd.Release()
-	r := &laterRead{d: d, st: st, n: n, dst: dst, through: d.runs}
-	d.later = append(d.later, r)
-	return r, nil
+	r.through = d.runs
+	return nil
 }
 
 // copyCmd is a command buffer of one copy.
@@ -447,15 +431,8 @@ func (st stageBuf) destroy() {
 // laterRead is a read in flight (readLater): its copy is submitted after
 // the first through deferred runs.
 type laterRead struct {
-	d       *dev
-	st      stageBuf
-	n       uint64
-	dst     []byte
+	laterBase
 	through uint64
-	// complete: the bytes are in dst (or err says why not), by finish,
-	// or earlier by throttle or close.
-	complete bool
-	err      error
 }
 
 // await does nothing natively: the mapping is asked for and waited for
@@ -798,7 +775,7 @@ func (d *dev) submitWait(cmd, rbCmd *wgpu.CommandBuffer, nq uint32, timed bool, 
 	var tsErr error
 	if timed {
 		raw = make([]uint64, nq)
-		if err := d.finishMap(d.qReadout, 8*uint64(nq), u64Bytes(raw), tsStatus); err != nil {
+		if err := d.finishMap(d.qReadout, 8*uint64(nq), bytesOf(raw), tsStatus); err != nil {
 			tsErr = fmt.Errorf("timestamps: %w", err)
 		}
 	}
@@ -984,10 +961,7 @@ func (d *dev) close() {
 	for len(d.later) > 0 {
 		d.completeRead(d.later[0])
 	}
-	for _, st := range d.laterFree {
-		st.destroy()
-	}
-	d.laterFree = nil
+	d.dropStages()
 	d.dropAhead()
 	d.releaseQueries()
 	if d.staging != nil {

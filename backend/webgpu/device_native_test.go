@@ -48,7 +48,7 @@ func TestLongRunWait(t *testing.T) {
 	}
 	defer be.destroy(yb)
 	const iters = 50000 // below lavapipe's 65535 loop iterations
-	if err := be.d.write(pb, 0, u32Bytes([]uint32{iters})); err != nil {
+	if err := be.d.write(pb, 0, bytesOf([]uint32{iters})); err != nil {
 		t.Fatal(err)
 	}
 	bg, err := be.d.newBindGroup(pipe, []bindEntry{{buf: pb, size: 4}, {buf: yb, size: 4096}})
@@ -83,7 +83,7 @@ func TestLongRunWait(t *testing.T) {
 		}
 		start := time.Now()
 		out := make([]float32, 1024)
-		if err := be.d.read(yb, 0, f32Bytes(out)); err != nil {
+		if err := be.d.read(yb, 0, bytesOf(out)); err != nil {
 			t.Fatal(err)
 		}
 		read := time.Since(start)

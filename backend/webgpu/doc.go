@@ -10,32 +10,25 @@
 //
 // # Execution
 //
-// Compile validates the graph and plans it once. Fusion (backend/plan's
-// Fuse, told what these kernels fuse by Backend.fuseCaps) first decides
-// which nodes are computed inside another node's kernel: chains of
-// pointwise ops (unary, binary with broadcasting, fill, reshape, expand,
-// permute, slice_rows, get_rows, one_hot) read by one node become one
-// generated WGSL kernel (fusedgen.go); a matmul or sum/max read only by such
-// a chain runs it as its epilogue (bias + ReLU after a matmul, the ReLU mask
-// after a backward matmul, the loss scale after a sum); a sum/max evaluates
-// pointwise inputs as its prologue; inside(x, a>=0, b) where relu(x) exists
-// reads relu(x) (the same mask), so x fuses; runs of AdamW/SGD updates that
-// only arg nodes separate become one dispatch over all their tensors (with
-// their own dispatches kept for runs whose args alias). Nothing moves across
-// an in-place update, and a kernel binds at most the device's storage
-// buffers. A 4x1024 MLP training step as core lowers it runs 20 kernels
-// (plus the sums of split matmuls) where node by node it ran 50.
+// Compile validates the graph and plans it once. Which nodes share a
+// kernel is backend/plan's Fuse (its rules are documented there), told by
+// Backend.fuseCaps what these kernels fuse: a pointwise chain becomes one
+// generated WGSL kernel (fusedgen.go), also as the epilogue of a matmul or
+// sum/max and as the prologue of a sum/max, and a run of AdamW/SGD updates
+// one dispatch over all their tensors (with the members' own dispatches
+// kept for runs whose args alias); a kernel binds at most the device's
+// storage buffers. A 4x1024 MLP training step as core lowers it runs 20
+// kernels (plus the sums of split matmuls) where node by node it ran 50.
 //
-// The plan then decides where every value lives (args; reshapes of stored
-// values are views; an output nobody reads as an arg, also through a
-// reshape, is written straight into its arg; every other stored value gets
-// a pooled buffer reused by liveness), the dispatches, one parameter buffer
-// holding all kernel sizes and scalars (written once), cached pipelines (one
-// per kernel source per Backend) and the bind groups that do not depend on
-// Run's args. Run binds the args (bind groups cached by buffer identity),
-// records every dispatch into one compute pass of one command encoder,
-// appends the copies of outputs that must land in another arg, submits once
-// and waits by polling the fence without blocking: on a GPU without pause
+// backend/plan's Make then decides where every value lives (views, outputs
+// written straight into their args, pooled intermediates reused by
+// liveness); this package adds the dispatches, one parameter buffer holding
+// all kernel sizes and scalars (plan.PackParams, written once), cached
+// pipelines (one per kernel source per Backend) and the bind groups that do
+// not depend on Run's args. Run binds the args (bind groups cached by buffer
+// identity), records every dispatch into one compute pass of one command
+// encoder, appends the copies of outputs that must land in another arg,
+// submits once and waits by polling the fence without blocking: on a GPU without pause
 // (a blocking wait added about 20 us of wake-up latency per wait on an
 // H200), on a software adapter with short sleeps between polls
 // (AG_WEBGPU_WAIT=spin or block overrides). wgpu's blocking poll is never
@@ -117,7 +110,8 @@
 // invocations (up to 1024) and storage buffers per stage (up to 40; WebGPU's
 // default is 8, which limits what fuses in a browser). Elementwise ops,
 // fills, AdamW/SGD and get_rows over buffers larger than one binding run as
-// several dispatches over bound ranges (they are not fused); the other ops
+// several dispatches over bound ranges (plan.DispatchLimits; they are not
+// fused); the other ops
 // (broadcasting binaries, reductions, softmax, permute/expand/
 // slice/concat copies, scatter_add_rows, one_hot, matmul, attention) fail
 // to compile with an error naming the binding size and the limit.

@@ -60,7 +60,7 @@ func runLoops(t *testing.T, be *Backend, trips [3]uint32) uint32 {
 		t.Fatal(err)
 	}
 	defer be.destroy(yb)
-	if err := be.d.write(pb, 0, u32Bytes(trips[:])); err != nil {
+	if err := be.d.write(pb, 0, bytesOf(trips[:])); err != nil {
 		t.Fatal(err)
 	}
 	bg, err := be.d.newBindGroup(pipe, []bindEntry{{buf: pb, size: 12}, {buf: yb, size: 4}})
@@ -72,7 +72,7 @@ func runLoops(t *testing.T, be *Backend, trips [3]uint32) uint32 {
 		t.Fatal(err)
 	}
 	out := make([]float32, 1)
-	if err := be.d.read(yb, 0, f32Bytes(out)); err != nil {
+	if err := be.d.read(yb, 0, bytesOf(out)); err != nil {
 		t.Fatal(err)
 	}
 	return uint32(out[0])

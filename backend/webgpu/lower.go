@@ -175,21 +175,8 @@ func (p *program) add(node int, k *kernel, binds []bref, params []uint32, x, y, 
 	p.steps = append(p.steps, step{node: node, k: k, binds: append([]bref{{}}, binds...), params: params, x: x, y: y, z: z})
 }
 
-// grid covers n items with groups of per items, folding the groups into a
-// second dimension beyond maxComputeWorkgroupsPerDimension.
-func (p *program) grid(n, per int) (x, y uint32) {
-	groups := max((n+per-1)/per, 1)
-	mx := max(int(p.b.d.info.maxWGPerDim), 1)
-	gx := min(groups, mx)
-	return uint32(gx), uint32((groups + gx - 1) / gx)
-}
-
-// chunkElems is the largest element count of one bound range: within the
-// binding limit and a multiple of the offset alignment.
-func (p *program) chunkElems() int {
-	al := max(int(p.b.d.info.storageAlign)/4, 1)
-	return int(p.b.bindLimit/4) / al * al
-}
+// grid covers n items with groups of per items (plan.DispatchLimits.Grid).
+func (p *program) grid(n, per int) (x, y uint32) { return p.lim.Grid(n, per) }
 
 // split runs an elementwise kernel over ne elements as one dispatch, or
 // over several bound ranges when a buffer exceeds the binding limit. Binds
@@ -197,8 +184,8 @@ func (p *program) chunkElems() int {
 // The kernel's params are [chunk length, extra...].
 func (p *program) split(node int, k *kernel, binds []bref, chunked []bool, ne int, extra ...uint32) {
 	c := ne
-	if uint64(ne)*4 > p.b.bindLimit {
-		c = p.chunkElems()
+	if !p.lim.Fits(ne) {
+		c = p.lim.RangeRecords(1)
 	}
 	for off := 0; off < ne; off += c {
 		l := min(c, ne-off)
@@ -222,9 +209,8 @@ func (p *program) split(node int, k *kernel, binds []bref, chunked []bool, ne in
 func (p *program) halves(node int, k *kernel, vals, words bref, n int, pack bool) {
 	nw := backend.PackedLen(n)
 	c := nw
-	if uint64(n)*4 > p.b.bindLimit {
-		al := max(int(p.b.d.info.storageAlign)/4, 1)
-		c = p.chunkElems() / 2 / al * al
+	if !p.lim.Fits(n) {
+		c = p.lim.RangeRecords(1, 2) // a word and its two values
 	}
 	for off := 0; off < nw; off += c {
 		l := min(c, nw-off)
@@ -246,10 +232,8 @@ func (p *program) halves(node int, k *kernel, vals, words bref, n int, pack bool
 // and told its element offset, so the counters stay global.
 func (p *program) randUniform(node int, state, out bref, ne int, start uint64) {
 	c := ne
-	if uint64(ne)*4 > p.b.bindLimit {
-		// ranges start at whole blocks: a multiple of 4 and of the alignment
-		al := max(int(p.b.d.info.storageAlign)/4, 4)
-		c = p.chunkElems() / al * al
+	if !p.lim.Fits(ne) {
+		c = 4 * p.lim.RangeRecords(4) // ranges start at whole blocks
 	}
 	for off := 0; off < ne; off += c {
 		l := min(c, ne-off)
@@ -300,11 +284,8 @@ func (p *program) getRows(node int, table, ids, out bref, tshape []int, ne int, 
 	r := tshape[0]
 	w := backend.NumElems(tshape[1:])
 	rc := r
-	if table.size > p.b.bindLimit {
-		al := max(int(p.b.d.info.storageAlign)/4, 1)
-		step := al / gcd(w, al)
-		rc = int(p.b.bindLimit/4) / w / step * step
-		if rc == 0 {
+	if !p.lim.Fits(r * w) {
+		if rc = p.lim.RangeRecords(w); rc == 0 {
 			return fmt.Errorf("a row of %d elements exceeds the binding limit of %d bytes", w, p.b.bindLimit)
 		}
 	}
@@ -316,13 +297,6 @@ func (p *program) getRows(node int, table, ids, out bref, tshape []int, ne int, 
 		p.add(node, getRowsKernel(words), []bref{t, ids, out}, []uint32{uint32(ne), uint32(w), uint32(r), uint32(r0), uint32(l)}, x, y, 1)
 	}
 	return nil
-}
-
-func gcd(a, b int) int {
-	for b != 0 {
-		a, b = b, a%b
-	}
-	return a
 }
 
 func f32bits(f float32) uint32 { return math.Float32bits(f) }

@@ -90,15 +90,12 @@ func (p *program) run(args []backend.Buffer, nodeTimes *backend.NodeTimes, rr *r
 	}
 	var rb *readBack
 	if rr != nil {
-		wb, err := b.own("RunRead", rr.src)
+		wb, err := b.span("RunRead", rr.src, rr.off, len(rr.dst))
 		if err != nil {
 			return backend.RunInfo{}, false, err
 		}
-		if !inside(rr.off, len(rr.dst), wb.n) {
-			return backend.RunInfo{}, false, fmt.Errorf("webgpu.RunRead: %d elements at %d outside buffer of %d", len(rr.dst), rr.off, wb.n)
-		}
 		if len(rr.dst) > 0 && b.d.foldsRead(4*len(rr.dst)) {
-			rb = &readBack{src: wb.g, off: 4 * uint64(rr.off), dst: f32Bytes(rr.dst)}
+			rb = &readBack{src: wb.g, off: 4 * uint64(rr.off), dst: bytesOf(rr.dst)}
 		}
 	}
 	if nodeTimes != nil {
@@ -135,7 +132,7 @@ func (p *program) run(args []backend.Buffer, nodeTimes *backend.NodeTimes, rr *r
 		}
 		return backend.RunInfo{}, false, fmt.Errorf("webgpu.Run: %w", err)
 	}
-	info = runInfo(ticks, host)
+	info = backend.TickedRun(ticks, host)
 	info.Ahead = ahead
 	return info, rb != nil, nil
 }
@@ -205,31 +202,7 @@ func (p *program) runWhole(ds []dispatch, copies []copyOp, rb *readBack) (backen
 	if err != nil {
 		return backend.RunInfo{}, host, err
 	}
-	return runInfo(ticks, host), host, nil
-}
-
-// runInfo is a run of one submission: its device time from the timestamps
-// around it where they are usable, else the host's.
-func runInfo(ticks []uint64, host time.Duration) backend.RunInfo {
-	info := backend.RunInfo{DeviceTime: host, Launches: 1}
-	if dt, ok := tickSpan(ticks, 0, len(ticks)-1, host); ok {
-		info.DeviceTime = dt
-	}
-	return info
-}
-
-// tickSpan converts the timestamps i..j (ns) into a duration, refusing
-// values that cannot be right (not increasing, or longer than the host
-// saw), in which case the caller keeps the host time.
-func tickSpan(ticks []uint64, i, j int, host time.Duration) (time.Duration, bool) {
-	if i < 0 || j < i || len(ticks) <= j || ticks[j] < ticks[i] || ticks[j] == 0 {
-		return 0, false
-	}
-	d := time.Duration(ticks[j] - ticks[i])
-	if host > 0 && d > host {
-		return 0, false
-	}
-	return d, true
+	return backend.TickedRun(ticks, host), host, nil
 }
 
 // runPerNode is a calibration run: each kernel timed (the consecutive
@@ -255,23 +228,17 @@ func (p *program) runPerNode(ds []dispatch, copies []copyOp, ks []backend.Kernel
 		if err != nil {
 			return nil, backend.RunInfo{}, fmt.Errorf("webgpu.RunTimed: %w", err)
 		}
-		if total, ok := tickSpan(ticks, 0, len(ticks)-1, host); ok {
-			for k, x := range ds {
-				dt, _ := tickSpan(ticks, k, k+1, host)
-				if k == 0 || ds[k-1].node != x.node {
-					ks = append(ks, backend.KernelTime{Node: x.node})
-				}
-				ks[len(ks)-1].Dur += dt
-			}
+		nodes := make([]int, len(ds))
+		for k, x := range ds {
+			nodes[k] = x.node
+		}
+		if ks, total, ok := backend.TickedDispatches(ks, nodes, ticks, host); ok {
 			return ks, backend.RunInfo{DeviceTime: total, Launches: 1}, nil
 		}
 		// Timestamps unusable: fall through.
 	}
 	// A timestamp query set holds at most 4096 queries. An empty pass goes
-	// first: its interval is what a pass costs with no kernel in it (a
-	// barrier and two timestamps), which is taken off every kernel's
-	// interval, so that splitting a run into passes does not inflate the
-	// small kernels (on lavapipe an empty pass costs about 60 us).
+	// first, whose cost backend.TickedPasses takes off every kernel's.
 	if d.info.timestamps && len(passes)+2 <= 4096 {
 		start := time.Now()
 		ticks, err := d.run(append([][]dispatch{nil}, passes...), copies, true)
@@ -279,12 +246,7 @@ func (p *program) runPerNode(ds []dispatch, copies []copyOp, ks []backend.Kernel
 		if err != nil {
 			return nil, backend.RunInfo{}, fmt.Errorf("webgpu.RunTimed: %w", err)
 		}
-		if total, ok := tickSpan(ticks, 1, len(ticks)-1, host); ok {
-			empty, _ := tickSpan(ticks, 0, 1, host)
-			for k, n := range owners {
-				dt, _ := tickSpan(ticks, k+1, k+2, host)
-				ks = append(ks, backend.KernelTime{Node: n, Dur: max(dt-empty, 0)})
-			}
+		if ks, total, ok := backend.TickedPasses(ks, owners, ticks, host); ok {
 			return ks, backend.RunInfo{DeviceTime: total, Launches: 1}, nil
 		}
 		// Timestamps unusable: fall through to host timing.

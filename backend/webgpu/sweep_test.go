@@ -738,14 +738,14 @@ func TestSweepFMA(t *testing.T) {
 	for i := range ones {
 		ones[i] = 1e-3 * float32(i%7)
 	}
-	if err := be.d.write(yb, 0, f32Bytes(ones)); err != nil {
+	if err := be.d.write(yb, 0, bytesOf(ones)); err != nil {
 		t.Fatal(err)
 	}
 	trips, groups := 256, 132*64 // about 0.3 TFLOP: ~10 ms on an H200
 	if !be.d.info.gpu {
 		trips, groups = 8, 16
 	}
-	if err := be.d.write(pb, 0, u32Bytes([]uint32{uint32(trips)})); err != nil {
+	if err := be.d.write(pb, 0, bytesOf([]uint32{uint32(trips)})); err != nil {
 		t.Fatal(err)
 	}
 	type variant struct {

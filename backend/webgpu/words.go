@@ -14,12 +14,8 @@ import "fmt"
 // of whole records whose words and values both start at aligned offsets.
 func (p *program) unpackRows(node int, bf bool, words, vals bref, rows, w, W int) error {
 	rc := rows
-	if uint64(rows*max(w, W))*4 > p.b.bindLimit {
-		al := max(int(p.b.d.info.storageAlign)/4, 1)
-		a, b := al/gcd(W, al), al/gcd(w, al)
-		step := a / gcd(a, b) * b // records per aligned range start
-		rc = int(p.b.bindLimit/4) / max(w, W) / step * step
-		if rc == 0 {
+	if !p.lim.Fits(rows * max(w, W)) {
+		if rc = p.lim.RangeRecords(W, w); rc == 0 {
 			return fmt.Errorf("a record of %d values exceeds the binding limit of %d bytes", w, p.b.bindLimit)
 		}
 	}
