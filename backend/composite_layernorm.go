@@ -25,8 +25,12 @@ var OpLayerNorm = defineComposite(Composite{
 })
 
 // OpLayerNormBack is OpLayerNorm's input gradient: In[0] = x, In[1] = the
-// output's gradient dy, A = eps; per row, with r = 1/sqrt(var + eps) and
-// xhat = (x - mean)*r, dx = r*(dy - mean(dy) - xhat*mean(dy*xhat)).
+// output's gradient dy, A = eps; per row, with r = 1/sqrt(var + eps), xhat
+// = (x - mean)*r and the centred gradient c = dy - mean(dy),
+// dx = r*(c - xhat*mean(c*xhat)) (mean(c*xhat) is mean(dy*xhat): xhat's
+// mean is 0). A row where x or dy holds a NaN or an infinity is NaN, as
+// the forward's: through the centred c, an infinite dy reaches every
+// element of its row.
 var OpLayerNormBack = defineComposite(Composite{
 	Name: "layer_norm_back", Inputs: 2,
 	Check: checkNorm,
@@ -36,11 +40,11 @@ var OpLayerNormBack = defineComposite(Composite{
 		dy := in[1]
 		xhat := add(Node{Op: OpMul, In: []int{d, r}, Shape: n.Shape})
 		mdy := rowMean(n.Shape, dy, 0, add)
-		p := add(Node{Op: OpMul, In: []int{dy, xhat}, Shape: n.Shape})
+		c := add(Node{Op: OpSub, In: []int{dy, mdy}, Shape: n.Shape})
+		p := add(Node{Op: OpMul, In: []int{c, xhat}, Shape: n.Shape})
 		mp := rowMean(n.Shape, p, 0, add)
 		t := add(Node{Op: OpMul, In: []int{xhat, mp}, Shape: n.Shape})
-		u := add(Node{Op: OpSub, In: []int{dy, mdy}, Shape: n.Shape})
-		w := add(Node{Op: OpSub, In: []int{u, t}, Shape: n.Shape})
+		w := add(Node{Op: OpSub, In: []int{c, t}, Shape: n.Shape})
 		return add(Node{Op: OpMul, In: []int{w, r}, Shape: n.Shape})
 	},
 	Eval: layerNorm64,
@@ -67,7 +71,7 @@ func checkNorm(n *Node, in func(int) []int) error {
 }
 
 // layerNorm64 computes OpLayerNorm's (x-mean)*r, r = 1/sqrt(var+eps), or
-// OpLayerNormBack's r*(dy - mean(dy) - xhat*mean(dy*xhat)), row by row.
+// OpLayerNormBack's r*(c - xhat*mean(c*xhat)), c = dy - mean(dy), row by row.
 func layerNorm64(n *Node, in [][]float64, _ [][]int, out []float64) {
 	cols := n.Shape[len(n.Shape)-1]
 	eps, c := float64(n.A), float64(cols)
@@ -90,11 +94,14 @@ func layerNorm64(n *Node, in [][]float64, _ [][]int, out []float64) {
 		}
 		dy := in[1][r*cols : (r+1)*cols]
 		mdy, mp := 0.0, 0.0
-		for k, e := range x {
-			mdy += dy[k]
-			mp += dy[k] * (e - mean) * rs
+		for _, g := range dy {
+			mdy += g
 		}
-		mdy, mp = mdy/c, mp/c
+		mdy /= c
+		for k, e := range x {
+			mp += (dy[k] - mdy) * (e - mean) * rs
+		}
+		mp /= c
 		for k, e := range x {
 			o[k] = rs * (dy[k] - mdy - (e-mean)*rs*mp)
 		}

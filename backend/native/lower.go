@@ -13,6 +13,7 @@ import (
 	"slices"
 
 	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/backend/plan"
 )
 
 type tensor = *C.struct_ggml_tensor
@@ -38,6 +39,7 @@ type lowering struct {
 	d      *device
 	g      *backend.Graph
 	needed []bool                 // plan.Plan.Needed: the nodes lowered
+	loc    []plan.Loc             // plan.Plan.Loc: outputs the planner placed in their args (directOutputs)
 	ctx    *C.struct_ggml_context // no_alloc: graph and intermediate tensors
 	cctx   *C.struct_ggml_context // no_alloc: constants
 	gf     *C.struct_ggml_cgraph
@@ -378,17 +380,19 @@ func (l *lowering) thinExpand(i int, n *backend.Node) bool {
 	return true
 }
 
-// directOutputs picks the outputs whose ggml tensor can live in the arg
-// itself, so Run binds the arg's buffer as that tensor's memory (as it
-// binds the args a graph reads) instead of copying the value at the end:
-// on ggml-vulkan each copy is a dispatch and a barrier (a training step's
-// gradients and loss were 10 of its 103). An output qualifies when
-//   - its arg is written by this output alone and read by no node, so the
-//     arg's final state is the value from the moment it is computed, and
-//     no reordering of the graph by ggml can let a read see it early;
-//   - its tensor is a computed f32 node with memory of its own (no leaf,
+// directOutputs gives the outputs that the shared planner placed straight
+// in their args (plan.Plan.Loc) the ggml tensor that computes them, so Run
+// binds the arg's buffer as that tensor's memory (as it binds the args a
+// graph reads) instead of copying the value at the end: on ggml-vulkan each
+// copy is a dispatch and a barrier (a training step's gradients and loss
+// were 10 of its 103). ggml adds its own conditions to the planner's:
+//   - the arg is read by no node at all, not merely by none after the
+//     value is computed, since ggml may reorder the graph's nodes (and it is
+//     written by this output alone);
+//   - the tensor is a computed f32 node with memory of its own (no leaf,
 //     arg, constant or view of one), contiguous and of the output's size,
-//     or a whole, contiguous view of one (a reshape);
+//     or a whole, contiguous view of one (a reshape): a lowering may have
+//     made the IR value a view the planner does not know of;
 //   - no node writes into that tensor afterwards (an in-place op or a copy
 //     into a view of it), and no other output takes the same tensor.
 func (l *lowering) directOutputs() map[backend.Output]tensor {
@@ -412,6 +416,9 @@ func (l *lowering) directOutputs() map[backend.Output]tensor {
 	direct := map[backend.Output]tensor{}
 	for _, o := range l.g.Outputs {
 		on := &l.g.Nodes[o.Node]
+		if pl := l.loc; pl != nil && (pl[o.Node] != plan.Loc{Kind: plan.Arg, Idx: o.Arg}) {
+			continue // the planner copies it
+		}
 		if outs[o.Arg] != 1 || read[o.Arg] || l.holdsArg(o.Node, o.Arg) || on.Op == backend.OpPackF16 || on.Op == backend.OpPackBF16 {
 			continue
 		}

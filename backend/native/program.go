@@ -70,7 +70,7 @@ func (d *device) lower(g *backend.Graph) (*lowering, error) {
 	if err != nil {
 		return nil, err
 	}
-	l.needed = pl.Needed
+	l.needed, l.loc = pl.Needed, pl.Loc
 	if err := l.build(); err != nil {
 		l.free()
 		return nil, err
