@@ -173,7 +173,7 @@ func (d *Device) enterMode(pass profile.Pass, setPass, timed bool) (restore func
 }
 
 // composite names the nodes a composite op records after it (the
-// outermost composite wins: GELU's Tanh is GELU), until restore.
+// outermost composite wins: GELUErf's Erf is GELUErf), until restore.
 func (d *Device) composite(fn string) (restore func()) {
 	_, restore = d.withMode(func(m *gmode) {
 		if m.user == "" {
