@@ -35,7 +35,7 @@ type gmode struct {
 	// records belongs to making them.
 	timed bool
 	mark  time.Time
-	// user names the public op the recorded nodes belong to ("GELU" for
+	// user names the public op the recorded nodes belong to ("GELUErf" for
 	// the nodes of its composite, "MatMul" for the nodes of MatMul's
 	// gradient); "" means each node's own function. scope is the layer path
 	// ("0.Linear"). Both reach the profiler.
