@@ -339,6 +339,14 @@ void ag_gelu_back(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
 	}
 }
 
+struct ggml_tensor *ag_gelu_op(struct ggml_context *ctx, struct ggml_tensor *x, struct ggml_tensor *dy) {
+	struct ggml_tensor *src[2] = {x, dy};
+	struct ggml_tensor *t = ggml_custom_4d(ctx, GGML_TYPE_F32, x->ne[0], x->ne[1], x->ne[2], x->ne[3], src, dy ? 2 : 1,
+	                                       dy ? ag_gelu_back : ag_gelu, GGML_N_TASKS_MAX, NULL);
+	ggml_set_name(t, dy ? "GELU_BACK(custom)" : "GELU(custom)"); // its label in profiles (nodetimer.go)
+	return t;
+}
+
 // ag_dropout's p and scale travel in userdata's two halves.
 void ag_dropout(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
 	const uint64_t bits = (uint64_t)(uintptr_t)userdata;

@@ -94,9 +94,11 @@ void ag_row_max(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 // custom ops (ggml-cpu only), in f32 (ggml-cpu's gelu reads an f16 table):
 //   ag_gelu:      dst = gelu(src[0])
 //   ag_gelu_back: dst = src[1] * gelu'(src[0])
-// Sources contiguous, of dst's shape.
+// Sources contiguous, of dst's shape. ag_gelu_op records ag_gelu over x
+// (dy NULL) or ag_gelu_back over x and dy, named for profiles.
 void ag_gelu(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 void ag_gelu_back(struct ggml_tensor *dst, int ith, int nth, void *userdata);
+struct ggml_tensor *ag_gelu_op(struct ggml_context *ctx, struct ggml_tensor *x, struct ggml_tensor *dy);
 
 // ag_dropout is backend.OpDropout as a ggml custom op (ggml-cpu only): dst
 // = src[0] * (p <= src[1] < 2 ? scale : 0), sources contiguous, of dst's

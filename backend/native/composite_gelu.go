@@ -16,7 +16,7 @@ import "github.com/ag-go/ag/backend"
 var _ = lowerComposite(backend.OpGELU, 16, func(l *lowering, n *backend.Node) tensor {
 	x := l.contiguous(l.in(n, 0))
 	if l.d.isCPU {
-		return l.custom(C.ggml_custom_op_t(C.ag_gelu), x.ne, x)
+		return C.ag_gelu_op(l.ctx, x, nil)
 	}
 	return C.ggml_gelu(l.ctx, x)
 })
@@ -27,7 +27,7 @@ var _ = lowerComposite(backend.OpGELU, 16, func(l *lowering, n *backend.Node) te
 var _ = lowerComposite(backend.OpGELUBack, 24, func(l *lowering, n *backend.Node) tensor {
 	x, dy := l.contiguous(l.in(n, 0)), l.contiguous(l.in(n, 1))
 	if l.d.isCPU {
-		return l.custom(C.ggml_custom_op_t(C.ag_gelu_back), x.ne, x, dy)
+		return C.ag_gelu_op(l.ctx, x, dy)
 	}
 	const c, a = 0.7978845608028654, 0.044715
 	ctx := l.ctx
