@@ -3,7 +3,7 @@ package backend
 // # Adding an op
 //
 // First ask whether it can be a composite: a function in core/ops.go built
-// from the ops core already has, like core.GELU (tanh, pow, scale, mul) or
+// from the ops core already has, like core.SiLU (sigmoid, mul) or
 // core.Sign. Its gradient then comes from its parts and every backend runs
 // it as it is; on WebGPU a pointwise composite fuses into one kernel anyway.
 // That touches one file, core/ops.go, and its test.

@@ -35,7 +35,7 @@ type gmode struct {
 	// records belongs to making them.
 	timed bool
 	mark  time.Time
-	// user names the public op the recorded nodes belong to ("GELU" for
+	// user names the public op the recorded nodes belong to ("GELUErf" for
 	// the nodes of its composite, "MatMul" for the nodes of MatMul's
 	// gradient); "" means each node's own function. scope is the layer path
 	// ("0.Linear"). Both reach the profiler.
@@ -173,7 +173,7 @@ func (d *Device) enterMode(pass profile.Pass, setPass, timed bool) (restore func
 }
 
 // composite names the nodes a composite op records after it (the
-// outermost composite wins: GELU's Tanh is GELU), until restore.
+// outermost composite wins: GELUErf's Erf is GELUErf), until restore.
 func (d *Device) composite(fn string) (restore func()) {
 	_, restore = d.withMode(func(m *gmode) {
 		if m.user == "" {

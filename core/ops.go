@@ -125,18 +125,6 @@ func SiLU(x *Tensor) *Tensor {
 	return Mul(x, Sigmoid(x))
 }
 
-// GELU returns the tanh approximation of the Gaussian error linear unit,
-// 0.5*x*(1 + tanh(sqrt(2/pi)*(x + 0.044715*x^3))), as PyTorch's
-// gelu(approximate="tanh") and GPT-2. A composite of six ops with the
-// gradient of each; on WebGPU they fuse into one kernel.
-func GELU(x *Tensor) *Tensor {
-	needTensors("GELU", x)
-	defer x.dev.composite("GELU")()
-	const c = 0.7978845608028654 // sqrt(2/pi)
-	inner := Scale(Add(x, Scale(Pow(x, 3), 0.044715)), c)
-	return Mul(Scale(x, 0.5), AddScalar(Tanh(inner), 1))
-}
-
 // Scale returns s*x.
 func Scale(x *Tensor, s float32) *Tensor { return unary("Scale", backend.OpAffine, x, s, 0) }
 

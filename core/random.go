@@ -191,9 +191,7 @@ func Dropout(x *Tensor, p float32) *Tensor {
 	if p == 1 {
 		return Mul(x, inside(u, 2, 3)) // all zero, NaN*0 staying NaN as a product does
 	}
-	// keep where u >= p: inside(u, p', 2) with p' the float below p, so that
-	// the kept share is 1-p for every p that is a multiple of 2^-24.
-	below := math.Nextafter32(p, float32(math.Inf(-1)))
-	mask := Scale(inside(u, below, 2), 1/(1-p))
-	return Mul(x, mask)
+	// keep where u >= p (the kept share is 1-p for every p that is a
+	// multiple of 2^-24): one composite op of the IR, see composite_dropout.go
+	return d.record("Dropout", backend.OpDropout, slices.Clone(x.shape), attrs{A: p}, x, u)
 }

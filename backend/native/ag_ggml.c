@@ -311,6 +311,86 @@ void ag_row_max(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
 	}
 }
 
+// GELU (backend.OpGELU, OpGELUBack) as x*sigmoid(z), z = 2*sqrt(2/pi)*x*(1
+// + 0.044715*x^2), in f32 with expf: ggml-cpu's own gelu reads an f16
+// table (errors of 1e-3). One exp serves both sigmoids: e = exp(-|z|),
+// sigmoid(|z|) = 1/(1+e), sigmoid(-|z|) = e/(1+e), neither cancelling. z is
+// ±Inf where x*x overflows, making the gate 0 or 1 exactly; NaN stays NaN.
+// Sources are contiguous (the lowering copies views).
+#define AG_GELU_C 0.7978845608028654f
+#define AG_GELU_A 0.044715f
+
+static inline float gelu_z(float x) {
+	return x * (2 * AG_GELU_C + 2 * AG_GELU_C * AG_GELU_A * (x * x));
+}
+
+void ag_gelu(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
+	(void)userdata;
+	int64_t i0, i1;
+	range_of(ggml_nelements(dst), ith, nth, &i0, &i1);
+	const float *x = (const float *)dst->src[0]->data;
+	float *d = (float *)dst->data;
+	for (int64_t i = i0; i < i1; i++) {
+		// x/(1 + exp(-z)): at z = -Inf, x/Inf (-0, or NaN for x = -Inf)
+		d[i] = x[i] / (1 + expf(-gelu_z(x[i])));
+	}
+}
+
+void ag_gelu_back(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
+	(void)userdata;
+	int64_t i0, i1;
+	range_of(ggml_nelements(dst), ith, nth, &i0, &i1);
+	const float *x = (const float *)dst->src[0]->data, *dy = (const float *)dst->src[1]->data;
+	float *d = (float *)dst->data;
+	for (int64_t i = i0; i < i1; i++) {
+		const float v = x[i], z = gelu_z(v);
+		const float e = expf(-fabsf(z)), p = 1 / (1 + e), m = e * p;
+		const float s = z >= 0 ? p : m, s1 = z >= 0 ? m : p;
+		// x*s*s1 is 0 wherever the gate saturates (NaN at ±Inf), so x^2
+		// in dz/dx is clamped below overflow, as the decomposition's
+		const float x2 = v * v < 1e8f ? v * v : 1e8f;
+		const float k = 2 * AG_GELU_C + 6 * AG_GELU_C * AG_GELU_A * x2;
+		d[i] = (s + v * s * s1 * k) * dy[i];
+	}
+}
+
+struct ggml_tensor *ag_gelu_op(struct ggml_context *ctx, struct ggml_tensor *x, struct ggml_tensor *dy) {
+	struct ggml_tensor *src[2] = {x, dy};
+	struct ggml_tensor *t = ggml_custom_4d(ctx, GGML_TYPE_F32, x->ne[0], x->ne[1], x->ne[2], x->ne[3], src, dy ? 2 : 1,
+	                                       dy ? ag_gelu_back : ag_gelu, GGML_N_TASKS_MAX, NULL);
+	ggml_set_name(t, dy ? "GELU_BACK(custom)" : "GELU(custom)"); // its label in profiles (nodetimer.go)
+	return t;
+}
+
+// ag_dropout's p and scale travel in userdata's two halves.
+void ag_dropout(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
+	const uint64_t bits = (uint64_t)(uintptr_t)userdata;
+	float p, s;
+	const uint32_t pb = (uint32_t)bits, sb = (uint32_t)(bits >> 32);
+	memcpy(&p, &pb, 4);
+	memcpy(&s, &sb, 4);
+	int64_t i0, i1;
+	range_of(ggml_nelements(dst), ith, nth, &i0, &i1);
+	const float *x = (const float *)dst->src[0]->data, *u = (const float *)dst->src[1]->data;
+	float *d = (float *)dst->data;
+	for (int64_t i = i0; i < i1; i++) {
+		// x times the scaled mask, as the decomposition's product: a
+		// dropped NaN or infinity is NaN
+		d[i] = x[i] * (u[i] >= p && u[i] < 2 ? s : 0.0f);
+	}
+}
+
+struct ggml_tensor *ag_dropout_op(struct ggml_context *ctx, struct ggml_tensor *x, struct ggml_tensor *u, float p, float scale) {
+	uint32_t pb, sb;
+	memcpy(&pb, &p, 4);
+	memcpy(&sb, &scale, 4);
+	struct ggml_tensor *src[2] = {x, u};
+	struct ggml_tensor *t = ggml_custom_4d(ctx, GGML_TYPE_F32, x->ne[0], x->ne[1], x->ne[2], x->ne[3], src, 2, ag_dropout, GGML_N_TASKS_MAX,
+	                                       (void *)(uintptr_t)((uint64_t)pb | (uint64_t)sb << 32));
+	ggml_set_name(t, "DROPOUT(custom)"); // its label in profiles (nodetimer.go)
+	return t;
+}
+
 // Attention (ag_attention) takes the queries in blocks of 4 (of one batch),
 // so that each k and v row read serves 4 of them: the union of the keys
 // the block attends (a key no query of it attends is not read), the 4

@@ -94,6 +94,22 @@ void ag_row_max(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 // relu_mask defines it: 1 where src[0] > 0, +0 where it is <= 0, NaN at NaN.
 void ag_sign_step(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 
+// ag_gelu and ag_gelu_back are backend.OpGELU and OpGELUBack as ggml
+// custom ops (ggml-cpu only), in f32 (ggml-cpu's gelu reads an f16 table):
+//   ag_gelu:      dst = gelu(src[0])
+//   ag_gelu_back: dst = src[1] * gelu'(src[0])
+// Sources contiguous, of dst's shape. ag_gelu_op records ag_gelu over x
+// (dy NULL) or ag_gelu_back over x and dy, named for profiles.
+void ag_gelu(struct ggml_tensor *dst, int ith, int nth, void *userdata);
+void ag_gelu_back(struct ggml_tensor *dst, int ith, int nth, void *userdata);
+struct ggml_tensor *ag_gelu_op(struct ggml_context *ctx, struct ggml_tensor *x, struct ggml_tensor *dy);
+
+// ag_dropout is backend.OpDropout as a ggml custom op (ggml-cpu only): dst
+// = src[0] * (p <= src[1] < 2 ? scale : 0), sources contiguous, of dst's
+// shape; ag_dropout_op records it (p and scale travel in userdata).
+void ag_dropout(struct ggml_tensor *dst, int ith, int nth, void *userdata);
+struct ggml_tensor *ag_dropout_op(struct ggml_context *ctx, struct ggml_tensor *x, struct ggml_tensor *u, float p, float scale);
+
 // ag_attention is OpAttention of backend/ir.go as a ggml custom op
 // (ggml-cpu only): dst [Dv, Tq, A2, A3] (contiguous) from q = src[0]
 // [D, Tq, A2, A3], k = src[1] [D, Tk, A2, A3], v = src[2] [Dv, Tk, A2, A3]

@@ -61,6 +61,9 @@ type lowering struct {
 	idxmemo  map[idxKey][2]tensor
 	maskmemo map[maskKey][2]tensor
 	binmemo  map[binKey]tensor // add, sub, mul and div by operands
+	// dropmemo holds dropout's scaled masks by draws and probability
+	// (ggml-vulkan): the gradient's dropout reuses the forward's.
+	dropmemo map[dropKey]tensor
 	// thin marks the expands whose value is their input, not repeated:
 	// every reader is a broadcasting binary op (see thinExpand).
 	thin map[int]bool
@@ -297,7 +300,7 @@ func (l *lowering) build() error {
 			v = C.ggml_cont(l.ctx, v)
 		}
 		if n.Op.InPlace() {
-			l.tmemo, l.idxmemo, l.maskmemo, l.binmemo = nil, nil, nil, nil
+			l.tmemo, l.idxmemo, l.maskmemo, l.binmemo, l.dropmemo = nil, nil, nil, nil, nil
 		}
 		if used := l.tensorsUsed() - before; used > tensorsFor(n) {
 			return fmt.Errorf("node %d (%s): lowering made %d ggml tensors, more than its budget %d (a bug in package native)", i, n.Op, used, tensorsFor(n))
