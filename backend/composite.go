@@ -47,6 +47,11 @@ type Composite struct {
 	Cases func(d Draw, special bool) []CompositeCase
 	// Tol is the conformance tolerance against Eval: absolute, relative.
 	Tol [2]float64
+	// Terms, when set, makes Tol's relative part a bound on sums: relative
+	// to the sum of the |terms| an element adds up times the square root
+	// of their count, Terms(n, inShapes) (backendtest's Tol.Terms), for a
+	// reduction whose result may cancel to far below its terms.
+	Terms func(n *Node, inShapes [][]int) int
 	// Flops is the cost model's work per output element.
 	Flops float64
 	// Attr prints n's attributes for Graph.String ("eps=1e-05"); nil when

@@ -52,3 +52,40 @@ func TestComposites(t *testing.T) {
 		}
 	})
 }
+
+// SumTo sums the leading and the size-1 axes of its target (the values
+// the conformance suite checks; here the function and its gradient): the
+// gradient of sum(SumTo(x)*w) is w broadcast over x, and a broadcast's
+// gradient (unbroadcast) goes through it.
+func TestSumTo(t *testing.T) {
+	dev := open(t)
+	xs := make([]float32, 2*3*4)
+	for i := range xs {
+		xs[i] = float32(i%7) - 2.5
+	}
+	x := dev.Param(xs, 2, 3, 4)
+	w := dev.Param([]float32{0.5, -1, 2}, 3, 1)
+	got, err := SumTo(x, 3, 1).Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for j := 0; j < 3; j++ {
+		want := 0.0
+		for i := 0; i < 2; i++ {
+			for k := 0; k < 4; k++ {
+				want += float64(xs[i*12+j*4+k])
+			}
+		}
+		if !same(got[j], want, 1e-6) {
+			t.Errorf("SumTo(x, 3, 1)[%d] = %g, want %g", j, got[j], want)
+		}
+	}
+	if err := Gradcheck(func() *Tensor { return Sum(Mul(SumTo(x, 3, 1), w)) }, []*Tensor{x, w}, nil); err != nil {
+		t.Errorf("SumTo: %v", err)
+	}
+	// a broadcast add: b's gradient is a sum_to over axes 0 and 2
+	b := dev.Param([]float32{0.3, -0.7, 1.1}, 3, 1)
+	if err := Gradcheck(func() *Tensor { return Sum(Mul(Add(x, b), x)) }, []*Tensor{x, b}, nil); err != nil {
+		t.Errorf("unbroadcast: %v", err)
+	}
+}

@@ -675,10 +675,23 @@ func unbroadcast(g *Tensor, shape []int) *Tensor {
 		return g
 	}
 	off := g.Rank() - len(shape)
+	var axes [backend.MaxRank]int
+	n := 0
 	for ax := 0; ax < g.Rank(); ax++ {
 		if ax < off || shape[ax-off] == 1 && g.shape[ax] != 1 {
-			g = sumKeep("unbroadcast", g, ax)
+			axes[n] = ax
+			n++
 		}
+	}
+	if n > 1 || n == 1 && axes[0] == 0 && g.Rank() > 1 {
+		// Several axes, or the leading one that is not the last (a bias
+		// [B, T, C] -> [C] or [1, T, C]): one sum_to, which ggml reduces
+		// in one kernel where a sum along a leading axis is a permuted
+		// copy and a row sum.
+		return SumTo(g, shape...)
+	}
+	if n == 1 {
+		g = sumKeep("unbroadcast", g, axes[0])
 	}
 	return Reshape(g, shape...)
 }

@@ -77,7 +77,9 @@ func FirstBitDiff(got, want []float32) int {
 
 func (t Tol) bound(want float64, mag []float64, i, n int) float64 {
 	if t.Terms && mag != nil {
-		return t.Abs + t.Rel*math.Sqrt(float64(max(n, 1)))*mag[i]
+		// |m|: a graph that computes its inputs (x*2 - 1 of "/computed")
+		// may take negative values on |args|; their size still bounds it.
+		return t.Abs + t.Rel*math.Sqrt(float64(max(n, 1)))*math.Abs(mag[i])
 	}
 	return t.Abs + t.Rel*math.Abs(want)
 }

@@ -11,7 +11,7 @@ func init() {
 	for _, op := range backend.Ops() {
 		if op.IsComposite() {
 			c := backend.CompositeOf(op)
-			tolerances[op.String()] = Tol{Abs: c.Tol[0], Rel: c.Tol[1]}
+			tolerances[op.String()] = Tol{Abs: c.Tol[0], Rel: c.Tol[1], Terms: c.Terms != nil}
 		}
 	}
 }
@@ -75,7 +75,11 @@ func compositeInstances(r *rand.Rand, op backend.Op, special, computed, dec bool
 			n.In[k] = in[j]
 		}
 		b.out(b.node(n))
-		inst := b.inst(0)
+		terms := 0
+		if c.Terms != nil {
+			terms = c.Terms(&n, cc.Shapes)
+		}
+		inst := b.inst(terms)
 		inst.decompose = dec
 		is = append(is, inst)
 	}

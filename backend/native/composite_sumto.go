@@ -1,0 +1,96 @@
+//go:build ggml
+
+package native
+
+/*
+#include "ag_ggml.h"
+*/
+import "C"
+
+import "github.com/ag-go/ag/backend"
+
+// sum_to: x's axes collapse into runs of summed and of kept axes (axes of
+// size 1 dropped). A trailing summed run is a row sum; a leading one over
+// a kept run is a column sum of the [R, K] matrix (colSums: one kernel);
+// any other summed run (between kept ones) is moved to the front and
+// summed as rows (lowerReduce's way).
+var _ = lowerComposite(backend.OpSumTo, 64, func(l *lowering, n *backend.Node) tensor {
+	x := l.inShape(n, 0)
+	off := len(x) - len(n.Shape)
+	var runs []sumRun
+	for ax, d := range x {
+		if d == 1 {
+			continue
+		}
+		sum := ax < off || n.Shape[ax-off] == 1
+		if k := len(runs) - 1; k >= 0 && runs[k].sum == sum {
+			runs[k].size *= d
+		} else {
+			runs = append(runs, sumRun{d, sum})
+		}
+	}
+	v := l.contiguous(l.in(n, 0))
+	for {
+		k := len(runs) - 1
+		for k >= 0 && !runs[k].sum {
+			k--
+		}
+		switch {
+		case k < 0: // nothing (left) to sum
+			return l.reshape(v, n.Shape)
+		case k == len(runs)-1: // trailing: rows
+			v = l.sumRows(l.reshape(v, runShape(runs)))
+		case k == 0 && len(runs) == 2: // leading over kept: columns
+			return l.reshape(l.colSums(v, runs[0].size, runs[1].size), n.Shape)
+		default:
+			v = l.sumRows(l.toFront(l.reshape(v, runShape(runs)), len(runs)-1-k))
+		}
+		runs = append(runs[:k], runs[k+1:]...)
+		if len(runs) == 0 {
+			return l.reshape(v, n.Shape)
+		}
+	}
+})
+
+// sumRun is a run of adjacent axes of sum_to's input, summed or kept.
+type sumRun struct {
+	size int
+	sum  bool
+}
+
+// runShape is the IR shape of the runs, outermost first.
+func runShape(runs []sumRun) []int {
+	s := make([]int, len(runs))
+	for k, r := range runs {
+		s[k] = r.size
+	}
+	return s
+}
+
+// colSums sums the R rows of K values of the contiguous x (of R*K
+// elements, in any ggml shape) into ne [K, 1] with one kernel where it
+// can. ggml-cpu: 1^T x, ag_matmul_tn with a ones column (exact products,
+// one running f32 sum per column); it reads its second source as R rows
+// of K floats nb[1] apart, which a contiguous x whose ne0 is K is (say
+// [K, T, B]) without a reshape node. ggml-vulkan: an average pool over x as a [K, R]
+// image with a window of all R rows, times R (the shader adds each term
+// times 1/R, a rounding per term), its window bounded as rowMax's
+// (maxPoolWindow); past that the transposed copy's row sums. (ggml-vulkan
+// has no out_prod, and its mul_mat rounds a strided (transposed) operand
+// to f16.)
+func (l *lowering) colSums(x tensor, R, K int) tensor {
+	if l.d.isCPU {
+		if int(x.ne[0]) != K {
+			x = l.reshape(x, []int{R, K})
+		}
+		ones := l.constant([]int{R, 1}, 1)
+		src := [2]tensor{ones, x}
+		return C.ggml_custom_4d(l.ctx, C.GGML_TYPE_F32, C.int64_t(K), 1, 1, 1, &src[0], 2, C.ggml_custom_op_t(C.ag_matmul_tn), C.GGML_N_TASKS_MAX, nil)
+	}
+	x = l.reshape(x, []int{R, K})
+	if R <= maxPoolWindow {
+		p := C.ggml_pool_2d(l.ctx, x, C.GGML_OP_POOL_AVG, 1, C.int(R), 1, C.int(R), 0, 0)
+		return l.scaleBias(p, float32(R), 0)
+	}
+	return l.sumRows(l.transposed(x))
+}
