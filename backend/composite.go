@@ -49,6 +49,10 @@ type Composite struct {
 	Tol [2]float64
 	// Flops is the cost model's work per output element.
 	Flops float64
+	// FlopsOf, when set, is the cost model's work for all of n instead of
+	// Flops (a product's per element grows with K), in(k) being input k's
+	// shape.
+	FlopsOf func(n *Node, in func(k int) []int) float64
 	// Attr prints n's attributes for Graph.String ("eps=1e-05"); nil when
 	// it has none.
 	Attr func(n *Node) string
