@@ -54,6 +54,10 @@ type Composite struct {
 	Terms func(n *Node, inShapes [][]int) int
 	// Flops is the cost model's work per output element.
 	Flops float64
+	// FlopsOf, when set, is the cost model's work for all of n instead of
+	// Flops (a product's per element grows with K), in(k) being input k's
+	// shape.
+	FlopsOf func(n *Node, in func(k int) []int) float64
 	// Attr prints n's attributes for Graph.String ("eps=1e-05"); nil when
 	// it has none.
 	Attr func(n *Node) string

@@ -70,7 +70,11 @@ func nodeCost(g *Graph, i int, inKernel map[int]bool) float64 {
 	case ClassPack:
 		flops = 2 * float64(NumElems(g.Nodes[n.In[0]].Shape)) // a value's rounding is a few integer ops
 	case ClassComposite:
-		flops = composites[n.Op].Flops * out
+		c := composites[n.Op]
+		flops = c.Flops * out
+		if c.FlopsOf != nil {
+			flops = c.FlopsOf(n, func(k int) []int { return g.Nodes[n.In[k]].Shape })
+		}
 	case ClassRandom:
 		bytes = 4 * out
 		flops = 20 * out // a Philox block (10 rounds of 2 products) per 4 values

@@ -416,12 +416,9 @@ func MatMulT(a, b *Tensor, transA, transB bool) *Tensor {
 	var y *Tensor
 	switch {
 	case rb == 2 && ra > 2 && !transA:
-		// [..., M, K] x [K, N]: one product over every row of a.
-		k := a.shape[ra-1]
-		y = matmul(Reshape(a, -1, k), b, false, transB)
-		s := slices.Clone(a.shape)
-		s[ra-1] = y.shape[1]
-		y = Reshape(y, s...)
+		// [..., M, K] x [K, N]: one product over every row of a, with no
+		// reshapes (composite_linear.go).
+		y = linear(a, b, transB)
 	default:
 		batch, err := backend.BroadcastShape(a.shape[:ra-2], b.shape[:rb-2])
 		if err != nil {
@@ -449,13 +446,7 @@ func MatMulT(a, b *Tensor, transA, transB bool) *Tensor {
 // matmul records the primitive: equal ranks >= 2 and equal batch
 // dimensions, the operands rounded to the device's matmul precision.
 func matmul(a, b *Tensor, transA, transB bool) *Tensor {
-	d := a.dev
-	d.lock()
-	prec := d.mmPrec
-	d.mu.Unlock()
-	if op := roundOp(prec); op != backend.OpInvalid {
-		a, b = roundedTo(a, op), roundedTo(b, op)
-	}
+	a, b = roundOperands(a, b)
 	r := a.Rank()
 	m, k := a.shape[r-2], a.shape[r-1]
 	if transA {
@@ -472,6 +463,19 @@ func matmul(a, b *Tensor, transA, transB bool) *Tensor {
 	s := append(buf[:0], a.shape...)
 	s[r-2], s[r-1] = m, n
 	return a.dev.recordShaped("MatMul", backend.OpMatMul, s, attrs{TransA: transA, TransB: transB}, a, b)
+}
+
+// roundOperands returns a product's operands rounded to the device's
+// matmul precision (SetMatMulPrecision).
+func roundOperands(a, b *Tensor) (*Tensor, *Tensor) {
+	d := a.dev
+	d.lock()
+	prec := d.mmPrec
+	d.mu.Unlock()
+	if op := roundOp(prec); op != backend.OpInvalid {
+		a, b = roundedTo(a, op), roundedTo(b, op)
+	}
+	return a, b
 }
 
 // roundedTo rounds x with op (OpRoundF16, OpRoundBF16) unless it is that

@@ -176,7 +176,8 @@ __attribute__((target("avx2,fma"))) static void tn_avx2(const float *A, int64_t 
 void ag_matmul_tn(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
 	(void)userdata;
 	const struct ggml_tensor *a = dst->src[0], *b = dst->src[1];
-	const int64_t M = a->ne[0], K = a->ne[1], N = b->ne[0];
+	// K counts the rows of every batch: they are evenly strided (evenRows).
+	const int64_t M = a->ne[0], K = a->ne[1] * a->ne[2] * a->ne[3], N = b->ne[0];
 	const int64_t lda = a->nb[1] / 4, ldb = b->nb[1] / 4, ldc = dst->nb[1] / 4;
 	const float *A = (const float *)a->data, *B = (const float *)b->data;
 	float *C = (float *)dst->data;

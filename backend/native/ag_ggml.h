@@ -67,10 +67,11 @@ void ag_log_init(int min_level);
 
 // ag_matmul_tn is a ggml custom op (ggml-cpu only): dst[M,N] = A^T B for
 // A = dst->src[0] stored [K,M] and B = dst->src[1] stored [K,N] (row-major,
-// rows contiguous), the weight gradient of a dense layer. ggml's sgemm
-// reduces each output with a horizontal sum over K, which dominates at a
-// small K (a batch of 64: 27 GFLOP/s); this kernel accumulates along N with
-// 6x16 register tiles instead. Threads split dst's rows.
+// rows contiguous; K may span ne1..ne3 where the rows are evenly strided
+// across them: a batch's rows), the weight gradient of a dense layer.
+// ggml's sgemm reduces each output with a horizontal sum over K, which
+// dominates at a small K (a batch of 64: 27 GFLOP/s); this kernel
+// accumulates along N with 6x16 register tiles instead. Threads split dst's rows.
 void ag_matmul_tn(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 
 // ag_clamp_to is ggml_clamp into a tensor of its own. ggml_clamp works in

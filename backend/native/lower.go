@@ -1178,29 +1178,47 @@ func (l *lowering) lowerPermute(n *backend.Node) tensor {
 }
 
 // lowerMatMul maps C[M,N] = op(A)[M,K] x op(B)[K,N] (row-major) onto
-// ggml_mul_mat(x, y), which gives y * x^T with K as both operands' ne0:
-// y must hold op(A) as [M rows of K], x must hold op(B)^T as [N rows of K].
+// ggml_mul_mat (see matMul).
 func (l *lowering) lowerMatMul(n *backend.Node) tensor {
 	a, b := l.in(n, 0), l.in(n, 1)
 	if l.d.isCPU && n.TransA && !n.TransB && rowsContiguous(a) && rowsContiguous(b) {
-		// A^T B (a weight gradient): no transposed copies, and a kernel
-		// that suits the small K of a batch (see ag_matmul_tn).
-		src := [2]tensor{a, b}
-		return C.ggml_custom_4d(l.ctx, C.GGML_TYPE_F32, b.ne[0], a.ne[0], 1, 1, &src[0], 2, C.ggml_custom_op_t(C.ag_matmul_tn), C.GGML_N_TASKS_MAX, nil)
+		return l.matmulTN(a, b)
+	}
+	ra := l.inShape(n, 0)
+	k := ra[len(ra)-1]
+	if n.TransA {
+		k = ra[len(ra)-2]
 	}
 	half := false
-	if a16, b16, ok := l.halfOperands(n); ok {
-		// f16-rounded operands (core's PrecisionF16): ggml-vulkan's f16
-		// matmul on the f16 values themselves, summing in f32 - the same
-		// numbers as the f32 product of the rounded values.
+	if a16, b16, ok := l.halfOperands(n, k); ok {
 		a, b, half = a16, b16, true
 	}
+	return l.matMul(a, b, n.TransA, n.TransB, half)
+}
+
+// matmulTN is A^T B on ggml-cpu for A stored [K, M] and B [K, N] whose
+// rows are evenly strided (evenRows; K counts the rows of every batch): a
+// weight gradient, with no transposed copies, and a kernel that suits the
+// small K of a batch (see ag_matmul_tn).
+func (l *lowering) matmulTN(a, b tensor) tensor {
+	src := [2]tensor{a, b}
+	return C.ggml_custom_4d(l.ctx, C.GGML_TYPE_F32, b.ne[0], a.ne[0], 1, 1, &src[0], 2, C.ggml_custom_op_t(C.ag_matmul_tn), C.GGML_N_TASKS_MAX, nil)
+}
+
+// matMul is op(a) x op(b) of ggml tensors holding row-major matrices (and
+// equal batches), through ggml_mul_mat(x, y), which gives y * x^T with K
+// as both operands' ne0: y must hold op(a) as [M rows of K], x must hold
+// op(b)^T as [N rows of K]. half: a and b are f16 tensors of f16-rounded
+// operands (core's PrecisionF16): ggml-vulkan's f16 matmul on the f16
+// values themselves, summing in f32 - the same numbers as the f32 product
+// of the rounded values.
+func (l *lowering) matMul(a, b tensor, transA, transB, half bool) tensor {
 	y := a
-	if n.TransA { // stored [K,M]
+	if transA { // stored [K,M]
 		y = l.transposed(a)
 	}
 	x := b
-	if !n.TransB { // stored [K,N]
+	if !transB { // stored [K,N]
 		x = l.transposed(b)
 	}
 	M, N := int(y.ne[1]), int(x.ne[1])
@@ -1225,20 +1243,12 @@ func (l *lowering) lowerMatMul(n *backend.Node) tensor {
 	return l.mulMat(x, y)
 }
 
-// halfOperands returns f16 tensors of the inputs of matmul n when both
-// hold f16 values by construction (halfSource), on ggml-vulkan (whose f16
-// matmul is its fast one) and when K needs no splitting (see mulMat); else
-// ok is false.
-func (l *lowering) halfOperands(n *backend.Node) (a, b tensor, ok bool) {
-	if l.d.isCPU {
-		return nil, nil, false
-	}
-	ra := &l.g.Nodes[n.In[0]]
-	k := ra.Shape[len(ra.Shape)-1]
-	if n.TransA {
-		k = ra.Shape[len(ra.Shape)-2]
-	}
-	if k > maxMatmulK {
+// halfOperands returns f16 tensors of the inputs of product n (a matmul or
+// a composite product) when both hold f16 values by construction
+// (halfSource), on ggml-vulkan (whose f16 matmul is its fast one) and when
+// its summed length k needs no splitting (see mulMat); else ok is false.
+func (l *lowering) halfOperands(n *backend.Node, k int) (a, b tensor, ok bool) {
+	if l.d.isCPU || k > maxMatmulK {
 		return nil, nil, false
 	}
 	a, okA := l.halfSource(n.In[0])
@@ -1269,6 +1279,16 @@ func (l *lowering) halfSource(j int) (tensor, bool) {
 // contiguous (any row stride).
 func rowsContiguous(t tensor) bool {
 	return t.ne[2] == 1 && t.ne[3] == 1 && t.nb[0] == 4 && t.nb[1] >= C.size_t(4*t.ne[0])
+}
+
+// evenRows reports whether t's f32 rows are contiguous and evenly strided
+// across its batches (dims 2 and 3 continue dim 1's stride), so that
+// ag_matmul_tn reads its ne1*ne2*ne3 rows as one matrix.
+func evenRows(t tensor) bool {
+	s := t.nb[1]
+	return t.nb[0] == 4 && s >= C.size_t(4*t.ne[0]) &&
+		(t.ne[2] == 1 || t.nb[2] == s*C.size_t(t.ne[1])) &&
+		(t.ne[3] == 1 || t.nb[3] == s*C.size_t(t.ne[1]*t.ne[2]))
 }
 
 // lowerScatterAdd: out[R, ...] = 0, then row idx[i] += src[i]. ggml-cpu has
