@@ -51,7 +51,7 @@ const maskedScore = 1e30
 // segment at a time, as flash attention does: the weights of a layer exist
 // only while its gradient is made. The gradient reads every key, so a NaN
 // or Inf in a masked key's k or v does reach it. With dropout it is the
-// composite of MatMul, Softmax, masks and Dropout, whose weights are kept
+// composite of MatMul, MaskedSoftmax and Dropout, whose weights are kept
 // from the forward for the backward.
 func Attention(q, k, v *Tensor, opt *AttentionOptions) *Tensor {
 	needTensors("Attention", q, k, v)
@@ -89,15 +89,7 @@ func Attention(q, k, v *Tensor, opt *AttentionOptions) *Tensor {
 	defer q.dev.composite("Attention")()
 	var keep *Tensor
 	if o.Causal {
-		keep = q.dev.constant(fmt.Sprintf("causal %dx%d", tq, tk), func() []float32 {
-			tri := make([]float32, tq*tk)
-			for i := range tq {
-				for j := 0; j <= i && j < tk; j++ {
-					tri[i*tk+j] = 1
-				}
-			}
-			return tri
-		}, tq, tk)
+		keep = causalMask(q.dev, tq, tk, 1, 0)
 	}
 	if o.Mask != nil {
 		m := Sub(q.dev.Full(1), inside(o.Mask, float32(math.Inf(-1)), 0.5)) // 1 attends, 0 not
@@ -110,23 +102,56 @@ func Attention(q, k, v *Tensor, opt *AttentionOptions) *Tensor {
 	if o.Dropout == 0 && q.dev.caps.Supports(backend.OpAttention) {
 		return fusedAttention(q, k, v, keep, scale)
 	}
-	w := attentionWeights(Scale(MatMulT(q, k, false, true), scale), keep, o.Mask != nil)
+	w := attentionWeights(MatMulT(q, k, false, true), keep, scale, o.Mask != nil)
 	if o.Dropout > 0 {
 		w = Dropout(w, o.Dropout)
 	}
 	return MatMul(w, v)
 }
 
-// attentionWeights is the softmax of the scaled scores over the keys keep
-// (0 or 1, broadcast; nil: all) lets each query attend. Masked scores are
-// set 1e30 below the rest, so they get weight exactly 0; when a query may
-// attend no key (only possible with a mask, maybeEmpty: a causal row
-// always has key 0) its uniform row becomes 0.
-func attentionWeights(scores, keep *Tensor, maybeEmpty bool) *Tensor {
-	if keep != nil {
-		scores = Add(scores, Affine(keep, maskedScore, -maskedScore))
+// causalMask is the [tq, tk] constant that is in where query i may attend
+// key j (j <= i) and out elsewhere, made once per device: keep (1, 0) or
+// the scores' additive mask (0, -1e30).
+func causalMask(d *Device, tq, tk int, in, out float32) *Tensor {
+	return d.constant(causalKey(tq, tk, in, out), func() []float32 {
+		m := make([]float32, tq*tk)
+		for i := range tq {
+			for j := range tk {
+				m[i*tk+j] = out
+				if j <= i {
+					m[i*tk+j] = in
+				}
+			}
+		}
+		return m
+	}, tq, tk)
+}
+
+func causalKey(tq, tk int, in, out float32) string {
+	return fmt.Sprintf("causal %dx%d %g/%g", tq, tk, in, out)
+}
+
+// attentionWeights is the softmax of the scores scaled by scale over the
+// keys keep (0 or 1, broadcast; nil: all) lets each query attend, one
+// MaskedSoftmax. Masked scores are set 1e30 below the rest, so they get
+// weight exactly 0; when a query may attend no key (only possible with a
+// mask, maybeEmpty: a causal row always has key 0) its uniform row
+// becomes 0. The causal keep's additive mask is a constant of its own, as
+// keep is.
+func attentionWeights(scores, keep *Tensor, scale float32, maybeEmpty bool) *Tensor {
+	d := scores.dev
+	r := scores.Rank()
+	tq, tk := scores.shape[r-2], scores.shape[r-1]
+	var bias *Tensor
+	switch {
+	case keep == nil:
+		bias = d.Full(0, tq, tk)
+	case keep == d.cached(causalKey(tq, tk, 1, 0)):
+		bias = causalMask(d, tq, tk, 0, -maskedScore)
+	default:
+		bias = Affine(keep, maskedScore, -maskedScore)
 	}
-	w := Softmax(scores)
+	w := MaskedSoftmax(scores, bias, scale)
 	if keep != nil && maybeEmpty {
 		w = Mul(w, MaxAxis(keep, -1, true))
 	}
@@ -188,18 +213,25 @@ func ones(n int) []int {
 func attentionVJP(n *Tensor, in []*Tensor, g *Tensor, needs []bool) []*Tensor {
 	q, k, v, keep := in[0], in[1], in[2], in[3]
 	scale := n.attr.A
-	if keep.op == backend.OpFill && keep.attr.A == 1 {
+	switch {
+	case keep.op == backend.OpFill && keep.attr.A == 1:
 		keep = nil // every key
+	case keep.op == backend.OpReshape && len(keep.inputs) == 1:
+		// as Attention had it (the causal constant, whose additive mask
+		// is a constant too), broadcast again; its recipe is gone once a
+		// run computed it, and Affine makes the additive mask
+		keep = keep.inputs[0]
 	}
-	w := attentionWeights(Scale(MatMulT(q, k, false, true), scale), keep, true)
+	w := attentionWeights(MatMulT(q, k, false, true), keep, scale, true)
 	grads := make([]*Tensor, 4)
 	if needs[2] {
 		grads[2] = MatMulT(w, g, true, false)
 	}
 	if needs[0] || needs[1] {
-		// Softmax's gradient, then the scores' products.
+		// MaskedSoftmax's gradient (w's rows that attend nothing are 0,
+		// and so is their gradient), then the scores' products.
 		dw := MatMulT(g, v, false, true)
-		ds := Scale(Mul(w, Sub(dw, sumKeep("AttentionGrad", Mul(w, dw), w.Rank()-1))), scale)
+		ds := w.dev.recordGrad("AttentionGrad", backend.OpSoftmaxExtBack, slices.Clone(w.shape), attrs{A: scale}, false, w, dw)
 		if needs[0] {
 			grads[0] = MatMul(ds, k)
 		}

@@ -26,6 +26,19 @@ func init() {
 			mask := p[0].dev.Tensor([]float32{1, 1, 0, 0, 0, 0}, 2, 1, 3) // batch 1 has no key
 			return Attention(p[0], p[1], p[2], &AttentionOptions{Mask: mask, Causal: true})
 		}},
+		// with dropout the weights are a MaskedSoftmax: the causal mask's
+		// additive constant, a padding mask's Affine, no mask's zeros
+		// (seeded, so the analytic and the numeric pass draw the same mask)
+		gradCase{name: "attention-dropout", shapes: [][]int{{2, 2, 4, 3}, {2, 2, 4, 3}, {2, 2, 4, 2}}, f: func(p []*Tensor) *Tensor {
+			if err := p[0].dev.Seed(3); err != nil {
+				panic(err)
+			}
+			mask := p[0].dev.Tensor([]float32{1, 1, 0, 1, 0, 0, 0, 0}, 2, 1, 1, 4) // batch 1 has no key
+			a := Attention(p[0], p[1], p[2], &AttentionOptions{Causal: true, Dropout: 0.25, Scale: 0.7})
+			b := Attention(p[0], p[1], p[2], &AttentionOptions{Mask: mask, Causal: true, Dropout: 0.25})
+			c := Attention(p[0], p[1], p[2], &AttentionOptions{Dropout: 0.25})
+			return Add(Add(a, Scale(b, 0.5)), Scale(c, 0.25))
+		}},
 	)
 }
 
@@ -186,7 +199,7 @@ func compositeAttention(q, k, v *Tensor, opt *AttentionOptions) *Tensor {
 		}
 		keep = m
 	}
-	w := attentionWeights(Scale(MatMulT(q, k, false, true), scale), keep, true)
+	w := attentionWeights(MatMulT(q, k, false, true), keep, scale, true)
 	return MatMul(w, v)
 }
 
@@ -283,4 +296,34 @@ func TestAttentionFusedMemory(t *testing.T) {
 	if weights := uint64(4 * b * h * tt * tt); fused >= weights || comp < weights {
 		t.Errorf("intermediates fused %d B, composite %d B: want the fused below one [T, T] weight tensor (%d B) and the composite above", fused, comp, weights)
 	}
+}
+
+// With dropout, attention's weights are a MaskedSoftmax (a native
+// composite on ggml, its gradient another): its gradient agrees with
+// finite differences on every device, through the causal mask's additive
+// constant and a padding mask's, both kinds of batch rows included.
+func TestAttentionDropoutGradient(t *testing.T) {
+	eachDevice(t, func(t *testing.T, dev *Device) {
+		r := rand.New(rand.NewPCG(9, 2))
+		param := func(shape ...int) *Tensor {
+			x := make([]float32, shape[0]*shape[1]*shape[2]*shape[3])
+			for i := range x {
+				x[i] = float32(2*r.Float64() - 1)
+			}
+			return dev.Param(x, shape...)
+		}
+		q, k, v := param(2, 2, 4, 3), param(2, 2, 4, 3), param(2, 2, 4, 2)
+		mask := dev.Tensor([]float32{1, 1, 0, 1, 0, 0, 0, 0}, 2, 1, 1, 4) // batch 1 has no key
+		f := func() *Tensor {
+			if err := dev.Seed(3); err != nil {
+				t.Fatal(err)
+			}
+			a := Attention(q, k, v, &AttentionOptions{Causal: true, Dropout: 0.25, Scale: 0.7})
+			b := Attention(q, k, v, &AttentionOptions{Mask: mask, Dropout: 0.25})
+			return Sum(Tanh(Add(a, b)))
+		}
+		if err := Gradcheck(f, []*Tensor{q, k, v}, nil); err != nil {
+			t.Error(err)
+		}
+	})
 }

@@ -57,6 +57,13 @@ func (d *Device) constant(key string, make func() []float32, shape ...int) *Tens
 	return t
 }
 
+// cached is the constant made under key, or nil.
+func (d *Device) cached(key string) *Tensor {
+	d.lock()
+	defer d.mu.Unlock()
+	return d.consts[key]
+}
+
 // Param makes a persistent, trainable tensor (requires grad) holding a copy of
 // init. It panics when len(init) does not match the shape.
 func (d *Device) Param(init []float32, shape ...int) *Tensor {

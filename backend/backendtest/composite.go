@@ -55,17 +55,25 @@ func compositeCases() []opCase {
 }
 
 // compositeInstances are op's cases (Composite.Cases) as instances; with
-// computed, each input that is not an index is an affine map of its arg
-// (x*2 - 1), so that the node reads intermediates of the graph.
+// computed, inputs that are not indices are an affine map of their arg
+// (x*2 - 1), so that the node reads intermediates of the graph: every
+// such input in one case, then only input 0, only input 1, ... in the
+// next ones, in turn. ggml-alloc runs an op in place of the first source
+// it may reuse, so a kernel wrong in place of a later source shows only
+// when the earlier ones are args (ggml-cpu's soft_max_back over y). The
+// node's value is then negated (exactly) into the output, so that it is
+// an intermediate too: native writes an output node straight into its
+// arg, where nothing runs in place.
 func compositeInstances(r *rand.Rand, op backend.Op, special, computed, dec bool) []instance {
 	c := backend.CompositeOf(op)
 	var is []instance
-	for _, cc := range c.Cases(draw{r}, special) {
+	for j, cc := range c.Cases(draw{r}, special) {
 		var b builder
 		in := make([]int, len(cc.Args))
+		only := j%(len(cc.Args)+1) - 1 // -1: every input
 		for k, a := range cc.Args {
 			in[k] = b.arg(a, cc.Shapes[k]...)
-			if computed && !isIndex(c, k) {
+			if computed && !isIndex(c, k) && (only < 0 || only == k) {
 				in[k] = b.node(backend.Node{Op: backend.OpAffine, In: []int{in[k]}, Shape: cc.Shapes[k], A: 2, B: -1})
 			}
 		}
@@ -74,7 +82,11 @@ func compositeInstances(r *rand.Rand, op backend.Op, special, computed, dec bool
 		for k, j := range n.In {
 			n.In[k] = in[j]
 		}
-		b.out(b.node(n))
+		out := b.node(n)
+		if computed {
+			out = b.node(backend.Node{Op: backend.OpNeg, In: []int{out}, Shape: n.Shape})
+		}
+		b.out(out)
 		terms := 0
 		if c.Terms != nil {
 			terms = c.Terms(&n, cc.Shapes)
