@@ -96,7 +96,7 @@ adversarial:
 DEVICES := webgpu $(if $(HAVE_GGML),ggml-cpu ggml-vulkan)
 devices-test:
 	set -e; for d in $(DEVICES); do echo "== nn, buffer, data, models, examples on $$d"; \
-	  AG_TEST_DEVICE=$$d $(TEST_ENV) $(GO) test $(TAGS) -count=1 ./nn/ ./buffer/ ./data/ ./models/ ./examples/...; done
+	  AG_TEST_DEVICE=$$d $(TEST_ENV) $(GO) test $(TAGS) -count=1 -timeout 60m ./nn/ ./buffer/ ./data/ ./models/ ./examples/...; done
 
 # The packages that run in the browser must build for GOOS=js.
 wasm-check:
@@ -113,7 +113,7 @@ wasm-check:
 # and TestProfileCoversStep finds 77-94% of a step attributed under wasm,
 # below its 95% (not yet explained).
 wasm-test:
-	GOOS=js GOARCH=wasm $(GO) test -count=1 -exec="$$($(GO) env GOROOT)/lib/wasm/go_js_wasm_exec" ./backend/cpu/ ./nn/ ./app/ ./examples/mlp/ ./internal/browser/...
+	GOOS=js GOARCH=wasm $(GO) test -count=1 -timeout 60m -exec="$$($(GO) env GOROOT)/lib/wasm/go_js_wasm_exec" ./backend/cpu/ ./nn/ ./app/ ./examples/mlp/ ./internal/browser/...
 
 bench:
 	$(GO) run $(TAGS) ./cmd/ag bench -json bench.json
