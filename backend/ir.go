@@ -285,8 +285,9 @@ const (
 // planner, the reference's checks and the conformance suite's generic
 // cases read this table.
 type OpInfo struct {
-	Name   string
-	Class  Class
+	Name  string
+	Class Class
+	// Inputs is the op's input count, or Variadic: one or more.
 	Inputs int
 	// Exact: the result is the exact value on f32 inputs (selection, sign,
 	// data movement, a single correctly rounded operation): every backend
@@ -532,6 +533,9 @@ func (g *Graph) String() string {
 	return b.String()
 }
 
+// Variadic is OpInfo.Inputs of an op that takes one or more inputs.
+const Variadic = -1
+
 // MaxRank is the largest rank of a tensor.
 const MaxRank = 4
 
@@ -702,7 +706,7 @@ func (g *Graph) validateNode(i int, n *Node, words []Op) error {
 			return fmt.Errorf("input %d is not an earlier node", in)
 		}
 	}
-	if nin := n.Op.Info().Inputs; len(n.In) != nin {
+	if nin := n.Op.Info().Inputs; len(n.In) != nin && !(nin == Variadic && len(n.In) >= 1) {
 		return fmt.Errorf("%d inputs, want %d", len(n.In), n.Op.Info().Inputs)
 	}
 	// Packed words are opaque: an unpack of the same format is their only

@@ -114,20 +114,16 @@ func (s *StepCapture) forwardBackward(in []*core.Tensor) *core.Tensor {
 
 // globalNorm is sqrt(sum of squares of every gradient), as a [1] tensor.
 func globalNorm(ps []*core.Tensor) *core.Tensor {
-	var total *core.Tensor
+	var gs []*core.Tensor
 	for _, p := range ps {
-		g := p.Grad()
-		if g == nil {
-			continue
-		}
-		sq := core.Reshape(core.Sum(core.Mul(g, g)), 1)
-		if total == nil {
-			total = sq
-		} else {
-			total = core.Add(total, sq)
+		if g := p.Grad(); g != nil {
+			gs = append(gs, g)
 		}
 	}
-	return core.Sqrt(total)
+	if len(gs) == 0 {
+		return nil
+	}
+	return core.Sqrt(core.SumSquares(gs...)) // one op (ggml-cpu: a kernel per nine gradients)
 }
 
 // Step runs one training step on the inputs and returns the loss. The

@@ -287,6 +287,27 @@ void ag_sign_step(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
 	}
 }
 
+void ag_sum_squares(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
+	(void)userdata;
+	(void)nth;
+	if (ith != 0) {
+		return; /* one task: the sum is one value */
+	}
+	double sum = 0;
+	for (int k = 0; k < GGML_MAX_SRC && dst->src[k] != NULL; k++) {
+		const struct ggml_tensor *src = dst->src[k];
+		const int64_t rows = src->ne[1] * src->ne[2] * src->ne[3];
+		for (int64_t r = 0; r < rows; r++) {
+			const char *s = row_ptr(src, r);
+			for (int64_t i = 0; i < src->ne[0]; i++) {
+				const float x = *(const float *)(s + i * src->nb[0]);
+				sum += (double)(x * x); /* the square in f32: +Inf past its range */
+			}
+		}
+	}
+	*(float *)dst->data = (float)sum;
+}
+
 void ag_clamp(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
 	(void)userdata;
 	clamp_op(dst, ith, nth, *(const float *)dst->src[1]->data, *(const float *)dst->src[2]->data);

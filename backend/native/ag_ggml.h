@@ -95,6 +95,11 @@ void ag_row_max(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 // relu_mask defines it: 1 where src[0] > 0, +0 where it is <= 0, NaN at NaN.
 void ag_sign_step(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 
+// ag_sum_squares (ggml-cpu only) is backend's sum_squares over up to
+// GGML_MAX_SRC - 1 sources (ggml_custom_4d's bound): dst (one element) = the sum of the f32 squares of
+// every element of src[0..], accumulated in double (one task).
+void ag_sum_squares(struct ggml_tensor *dst, int ith, int nth, void *userdata);
+
 // ag_gelu and ag_gelu_back are backend.OpGELU and OpGELUBack as ggml
 // custom ops (ggml-cpu only), in f32 (ggml-cpu's gelu reads an f16 table):
 //   ag_gelu:      dst = gelu(src[0])

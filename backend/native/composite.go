@@ -14,9 +14,10 @@ import (
 // lists them (less those a device's probe refuses), and plan.Expand
 // decomposes every other composite before Compile.
 type nativeLowering struct {
-	// tensors bounds the ggml tensors lower creates (see tensorsFor).
-	tensors int
-	lower   func(l *lowering, n *backend.Node) tensor
+	// tensors, plus perInput for each input, bounds the ggml tensors lower
+	// creates (see tensorsFor).
+	tensors, perInput int
+	lower             func(l *lowering, n *backend.Node) tensor
 }
 
 // nativeComposites are the composites lowered natively, by op.
@@ -25,7 +26,17 @@ var nativeComposites = map[backend.Op]nativeLowering{}
 // lowerComposite registers the native lowering of op.
 func lowerComposite(op backend.Op, tensors int, lower func(l *lowering, n *backend.Node) tensor) bool {
 	backend.CompositeOf(op) // panics on an op that is not one
-	nativeComposites[op] = nativeLowering{tensors, lower}
+	nativeComposites[op] = nativeLowering{tensors: tensors, lower: lower}
+	return true
+}
+
+// lowerVariadic registers the native lowering of op, whose tensors grow
+// with its input count.
+func lowerVariadic(op backend.Op, tensors, perInput int, lower func(l *lowering, n *backend.Node) tensor) bool {
+	lowerComposite(op, tensors, lower)
+	c := nativeComposites[op]
+	c.perInput = perInput
+	nativeComposites[op] = c
 	return true
 }
 

@@ -106,7 +106,8 @@ type idxKey struct {
 // never overflow (ggml would abort).
 func tensorsFor(n *backend.Node) int {
 	if n.Op.IsComposite() {
-		return nativeComposites[n.Op].tensors
+		c := nativeComposites[n.Op]
+		return c.tensors + c.perInput*len(n.In)
 	}
 	switch n.Op {
 	case backend.OpAdamW:
