@@ -9,8 +9,9 @@ import (
 // Elementwise ops. An elementwise op is defined by its row of backend's
 // op table: its F32 is the general path, run for every op without a case
 // below (a new op needs none). The cases are optimisations keyed by op,
-// for ops whose body is a few instructions, where the call through F32 per
-// element would cost more than the op (or, tanh, a faster formula). Each
+// the loops the backend had before the table, kept where the call through
+// F32 per element measurably costs (cheap bodies, log, sigmoid,
+// round_f16; BenchmarkElementwise) or a faster formula pays (tanh). Each
 // loop has the op switch outside it, so the loop body is straight-line
 // float code the compiler can keep in registers. elementwise_test.go
 // checks every case against its row's F32.
@@ -180,9 +181,17 @@ func unary(op backend.Op, A, B float32, o, a []float32) {
 		for i := range o {
 			o[i] = -a[i]
 		}
+	case backend.OpLog:
+		for i := range o {
+			o[i] = float32(math.Log(float64(a[i])))
+		}
 	case backend.OpSqrt:
 		for i := range o {
 			o[i] = float32(math.Sqrt(float64(a[i])))
+		}
+	case backend.OpSigmoid:
+		for i := range o {
+			o[i] = backend.Sigmoid32(a[i])
 		}
 	case backend.OpReLU:
 		for i := range o {
@@ -205,6 +214,10 @@ func unary(op backend.Op, A, B float32, o, a []float32) {
 	case backend.OpAbs:
 		for i := range o {
 			o[i] = float32(math.Abs(float64(a[i])))
+		}
+	case backend.OpRoundF16:
+		for i := range o {
+			o[i] = backend.RoundF16(a[i])
 		}
 	case backend.OpRoundBF16:
 		for i := range o {
