@@ -28,6 +28,8 @@ import (
 //	                  unchanged whatever it is (a = 0 and b = Inf give -0)
 //	neg               -x (NaN stays NaN)
 //	exp               exp(-Inf) = 0, exp(+Inf) = +Inf; overflow is +Inf
+//	expm1             e^x - 1: expm1(-Inf) = -1, expm1(+Inf) = +Inf, NaN -> NaN;
+//	                  overflow is +Inf; expm1(±0) = ±0
 //	log               log(±0) = -Inf, log(+Inf) = +Inf, log(x<0) = NaN, log(-Inf) = NaN
 //	sqrt              sqrt(±0) = ±0, sqrt(+Inf) = +Inf, sqrt(x<0) = NaN, sqrt(-Inf) = NaN
 //	relu              max(x, 0) with NaN -> NaN: relu(-Inf) = 0, relu(+Inf) = +Inf
@@ -144,6 +146,9 @@ const (
 	// OpRoundBF16 rounds x to the nearest bfloat16 (8 significant bits,
 	// f32's exponent range) value, ties to even, kept as f32.
 	OpRoundBF16
+	// OpExpm1 is e^x - 1, accurate near 0 (where exp(x) - 1 loses the
+	// digits of x to the rounding of e^x near 1): torch.expm1.
+	OpExpm1
 
 	// OpSum sums along Node.Axis; the output keeps the rank with that axis 1.
 	OpSum
@@ -418,6 +423,12 @@ var opInfo = []OpInfo{
 		F64:  func(x, _, _, _ float64) float64 { return RoundSig(x, 8, -126, 3.3895313892515355e38) },
 		F32:  func(x, _, _, _ float32) float32 { return RoundBF16(x) },
 		WGSL: "roundbf16(x)"},
+	// (WGSL: a degree-8 Taylor polynomial for |x| < 0.35, where it is
+	// within 1e-9 relative, else exp(x) - 1, whose rounding is then at
+	// most 3.4 times exp's relative error)
+	OpExpm1: {Name: "expm1", Class: ClassUnary, Inputs: 1, Tol: [2]float64{1e-6, 1e-5}, Flops: 8,
+		F64: f64(math.Expm1), F32: f32(math.Expm1),
+		WGSL: "select(expp(x) - 1.0, x * (1.0 + x * (0.5 + x * (0.16666667 + x * (0.041666668 + x * (0.008333334 + x * (0.0013888889 + x * (0.0001984127 + x * 0.0000248015873))))))), abs(x) < 0.35)"},
 
 	OpSum:        {Name: "sum", Class: ClassReduce, Inputs: 1},
 	OpMax:        {Name: "max", Class: ClassReduce, Inputs: 1, Exact: true},
