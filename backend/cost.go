@@ -37,13 +37,9 @@ func nodeCost(g *Graph, i int, inKernel map[int]bool) float64 {
 		if n.Op == OpReshape {
 			return 0
 		}
-	case ClassUnary:
-		flops = out
-		switch n.Op {
-		case OpExp, OpLog, OpSqrt, OpSigmoid, OpTanh, OpPowConst, OpSin, OpCos:
-			flops = 8 * out
-		}
-	case ClassBinary, ClassIndex:
+	case ClassUnary, ClassBinary:
+		flops = max(n.Op.Info().Flops, 1) * out
+	case ClassIndex:
 		flops = out
 	case ClassReduce:
 		flops = float64(NumElems(g.Nodes[n.In[0]].Shape))

@@ -10,15 +10,36 @@ package backend
 //
 // Make it a primitive only where a kernel pays for itself (a long chain
 // made one pass, a numerically better formula, an op no composite reaches).
-// A primitive touches, besides core:
+//
+// An elementwise primitive (ClassUnary, ClassBinary) is defined by its row
+// of opInfo in backend/ir.go: its float64 definition F64 (the reference,
+// the oracle), its f32 function F32 (the cpu backend's generic path) and
+// its WGSL expression template (over x, y and the attributes a, b: the
+// WebGPU code generator inlines it, fused or alone), with its class, name,
+// domain, tolerance and cost. The reference, cpu, WebGPU, the planner's
+// fusion, the cost model and the conformance suite read the row, so such
+// an op touches:
+//
+//	backend/ir.go             the constant, its row, and its line in the
+//	                          table of special values (the comment of Op)
+//	backend/native/lower.go   its ggml lowering (ggml is not generic)
+//	core/ops.go               its function and its gradient (vjp)
+//
+// and a test where core's cases do not reach it (OpExpm1 was added this
+// way: see its commit). A backend may add a faster loop for an op, keyed
+// by it (the cpu backend's specialised loops in elementwise.go, which
+// elementwise_test.go checks against F32); it is an optimisation, never
+// needed. WGSL helpers it calls live in the prelude of
+// backend/webgpu/kernels.go (expp, logp, sinp, ...).
+//
+// Any other primitive touches, besides core:
 //
 //	backend/ir.go                the constant, its row in opInfo (name,
 //	                             class, inputs, exactness, domain) and its
 //	                             line in the table of special values
 //	backend/reference/eval.go    the float64 reference: the oracle
-//	backend/cpu/<kernels>.go     elementwise.go, reduce.go, movement.go ...
-//	backend/webgpu/<kernels>.go  kernels.go (a unary or binary expression
-//	                             is enough: fusion and dispatch follow)
+//	backend/cpu/<kernels>.go     reduce.go, movement.go ...
+//	backend/webgpu/<kernels>.go  its kernel and its lowering
 //	backend/native/lower.go      its ggml lowering
 //
 // and core/ops.go for its function and its gradient (vjp). Nothing else:
@@ -27,9 +48,9 @@ package backend
 // from opInfo, so the new op is checked on every backend at once. A switch
 // that lacks it panics through Unknown at its first use, and the
 // every-op/<name> conformance cases run SampleGraph of each op on every
-// backend. OpAbs was added this way (see its commit), and OpRoundF16 and
-// OpRoundBF16 (their attribute-free pair beats one op with a format
-// attribute: SampleGraph and the op table need no special case).
+// backend. OpRoundF16 and OpRoundBF16 are a pair of attribute-free ops
+// rather than one with a format attribute: SampleGraph and the op table
+// need no special case.
 //
 // # Adding a composite op
 //

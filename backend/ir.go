@@ -28,6 +28,8 @@ import (
 //	                  unchanged whatever it is (a = 0 and b = Inf give -0)
 //	neg               -x (NaN stays NaN)
 //	exp               exp(-Inf) = 0, exp(+Inf) = +Inf; overflow is +Inf
+//	expm1             e^x - 1: expm1(-Inf) = -1, expm1(+Inf) = +Inf, NaN -> NaN;
+//	                  overflow is +Inf; expm1(±0) = ±0
 //	log               log(±0) = -Inf, log(+Inf) = +Inf, log(x<0) = NaN, log(-Inf) = NaN
 //	sqrt              sqrt(±0) = ±0, sqrt(+Inf) = +Inf, sqrt(x<0) = NaN, sqrt(-Inf) = NaN
 //	relu              max(x, 0) with NaN -> NaN: relu(-Inf) = 0, relu(+Inf) = +Inf
@@ -144,6 +146,9 @@ const (
 	// OpRoundBF16 rounds x to the nearest bfloat16 (8 significant bits,
 	// f32's exponent range) value, ties to even, kept as f32.
 	OpRoundBF16
+	// OpExpm1 is e^x - 1, accurate near 0 (where exp(x) - 1 loses the
+	// digits of x to the rounding of e^x near 1): torch.expm1.
+	OpExpm1
 
 	// OpSum sums along Node.Axis; the output keeps the rank with that axis 1.
 	OpSum
@@ -296,6 +301,38 @@ type OpInfo struct {
 	// Domain is where the op is defined and smooth (an elementwise op's
 	// inputs); the conformance suite draws inputs from it. Zero: [-4, 4].
 	Domain [2]float32
+	// Tol is the conformance tolerance against the reference (absolute,
+	// relative) of an op that is not Exact; zero: the suite's own entry
+	// for the op's name, else its bound for multi-node graphs.
+	Tol [2]float64
+	// Flops is the cost model's arithmetic per output element of an
+	// elementwise op (a transcendental function is a few); zero: 1.
+	Flops float64
+
+	// An elementwise op (ClassUnary, ClassBinary) is defined by its row:
+	// these three are all that the reference, the cpu backend's generic
+	// path, the WebGPU code generator and the planner's fusion need, so
+	// that a new elementwise primitive is one row here (and its ggml
+	// lowering and gradient), not a case in a switch of every backend.
+	// Other classes leave them nil.
+	//
+	// F64 is the float64 definition, the oracle every backend is checked
+	// against (package reference), with the table of special values:
+	// F64(x, y, a, b) of the operand x, the second operand y of a binary
+	// op (0 for a unary one), and the attributes A and B of a unary op (0
+	// for a binary one).
+	F64 func(x, y, a, b float64) float64
+	// F32 is the same in f32 (same arguments), what the cpu backend runs
+	// for an op that has no specialised loop of its own; it keeps the
+	// special values exactly, and an Exact op's value bit for bit.
+	F32 func(x, y, a, b float32) float32
+	// WGSL is a WGSL expression template of type f32 over the names x and
+	// y (the operands; y for a binary op only) and a and b (the attributes
+	// A and B), which the WebGPU code generator binds before inlining it
+	// into a kernel or a fused chain. It may call the helpers of the
+	// WebGPU prelude (backend/webgpu/kernels.go: expp, logp, isNaNBits,
+	// ...), which keep the special values that WGSL's built-ins may drop.
+	WGSL string
 }
 
 var opInfo = []OpInfo{
@@ -303,30 +340,96 @@ var opInfo = []OpInfo{
 	OpArg:     {Name: "arg", Class: ClassLeaf, Exact: true},
 	OpFill:    {Name: "fill", Class: ClassLeaf, Exact: true},
 
-	OpAdd: {Name: "add", Class: ClassBinary, Inputs: 2, Exact: true},
-	OpSub: {Name: "sub", Class: ClassBinary, Inputs: 2, Exact: true},
-	OpMul: {Name: "mul", Class: ClassBinary, Inputs: 2, Exact: true},
-	OpDiv: {Name: "div", Class: ClassBinary, Inputs: 2},
+	OpAdd: {Name: "add", Class: ClassBinary, Inputs: 2, Exact: true, Tol: [2]float64{0, 1e-6},
+		F64:  func(x, y, _, _ float64) float64 { return x + y },
+		F32:  func(x, y, _, _ float32) float32 { return x + y },
+		WGSL: "x + y"},
+	OpSub: {Name: "sub", Class: ClassBinary, Inputs: 2, Exact: true, Tol: [2]float64{0, 1e-6},
+		F64:  func(x, y, _, _ float64) float64 { return x - y },
+		F32:  func(x, y, _, _ float32) float32 { return x - y },
+		WGSL: "x - y"},
+	OpMul: {Name: "mul", Class: ClassBinary, Inputs: 2, Exact: true, Tol: [2]float64{0, 1e-6},
+		F64:  func(x, y, _, _ float64) float64 { return x * y },
+		F32:  func(x, y, _, _ float32) float32 { return x * y },
+		WGSL: "x * y"},
+	OpDiv: {Name: "div", Class: ClassBinary, Inputs: 2, Tol: [2]float64{0, 1e-6},
+		F64:  func(x, y, _, _ float64) float64 { return x / y },
+		F32:  func(x, y, _, _ float32) float32 { return x / y },
+		WGSL: "x / y"},
 
-	OpMaximum: {Name: "maximum", Class: ClassBinary, Inputs: 2, Exact: true},
-	OpKeep:    {Name: "keep", Class: ClassBinary, Inputs: 2, Exact: true},
+	OpMaximum: {Name: "maximum", Class: ClassBinary, Inputs: 2, Exact: true,
+		F64:  func(x, y, _, _ float64) float64 { return max64(x, y) },
+		F32:  func(x, y, _, _ float32) float32 { return Max32(x, y) },
+		WGSL: "maxab(x, y)"},
+	OpKeep: {Name: "keep", Class: ClassBinary, Inputs: 2, Exact: true,
+		F64:  func(x, y, _, _ float64) float64 { return keep64(x, y) },
+		F32:  func(x, y, _, _ float32) float32 { return Keep32(x, y) },
+		WGSL: "keepab(x, y)"},
 
-	OpNeg:       {Name: "neg", Class: ClassUnary, Inputs: 1, Exact: true},
-	OpExp:       {Name: "exp", Class: ClassUnary, Inputs: 1, Domain: [2]float32{-10, 10}},
-	OpLog:       {Name: "log", Class: ClassUnary, Inputs: 1, Domain: [2]float32{0.01, 10}},
-	OpSqrt:      {Name: "sqrt", Class: ClassUnary, Inputs: 1, Domain: [2]float32{0, 10}},
-	OpReLU:      {Name: "relu", Class: ClassUnary, Inputs: 1, Exact: true},
-	OpSigmoid:   {Name: "sigmoid", Class: ClassUnary, Inputs: 1, Domain: [2]float32{-8, 8}},
-	OpTanh:      {Name: "tanh", Class: ClassUnary, Inputs: 1, Domain: [2]float32{-5, 5}},
-	OpAffine:    {Name: "affine", Class: ClassUnary, Inputs: 1},
-	OpPowConst:  {Name: "pow", Class: ClassUnary, Inputs: 1},
-	OpClamp:     {Name: "clamp", Class: ClassUnary, Inputs: 1, Exact: true},
-	OpInside:    {Name: "inside", Class: ClassUnary, Inputs: 1, Exact: true},
-	OpAbs:       {Name: "abs", Class: ClassUnary, Inputs: 1, Exact: true},
-	OpSin:       {Name: "sin", Class: ClassUnary, Inputs: 1, Domain: [2]float32{-10, 10}},
-	OpCos:       {Name: "cos", Class: ClassUnary, Inputs: 1, Domain: [2]float32{-10, 10}},
-	OpRoundF16:  {Name: "round_f16", Class: ClassUnary, Inputs: 1, Exact: true},
-	OpRoundBF16: {Name: "round_bf16", Class: ClassUnary, Inputs: 1, Exact: true},
+	OpNeg: {Name: "neg", Class: ClassUnary, Inputs: 1, Exact: true,
+		F64:  func(x, _, _, _ float64) float64 { return -x },
+		F32:  func(x, _, _, _ float32) float32 { return -x },
+		WGSL: "-x"},
+	OpExp: {Name: "exp", Class: ClassUnary, Inputs: 1, Domain: [2]float32{-10, 10}, Tol: [2]float64{0, 1e-5}, Flops: 8,
+		F64: f64(math.Exp), F32: f32(math.Exp), WGSL: "expp(x)"},
+	OpLog: {Name: "log", Class: ClassUnary, Inputs: 1, Domain: [2]float32{0.01, 10}, Tol: [2]float64{1e-6, 1e-5}, Flops: 8,
+		F64: f64(math.Log), F32: f32(math.Log), WGSL: "logp(x)"},
+	OpSqrt: {Name: "sqrt", Class: ClassUnary, Inputs: 1, Domain: [2]float32{0, 10}, Tol: [2]float64{0, 1e-6}, Flops: 8,
+		F64: f64(math.Sqrt), F32: f32(math.Sqrt), WGSL: "sqrtp(x)"},
+	OpReLU: {Name: "relu", Class: ClassUnary, Inputs: 1, Exact: true,
+		F64:  func(x, _, _, _ float64) float64 { return max(x, 0) }, // Go's max: NaN if any operand is
+		F32:  func(x, _, _, _ float32) float32 { return ReLU32(x) },
+		WGSL: "select(0.0, x, x > 0.0 || isNaNBits(x))"},
+	OpSigmoid: {Name: "sigmoid", Class: ClassUnary, Inputs: 1, Domain: [2]float32{-8, 8}, Tol: [2]float64{1e-6, 1e-5}, Flops: 8,
+		F64:  func(x, _, _, _ float64) float64 { return 1 / (1 + math.Exp(-x)) },
+		F32:  func(x, _, _, _ float32) float32 { return Sigmoid32(x) },
+		WGSL: "select(1.0 / (1.0 + exp(-x)), x, isNaNBits(x))"},
+	// (tanh saturates to ±1 in f32 beyond 15; the clamp keeps GPU
+	// implementations that compute it through exp from giving Inf/Inf)
+	OpTanh: {Name: "tanh", Class: ClassUnary, Inputs: 1, Domain: [2]float32{-5, 5}, Tol: [2]float64{1e-6, 1e-5}, Flops: 8,
+		F64: f64(math.Tanh), F32: f32(math.Tanh), WGSL: "select(tanh(clamp(x, -15.0, 15.0)), x, isNaNBits(x))"},
+	// (affine's x*A+B may cancel near zero: the absolute tolerance covers
+	// the rounding of x*A)
+	OpAffine: {Name: "affine", Class: ClassUnary, Inputs: 1, Tol: [2]float64{1e-6, 1e-6},
+		F64:  func(x, _, a, b float64) float64 { return x*a + b },
+		F32:  func(x, _, a, b float32) float32 { return x*a + b },
+		WGSL: "x * a + b"},
+	OpPowConst: {Name: "pow", Class: ClassUnary, Inputs: 1, Tol: [2]float64{1e-6, 1e-5}, Flops: 8,
+		F64:  func(x, _, a, _ float64) float64 { return pow64(x, a) },
+		F32:  func(x, _, a, _ float32) float32 { return Pow32(x, a) },
+		WGSL: "powc(x, a)"},
+	OpClamp: {Name: "clamp", Class: ClassUnary, Inputs: 1, Exact: true,
+		F64:  func(x, _, a, b float64) float64 { return min(max(x, a), b) },
+		F32:  func(x, _, a, b float32) float32 { return min(max(x, a), b) },
+		WGSL: "select(min(max(x, a), b), x, isNaNBits(x))"},
+	OpInside: {Name: "inside", Class: ClassUnary, Inputs: 1, Exact: true,
+		F64:  func(x, _, a, b float64) float64 { return inside64(x, a, b) },
+		F32:  func(x, _, a, b float32) float32 { return float32(inside64(float64(x), float64(a), float64(b))) },
+		WGSL: "select(0.0, 1.0, x > a && x < b && !isNaNBits(x))"},
+	OpAbs: {Name: "abs", Class: ClassUnary, Inputs: 1, Exact: true,
+		F64:  f64(math.Abs),
+		F32:  f32(math.Abs),
+		WGSL: "bitcast<f32>(bitcast<u32>(x) & 0x7fffffffu)"}, // the sign bit cleared: NaN stays NaN
+	// (sin, cos: absolute tolerances, as a GPU's are: a few ulp of the
+	// reduced argument near the zeros, where a relative bound means nothing)
+	OpSin: {Name: "sin", Class: ClassUnary, Inputs: 1, Domain: [2]float32{-10, 10}, Tol: [2]float64{2e-6, 0}, Flops: 8,
+		F64: f64(math.Sin), F32: f32(math.Sin), WGSL: "sinp(x)"},
+	OpCos: {Name: "cos", Class: ClassUnary, Inputs: 1, Domain: [2]float32{-10, 10}, Tol: [2]float64{2e-6, 0}, Flops: 8,
+		F64: f64(math.Cos), F32: f32(math.Cos), WGSL: "cosp(x)"},
+	OpRoundF16: {Name: "round_f16", Class: ClassUnary, Inputs: 1, Exact: true,
+		F64:  func(x, _, _, _ float64) float64 { return RoundSig(x, 11, -14, 65504) },
+		F32:  func(x, _, _, _ float32) float32 { return RoundF16(x) },
+		WGSL: "roundf16(x)"},
+	OpRoundBF16: {Name: "round_bf16", Class: ClassUnary, Inputs: 1, Exact: true,
+		F64:  func(x, _, _, _ float64) float64 { return RoundSig(x, 8, -126, 3.3895313892515355e38) },
+		F32:  func(x, _, _, _ float32) float32 { return RoundBF16(x) },
+		WGSL: "roundbf16(x)"},
+	// (WGSL: a degree-8 Taylor polynomial for |x| < 0.35, where it is
+	// within 1e-9 relative, else exp(x) - 1, whose rounding is then at
+	// most 3.4 times exp's relative error)
+	OpExpm1: {Name: "expm1", Class: ClassUnary, Inputs: 1, Tol: [2]float64{1e-6, 1e-5}, Flops: 8,
+		F64: f64(math.Expm1), F32: f32(math.Expm1),
+		WGSL: "select(expp(x) - 1.0, x * (1.0 + x * (0.5 + x * (0.16666667 + x * (0.041666668 + x * (0.008333334 + x * (0.0013888889 + x * (0.0001984127 + x * 0.0000248015873))))))), abs(x) < 0.35)"},
 
 	OpSum:        {Name: "sum", Class: ClassReduce, Inputs: 1},
 	OpMax:        {Name: "max", Class: ClassReduce, Inputs: 1, Exact: true},

@@ -168,3 +168,28 @@ func TestValidateWordRows(t *testing.T) {
 		t.Errorf("WordGathers = %v: only node 2 gathers words", got)
 	}
 }
+
+// TestElementwiseRows checks that every elementwise op is defined by its
+// row (F64, F32 and WGSL, which the reference, cpu and WebGPU read in
+// place of a case per op) and that no other op has those fields, and that
+// the row's float64 and f32 definitions agree on a few values.
+func TestElementwiseRows(t *testing.T) {
+	for _, op := range Ops() {
+		info := op.Info()
+		elem := op.IsUnary() || op.IsBinary()
+		if has := [3]bool{info.F64 != nil, info.F32 != nil, info.WGSL != ""}; has != [3]bool{elem, elem, elem} {
+			t.Errorf("%v (class %d): F64, F32, WGSL set %v, want all %t", op, info.Class, has, elem)
+			continue
+		}
+		if !elem {
+			continue
+		}
+		for _, x := range []float32{-2, -0.75, 0.25, 1, 3} {
+			want := info.F64(float64(x), 1.5, 0.5, 2)
+			got := info.F32(x, 1.5, 0.5, 2)
+			if math.Abs(float64(got)-want) > 1e-6*max(1, math.Abs(want)) {
+				t.Errorf("%v(%g): F32 %g, F64 %g", op, x, got, want)
+			}
+		}
+	}
+}

@@ -64,6 +64,11 @@ func Neg(x *Tensor) *Tensor { return unary("Neg", backend.OpNeg, x, 0, 0) }
 // Exp returns e^x.
 func Exp(x *Tensor) *Tensor { return unary("Exp", backend.OpExp, x, 0, 0) }
 
+// Expm1 returns e^x - 1, accurate near 0, where Exp(x) - 1 keeps only
+// the absolute precision of e^x near 1 (a primitive, torch.expm1). Its
+// gradient is e^x. On ggml it is exp(x) - 1 (absolute error about 1e-7).
+func Expm1(x *Tensor) *Tensor { return unary("Expm1", backend.OpExpm1, x, 0, 0) }
+
 // Log returns the natural logarithm of x.
 func Log(x *Tensor) *Tensor { return unary("Log", backend.OpLog, x, 0, 0) }
 
@@ -541,6 +546,8 @@ func vjp(n *Tensor, in []*Tensor, g *Tensor, k int) *Tensor {
 		return Mul(g, Neg(Sin(x)))
 	case backend.OpExp:
 		return Mul(g, n)
+	case backend.OpExpm1:
+		return Mul(g, AddScalar(n, 1)) // e^x from the output, as Exp's
 	case backend.OpLog:
 		return Div(g, x)
 	case backend.OpSqrt:

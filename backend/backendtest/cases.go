@@ -93,22 +93,8 @@ var tolerances = map[string]Tol{
 	"words_bf16": {Bits: true, Half: 2},
 	"unpacked":   {Bits: true, NaN: true}, // values of 16-bit words: exact, signed zeros and subnormals included
 	"exact":      {},                      // fill, neg, relu, clamp, inside, reshape, permute, expand, slices, rows, one-hot
-	"add":        {Rel: 1e-6},
-	"sub":        {Rel: 1e-6},
-	"mul":        {Rel: 1e-6},
-	"div":        {Rel: 1e-6},
-	// affine's x*A+B may cancel near zero: Abs covers the rounding of x*A.
-	"affine":  {Abs: 1e-6, Rel: 1e-6},
-	"exp":     {Rel: 1e-5},
-	"log":     {Abs: 1e-6, Rel: 1e-5},
-	"sqrt":    {Rel: 1e-6},
-	"sigmoid": {Abs: 1e-6, Rel: 1e-5},
-	"tanh":    {Abs: 1e-6, Rel: 1e-5},
-	"pow":     {Abs: 1e-6, Rel: 1e-5},
-	// sin, cos: absolute, as a GPU's are (a few ulp of the reduced argument
-	// near the zeros, where a relative bound means nothing).
-	"sin": {Abs: 2e-6},
-	"cos": {Abs: 2e-6},
+	// (the elementwise primitives' tolerances are in their rows of
+	// backend's opInfo, backend.OpInfo.Tol)
 	// Sums: 2e-6*sqrt(n) of the |terms| is above the worst case of a naive
 	// f32 loop (n*6e-8) up to n = 1000, and 100x below one wrong term.
 	"sum":              {Abs: 1e-6, Rel: 2e-6, Terms: true},

@@ -6,12 +6,15 @@ import (
 	"github.com/ag-go/ag/backend"
 )
 
-// The composites' tolerances are part of their definitions.
+// The composites' tolerances are part of their definitions, and the
+// elementwise primitives' part of their rows (backend.OpInfo.Tol).
 func init() {
 	for _, op := range backend.Ops() {
 		if op.IsComposite() {
 			c := backend.CompositeOf(op)
 			tolerances[op.String()] = Tol{Abs: c.Tol[0], Rel: c.Tol[1], Terms: c.Terms != nil}
+		} else if t := op.Info().Tol; t != [2]float64{} {
+			tolerances[op.String()] = Tol{Abs: t[0], Rel: t[1]}
 		}
 	}
 }

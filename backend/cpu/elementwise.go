@@ -6,8 +6,34 @@ import (
 	"github.com/ag-go/ag/backend"
 )
 
-// Elementwise ops. Each loop has the op switch outside it, so the loop body
-// is straight-line float code the compiler can keep in registers.
+// Elementwise ops. An elementwise op is defined by its row of backend's
+// op table: its F32 is the general path, run for every op without a case
+// below (a new op needs none). The cases are optimisations keyed by op,
+// the loops the backend had before the table, kept where the call through
+// F32 per element measurably costs (cheap bodies, log, sigmoid,
+// round_f16; BenchmarkElementwise) or a faster formula pays (tanh). Each
+// loop has the op switch outside it, so the loop body is straight-line
+// float code the compiler can keep in registers. elementwise_test.go
+// checks every case against its row's F32.
+
+// f32Of holds each elementwise op's F32, looked up once per row of work
+// rather than copying its backend.OpInfo.
+var f32Of = func() (t [256]func(x, y, a, b float32) float32) {
+	for _, op := range backend.Ops() {
+		t[op] = op.Info().F32
+	}
+	return t
+}()
+
+// elementwise is op's F32; it panics through backend.Unknown for an op
+// whose row has none.
+func elementwise(where string, op backend.Op) func(x, y, a, b float32) float32 {
+	f := f32Of[op]
+	if f == nil {
+		backend.Unknown(where, op)
+	}
+	return f
+}
 
 // binVV: o[i] = a[i] op b[i].
 func binVV(op backend.Op, o, a, b []float32) {
@@ -31,14 +57,17 @@ func binVV(op backend.Op, o, a, b []float32) {
 		}
 	case backend.OpMaximum:
 		for i := range o {
-			o[i] = maximum(a[i], b[i])
+			o[i] = backend.Max32(a[i], b[i])
 		}
 	case backend.OpKeep:
 		for i := range o {
-			o[i] = keep(a[i], b[i])
+			o[i] = backend.Keep32(a[i], b[i])
 		}
 	default:
-		backend.Unknown("cpu.binVV", op)
+		f := elementwise("cpu.binVV", op)
+		for i := range o {
+			o[i] = f(a[i], b[i], 0, 0)
+		}
 	}
 }
 
@@ -64,14 +93,17 @@ func binVS(op backend.Op, o, a []float32, s float32) {
 		}
 	case backend.OpMaximum:
 		for i := range o {
-			o[i] = maximum(a[i], s)
+			o[i] = backend.Max32(a[i], s)
 		}
 	case backend.OpKeep:
 		for i := range o {
-			o[i] = keep(a[i], s)
+			o[i] = backend.Keep32(a[i], s)
 		}
 	default:
-		backend.Unknown("cpu.binVS", op)
+		f := elementwise("cpu.binVS", op)
+		for i := range o {
+			o[i] = f(a[i], s, 0, 0)
+		}
 	}
 }
 
@@ -97,55 +129,18 @@ func binSV(op backend.Op, o []float32, s float32, b []float32) {
 		}
 	case backend.OpMaximum:
 		for i := range o {
-			o[i] = maximum(s, b[i])
+			o[i] = backend.Max32(s, b[i])
 		}
 	case backend.OpKeep:
 		for i := range o {
-			o[i] = keep(s, b[i])
+			o[i] = backend.Keep32(s, b[i])
 		}
 	default:
-		backend.Unknown("cpu.binSV", op)
+		f := elementwise("cpu.binSV", op)
+		for i := range o {
+			o[i] = f(s, b[i], 0, 0)
+		}
 	}
-}
-
-// maximum is ir.go's: NaN if either is, a on ties.
-func maximum(a, b float32) float32 {
-	switch {
-	case a != a || b != b:
-		return float32(math.NaN())
-	case b > a:
-		return b
-	}
-	return a
-}
-
-// keep is ir.go's keep: b where a is nonzero or NaN, else -0.
-func keep(a, b float32) float32 {
-	if a != 0 {
-		return b
-	}
-	return negZero
-}
-
-var negZero = float32(math.Copysign(0, -1))
-
-func binSS(op backend.Op, a, b float32) float32 {
-	switch op {
-	case backend.OpAdd:
-		return a + b
-	case backend.OpSub:
-		return a - b
-	case backend.OpMul:
-		return a * b
-	case backend.OpDiv:
-		return a / b
-	case backend.OpMaximum:
-		return maximum(a, b)
-	case backend.OpKeep:
-		return keep(a, b)
-	}
-	backend.Unknown("cpu.binSS", op)
-	return 0
 }
 
 // binRow computes one output row of inner elements whose inputs start at
@@ -159,7 +154,7 @@ func binRow(op backend.Op, o, a, b []float32, sa, sb int) {
 	case sb == 1:
 		binSV(op, o, a[0], b)
 	default:
-		v := binSS(op, a[0], b[0])
+		v := elementwise("cpu.binRow", op)(a[0], b[0], 0, 0)
 		for i := range o {
 			o[i] = v
 		}
@@ -186,10 +181,6 @@ func unary(op backend.Op, A, B float32, o, a []float32) {
 		for i := range o {
 			o[i] = -a[i]
 		}
-	case backend.OpExp:
-		for i := range o {
-			o[i] = float32(math.Exp(float64(a[i])))
-		}
 	case backend.OpLog:
 		for i := range o {
 			o[i] = float32(math.Log(float64(a[i])))
@@ -198,20 +189,13 @@ func unary(op backend.Op, A, B float32, o, a []float32) {
 		for i := range o {
 			o[i] = float32(math.Sqrt(float64(a[i])))
 		}
-	case backend.OpReLU:
-		// max(v, 0) by comparison: NaN stays NaN and -0 becomes +0 as
-		// with the builtin, which is a call with NaN checks under wasm
-		// (7 ns an element in V8 against 1; 4x slower natively too)
-		for i := range o {
-			v := a[i]
-			if v <= 0 {
-				v = 0
-			}
-			o[i] = v
-		}
 	case backend.OpSigmoid:
 		for i := range o {
-			o[i] = sigmoid(a[i])
+			o[i] = backend.Sigmoid32(a[i])
+		}
+	case backend.OpReLU:
+		for i := range o {
+			o[i] = backend.ReLU32(a[i])
 		}
 	case backend.OpTanh:
 		for i := range o {
@@ -231,14 +215,6 @@ func unary(op backend.Op, A, B float32, o, a []float32) {
 		for i := range o {
 			o[i] = float32(math.Abs(float64(a[i])))
 		}
-	case backend.OpSin:
-		for i := range o {
-			o[i] = float32(math.Sin(float64(a[i])))
-		}
-	case backend.OpCos:
-		for i := range o {
-			o[i] = float32(math.Cos(float64(a[i])))
-		}
 	case backend.OpRoundF16:
 		for i := range o {
 			o[i] = backend.RoundF16(a[i])
@@ -257,17 +233,11 @@ func unary(op backend.Op, A, B float32, o, a []float32) {
 			}
 		}
 	default:
-		backend.Unknown("cpu.unary", op)
+		f := elementwise("cpu.unary", op)
+		for i := range o {
+			o[i] = f(a[i], 0, A, B)
+		}
 	}
-}
-
-// sigmoid is 1/(1+e^-x), written so that neither branch overflows.
-func sigmoid(x float32) float32 {
-	if x >= 0 {
-		return float32(1 / (1 + math.Exp(-float64(x))))
-	}
-	e := math.Exp(float64(x))
-	return float32(e / (1 + e))
 }
 
 // powConst is x^p with fast paths for the exponents gradients use most. The

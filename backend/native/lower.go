@@ -857,6 +857,11 @@ func (l *lowering) lowerUnary(n *backend.Node) tensor {
 		return C.ggml_neg(ctx, x)
 	case backend.OpExp:
 		return C.ggml_exp(ctx, x)
+	case backend.OpExpm1:
+		// exp(x) - 1: ggml-vulkan has no expm1 and ggml-cpu's is expf(x) -
+		// 1 too, so near 0 the error is absolute (about 1e-7, the rounding
+		// of e^x), not relative; the special values are expm1's.
+		return l.scaleBias(C.ggml_exp(ctx, x), 1, -1)
 	case backend.OpLog:
 		lg, k := l.logHalf(x)
 		if k == 1 {

@@ -88,15 +88,12 @@ type Fusion struct {
 // computed from its inputs at a few indices (no reduction, no scatter):
 // the ops a generated kernel can evaluate inside its reader.
 func Pointwise(op backend.Op) bool {
+	if op.IsUnary() || op.IsBinary() {
+		return true // by class: each is its row of backend.OpInfo
+	}
 	switch op {
 	case backend.OpFill, backend.OpReshape, backend.OpExpand, backend.OpPermute,
 		backend.OpSliceRows, backend.OpGetRows, backend.OpOneHot:
-		return true
-	case backend.OpAdd, backend.OpSub, backend.OpMul, backend.OpDiv, backend.OpMaximum, backend.OpKeep:
-		return true
-	case backend.OpNeg, backend.OpExp, backend.OpLog, backend.OpSqrt, backend.OpReLU, backend.OpSigmoid,
-		backend.OpTanh, backend.OpAffine, backend.OpPowConst, backend.OpClamp, backend.OpInside,
-		backend.OpAbs, backend.OpSin, backend.OpCos, backend.OpRoundF16, backend.OpRoundBF16:
 		return true
 	case backend.OpArg, backend.OpSum, backend.OpMax, backend.OpSoftmax, backend.OpLogSoftmax,
 		backend.OpConcatRows, backend.OpScatterAddRows, backend.OpMatMul, backend.OpAttention,

@@ -68,14 +68,17 @@ func evalNode(n *backend.Node, in [][]float64, shapes [][]int) []float64 {
 			out[i] = a
 		}
 	case n.Op.IsBinary():
+		// the op's row of backend.OpInfo defines it (F64)
+		f := elementwise(n.Op)
 		sa := backend.BroadcastStrides(shapes[0], n.Shape)
 		sb := backend.BroadcastStrides(shapes[1], n.Shape)
 		for i := range out {
-			out[i] = binary(n.Op, in[0][offset(i, n.Shape, sa)], in[1][offset(i, n.Shape, sb)])
+			out[i] = f(in[0][offset(i, n.Shape, sa)], in[1][offset(i, n.Shape, sb)], 0, 0)
 		}
 	case n.Op.IsUnary():
+		f := elementwise(n.Op)
 		for i, x := range in[0] {
-			out[i] = unary(n.Op, x, a, b)
+			out[i] = f(x, 0, a, b)
 		}
 	case n.Op == backend.OpSum || n.Op == backend.OpMax:
 		reduce(n, in[0], shapes[0], out)
@@ -203,90 +206,13 @@ func offset(i int, shape, st []int) int {
 	return off
 }
 
-// maximum is ir.go's: NaN if either is, a on ties.
-func maximum(x, y float64) float64 {
-	switch {
-	case math.IsNaN(x) || math.IsNaN(y):
-		return math.NaN()
-	case y > x:
-		return y
+// elementwise is an elementwise op's float64 definition, its row's F64.
+func elementwise(op backend.Op) func(x, y, a, b float64) float64 {
+	f := op.Info().F64
+	if f == nil {
+		backend.Unknown("reference.elementwise", op)
 	}
-	return x
-}
-
-func binary(op backend.Op, x, y float64) float64 {
-	switch op {
-	case backend.OpAdd:
-		return x + y
-	case backend.OpSub:
-		return x - y
-	case backend.OpMul:
-		return x * y
-	case backend.OpDiv:
-		return x / y
-	case backend.OpMaximum:
-		return maximum(x, y)
-	case backend.OpKeep:
-		if x != 0 || math.IsNaN(x) {
-			return y
-		}
-		return math.Copysign(0, -1)
-	}
-	backend.Unknown("backendtest.binary", op)
-	return 0
-}
-
-// unary computes a unary op. It uses Go's built-in max and min, which are
-// NaN when any operand is (math.Max(+Inf, NaN) is +Inf instead).
-func unary(op backend.Op, x, a, b float64) float64 {
-	switch op {
-	case backend.OpNeg:
-		return -x
-	case backend.OpExp:
-		return math.Exp(x)
-	case backend.OpLog:
-		return math.Log(x)
-	case backend.OpSqrt:
-		return math.Sqrt(x)
-	case backend.OpReLU:
-		return max(x, 0)
-	case backend.OpSigmoid:
-		return 1 / (1 + math.Exp(-x))
-	case backend.OpTanh:
-		return math.Tanh(x)
-	case backend.OpAffine:
-		return x*a + b
-	case backend.OpPowConst:
-		return pow(x, a)
-	case backend.OpClamp:
-		return min(max(x, a), b)
-	case backend.OpAbs:
-		return math.Abs(x)
-	case backend.OpSin:
-		return math.Sin(x)
-	case backend.OpCos:
-		return math.Cos(x)
-	case backend.OpRoundF16:
-		return roundSig(x, 11, -14, 65504)
-	case backend.OpRoundBF16:
-		return roundSig(x, 8, -126, 3.3895313892515355e38)
-	case backend.OpInside:
-		if a < x && x < b {
-			return 1
-		}
-		return 0
-	}
-	backend.Unknown("backendtest.unary", op)
-	return 0
-}
-
-// pow is C's pow (which math.Pow follows) but for the one deviation ir.go
-// states: a negative base with a non-whole exponent is NaN, -Inf included.
-func pow(x, a float64) float64 {
-	if x < 0 && a != math.Trunc(a) {
-		return math.NaN()
-	}
-	return math.Pow(x, a)
+	return f
 }
 
 // reduce sums or maxes in (shape s) along n.Axis into out.
@@ -370,27 +296,6 @@ func matmul(n *backend.Node, a, b []float64, sa []int, out []float64) {
 // reads indices (backend.ClampIndex).
 func ClampIndex(x float64, n int) int { return backend.ClampIndex(x, n) }
 
-// roundSig rounds x to p significant bits with exponents down to minExp
-// (the format's smallest normal exponent; below it the quantum stays
-// 2^(minExp-p+1)) and overflow from maxFinite + half a step, in float64:
-// an independent definition of both formats.
-func roundSig(x float64, p, minExp int, maxFinite float64) float64 {
-	if math.IsNaN(x) || math.IsInf(x, 0) || x == 0 {
-		return x
-	}
-	_, e := math.Frexp(math.Abs(x)) // |x| = f * 2^e, f in [0.5, 1)
-	e--                             // |x| = m * 2^e, m in [1, 2)
-	if e < minExp {
-		e = minExp
-	}
-	q := math.Ldexp(1, e-p+1)
-	r := math.RoundToEven(x/q) * q
-	if math.Abs(r) > maxFinite {
-		return math.Copysign(math.Inf(1), x)
-	}
-	return r
-}
-
 // Widen is float64(x) but that a signaling NaN keeps its bits (the
 // conversion instruction would quiet it): packed words (OpPackBF16 of an
 // infinity in a word's high half is one) must cross the reference's float64
@@ -430,7 +335,7 @@ func halfOf(bf bool) half {
 
 // encode rounds x as the format's round op does and returns its 16 bits.
 func (h half) encode(x float64) uint16 {
-	r := roundSig(x, h.p, h.minExp, h.maxFinite)
+	r := backend.RoundSig(x, h.p, h.minExp, h.maxFinite)
 	mant := uint(h.p - 1)
 	var s uint16
 	if math.Signbit(r) {

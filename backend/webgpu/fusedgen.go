@@ -89,11 +89,11 @@ func (e *exprGen) nodeBody(n *backend.Node) string {
 	case n.Op == backend.OpFill:
 		return "return " + wgslF32(n.A) + ";"
 	case n.Op.IsUnary():
-		return fmt.Sprintf("let x = %s; let a = %s; let b = %s; return %s;", call(0, "i"), wgslF32(n.A), wgslF32(n.B), unaryExpr(n))
+		return fmt.Sprintf("let x = %s; let a = %s; let b = %s; return %s;", call(0, "i"), wgslF32(n.A), wgslF32(n.B), elemExpr(n.Op))
 	case n.Op.IsBinary():
 		ia := idxMap(n.Shape, backend.BroadcastStrides(in(0).Shape, n.Shape), in(0).Shape)
 		ib := idxMap(n.Shape, backend.BroadcastStrides(in(1).Shape, n.Shape), in(1).Shape)
-		return "return " + binaryExpr(n.Op, call(0, ia), call(1, ib)) + ";"
+		return fmt.Sprintf("let x = %s; let y = %s; return %s;", call(0, ia), call(1, ib), elemExpr(n.Op))
 	case n.Op == backend.OpReshape:
 		return "return " + call(0, "i") + ";"
 	case n.Op == backend.OpExpand:

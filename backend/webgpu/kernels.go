@@ -2,7 +2,6 @@ package webgpu
 
 import (
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/ag-go/ag/backend"
@@ -181,6 +180,24 @@ fn powOdd(x: f32, a: f32) -> f32 {
 	let r = powAbs(x, a);
 	return select(r, -r, (bitcast<u32>(x) & 0x80000000u) != 0u);
 }
+// powc is x^a for a finite a as C's powf (ir.go): exact forms for the
+// common exponents, C's sign rules for whole exponents of negative bases
+// and NaN for other ones, -Inf included (WGSL's pow is undefined for
+// x <= 0). a is a constant of the kernel (a literal in a fused chain, a
+// uniform otherwise), so the branches fold or stay uniform.
+fn powc(x: f32, a: f32) -> f32 {
+	if (a == 0.0) { return 1.0; }
+	if (a == 1.0) { return x; }
+	if (a == 2.0) { return x * x; }
+	if (a == 3.0) { return x * x * x; }
+	if (a == -1.0) { return 1.0 / x; }
+	if (a == 0.5) { return sqrtp(x); }
+	if (a == trunc(a)) {
+		if (abs(a) - 2.0 * trunc(abs(a) * 0.5) == 1.0) { return powOdd(x, a); }
+		return powAbs(x, a);
+	}
+	return select(powAbs(x, a), qnan(), x < 0.0);
+}
 // idx rounds an index (halves away from zero), counts NaN as 0 and clamps it
 // into 0..n-1 so that no index can reach outside its table. The fraction
 // v - trunc(v) is exact; floor(|v| + 0.5) was not: it rounded odd whole
@@ -201,75 +218,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 	let i = (wid.y * nwg.x + wid.x) * %du + lid;
 `, wg, wg)
 
-// unaryExpr is the WGSL expression of a unary op over x with scalars a, b.
-func unaryExpr(n *backend.Node) string {
-	switch n.Op {
-	case backend.OpNeg:
-		return "-x"
-	case backend.OpExp:
-		return "expp(x)"
-	case backend.OpLog:
-		return "logp(x)"
-	case backend.OpSqrt:
-		return "sqrtp(x)"
-	case backend.OpReLU:
-		return "select(0.0, x, x > 0.0 || isNaNBits(x))"
-	case backend.OpSigmoid:
-		return "select(1.0 / (1.0 + exp(-x)), x, isNaNBits(x))"
-	case backend.OpTanh:
-		// tanh saturates to +-1 in f32 beyond 15; clamping keeps GPU
-		// implementations that compute it through exp from giving inf/inf.
-		return "select(tanh(clamp(x, -15.0, 15.0)), x, isNaNBits(x))"
-	case backend.OpAffine:
-		return "x * a + b"
-	case backend.OpPowConst:
-		return powExpr(n.A)
-	case backend.OpClamp:
-		return "select(min(max(x, a), b), x, isNaNBits(x))"
-	case backend.OpAbs:
-		return "bitcast<f32>(bitcast<u32>(x) & 0x7fffffffu)" // the sign bit cleared: NaN stays NaN
-	case backend.OpInside:
-		return "select(0.0, 1.0, x > a && x < b && !isNaNBits(x))"
-	case backend.OpSin:
-		return "sinp(x)"
-	case backend.OpCos:
-		return "cosp(x)"
-	case backend.OpRoundF16:
-		return "roundf16(x)"
-	case backend.OpRoundBF16:
-		return "roundbf16(x)"
+// elemExpr is the WGSL expression of an elementwise op, its row's
+// template (backend.OpInfo.WGSL) over x, y, a and b, which the caller binds.
+func elemExpr(op backend.Op) string {
+	e := op.Info().WGSL
+	if e == "" {
+		backend.Unknown("webgpu.elemExpr", op)
 	}
-	backend.Unknown("webgpu.unaryExpr", n.Op)
-	return ""
-}
-
-// powExpr specializes x^A for the constant A: exact forms for the common
-// exponents, C powf's sign rules for integer exponents of negative bases and
-// NaN for non-integer ones, -Inf included (WGSL's pow is undefined for
-// x <= 0); powAbs handles NaN, zeros and infinities.
-func powExpr(a float32) string {
-	switch a {
-	case 0:
-		return "1.0"
-	case 1:
-		return "x"
-	case 2:
-		return "x * x"
-	case 3:
-		return "x * x * x"
-	case -1:
-		return "1.0 / x"
-	case 0.5:
-		return "sqrtp(x)"
-	}
-	fa := float64(a)
-	if fa == math.Trunc(fa) {
-		if math.Mod(math.Abs(fa), 2) == 1 {
-			return "powOdd(x, a)"
-		}
-		return "powAbs(x, a)"
-	}
-	return "select(powAbs(x, a), qnan(), x < 0.0)"
+	return e
 }
 
 // unaryKernel: params [n, a, b].
@@ -283,31 +239,12 @@ func unaryKernel(expr string) *kernel {
 `)
 }
 
-// binaryExpr is the WGSL expression of a binary op over a and b.
-func binaryExpr(op backend.Op, a, b string) string {
-	switch op {
-	case backend.OpAdd:
-		return a + " + " + b
-	case backend.OpSub:
-		return a + " - " + b
-	case backend.OpMul:
-		return a + " * " + b
-	case backend.OpDiv:
-		return a + " / " + b
-	case backend.OpMaximum:
-		return "maxab(" + a + ", " + b + ")"
-	case backend.OpKeep:
-		return "keepab(" + a + ", " + b + ")"
-	}
-	backend.Unknown("webgpu.binaryExpr", op)
-	return ""
-}
-
 // binarySameKernel: both operands have the output's shape; params [n].
 func binarySameKernel(op backend.Op) *kernel {
 	return newKernel("binary_same", []bindDecl{{name: "A"}, {name: "B"}, {name: "Y", rw: true}}, linearHead+`
 	if (i >= P[0]) { return; }
-	Y[i] = `+binaryExpr(op, "A[i]", "B[i]")+`;
+	let x = A[i]; let y = B[i];
+	Y[i] = `+elemExpr(op)+`;
 }
 `)
 }
@@ -324,7 +261,8 @@ func binaryBcastKernel(op backend.Op) *kernel {
 	let i1 = r % P[2]; let i0 = r / P[2];
 	let ia = i0 * P[5] + i1 * P[6] + i2 * P[7] + i3 * P[8];
 	let ib = i0 * P[9] + i1 * P[10] + i2 * P[11] + i3 * P[12];
-	Y[i] = `+binaryExpr(op, "A[ia]", "B[ib]")+`;
+	let x = A[ia]; let y = B[ib];
+	Y[i] = `+elemExpr(op)+`;
 }
 `)
 }

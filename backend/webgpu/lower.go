@@ -27,7 +27,7 @@ func (p *program) lower(g *backend.Graph, i int, locs []loc) error {
 	case n.Op == backend.OpFill:
 		p.split(i, fillKernel(), []bref{out}, []bool{true}, ne, f32bits(n.A))
 	case n.Op.IsUnary():
-		p.split(i, unaryKernel(unaryExpr(n)), []bref{in(0), out}, []bool{true, true}, ne, f32bits(n.A), f32bits(n.B))
+		p.split(i, unaryKernel(elemExpr(n.Op)), []bref{in(0), out}, []bool{true, true}, ne, f32bits(n.A), f32bits(n.B))
 	case n.Op.IsBinary():
 		a, b := inShape(0), inShape(1)
 		if slices.Equal(a, n.Shape) && slices.Equal(b, n.Shape) {
