@@ -140,10 +140,11 @@ func ClampIndex(x float64, n int) int {
 	return int(math.Round(x))
 }
 
-// softmax64 is the softmax (or, with logOut, the log-softmax) of each row
-// of cols values of in, in float64, shifted by the row's maximum as
-// OpSoftmax's definition (the reference's).
-func softmax64(logOut bool, in []float64, cols int, out []float64) {
+// Softmax64 is the softmax (or, with logOut, the log-softmax) of each row
+// of cols values of in, in float64, shifted by the row's maximum: OpSoftmax's
+// and OpLogSoftmax's definition, which the reference evaluates and the
+// composites' definitions build on.
+func Softmax64(logOut bool, in []float64, cols int, out []float64) {
 	for r := 0; r < len(in)/cols; r++ {
 		x, o := in[r*cols:(r+1)*cols], out[r*cols:(r+1)*cols]
 		m := math.Inf(-1)

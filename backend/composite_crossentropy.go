@@ -97,7 +97,7 @@ func crossEntropy64(n *Node, in [][]float64, shapes [][]int, out []float64) {
 	b, c := shapes[0][0], shapes[0][1]
 	sm := make([]float64, b*c)
 	back := len(in) == 3
-	softmax64(!back, in[0], c, sm)
+	Softmax64(!back, in[0], c, sm)
 	if back {
 		g := in[2][0] / float64(b)
 		for i := 0; i < b; i++ {

@@ -122,7 +122,7 @@ func softmaxExt64(n *Node, in [][]float64, shapes [][]int, out []float64) {
 		a := float32(in[0][i] * float64(n.A))
 		z[i] = float64(a + float32(in[1][mi]))
 	}
-	softmax64(false, z, xs[len(xs)-1], out)
+	Softmax64(false, z, xs[len(xs)-1], out)
 }
 
 // softmaxExtBack64 computes A*y*(dy - sum(dy*y)) row by row.

@@ -233,31 +233,15 @@ func reduce(n *backend.Node, in []float64, s []int, out []float64) {
 	}
 }
 
-// softmax works on rows of the last axis; a scalar is one row of one element.
-// It subtracts the row maximum first, as any stable implementation must.
+// softmax works on rows of the last axis; a scalar is one row of one element
+// (backend.Softmax64: subtracting the row maximum first, as any stable
+// implementation must).
 func softmax(logOut bool, in []float64, shape []int, out []float64) {
 	cols := 1
 	if len(shape) > 0 {
 		cols = shape[len(shape)-1]
 	}
-	for r := 0; r < len(in)/cols; r++ {
-		row, o := in[r*cols:(r+1)*cols], out[r*cols:(r+1)*cols]
-		mx := math.Inf(-1)
-		for _, x := range row {
-			mx = max(mx, x)
-		}
-		sum := 0.0
-		for _, x := range row {
-			sum += math.Exp(x - mx)
-		}
-		for c, x := range row {
-			if logOut {
-				o[c] = x - mx - math.Log(sum)
-			} else {
-				o[c] = math.Exp(x-mx) / sum
-			}
-		}
-	}
+	backend.Softmax64(logOut, in, cols, out)
 }
 
 // matmul multiplies the last two dimensions batch by batch. A stored operand
