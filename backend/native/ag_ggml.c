@@ -725,3 +725,27 @@ void ag_log_init(int min_level) {
     ag_log_min = min_level;
     ggml_log_set(ag_log, NULL);
 }
+
+const char *ag_custom_name(const struct ggml_tensor *t) {
+	if (t->op != GGML_OP_CUSTOM) {
+		return NULL;
+	}
+	// op_params begins with the function (ggml-impl.h's ggml_custom_op_params).
+	ggml_custom_op_t fun;
+	memcpy(&fun, t->op_params, sizeof(fun));
+	static const struct {
+		ggml_custom_op_t fn;
+		const char *name;
+	} known[] = {
+	    {ag_transpose, "transpose"},     {ag_matmul_tn, "matmul_tn"}, {ag_relu, "relu"},
+	    {ag_sign_step, "sign_step"},     {ag_sum_squares, "sum_squares"}, {ag_clamp, "clamp"},
+	    {ag_row_max, "row_max"},         {ag_gelu, "gelu"},           {ag_gelu_back, "gelu_back"},
+	    {ag_dropout, "dropout"},         {ag_attention, "attention"}, {ag_rand_uniform, "rand_uniform"},
+	};
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+		if (known[i].fn == fun) {
+			return known[i].name;
+		}
+	}
+	return "other";
+}

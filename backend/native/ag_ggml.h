@@ -150,4 +150,8 @@ void ag_rand_uniform(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 struct ggml_tensor *ag_rand_uniform_op(struct ggml_context *ctx, struct ggml_tensor *state, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3, uint64_t start);
 void ag_rand_uniform_fill(float *dst, int64_t e0, int64_t e1, const float *state, uint64_t start);
 
+// ag_custom_name names the ag kernel of a GGML_OP_CUSTOM node for dumps
+// ("transpose", ..., "other" for one it does not know), NULL for other ops.
+const char *ag_custom_name(const struct ggml_tensor *t);
+
 #endif

@@ -57,6 +57,9 @@ func (l *lowering) opCounts() string {
 		if t.op == C.GGML_OP_MUL_MAT {
 			name = fmt.Sprintf("%s[%dx%dx%d b%d %s]", name, t.ne[1]*t.ne[2], t.ne[0], t.src[0].ne[0], t.ne[2], C.GoString(C.ggml_type_name(t.src[0]._type)))
 		}
+		if t.op == C.GGML_OP_CUSTOM {
+			name += "(" + C.GoString(C.ag_custom_name(t)) + ")"
+		}
 		counts[name]++
 	}
 	keys := make([]string, 0, len(counts))
