@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/backend/webgpu/gpu"
 	"github.com/ag-go/ag/bench/workload"
 	"github.com/ag-go/ag/core"
 )
@@ -42,12 +43,12 @@ func TestRunAhead(t *testing.T) {
 		}
 		want += add
 	}
-	hits := be.d.aheadHits
+	hits := be.d.Counters().Ahead
 	for range 5 {
 		run(one, 1)
 	}
 	check("5 runs")
-	if got := be.d.aheadHits - hits; got != 3 {
+	if got := be.d.Counters().Ahead - hits; got != 3 {
 		t.Errorf("5 runs over the same args: %d submitted a command recorded ahead, want 3 (the first records nothing, the second records the third)", got)
 	}
 	if err := be.Write(x, 0, []float32{0, 0, 0, 0, 0, 100}); err != nil {
@@ -61,9 +62,9 @@ func TestRunAhead(t *testing.T) {
 		t.Fatal(err)
 	}
 	be.Free(other) // makes the recorded command stale
-	hits = be.d.aheadHits
+	hits = be.d.Counters().Ahead
 	run(one, 1)
-	if be.d.aheadHits != hits {
+	if be.d.Counters().Ahead != hits {
 		t.Error("a command recorded before a buffer was freed was submitted")
 	}
 	check("run after a free")
@@ -75,7 +76,7 @@ func TestRunAhead(t *testing.T) {
 	// read share what was recorded ahead (a loop reading its loss every
 	// few steps), and each read sees its own run's result.
 	dst := make([]float32, 6)
-	hits = be.d.aheadHits
+	hits = be.d.Counters().Ahead
 	for range 3 {
 		if _, err := one.(backend.RunReader).RunRead(args, x, 0, dst); err != nil {
 			t.Fatal(err)
@@ -87,7 +88,7 @@ func TestRunAhead(t *testing.T) {
 		run(one, 1)
 	}
 	check("runs and reads alternating")
-	if got := be.d.aheadHits - hits; got != 5 {
+	if got := be.d.Counters().Ahead - hits; got != 5 {
 		t.Errorf("3 reads and runs alternating after a run of the same program: %d submitted a command recorded ahead, want 5 (all but the first)", got)
 	}
 	// a larger read replaces the staging buffer: the run's recording holds
@@ -96,13 +97,13 @@ func TestRunAhead(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer be.Free(big)
-	hits = be.d.aheadHits // the Alloc did not touch it; Free would
+	hits = be.d.Counters().Ahead // the Alloc did not touch it; Free would
 	bigDst := make([]float32, 1<<16)
 	if _, err := one.(backend.RunReader).RunRead(args, big, 0, bigDst); err != nil {
 		t.Fatal(err)
 	}
 	want++
-	if be.d.aheadHits != hits+1 {
+	if be.d.Counters().Ahead != hits+1 {
 		t.Error("a run reading more than the staging buffer held did not submit the command recorded ahead")
 	}
 	run(one, 1)
@@ -118,8 +119,8 @@ func TestRunAhead(t *testing.T) {
 func TestLazyStepRecordedAhead(t *testing.T) {
 	be := openTest(t)
 	var hits int
-	lazyStepsLike(t, 23, func() { hits = be.d.aheadHits })
-	hits = be.d.aheadHits - hits
+	lazyStepsLike(t, 23, func() { hits = be.d.Counters().Ahead })
+	hits = be.d.Counters().Ahead - hits
 	if hits != 20 {
 		t.Errorf("20 lazy steps after 3: %d submitted a command recorded ahead, want 20 (each step's buffers the same)", hits)
 	}
@@ -138,13 +139,13 @@ func TestLazyStepRecordedAhead(t *testing.T) {
 	var counted int
 	for i := range 13 {
 		if i == 3 {
-			hits, counted = be.d.aheadHits, dev.Stats().Ahead
+			hits, counted = be.d.Counters().Ahead, dev.Stats().Ahead
 		}
 		if _, err := g.StepMode(workload.Lazy); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if hits = be.d.aheadHits - hits; hits != 10 {
+	if hits = be.d.Counters().Ahead - hits; hits != 10 {
 		t.Errorf("10 lazy transformer steps after 3: %d submitted a command recorded ahead, want 10", hits)
 	}
 	// what core.Stats reports (ag bench's recorded_ahead_per_step)
@@ -154,15 +155,15 @@ func TestLazyStepRecordedAhead(t *testing.T) {
 }
 
 // queueState is the native layer's count of deferred runs not known
-// finished, the most it allows (maxInFlight) and its count of throttles
+// finished, the most it allows (gpu.MaxInFlight) and its count of throttles
 // that drained the queue (native: true; the browser's layer keeps none of
 // them, see plan_js_test.go).
 func queueState(be *Backend) (unfinished, most uint64, drains int, native bool) {
-	return be.d.unfinished(), maxInFlight, be.d.drains, true
+	return be.d.Unfinished(), gpu.MaxInFlight, be.d.Counters().Drains, true
 }
 
 // TestDeferredRuns: natively a plain run returns without waiting
-// (RunInfo.Pending), at most maxInFlight of them unfinished; a read waits
+// (RunInfo.Pending), at most gpu.MaxInFlight of them unfinished; a read waits
 // for all before it, in order; Wait is a barrier; closing with runs
 // unfinished waits for them; AG_WEBGPU_DEFER=off makes every run wait.
 func TestDeferredRuns(t *testing.T) {
@@ -190,8 +191,8 @@ func TestDeferredRuns(t *testing.T) {
 		if !info.Pending {
 			t.Fatalf("run %d: not pending: a plain run waited", i)
 		}
-		if n := be.d.unfinished(); n > maxInFlight {
-			t.Fatalf("run %d: %d runs may be unfinished, want at most %d", i, n, maxInFlight)
+		if n := be.d.Unfinished(); n > gpu.MaxInFlight {
+			t.Fatalf("run %d: %d runs may be unfinished, want at most %d", i, n, gpu.MaxInFlight)
 		}
 	}
 	v := make([]float32, 6)
@@ -210,8 +211,8 @@ func TestDeferredRuns(t *testing.T) {
 	if err := be.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	if be.d.unfinished() != 0 {
-		t.Errorf("after Wait %d runs counted unfinished", be.d.unfinished())
+	if be.d.Unfinished() != 0 {
+		t.Errorf("after Wait %d runs counted unfinished", be.d.Unfinished())
 	}
 	for range 5 { // closed with runs unfinished
 		if _, err := inc.Run([]backend.Buffer{x}); err != nil {
@@ -262,13 +263,13 @@ func TestSyncWaits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if be.d.unfinished() == 0 {
+	if be.d.Unfinished() == 0 {
 		t.Error("four unread lazy steps: none counted unfinished (were they waited for?)")
 	}
 	if err := dev.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	if be.d.unfinished() != 0 {
-		t.Errorf("after Device.Sync %d runs counted unfinished", be.d.unfinished())
+	if be.d.Unfinished() != 0 {
+		t.Errorf("after Device.Sync %d runs counted unfinished", be.d.Unfinished())
 	}
 }

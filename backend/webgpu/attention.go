@@ -128,12 +128,12 @@ func (p *program) attention(node int, n *backend.Node, q, k, v, keep, out bref, 
 	if c.chunks {
 		c.BK = tu.BKChunks
 	}
-	info := p.b.d.info
-	for c.sharedBytes() > int(info.maxWGStorage) && c.BK > 4 {
+	info := p.b.info
+	for c.sharedBytes() > int(info.MaxWGStorage) && c.BK > 4 {
 		c.BK /= 2 // a tiling forced for larger limits
 	}
-	if c.sharedBytes() > int(info.maxWGStorage) || c.BQ > int(info.maxInvocations) || c.BQ > int(info.maxWGSizeX) {
-		return fmt.Errorf("attention needs %d bytes of workgroup memory and %d invocations, the device offers %d and %d", c.sharedBytes(), c.BQ, info.maxWGStorage, info.maxInvocations)
+	if c.sharedBytes() > int(info.MaxWGStorage) || c.BQ > int(info.MaxInvocations) || c.BQ > int(info.MaxWGSizeX) {
+		return fmt.Errorf("attention needs %d bytes of workgroup memory and %d invocations, the device offers %d and %d", c.sharedBytes(), c.BQ, info.MaxWGStorage, info.MaxInvocations)
 	}
 	nQB, nS := ceilDiv(tq, c.BQ), ceilDiv(dv4, c.DV4)
 	tiles := ceilDiv(tk, c.BK)

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/backend/webgpu/gpu"
 )
 
 // backend.PriorityWebGPU: on a real GPU it is the fastest backend measured
@@ -20,12 +21,12 @@ type driver struct{}
 
 var probe struct {
 	once sync.Once
-	info devInfo
+	info gpu.Info
 	err  error
 }
 
-func probed() (devInfo, error) {
-	probe.once.Do(func() { probe.info, probe.err = probeDev() })
+func probed() (gpu.Info, error) {
+	probe.once.Do(func() { probe.info, probe.err = gpu.Probe() })
 	return probe.info, probe.err
 }
 
@@ -38,29 +39,30 @@ func (driver) Available() backend.Availability {
 		return backend.Availability{Why: err.Error()}
 	}
 	why := info.String()
-	if !info.gpu {
+	if !info.GPU {
 		why += " (not picked by auto)"
 	}
-	return backend.Availability{OK: true, Auto: info.gpu, Why: why}
+	return backend.Availability{OK: true, Auto: info.GPU, Why: why}
 }
 
 // Open requests a device from the adapter.
 func (driver) Open() (backend.Backend, error) {
-	d, err := openDev()
+	d, err := gpu.Open()
 	if err != nil {
 		return nil, err
 	}
-	b := &Backend{d: d, pipes: map[string]*gpipe{}, bindLimit: d.info.maxBinding, maxTrips: maxTrips}
-	b.total = memoryBudget(d.info)
+	info := d.Info()
+	b := &Backend{d: d, info: info, pipes: map[string]*gpu.Pipeline{}, bindLimit: info.MaxBinding, maxTrips: maxTrips}
+	b.total = memoryBudget(*info)
 	b.noF16 = os.Getenv("AG_WEBGPU_F16") == "off"
 	b.f16Why = "the device has no shader-f16"
-	if d.info.f16 {
+	if info.F16 {
 		b.f16Why = "shader-f16"
 		if err := b.compilesF16(); err != nil {
-			d.info.f16 = false
+			info.F16 = false
 			b.f16Why = fmt.Sprintf("the device has shader-f16 but its WGSL compiler rejects f16: %.200s", strings.Join(strings.Fields(err.Error()), " "))
 		} else if err := b.checkF16Tiles(); err != nil {
-			d.info.f16 = false
+			info.F16 = false
 			b.f16Why = fmt.Sprintf("f16 matmul tiles failed their check, so they stay f32: %v", err)
 		}
 	}
@@ -86,10 +88,10 @@ fn main(@builtin(local_invocation_index) i: u32) {
 // type (wgpu-native 0.23's Naga on lavapipe and NVIDIA's Vulkan driver).
 func (b *Backend) compilesF16() error {
 	var err error
-	quietly(func() {
-		var p *gpipe
-		if p, err = b.d.newPipeline("f16_probe", f16Probe, []bool{false}); err == nil {
-			b.d.releasePipeline(p)
+	gpu.Quietly(func() {
+		var p *gpu.Pipeline
+		if p, err = b.d.NewPipeline("f16_probe", f16Probe, []bool{false}); err == nil {
+			b.d.ReleasePipeline(p)
 		}
 	})
 	return err
@@ -98,16 +100,19 @@ func (b *Backend) compilesF16() error {
 // Backend is an opened WebGPU device. Its methods are safe for concurrent
 // use; runs are serialized.
 type Backend struct {
-	mu     sync.Mutex
-	d      *dev
+	mu sync.Mutex
+	d  gpu.Device
+	// info is d's description and limits, shared with it: Open clears F16
+	// when f16 tiles fail their check.
+	info   *gpu.Info
 	closed bool
 	nextID uint64
-	pipes  map[string]*gpipe // compiled kernels by WGSL source
+	pipes  map[string]*gpu.Pipeline // compiled kernels by WGSL source
 	// live are the device buffers and programs not yet freed: Close frees
 	// them, for wgpu keeps a device (and the driver's) alive while any of
 	// its objects is (on NVIDIA the 30th device opened after 29 closed
 	// found no adapter).
-	liveBufs  map[*gbuf]struct{}
+	liveBufs  map[*gpu.Buffer]struct{}
 	liveProgs map[*program]struct{}
 	// allocated counts the bytes of live device buffers (tensors, program
 	// intermediates and parameters), total is the Memory budget.
@@ -144,7 +149,7 @@ type Backend struct {
 
 // buffer is the Backend's backend.Buffer.
 type buffer struct {
-	g     *gbuf
+	g     *gpu.Buffer
 	n     int
 	id    uint64
 	owner *Backend
@@ -160,13 +165,13 @@ func (b *buffer) Len() int { return b.n }
 // either refuses models the GPU holds (a 4x maxBufferSize guess refused an
 // 8x4096 model on an H200 with 139 GiB) or promises memory it lacks, so
 // allocations report what fails instead.
-func memoryBudget(info devInfo) uint64 {
+func memoryBudget(info gpu.Info) uint64 {
 	if s := os.Getenv("AG_WEBGPU_MEMORY_MB"); s != "" {
 		if mb, err := strconv.ParseUint(s, 10, 64); err == nil && mb > 0 {
 			return mb << 20
 		}
 	}
-	if info.gpu {
+	if info.GPU {
 		return 0
 	}
 	return 2 << 30
@@ -176,12 +181,12 @@ func memoryBudget(info devInfo) uint64 {
 func (b *Backend) Caps() backend.Caps {
 	return backend.Caps{
 		Name:           "webgpu",
-		Device:         b.d.info.String(),
-		MaxBufferElems: int(b.d.info.maxBuffer / 4),
-		DeviceTimer:    b.d.info.timestamps,
+		Device:         b.info.String(),
+		MaxBufferElems: int(b.info.MaxBuffer / 4),
+		DeviceTimer:    b.info.Timestamps,
 		Timer:          b.timerText(),
-		Unsupported:    b.d.info.unsupported,
-		LaterReads:     readsLater,
+		Unsupported:    b.info.Unsupported,
+		LaterReads:     gpu.ReadsLater,
 	}
 }
 
@@ -190,32 +195,32 @@ func (b *Backend) Caps() backend.Caps {
 var calibrationText = fmt.Sprintf("other profiled runs timed whole and shared as the last calibration measured (estimated), calibrating as often as a %g%% overhead allows", 100*timingBudget)
 
 func (b *Backend) timerText() string {
-	if b.d.info.insideTS {
+	if b.info.InsideTS {
 		return "timestamp queries between the kernels of one pass in calibration runs (measured; a fused kernel split among its ops by cost); " + calibrationText
 	}
-	if b.d.info.timestamps {
+	if b.info.Timestamps {
 		return "timestamp queries around each kernel in calibration runs (measured; a fused kernel split among its ops by cost); " + calibrationText
 	}
 	return "host clock around each kernel, each submitted and waited for alone, in calibration runs (measured, with the submit; a fused kernel split by cost); " + calibrationText
 }
 
-func (b *Backend) newBuffer(bytes uint64) (*gbuf, error) {
-	g, err := b.d.newBuffer(max(bytes, 4), usageStorage)
+func (b *Backend) newBuffer(bytes uint64) (*gpu.Buffer, error) {
+	g, err := b.d.NewBuffer(max(bytes, 4))
 	if err != nil {
 		return nil, err
 	}
-	b.allocated += g.size
+	b.allocated += g.Size()
 	if b.liveBufs == nil {
-		b.liveBufs = map[*gbuf]struct{}{}
+		b.liveBufs = map[*gpu.Buffer]struct{}{}
 	}
 	b.liveBufs[g] = struct{}{}
 	return g, nil
 }
 
-func (b *Backend) destroy(g *gbuf) {
-	b.allocated -= g.size
+func (b *Backend) destroy(g *gpu.Buffer) {
+	b.allocated -= g.Size()
 	delete(b.liveBufs, g)
-	b.d.destroyBuffer(g)
+	b.d.DestroyBuffer(g)
 }
 
 // Alloc returns a zero-filled buffer (WebGPU zero-initializes buffers).
@@ -225,8 +230,8 @@ func (b *Backend) Alloc(n int) (backend.Buffer, error) {
 	if b.closed {
 		return nil, errors.New("webgpu.Alloc: backend closed")
 	}
-	if n < 0 || uint64(n)*4 > b.d.info.maxBuffer {
-		return nil, fmt.Errorf("webgpu.Alloc(%d): outside 0..%d elements (maxBufferSize %d bytes)", n, b.d.info.maxBuffer/4, b.d.info.maxBuffer)
+	if n < 0 || uint64(n)*4 > b.info.MaxBuffer {
+		return nil, fmt.Errorf("webgpu.Alloc(%d): outside 0..%d elements (maxBufferSize %d bytes)", n, b.info.MaxBuffer/4, b.info.MaxBuffer)
 	}
 	g, err := b.newBuffer(uint64(n) * 4)
 	if err != nil {
@@ -285,7 +290,7 @@ func (b *Backend) Write(buf backend.Buffer, off int, src []float32) error {
 	if len(src) == 0 {
 		return nil
 	}
-	if err := b.d.write(wb.g, uint64(off)*4, bytesOf(src)); err != nil {
+	if err := b.d.Write(wb.g, uint64(off)*4, gpu.BytesOf(src)); err != nil {
 		return fmt.Errorf("webgpu.Write(%d elements at %d): %w", len(src), off, err)
 	}
 	return nil
@@ -302,7 +307,7 @@ func (b *Backend) Read(buf backend.Buffer, off int, dst []float32) error {
 	if len(dst) == 0 {
 		return nil
 	}
-	if err := b.d.read(wb.g, uint64(off)*4, bytesOf(dst)); err != nil {
+	if err := b.d.Read(wb.g, uint64(off)*4, gpu.BytesOf(dst)); err != nil {
 		return fmt.Errorf("webgpu.Read(%d elements at %d): %w", len(dst), off, err)
 	}
 	return nil
@@ -327,7 +332,7 @@ func (b *Backend) ReadLater(buf backend.Buffer, off int, dst []float32) (func() 
 	if len(dst) == 0 {
 		return nil, nil
 	}
-	lr, err := b.d.readLater(wb.g, uint64(off)*4, bytesOf(dst))
+	lr, err := b.d.ReadLater(wb.g, uint64(off)*4, gpu.BytesOf(dst))
 	if err != nil {
 		return nil, fmt.Errorf("webgpu.ReadLater(%d elements at %d): %w", len(dst), off, err)
 	}
@@ -341,10 +346,10 @@ func (b *Backend) ReadLater(buf backend.Buffer, off int, dst []float32) (func() 
 			// await holds no lock: in the browser other goroutines use the
 			// device while the GPU process answers (natively it does
 			// nothing, and finish maps under the lock, as Read does)
-			werr := lr.await()
+			werr := lr.Await()
 			b.mu.Lock()
 			defer b.mu.Unlock()
-			if err := lr.finish(werr, b.closed); err != nil {
+			if err := lr.Finish(werr, b.closed); err != nil {
 				res = fmt.Errorf("webgpu.ReadLater(%d elements at %d): %w", len(dst), off, err)
 			}
 		})
@@ -360,7 +365,7 @@ func (b *Backend) Wait() error {
 	if b.closed {
 		return errors.New("webgpu.Wait: backend closed")
 	}
-	if err := b.d.waitIdle(); err != nil {
+	if err := b.d.WaitIdle(); err != nil {
 		return fmt.Errorf("webgpu.Wait: %w", err)
 	}
 	return nil
@@ -384,11 +389,11 @@ func (b *Backend) Memory() (free, total uint64, err error) {
 }
 
 // pipeline returns the cached pipeline for a kernel, compiling it once.
-func (b *Backend) pipeline(k *kernel) (*gpipe, error) {
+func (b *Backend) pipeline(k *kernel) (*gpu.Pipeline, error) {
 	if p, ok := b.pipes[k.src]; ok {
 		return p, nil
 	}
-	p, err := b.d.newPipeline(k.name, k.src, k.readOnly)
+	p, err := b.d.NewPipeline(k.name, k.src, k.readOnly)
 	if err != nil {
 		return nil, fmt.Errorf("kernel %s: %w", k.name, err)
 	}
@@ -411,9 +416,9 @@ func (b *Backend) Close() error {
 	}
 	b.closed = true
 	for _, p := range b.pipes {
-		b.d.releasePipeline(p)
+		b.d.ReleasePipeline(p)
 	}
 	b.pipes = nil
-	b.d.close()
+	b.d.Close()
 	return nil
 }

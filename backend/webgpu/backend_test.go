@@ -17,11 +17,11 @@ func TestAvailable(t *testing.T) {
 		testenv.SkipDevice(t, "webgpu", a.Why)
 	}
 	info, _ := probed()
-	if !strings.Contains(a.Why, info.name) || info.name == "" {
-		t.Errorf("Why %q does not name the adapter %q", a.Why, info.name)
+	if !strings.Contains(a.Why, info.Name) || info.Name == "" {
+		t.Errorf("Why %q does not name the adapter %q", a.Why, info.Name)
 	}
-	if a.Auto != info.gpu {
-		t.Errorf("Auto = %t on a %s adapter", a.Auto, info.kind)
+	if a.Auto != info.GPU {
+		t.Errorf("Auto = %t on a %s adapter", a.Auto, info.Kind)
 	}
 	t.Logf("%+v", a)
 }

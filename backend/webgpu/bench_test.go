@@ -15,7 +15,7 @@ import (
 func BenchmarkMatMul(b *testing.B) {
 	be := openTest(b)
 	sizes := []int{256, 512, 1024}
-	if be.d.info.gpu {
+	if be.info.GPU {
 		sizes = append(sizes, 2048, 4096)
 	}
 	for _, n := range sizes {

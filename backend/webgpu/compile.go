@@ -8,6 +8,7 @@ import (
 
 	"github.com/ag-go/ag/backend"
 	"github.com/ag-go/ag/backend/plan"
+	"github.com/ag-go/ag/backend/webgpu/gpu"
 )
 
 // Compile plans a graph: where each node's value lives (an arg, a pooled
@@ -43,13 +44,13 @@ type bref struct {
 type step struct {
 	node    int
 	k       *kernel
-	pipe    *gpipe
+	pipe    *gpu.Pipeline
 	binds   []bref
 	params  []uint32
 	x, y, z uint32
 	// fixed is the bind group when no binding refers to an arg; else
 	// groups caches bind groups by the ids of the arg buffers bound.
-	fixed  *gbind
+	fixed  *gpu.BindGroup
 	groups map[argKey]cachedGroup
 	// alt, for a dispatch that fuses several in-place updates, is the
 	// members' own dispatches, run instead when bound buffers alias.
@@ -62,7 +63,7 @@ type argKey [8]uint64
 
 // cachedGroup is a bind group made for the arg buffers of ids.
 type cachedGroup struct {
-	bg  *gbind
+	bg  *gpu.BindGroup
 	ids []uint64
 }
 
@@ -78,8 +79,8 @@ type program struct {
 	numArgs  int
 	argNeed  []int // elements each arg must hold
 	steps    []step
-	slots    []*gbuf
-	params   *gbuf
+	slots    []*gpu.Buffer
+	params   *gpu.Buffer
 	copies   []outCopy
 	released bool
 	keyBuf   []uint64 // bindGroup's key buffer
@@ -88,11 +89,11 @@ type program struct {
 	// scratch holds partial results between two dispatches of one node
 	// (split-K matmuls, split reductions); they run one after the other, so
 	// one buffer of the largest size serves all.
-	scratch      *gbuf
+	scratch      *gpu.Buffer
 	scratchBytes uint64
 	// scratchT holds a matmul operand transposed first (mmPlan.tB): a
 	// second buffer, since a dispatch may not read the buffer it writes.
-	scratchT      *gbuf
+	scratchT      *gpu.Buffer
 	scratchTBytes uint64
 	memBytes      int64              // intermediates, for MemoryBytes
 	clock         *backend.NodeClock // RunTimed's per-node timing
@@ -103,7 +104,7 @@ type program struct {
 func (p *program) MemoryBytes() int64 {
 	n := p.memBytes + int64(p.scratchBytes) + int64(p.scratchTBytes)
 	if p.params != nil {
-		n += int64(p.params.size)
+		n += int64(p.params.Size())
 	}
 	return n
 }
@@ -123,7 +124,7 @@ func (b *Backend) Compile(g *backend.Graph) (backend.Program, error) {
 		return nil, errors.New("webgpu.Compile: backend closed")
 	}
 	p := &program{b: b, nodes: len(g.Nodes), numArgs: g.NumArgs, argNeed: make([]int, g.NumArgs),
-		lim: plan.DispatchLimits{MaxGroupsPerDim: int(b.d.info.maxWGPerDim), MaxBindingBytes: b.bindLimit, OffsetAlign: int(b.d.info.storageAlign)}}
+		lim: plan.DispatchLimits{MaxGroupsPerDim: int(b.info.MaxWGPerDim), MaxBindingBytes: b.bindLimit, OffsetAlign: int(b.info.StorageAlign)}}
 	if b.liveProgs == nil {
 		b.liveProgs = map[*program]struct{}{}
 	}
@@ -148,9 +149,9 @@ func (p *program) plan(fp *plan.Fusion) (*plan.Plan, error) {
 	o := fp.Options()
 	o.CopiesAtEnd = true
 	// no native composite yet: plan.Expand decomposes them first
-	o.Unsupported, o.Device = p.b.d.info.unsupported, p.b.d.info.name
+	o.Unsupported, o.Device = p.b.info.Unsupported, p.b.info.Name
 	o.Limits = plan.Limits{
-		MaxStoreElems: int(p.b.d.info.maxBuffer / 4),
+		MaxStoreElems: int(p.b.info.MaxBuffer / 4),
 		MaxIndexElems: math.MaxUint32, // kernels index with u32
 		FreeBytes:     free,
 	}
@@ -164,7 +165,7 @@ func (p *program) plan(fp *plan.Fusion) (*plan.Plan, error) {
 func (b *Backend) fuseCaps() plan.FuseCaps {
 	reduce := func(op backend.Op) bool { return op == backend.OpSum || op == backend.OpMax }
 	return plan.FuseCaps{
-		MaxBindings:     max(int(b.d.info.maxStorageBuffers), 4),
+		MaxBindings:     max(int(b.info.MaxStorageBuffers), 4),
 		FixedBindings:   1,
 		MaxBindingBytes: b.bindLimit,
 		Inline:          plan.Pointwise,
@@ -175,7 +176,7 @@ func (b *Backend) fuseCaps() plan.FuseCaps {
 }
 
 func (p *program) build(g *backend.Graph) error {
-	info := p.b.d.info
+	info := p.b.info
 	fp := plan.Unfused(g)
 	if !p.b.noFuse {
 		fp = plan.Fuse(g, p.b.fuseCaps())
@@ -240,13 +241,13 @@ func (p *program) build(g *backend.Graph) error {
 	for i, s := range steps {
 		params[i] = s.params
 	}
-	words, offs := plan.PackParams(params, int(info.storageAlign))
+	words, offs := plan.PackParams(params, int(info.StorageAlign))
 	buf, err := p.b.newBuffer(uint64(len(words)) * 4)
 	if err != nil {
 		return fmt.Errorf("parameter buffer: %w", err)
 	}
 	p.params = buf
-	if err := p.b.d.write(buf, 0, bytesOf(words)); err != nil {
+	if err := p.b.d.Write(buf, 0, gpu.BytesOf(words)); err != nil {
 		return fmt.Errorf("parameter buffer: %w", err)
 	}
 	for i, s := range steps {
@@ -262,7 +263,7 @@ func (p *program) build(g *backend.Graph) error {
 		}
 		s.pipe = pipe
 		if !slices.ContainsFunc(s.binds, func(r bref) bool { return r.kind == refArg }) {
-			bg, err := p.b.d.newBindGroup(pipe, p.entries(s, nil))
+			bg, err := p.b.d.NewBindGroup(pipe, p.entries(s, nil))
 			if err != nil {
 				return fmt.Errorf("node %d (%s): bind group: %w", s.node, g.Nodes[s.node].Op, err)
 			}
@@ -287,10 +288,10 @@ func (p *program) allSteps() []*step {
 }
 
 // entries resolves a step's bindings against the run's args.
-func (p *program) entries(s *step, args []*buffer) []bindEntry {
-	es := make([]bindEntry, len(s.binds))
+func (p *program) entries(s *step, args []*buffer) []gpu.BindEntry {
+	es := make([]gpu.BindEntry, len(s.binds))
 	for i, r := range s.binds {
-		var g *gbuf
+		var g *gpu.Buffer
 		switch r.kind {
 		case refArg:
 			g = args[r.idx].g
@@ -303,7 +304,7 @@ func (p *program) entries(s *step, args []*buffer) []bindEntry {
 		case refScratchT:
 			g = p.scratchT
 		}
-		es[i] = bindEntry{buf: g, off: r.off, size: r.size}
+		es[i] = gpu.BindEntry{Buf: g, Off: r.off, Size: r.size}
 	}
 	return es
 }

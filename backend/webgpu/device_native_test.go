@@ -5,6 +5,8 @@ package webgpu
 import (
 	"testing"
 	"time"
+
+	"github.com/ag-go/ag/backend/webgpu/gpu"
 )
 
 // busyKernel keeps every invocation busy for P[0] iterations of x = x/2 + 1
@@ -48,18 +50,18 @@ func TestLongRunWait(t *testing.T) {
 	}
 	defer be.destroy(yb)
 	const iters = 50000 // below lavapipe's 65535 loop iterations
-	if err := be.d.write(pb, 0, bytesOf([]uint32{iters})); err != nil {
+	if err := be.d.Write(pb, 0, gpu.BytesOf([]uint32{iters})); err != nil {
 		t.Fatal(err)
 	}
-	bg, err := be.d.newBindGroup(pipe, []bindEntry{{buf: pb, size: 4}, {buf: yb, size: 4096}})
+	bg, err := be.d.NewBindGroup(pipe, []gpu.BindEntry{{Buf: pb, Size: 4}, {Buf: yb, Size: 4096}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer be.d.releaseBindGroup(bg)
+	defer be.d.ReleaseBindGroup(bg)
 	run := func(groups int) time.Duration {
-		x := min(groups, int(be.d.info.maxWGPerDim))
+		x := min(groups, int(be.info.MaxWGPerDim))
 		start := time.Now()
-		if _, err := be.d.run([][]dispatch{{{pipe: pipe, bind: bg, x: uint32(x), y: uint32(ceilDiv(groups, x)), z: 1}}}, nil, false); err != nil {
+		if _, err := be.d.Run([][]gpu.Dispatch{{{Pipe: pipe, Bind: bg, X: uint32(x), Y: uint32(ceilDiv(groups, x)), Z: 1}}}, nil, false); err != nil {
 			t.Fatal(err)
 		}
 		return time.Since(start)
@@ -78,12 +80,12 @@ func TestLongRunWait(t *testing.T) {
 		// The truth, whatever the machine's load: the queue is empty when
 		// the run returns (a read's time said so by the clock, and a
 		// loaded machine can slow a 4 KB read past any bound).
-		if !be.d.device.Poll(false, nil) {
+		if !gpu.QueueEmpty(be.d) {
 			t.Fatalf("a run of %v returned with its work still on the queue", d)
 		}
 		start := time.Now()
 		out := make([]float32, 1024)
-		if err := be.d.read(yb, 0, bytesOf(out)); err != nil {
+		if err := be.d.Read(yb, 0, gpu.BytesOf(out)); err != nil {
 			t.Fatal(err)
 		}
 		read := time.Since(start)
@@ -97,5 +99,5 @@ func TestLongRunWait(t *testing.T) {
 			return
 		}
 	}
-	t.Skipf("no run took more than wgpu's 5 s blocking wait here: nothing to check on %s", be.d.info)
+	t.Skipf("no run took more than wgpu's 5 s blocking wait here: nothing to check on %s", be.info)
 }

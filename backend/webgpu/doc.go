@@ -8,6 +8,11 @@
 // Importing the package registers the driver "webgpu" (priority
 // backend.PriorityWebGPU).
 //
+// This package is the executor (programs, lowering, fusion, kernels); the
+// device layer under it (buffers, pipelines, submissions, waits, reads in
+// flight), native and in the browser, is package gpu, used only through
+// its Device interface.
+//
 // # Execution
 //
 // Compile validates the graph and plans it once. Which nodes share a
@@ -33,7 +38,7 @@
 // H200), on a software adapter with short sleeps between polls
 // (AG_WEBGPU_WAIT=spin or block overrides). wgpu's blocking poll is never
 // used: after 5 s it treats unfinished work as done and frees its command
-// buffers (see dev.wait).
+// buffers (see the wait of package gpu's native.go).
 // Data crosses the bus only in Backend.Write and Backend.Read.
 //
 // # Matmul
@@ -177,10 +182,10 @@
 //
 // # Browser
 //
-// Under GOOS=js the device layer (device_js.go) requests the adapter and
+// Under GOOS=js the device layer (package gpu's js.go) requests the adapter and
 // the device itself through syscall/js (the binding's js side ignores
 // requiredLimits, panics on requiredFeatures, and reports every mapAsync as
-// successful), with the limits openDev asks for natively (the adapter's
+// successful), with the limits gpu.Open asks for natively (the adapter's
 // buffer sizes; workgroup memory, invocations and storage buffers raised
 // within reason) and timestamp-query when offered. WGSL constants avoid
 // inf and NaN literals, which Chromium's compiler rejects. Calls wait on

@@ -298,8 +298,8 @@ func TestFusedTransposeFirst(t *testing.T) {
 // (mmPlan.tA, tB) unless an epilogue reads them.
 func TestFusedTN(t *testing.T) {
 	be := openTest(t)
-	if !mmTN.fits(be.d.info) {
-		t.Skipf("SKIPPED: %s has no room for mmTN's tiles (%d invocations, %d bytes of workgroup memory)", be.d.info.name, mmTN.threads(), mmTN.sharedBytes())
+	if !mmTN.fits(*be.info) {
+		t.Skipf("SKIPPED: %s has no room for mmTN's tiles (%d invocations, %d bytes of workgroup memory)", be.info.Name, mmTN.threads(), mmTN.sharedBytes())
 	}
 	be.gpuPlans, be.tnAll = true, true
 	defer func() { be.gpuPlans, be.tnAll = false, false }()
@@ -463,7 +463,7 @@ func TestFusionPatterns(t *testing.T) {
 			got, n := runGraph(t, be, &b.g, b.args, 2, true)
 			compare(t, "fused", got, want, 2e-5)
 			if c.steps < 0 { // the SGD groups the device's binding limit allows
-				per := (int(be.d.info.maxStorageBuffers) - 2) / 3
+				per := (int(be.info.MaxStorageBuffers) - 2) / 3
 				c.steps = (5 + per - 1) / per
 			}
 			if n != c.steps {
@@ -503,9 +503,9 @@ func TestOptimizerGroups(t *testing.T) {
 	want := reference(t, &b.g, b.args, 2)
 	got, n := runGraph(t, be, &b.g, b.args, 2, true)
 	compare(t, "grouped", got, want, 1e-5)
-	per := (int(be.d.info.maxStorageBuffers) - 2) / 4
+	per := (int(be.info.MaxStorageBuffers) - 2) / 4
 	if wantN := (params + per - 1) / per; n != wantN {
-		t.Errorf("%d dispatches for %d AdamW updates with %d storage buffers per kernel, want %d", n, params, be.d.info.maxStorageBuffers, wantN)
+		t.Errorf("%d dispatches for %d AdamW updates with %d storage buffers per kernel, want %d", n, params, be.info.MaxStorageBuffers, wantN)
 	}
 	// Alias: bind w of the first update as the gradient of the second
 	// (same length 5 vs 6: use a buffer long enough for both).

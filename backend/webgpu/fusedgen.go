@@ -648,7 +648,7 @@ func (p *program) lowerMatmul(r, mi int, locs []loc) error {
 		pl.cfg = mmMedium
 	}
 	c := pl.cfg
-	half := p.b.d.info.f16 && !p.b.noF16 && f16Valued(g, mn.In[0]) && f16Valued(g, mn.In[1])
+	half := p.b.info.F16 && !p.b.noF16 && f16Valued(g, mn.In[0]) && f16Valued(g, mn.In[1])
 	// refA (refB) is what the kernel reads as A (B): the operand itself or
 	// its transposed copy, both copies in the one scratch buffer.
 	refA, transA := ref(mn.In[0]), mn.TransA
@@ -663,7 +663,7 @@ func (p *program) lowerMatmul(r, mi int, locs []loc) error {
 	}
 	if pl.tA && !transA {
 		na := backend.NumElems(g.Nodes[mn.In[0]].Shape)
-		al := uint64(max(p.b.d.info.storageAlign, 4))
+		al := uint64(max(p.b.info.StorageAlign, 4))
 		t := bref{kind: refScratchT, off: (tEnd + al - 1) / al * al, size: uint64(na) * 4}
 		tEnd = t.off + t.size
 		p.transpose(r, refA, t, batch, M, K)
@@ -671,7 +671,7 @@ func (p *program) lowerMatmul(r, mi int, locs []loc) error {
 	}
 	p.scratchTBytes = max(p.scratchTBytes, tEnd)
 	gx, gy, gz := ceilDiv(N, c.BN), ceilDiv(M, c.BM), batch*pl.split
-	if mx := uint64(max(p.b.d.info.maxWGPerDim, 1)); uint64(gx)*uint64(gy)*uint64(gz) > mx*mx {
+	if mx := uint64(max(p.b.info.MaxWGPerDim, 1)); uint64(gx)*uint64(gy)*uint64(gz) > mx*mx {
 		return fmt.Errorf("matmul grid %dx%dx%d exceeds %d workgroups in two dimensions", gx, gy, gz, mx)
 	}
 	if pl.split > 1 && uint64(pl.split*batch*M*N)*4 > p.b.bindLimit {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ag-go/ag/backend"
 	"github.com/ag-go/ag/backend/backendtest/testenv"
+	"github.com/ag-go/ag/backend/webgpu/gpu"
 	"github.com/ag-go/ag/bench/workload"
 	"github.com/ag-go/ag/core"
 )
@@ -58,8 +59,8 @@ func TestReadLater(t *testing.T) {
 	later(0, 0, 0, 0, 0, 0, 0)
 	run(hundred)
 	// more in flight than staging buffers kept (maxLaterFree) and than
-	// reads kept in flight (maxLater), past which the oldest complete
-	many := maxLater + 20
+	// reads kept in flight (gpu.MaxLater), past which the oldest complete
+	many := gpu.MaxLater + 20
 	for i := range many {
 		run(one)
 		later(5, float32(101+i))
@@ -95,7 +96,7 @@ func TestReadLater(t *testing.T) {
 	}
 }
 
-// TestReadLaterLarge: a read larger than one staging chunk (maxStaging)
+// TestReadLaterLarge: a read larger than one staging chunk (gpu.MaxStaging)
 // is read at once, in chunks, and its wait is nil. Natively only: on
 // SwiftShader 64 MiB takes long.
 func TestReadLaterLarge(t *testing.T) {
@@ -103,7 +104,7 @@ func TestReadLaterLarge(t *testing.T) {
 	if _, _, _, native := queueState(be); !native {
 		testenv.Skipf(t, "natively only (a 64 MiB read on SwiftShader takes long); TestReadLater covers the browser's reads")
 	}
-	n := maxStaging/4 + 5
+	n := gpu.MaxStaging/4 + 5
 	x, err := be.Alloc(n)
 	if err != nil {
 		t.Fatal(err)
@@ -198,7 +199,7 @@ func TestReadLaterClose(t *testing.T) {
 
 // TestReadLaterPipelined: a loop that runs a step, asks for its value and
 // waits for it some steps later keeps runs queued natively: with more reads
-// in flight than maxInFlight runs may be unfinished, the throttle waits for
+// in flight than gpu.MaxInFlight runs may be unfinished, the throttle waits for
 // the oldest read's copy, never for the queue to drain; every read sees its
 // own step.
 func TestReadLaterPipelined(t *testing.T) {

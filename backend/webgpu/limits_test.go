@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/backend/webgpu/gpu"
 )
 
 // withMaxTrips lowers the loop bound so that small tensors take the split
@@ -20,9 +21,9 @@ func withMaxTrips(t *testing.T, be *Backend, trips int) {
 // lowering plans with, so that small tensors fold their grids (and matmul
 // tiles) into two dimensions as ones past 65535 workgroups do.
 func withMaxWorkgroups(t *testing.T, be *Backend, n uint32) {
-	old := be.d.info.maxWGPerDim
-	be.d.info.maxWGPerDim = n
-	t.Cleanup(func() { be.d.info.maxWGPerDim = old })
+	old := be.info.MaxWGPerDim
+	be.info.MaxWGPerDim = n
+	t.Cleanup(func() { be.info.MaxWGPerDim = old })
 }
 
 // loopKernel counts, in one invocation, the iterations of loops of
@@ -60,19 +61,19 @@ func runLoops(t *testing.T, be *Backend, trips [3]uint32) uint32 {
 		t.Fatal(err)
 	}
 	defer be.destroy(yb)
-	if err := be.d.write(pb, 0, bytesOf(trips[:])); err != nil {
+	if err := be.d.Write(pb, 0, gpu.BytesOf(trips[:])); err != nil {
 		t.Fatal(err)
 	}
-	bg, err := be.d.newBindGroup(pipe, []bindEntry{{buf: pb, size: 12}, {buf: yb, size: 4}})
+	bg, err := be.d.NewBindGroup(pipe, []gpu.BindEntry{{Buf: pb, Size: 12}, {Buf: yb, Size: 4}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer be.d.releaseBindGroup(bg)
-	if _, err := be.d.run([][]dispatch{{{pipe: pipe, bind: bg, x: 1, y: 1, z: 1}}}, nil, false); err != nil {
+	defer be.d.ReleaseBindGroup(bg)
+	if _, err := be.d.Run([][]gpu.Dispatch{{{Pipe: pipe, Bind: bg, X: 1, Y: 1, Z: 1}}}, nil, false); err != nil {
 		t.Fatal(err)
 	}
 	out := make([]float32, 1)
-	if err := be.d.read(yb, 0, bytesOf(out)); err != nil {
+	if err := be.d.Read(yb, 0, gpu.BytesOf(out)); err != nil {
 		t.Fatal(err)
 	}
 	return uint32(out[0])
@@ -85,13 +86,13 @@ func runLoops(t *testing.T, be *Backend, trips [3]uint32) uint32 {
 func TestLoopBudget(t *testing.T) {
 	be := openTest(t)
 	if got, want := runLoops(t, be, [3]uint32{maxTrips, maxTrips, maxTrips + 18}), uint32(3*maxTrips+18); got != want {
-		t.Fatalf("%s: loops of 3*maxTrips+18 iterations in one invocation ran %d: maxTrips %d is too large for this device", be.d.info, got, maxTrips)
+		t.Fatalf("%s: loops of 3*maxTrips+18 iterations in one invocation ran %d: maxTrips %d is too large for this device", be.info, got, maxTrips)
 	}
 	long := [3]uint32{40000, 40000, 8}
 	if got := runLoops(t, be, long); got != 80008 {
-		t.Logf("%s cuts loops short: 80008 iterations in one invocation ran %d (the kernels stay below %d)", be.d.info, got, 3*maxTrips+18)
+		t.Logf("%s cuts loops short: 80008 iterations in one invocation ran %d (the kernels stay below %d)", be.info, got, 3*maxTrips+18)
 	} else {
-		t.Logf("%s ran 80008 loop iterations in one invocation", be.d.info)
+		t.Logf("%s ran 80008 loop iterations in one invocation", be.info)
 	}
 }
 
@@ -104,7 +105,7 @@ func TestLoopSplits(t *testing.T) {
 	// Twice on a software adapter: with its own matmul plans (mmSoft) and
 	// with a GPU's (dot products, K splits).
 	for _, gp := range []bool{false, true} {
-		if !gp && be.d.info.gpu {
+		if !gp && be.info.GPU {
 			continue
 		}
 		t.Run(fmt.Sprintf("gpuPlans=%v", gp), func(t *testing.T) {
@@ -147,7 +148,7 @@ func testLoopSplits(t *testing.T, be *Backend) {
 			want := reference(t, &b.g, b.args, 1)
 			got, n := runGraph(t, be, &b.g, b.args, 1, true)
 			compare(t, "fused dot, maxTrips=2", got, want, 1e-5)
-			if parts := ceilDiv(k, 2*wg); (be.d.info.gpu || be.gpuPlans) && (parts == 1) != (n == 1) {
+			if parts := ceilDiv(k, 2*wg); (be.info.GPU || be.gpuPlans) && (parts == 1) != (n == 1) {
 				t.Errorf("%d parts of K ran %d dispatches", parts, n)
 			}
 		})

@@ -151,9 +151,9 @@ func (p *program) matmulPlan(m, n, k, batch int, transA, transB, taOK, tbOK bool
 	if !tbOK {
 		tbRows = -1
 	}
-	pl := pickMatmulTB(p.b.d.info, p.gpuPlans(), m, n, k, batch, transA, transB, p.b.bindLimit, tbRows, taOK && p.b.tbRows >= 0)
+	pl := pickMatmulTB(*p.b.info, p.gpuPlans(), m, n, k, batch, transA, transB, p.b.bindLimit, tbRows, taOK && p.b.tbRows >= 0)
 	if p.b.tnAll && p.gpuPlans() {
-		if tn, ok := pickTN(p.b.d.info, m, n, k, batch, transA, transB, p.b.bindLimit, tbOK, taOK, true); ok {
+		if tn, ok := pickTN(*p.b.info, m, n, k, batch, transA, transB, p.b.bindLimit, tbOK, taOK, true); ok {
 			pl = tn
 		}
 	}
@@ -168,7 +168,7 @@ func (p *program) matmulPlan(m, n, k, batch int, transA, transB, taOK, tbOK bool
 
 // gpuPlans reports whether matmuls are planned for a GPU (see
 // Backend.gpuPlans and mmSoft).
-func (p *program) gpuPlans() bool { return p.b.d.info.gpu || p.b.gpuPlans }
+func (p *program) gpuPlans() bool { return p.b.info.GPU || p.b.gpuPlans }
 
 // add appends one dispatch; binds[0] (the parameters) is filled in later.
 func (p *program) add(node int, k *kernel, binds []bref, params []uint32, x, y, z uint32) {

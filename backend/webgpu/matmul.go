@@ -3,6 +3,8 @@ package webgpu
 import (
 	"fmt"
 	"strings"
+
+	"github.com/ag-go/ag/backend/webgpu/gpu"
 )
 
 // The register-blocked matmul. A workgroup computes a BM x BN tile of C with
@@ -47,9 +49,9 @@ func (c mmCfg) sharedBytes() int {
 }
 
 // fits reports whether the device runs this tiling.
-func (c mmCfg) fits(info devInfo) bool {
+func (c mmCfg) fits(info gpu.Info) bool {
 	t := c.threads()
-	return t <= int(info.maxInvocations) && t <= int(info.maxWGSizeX) && c.sharedBytes() <= int(info.maxWGStorage)
+	return t <= int(info.MaxInvocations) && t <= int(info.MaxWGSizeX) && c.sharedBytes() <= int(info.MaxWGStorage)
 }
 
 // The tilings matmul picks from. Measured on an H200 (TestSweepMatmul, by
@@ -118,7 +120,7 @@ const (
 )
 
 // pickLarge is the large tiling for B stored transposed or not.
-func pickLarge(info devInfo, transB bool) mmCfg {
+func pickLarge(info gpu.Info, transB bool) mmCfg {
 	if !transB && mmWide.fits(info) {
 		return mmWide
 	}
@@ -129,13 +131,13 @@ func pickLarge(info devInfo, transB bool) mmCfg {
 // stored transposed: transA, transB) on a GPU (gpu) or a software adapter,
 // the partial products of a split and the transposed copies of operands
 // kept within maxPart bytes.
-func pickMatmul(info devInfo, gpu bool, m, n, k, batch int, transA, transB bool, maxPart uint64) mmPlan {
+func pickMatmul(info gpu.Info, gpu bool, m, n, k, batch int, transA, transB bool, maxPart uint64) mmPlan {
 	return pickMatmulTB(info, gpu, m, n, k, batch, transA, transB, maxPart, tbMinRows, true)
 }
 
 // pickMatmulTB is pickMatmul transposing B first from tbRows rows (never
 // if tbRows < 0) and A only if taOK.
-func pickMatmulTB(info devInfo, gpu bool, m, n, k, batch int, transA, transB bool, maxPart uint64, tbRows int, taOK bool) mmPlan {
+func pickMatmulTB(info gpu.Info, gpu bool, m, n, k, batch int, transA, transB bool, maxPart uint64, tbRows int, taOK bool) mmPlan {
 	if !gpu {
 		// The scalar kernel (a dimension not a multiple of 4) of mmSoft's
 		// 8x8 blocks is a shader large enough that compiling it in
@@ -237,14 +239,14 @@ func pickMatmulTB(info devInfo, gpu bool, m, n, k, batch int, transA, transB boo
 // 4096x1024x4096 NN gained, 1.5% lost at N = 1024), both operands of an
 // NT product always (9% gained at 4096^3, 20% at 1024x4096x4096, about
 // even at 4096x1024x1024). With all (tests) the sizes do not matter.
-func pickTN(info devInfo, m, n, k, batch int, transA, transB bool, maxPart uint64, tbOK, taOK, all bool) (mmPlan, bool) {
+func pickTN(info gpu.Info, m, n, k, batch int, transA, transB bool, maxPart uint64, tbOK, taOK, all bool) (mmPlan, bool) {
 	tA, tB := !transA, transB
 	switch {
 	case !mmTN.fits(info), tA && !taOK, tB && !tbOK:
 		return mmPlan{}, false
 	case tA && uint64(batch*m*k)*4 > maxPart, tB && uint64(batch*n*k)*4 > maxPart:
 		return mmPlan{}, false
-	case tA && tB && uint64(batch*(m+n)*k)*4+uint64(info.storageAlign) > info.maxBuffer:
+	case tA && tB && uint64(batch*(m+n)*k)*4+uint64(info.StorageAlign) > info.MaxBuffer:
 		// both copies share the scratch buffer
 		return mmPlan{}, false
 	case all:

@@ -96,8 +96,8 @@ func TestMatmulF16Tiles(t *testing.T) {
 // needF16 skips t unless be stages matmul tiles in f16.
 func needF16(t *testing.T, be *Backend) {
 	t.Helper()
-	if !be.d.info.f16 {
-		testenv.Skipf(t, "%s: %s: %s. f16 tiles run where a device offers shader-f16 to a WGSL compiler that takes it, which none of the machines here does (wgpu-native 0.23's Naga knows no f16; SwiftShader and Chromium 156 on the H200 offer no shader-f16); Open checks them against f32 tiles bit for bit before using them (TestCheckF16Tiles)", t.Name(), be.d.info, be.f16Why)
+	if !be.info.F16 {
+		testenv.Skipf(t, "%s: %s: %s. f16 tiles run where a device offers shader-f16 to a WGSL compiler that takes it, which none of the machines here does (wgpu-native 0.23's Naga knows no f16; SwiftShader and Chromium 156 on the H200 offer no shader-f16); Open checks them against f32 tiles bit for bit before using them (TestCheckF16Tiles)", t.Name(), be.info, be.f16Why)
 	}
 }
 
@@ -108,14 +108,14 @@ func needF16(t *testing.T, be *Backend) {
 // side. It checks only that they run: speed is for benchmarks, not tests.
 func TestMatmulSpeed(t *testing.T) {
 	be := openTest(t)
-	if !be.d.info.gpu {
-		testenv.Skipf(t, "%s: %s is not a GPU", t.Name(), be.d.info)
+	if !be.info.GPU {
+		testenv.Skipf(t, "%s: %s is not a GPU", t.Name(), be.info)
 	}
 	for _, n := range []int{1024, 2048, 4096} {
 		flops := 2 * float64(n) * float64(n) * float64(n)
 		line := fmt.Sprintf("matmul %d, TFLOP/s:", n)
 		for _, round := range []bool{false, true} {
-			if round && !be.d.info.f16 {
+			if round && !be.info.F16 {
 				continue
 			}
 			b := newGB(1)
@@ -218,11 +218,11 @@ func TestCheckF16Tiles(t *testing.T) {
 	}
 	want := 0
 	for _, n := range names {
-		if strings.HasPrefix(n, "matmul_"+mmTiny.String()) && strings.HasSuffix(n, "_f16") == be.d.info.f16 {
+		if strings.HasPrefix(n, "matmul_"+mmTiny.String()) && strings.HasSuffix(n, "_f16") == be.info.F16 {
 			want++
 		}
 	}
 	if want != len(f16Shapes) {
-		t.Errorf("the check's kernels are %v: want %d tiled matmuls (f16 tiles %t)", names, len(f16Shapes), be.d.info.f16)
+		t.Errorf("the check's kernels are %v: want %d tiled matmuls (f16 tiles %t)", names, len(f16Shapes), be.info.F16)
 	}
 }

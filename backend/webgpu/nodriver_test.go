@@ -10,6 +10,7 @@ import (
 
 	"github.com/ag-go/ag/backend/backendtest/testenv"
 	"github.com/ag-go/ag/backend/internal/vkenv"
+	"github.com/ag-go/ag/backend/webgpu/gpu"
 )
 
 // childEnv selects the child role of TestNoAdapterIsAnError: the test binary
@@ -62,9 +63,9 @@ func TestNoAdapterIsAnError(t *testing.T) {
 			"webgpu: no adapter on Vulkan, Metal or D3D12", false},
 		{"no Vulkan", []string{noVulkan}, "with VK_ICD_FILENAMES=/nonexistent.json; AG_WEBGPU_BACKENDS=all also tries OpenGL", false},
 		{"Vulkan, no EGL", []string{noEGL}, "ok", true},
-		{"bad AG_WEBGPU_BACKENDS", []string{backendsEnv + "=metal2"}, `AG_WEBGPU_BACKENDS="metal2": want primary, all, vulkan or gl`, false},
+		{"bad AG_WEBGPU_BACKENDS", []string{gpu.BackendsEnv + "=metal2"}, `AG_WEBGPU_BACKENDS="metal2": want primary, all, vulkan or gl`, false},
 		// The backends reach wgpu: OpenGL when asked for (llvmpipe here).
-		{"OpenGL on request", []string{backendsEnv + "=gl"}, "ok via OpenGL", true},
+		{"OpenGL on request", []string{gpu.BackendsEnv + "=gl"}, "ok via OpenGL", true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -73,8 +74,8 @@ func TestNoAdapterIsAnError(t *testing.T) {
 			}
 			cmd := exec.Command(os.Args[0], "-test.run=^TestNoAdapterChild$", "-test.v")
 			cmd.Env = vkenv.ChildEnv(os.Environ(), c.env)
-			cmd.Env = append(cmd.Env, backendsEnv+"=", childEnv+"="+c.want)
-			if strings.HasPrefix(c.env[0], backendsEnv) {
+			cmd.Env = append(cmd.Env, gpu.BackendsEnv+"=", childEnv+"="+c.want)
+			if strings.HasPrefix(c.env[0], gpu.BackendsEnv) {
 				cmd.Env = append(cmd.Env, c.env...) // after the reset above
 			}
 			out, err := cmd.CombinedOutput()

@@ -66,8 +66,8 @@ func init() { backend.Register("webgpu-shared", 0, sharedDriver{}) }
 // waitedRuns makes be's plain runs wait and report their device time
 // (natively they are deferred) until t ends.
 func waitedRuns(t testing.TB, be *Backend) *Backend {
-	was := be.d.setDefer(false)
-	t.Cleanup(func() { be.d.setDefer(was) })
+	was := be.d.SetDefer(false)
+	t.Cleanup(func() { be.d.SetDefer(was) })
 	return be
 }
 
@@ -274,7 +274,7 @@ func TestOps(t *testing.T) {
 				c.DB = db
 				// (mmWide runs split for deep products: both of its
 				// variants are tried split)
-				if !c.fits(be.d.info) || (split > 1 && (db || i%2 == 1) && c != mmWide) {
+				if !c.fits(*be.info) || (split > 1 && (db || i%2 == 1) && c != mmWide) {
 					continue
 				}
 				be.matmulForce = &mmPlan{cfg: c, split: split}
@@ -285,7 +285,7 @@ func TestOps(t *testing.T) {
 	// B transposed first (large products with B stored transposed).
 	for _, pl := range []mmPlan{{cfg: mmWide, split: 1, tB: true}, {cfg: mmSmall, split: 3, tB: true}, {cfg: mmLarge, split: 1, tB: true},
 		{cfg: mmTN, split: 1, tA: true}, {cfg: mmTN, split: 3, tA: true, tB: true}} {
-		if !pl.cfg.fits(be.d.info) {
+		if !pl.cfg.fits(*be.info) {
 			continue
 		}
 		be.matmulForce = &pl

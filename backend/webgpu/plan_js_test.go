@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/backend/webgpu/gpu"
 )
 
 // TestRunPlans: in the browser a deferred run that repeats one of the last
@@ -49,7 +50,7 @@ func TestRunPlans(t *testing.T) {
 		}
 		want[b] += add
 	}
-	counts := func() (int, int) { return be.d.planHits, be.d.planBuilt }
+	counts := func() (int, int) { return be.d.Counters().PlanHits, be.d.Counters().PlanBuilt }
 	expect := func(what string, h0, b0, hits, built int) {
 		t.Helper()
 		h, b := counts()
@@ -97,7 +98,7 @@ func TestRunPlans(t *testing.T) {
 	// More programs than plans kept: each run's plan was dropped before it
 	// came round again, and every value is still right.
 	var ps []backend.Program
-	for k := range maxPlans + 1 {
+	for k := range gpu.MaxPlans + 1 {
 		ps = append(ps, inc(float32(k+2)))
 	}
 	h, b = counts()
@@ -107,7 +108,7 @@ func TestRunPlans(t *testing.T) {
 		}
 	}
 	check("more programs than plans", x)
-	expect("more programs than plans", h, b, 0, 2*(maxPlans+1))
+	expect("more programs than plans", h, b, 0, 2*(gpu.MaxPlans+1))
 }
 
 // TestLazyStepPlans: a lazy training step through core binds the buffers
@@ -116,8 +117,8 @@ func TestRunPlans(t *testing.T) {
 func TestLazyStepPlans(t *testing.T) {
 	be := openTest(t)
 	var hits int
-	lazyStepsLike(t, 13, func() { hits = be.d.planHits })
-	hits = be.d.planHits - hits
+	lazyStepsLike(t, 13, func() { hits = be.d.Counters().PlanHits })
+	hits = be.d.Counters().PlanHits - hits
 	if hits != 10 {
 		t.Errorf("10 lazy steps after 3: %d reused a plan, want 10 (each step's buffers the same)", hits)
 	}

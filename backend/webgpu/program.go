@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/backend/webgpu/gpu"
 )
 
 // maxCachedGroups bounds the bind groups a step keeps per set of bound arg
@@ -88,20 +89,20 @@ func (p *program) run(args []backend.Buffer, nodeTimes *backend.NodeTimes, rr *r
 		}
 		bufs[i] = wb
 	}
-	var rb *readBack
+	var rb *gpu.ReadBack
 	if rr != nil {
 		wb, err := b.span("RunRead", rr.src, rr.off, len(rr.dst))
 		if err != nil {
 			return backend.RunInfo{}, false, err
 		}
-		if len(rr.dst) > 0 && b.d.foldsRead(4*len(rr.dst)) {
-			rb = &readBack{src: wb.g, off: 4 * uint64(rr.off), dst: bytesOf(rr.dst)}
+		if len(rr.dst) > 0 && b.d.FoldsRead(4*len(rr.dst)) {
+			rb = &gpu.ReadBack{Src: wb.g, Off: 4 * uint64(rr.off), Dst: gpu.BytesOf(rr.dst)}
 		}
 	}
 	if nodeTimes != nil {
 		// a timed run's host time is its own, not that of runs deferred
 		// before it
-		b.d.drainDeferred()
+		b.d.DrainDeferred()
 		ds, copies, err := p.dispatches(bufs)
 		if err != nil {
 			return backend.RunInfo{}, false, err
@@ -114,17 +115,17 @@ func (p *program) run(args []backend.Buffer, nodeTimes *backend.NodeTimes, rr *r
 	// in the browser a wait is a round trip, natively the host builds the
 	// next step meanwhile (AG_WEBGPU_DEFER=off waits, reporting the run's
 	// device time).
-	build := func() ([]dispatch, []copyOp, error) { return p.dispatches(bufs) }
+	build := func() ([]gpu.Dispatch, []gpu.CopyOp, error) { return p.dispatches(bufs) }
 	key := runKey{prog: p, bufs: bufs}
-	if rb == nil && d.defersRuns() {
-		ahead, err := d.deferRun(key, build)
+	if rb == nil && d.DefersRuns() {
+		ahead, err := d.DeferRun(key, build)
 		if err != nil {
 			return backend.RunInfo{}, false, err
 		}
 		return backend.RunInfo{Launches: 1, Pending: true, Ahead: ahead}, false, nil
 	}
 	start := time.Now()
-	ticks, ahead, err := d.runRepeatable(key, build, d.info.timestamps, rb)
+	ticks, ahead, err := d.RunRepeatable(key, build, p.b.info.Timestamps, rb)
 	host := time.Since(start)
 	if err != nil {
 		if rb != nil {
@@ -140,8 +141,8 @@ func (p *program) run(args []backend.Buffer, nodeTimes *backend.NodeTimes, rr *r
 // timedRun is a profiled run's dispatches, bound (backend.Kernels).
 type timedRun struct {
 	p      *program
-	ds     []dispatch
-	copies []copyOp
+	ds     []gpu.Dispatch
+	copies []gpu.CopyOp
 }
 
 // TimeKernels is a calibration run (runPerNode).
@@ -159,14 +160,14 @@ func (r *timedRun) RunWhole([]backend.Buffer) (backend.RunInfo, error) {
 }
 
 // dispatches binds the program's steps and output copies to the args.
-func (p *program) dispatches(bufs []*buffer) ([]dispatch, []copyOp, error) {
-	ds := make([]dispatch, 0, len(p.steps))
+func (p *program) dispatches(bufs []*buffer) ([]gpu.Dispatch, []gpu.CopyOp, error) {
+	ds := make([]gpu.Dispatch, 0, len(p.steps))
 	add := func(s *step) error {
 		bg, err := p.bindGroup(s, bufs)
 		if err != nil {
 			return fmt.Errorf("webgpu.Run: node %d: %w", s.node, err)
 		}
-		ds = append(ds, dispatch{pipe: s.pipe, bind: bg, x: s.x, y: s.y, z: s.z, node: s.node})
+		ds = append(ds, gpu.Dispatch{Pipe: s.pipe, Bind: bg, X: s.x, Y: s.y, Z: s.z, Node: s.node})
 		return nil
 	}
 	for i := range p.steps {
@@ -183,10 +184,10 @@ func (p *program) dispatches(bufs []*buffer) ([]dispatch, []copyOp, error) {
 			}
 		}
 	}
-	copies := make([]copyOp, 0, len(p.copies))
+	copies := make([]gpu.CopyOp, 0, len(p.copies))
 	for _, c := range p.copies {
 		src := p.slotOrArg(c.src, bufs)
-		copies = append(copies, copyOp{src: src, dst: bufs[c.dst].g, size: c.bytes})
+		copies = append(copies, gpu.CopyOp{Src: src, Dst: bufs[c.dst].g, Size: c.bytes})
 	}
 	return ds, copies, nil
 }
@@ -194,10 +195,10 @@ func (p *program) dispatches(bufs []*buffer) ([]dispatch, []copyOp, error) {
 // runWhole runs every dispatch in one pass and one submission and waits,
 // timed by timestamps around it where the device has them, else by the host
 // clock (which it also returns).
-func (p *program) runWhole(ds []dispatch, copies []copyOp, rb *readBack) (backend.RunInfo, time.Duration, error) {
+func (p *program) runWhole(ds []gpu.Dispatch, copies []gpu.CopyOp, rb *gpu.ReadBack) (backend.RunInfo, time.Duration, error) {
 	d := p.b.d
 	start := time.Now()
-	ticks, err := d.runRead([][]dispatch{ds}, copies, d.info.timestamps, rb)
+	ticks, err := d.RunRead([][]gpu.Dispatch{ds}, copies, p.b.info.Timestamps, rb)
 	host := time.Since(start)
 	if err != nil {
 		return backend.RunInfo{}, host, err
@@ -210,27 +211,27 @@ func (p *program) runWhole(ds []dispatch, copies []copyOp, rb *readBack) (backen
 // dispatches of one pass where the device has them, else between passes,
 // one a kernel, else by the host clock around each kernel submitted and
 // waited for alone.
-func (p *program) runPerNode(ds []dispatch, copies []copyOp, ks []backend.KernelTime) ([]backend.KernelTime, backend.RunInfo, error) {
-	var passes [][]dispatch
+func (p *program) runPerNode(ds []gpu.Dispatch, copies []gpu.CopyOp, ks []backend.KernelTime) ([]backend.KernelTime, backend.RunInfo, error) {
+	var passes [][]gpu.Dispatch
 	var owners []int
 	for _, d := range ds {
-		if len(owners) == 0 || owners[len(owners)-1] != d.node {
+		if len(owners) == 0 || owners[len(owners)-1] != d.Node {
 			passes = append(passes, nil)
-			owners = append(owners, d.node)
+			owners = append(owners, d.Node)
 		}
 		passes[len(passes)-1] = append(passes[len(passes)-1], d)
 	}
 	d := p.b.d
-	if d.info.insideTS && len(ds)+1 <= 4096 {
+	if p.b.info.InsideTS && len(ds)+1 <= 4096 {
 		start := time.Now()
-		ticks, err := d.runInside(ds, copies)
+		ticks, err := d.RunInside(ds, copies)
 		host := time.Since(start)
 		if err != nil {
 			return nil, backend.RunInfo{}, fmt.Errorf("webgpu.RunTimed: %w", err)
 		}
 		nodes := make([]int, len(ds))
 		for k, x := range ds {
-			nodes[k] = x.node
+			nodes[k] = x.Node
 		}
 		if ks, total, ok := backend.TickedDispatches(ks, nodes, ticks, host); ok {
 			return ks, backend.RunInfo{DeviceTime: total, Launches: 1}, nil
@@ -239,9 +240,9 @@ func (p *program) runPerNode(ds []dispatch, copies []copyOp, ks []backend.Kernel
 	}
 	// A timestamp query set holds at most 4096 queries. An empty pass goes
 	// first, whose cost backend.TickedPasses takes off every kernel's.
-	if d.info.timestamps && len(passes)+2 <= 4096 {
+	if p.b.info.Timestamps && len(passes)+2 <= 4096 {
 		start := time.Now()
-		ticks, err := d.run(append([][]dispatch{nil}, passes...), copies, true)
+		ticks, err := d.Run(append([][]gpu.Dispatch{nil}, passes...), copies, true)
 		host := time.Since(start)
 		if err != nil {
 			return nil, backend.RunInfo{}, fmt.Errorf("webgpu.RunTimed: %w", err)
@@ -253,12 +254,12 @@ func (p *program) runPerNode(ds []dispatch, copies []copyOp, ks []backend.Kernel
 	}
 	var total time.Duration
 	for k, pass := range passes {
-		var cs []copyOp
+		var cs []gpu.CopyOp
 		if k == len(passes)-1 {
 			cs = copies
 		}
 		start := time.Now()
-		if _, err := d.run([][]dispatch{pass}, cs, false); err != nil {
+		if _, err := d.Run([][]gpu.Dispatch{pass}, cs, false); err != nil {
 			return nil, backend.RunInfo{}, fmt.Errorf("webgpu.RunTimed: node %d: %w", owners[k], err)
 		}
 		dt := time.Since(start)
@@ -267,7 +268,7 @@ func (p *program) runPerNode(ds []dispatch, copies []copyOp, ks []backend.Kernel
 	}
 	if len(passes) == 0 && len(copies) > 0 {
 		start := time.Now()
-		if _, err := d.run(nil, copies, false); err != nil {
+		if _, err := d.Run(nil, copies, false); err != nil {
 			return nil, backend.RunInfo{}, fmt.Errorf("webgpu.RunTimed: %w", err)
 		}
 		total += time.Since(start)
@@ -275,7 +276,7 @@ func (p *program) runPerNode(ds []dispatch, copies []copyOp, ks []backend.Kernel
 	return ks, backend.RunInfo{DeviceTime: total, Launches: max(len(passes), 1)}, nil
 }
 
-func (p *program) slotOrArg(l loc, bufs []*buffer) *gbuf {
+func (p *program) slotOrArg(l loc, bufs []*buffer) *gpu.Buffer {
 	if l.kind == refArg {
 		return bufs[l.idx].g
 	}
@@ -318,7 +319,7 @@ func groupKey(s *step, bufs []*buffer, ids []uint64) (argKey, []uint64) {
 
 // bindGroup returns the step's bind group for these args: the one made at
 // Compile, or one cached by the identity of the arg buffers it binds.
-func (p *program) bindGroup(s *step, bufs []*buffer) (*gbind, error) {
+func (p *program) bindGroup(s *step, bufs []*buffer) (*gpu.BindGroup, error) {
 	if s.fixed != nil {
 		return s.fixed, nil
 	}
@@ -329,14 +330,14 @@ func (p *program) bindGroup(s *step, bufs []*buffer) (*gbind, error) {
 	}
 	if s.groups == nil || len(s.groups) >= maxCachedGroups {
 		for _, c := range s.groups {
-			p.b.d.releaseBindGroup(c.bg)
+			p.b.d.ReleaseBindGroup(c.bg)
 		}
 		s.groups = map[argKey]cachedGroup{}
 	}
 	if c, ok := s.groups[key]; ok {
-		p.b.d.releaseBindGroup(c.bg)
+		p.b.d.ReleaseBindGroup(c.bg)
 	}
-	bg, err := p.b.d.newBindGroup(s.pipe, p.entries(s, bufs))
+	bg, err := p.b.d.NewBindGroup(s.pipe, p.entries(s, bufs))
 	if err != nil {
 		return nil, err
 	}
@@ -358,13 +359,13 @@ func (p *program) release() {
 	}
 	p.released = true
 	delete(p.b.liveProgs, p)
-	p.b.d.dropAhead()
+	p.b.d.DropAhead()
 	for _, s := range p.allSteps() {
 		if s.fixed != nil {
-			p.b.d.releaseBindGroup(s.fixed)
+			p.b.d.ReleaseBindGroup(s.fixed)
 		}
 		for _, c := range s.groups {
-			p.b.d.releaseBindGroup(c.bg)
+			p.b.d.ReleaseBindGroup(c.bg)
 		}
 	}
 	for _, s := range p.slots {
@@ -386,3 +387,22 @@ func (p *program) release() {
 // timing may add: calibration runs come as often as it allows
 // (backend.Calibration.Budget).
 const timingBudget = 0.05
+
+// runKey identifies a run (gpu.RunKey): its program and its bound buffers.
+type runKey struct {
+	prog *program
+	bufs []*buffer
+}
+
+// Same reports whether o is the key of a run of the same program over the
+// same buffers.
+func (k runKey) Same(o gpu.RunKey) bool {
+	ok, is := o.(runKey)
+	return is && k.prog != nil && k.prog == ok.prog && slices.Equal(k.bufs, ok.bufs)
+}
+
+// Clone copies the buffer list, which the caller's run owns.
+func (k runKey) Clone() gpu.RunKey {
+	k.bufs = slices.Clone(k.bufs)
+	return k
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/backend/webgpu/gpu"
 	"github.com/ag-go/ag/bench/workload"
 	"github.com/ag-go/ag/core"
 )
@@ -125,7 +126,7 @@ func TestSweepMatmul(t *testing.T) {
 		flops := 2 * float64(s.m) * float64(s.n) * float64(s.k)
 		fmt.Fprintf(&b, "%-22s", fmt.Sprintf("%dx%dx%d %t %t", s.m, s.k, s.n, s.ta, s.tb))
 		for _, pl := range plans {
-			if !pl.cfg.fits(be.d.info) {
+			if !pl.cfg.fits(*be.info) {
 				fmt.Fprintf(&b, " %9s", "-")
 				continue
 			}
@@ -133,7 +134,7 @@ func TestSweepMatmul(t *testing.T) {
 			fmt.Fprintf(&b, " %9s", measureTF(t, be, g, bufs, flops))
 		}
 		be.matmulForce = nil
-		auto := pickMatmul(be.d.info, be.d.info.gpu, s.m, s.n, s.k, 1, s.ta, s.tb, be.bindLimit)
+		auto := pickMatmul(*be.info, be.info.GPU, s.m, s.n, s.k, 1, s.ta, s.tb, be.bindLimit)
 		fmt.Fprintf(&b, "  auto %s %s/%d\n", measureTF(t, be, g, bufs, flops), auto.cfg, auto.split)
 		for _, x := range bufs {
 			be.Free(x)
@@ -181,7 +182,7 @@ func TestSweepMatmul(t *testing.T) {
 		row(s, plans)
 	}
 	t.Logf("matmul TFLOP/s by the device clock:\n%s", b.String())
-	t.Logf("device limits: %+v", be.d.info)
+	t.Logf("device limits: %+v", be.info)
 }
 
 // TestSweepReduce times the reductions of the MLP step (the loss over all
@@ -236,13 +237,13 @@ func TestSweepDispatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	saved := be.d.info.timestamps
-	oldSpin := be.d.spin
-	defer func() { be.d.info.timestamps, be.d.spin = saved, oldSpin }()
+	saved := be.info.Timestamps
+	oldSpin := gpu.SetSpin(be.d, false)
+	defer func() { be.info.Timestamps = saved; gpu.SetSpin(be.d, oldSpin) }()
 	for _, spin := range []bool{false, true} {
 		for _, ts := range []bool{false, true} {
-			be.d.spin = spin
-			be.d.info.timestamps = ts && saved
+			gpu.SetSpin(be.d, spin)
+			be.info.Timestamps = ts && saved
 			pc.Run(bufs)
 			dc, wc := devTimes(t, pc, bufs, 30)
 			d1, w1 := devTimes(t, p1, bufs, 50)
@@ -266,21 +267,21 @@ func TestSweepDispatch(t *testing.T) {
 			}
 			slices.Sort(ww)
 			t.Logf("spin %-5t timestamps %-5t: chain of %d: wall %.1f us/dispatch, device %.1f us/dispatch (run wall %v); one dispatch: wall %v device %v; read 1 value %v; write 1 value %v",
-				spin, be.d.info.timestamps, chain, float64(wc.Microseconds())/chain, float64(dc.Microseconds())/chain, wc, w1, d1, rw[len(rw)/2], ww[len(ww)/2])
+				spin, be.info.Timestamps, chain, float64(wc.Microseconds())/chain, float64(dc.Microseconds())/chain, wc, w1, d1, rw[len(rw)/2], ww[len(ww)/2])
 		}
 	}
 	// Host-side cost of recording alone: encode without submitting.
 	pp := pc.(*program)
-	ds := make([]dispatch, 0, len(pp.steps))
+	ds := make([]gpu.Dispatch, 0, len(pp.steps))
 	for i := range pp.steps {
 		bg, _ := pp.bindGroup(&pp.steps[i], []*buffer{bufs[0].(*buffer), bufs[1].(*buffer)})
 		s := &pp.steps[i]
-		ds = append(ds, dispatch{pipe: s.pipe, bind: bg, x: s.x, y: s.y, z: s.z})
+		ds = append(ds, gpu.Dispatch{Pipe: s.pipe, Bind: bg, X: s.x, Y: s.y, Z: s.z})
 	}
 	t0 := time.Now()
 	const encReps = 20
 	for range encReps {
-		if err := be.d.encodeOnly(ds); err != nil {
+		if err := gpu.EncodeOnly(be.d, ds); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -336,33 +337,6 @@ func (p *recProgram) Run(args []backend.Buffer) (backend.RunInfo, error) {
 var recStore = &recorded{}
 
 func init() { backend.Register("webgpu-rec", 0, recDriver{rec: recStore}) }
-
-// encodeOnly records ds into a compute pass and finishes the command buffer
-// without submitting it: the host's share of a run.
-func (d *dev) encodeOnly(ds []dispatch) error {
-	enc, err := d.device.CreateCommandEncoder(nil)
-	if err != nil {
-		return err
-	}
-	defer enc.Release()
-	cp := enc.BeginComputePass(nil)
-	for _, x := range ds {
-		cp.SetPipeline(x.pipe.p)
-		cp.SetBindGroup(0, x.bind.g, nil)
-		cp.DispatchWorkgroups(x.x, x.y, x.z)
-	}
-	err = cp.End()
-	cp.Release()
-	if err != nil {
-		return err
-	}
-	cmd, err := enc.Finish(nil)
-	if err != nil {
-		return err
-	}
-	cmd.Release()
-	return nil
-}
 
 // TestSweepStep times core's 4x1024 MLP step (AG_SWEEP_SIZE=DxW for
 // another depth and width) at each batch (AG_SWEEP_BATCH, default
@@ -721,7 +695,7 @@ func TestSweepFMA(t *testing.T) {
 	be := sweepOn(t)
 	be.mu.Lock()
 	defer be.mu.Unlock()
-	if !be.d.info.timestamps {
+	if !be.info.Timestamps {
 		t.Skip("TestSweepFMA needs timestamp queries")
 	}
 	pb, err := be.newBuffer(4)
@@ -738,14 +712,14 @@ func TestSweepFMA(t *testing.T) {
 	for i := range ones {
 		ones[i] = 1e-3 * float32(i%7)
 	}
-	if err := be.d.write(yb, 0, bytesOf(ones)); err != nil {
+	if err := be.d.Write(yb, 0, gpu.BytesOf(ones)); err != nil {
 		t.Fatal(err)
 	}
 	trips, groups := 256, 132*64 // about 0.3 TFLOP: ~10 ms on an H200
-	if !be.d.info.gpu {
+	if !be.info.GPU {
 		trips, groups = 8, 16
 	}
-	if err := be.d.write(pb, 0, bytesOf([]uint32{uint32(trips)})); err != nil {
+	if err := be.d.Write(pb, 0, gpu.BytesOf([]uint32{uint32(trips)})); err != nil {
 		t.Fatal(err)
 	}
 	type variant struct {
@@ -764,20 +738,20 @@ func TestSweepFMA(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		bg, err := be.d.newBindGroup(pipe, []bindEntry{{buf: pb, size: 4}, {buf: yb, size: 4 * (64 + 4096)}})
+		bg, err := be.d.NewBindGroup(pipe, []gpu.BindEntry{{Buf: pb, Size: 4}, {Buf: yb, Size: 4 * (64 + 4096)}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		x := min(groups, int(be.d.info.maxWGPerDim))
+		x := min(groups, int(be.info.MaxWGPerDim))
 		var ds []time.Duration
 		for range 7 {
-			ticks, err := be.d.run([][]dispatch{{{pipe: pipe, bind: bg, x: uint32(x), y: uint32(ceilDiv(groups, x)), z: 1}}}, nil, true)
+			ticks, err := be.d.Run([][]gpu.Dispatch{{{Pipe: pipe, Bind: bg, X: uint32(x), Y: uint32(ceilDiv(groups, x)), Z: 1}}}, nil, true)
 			if err != nil {
 				t.Fatal(err)
 			}
 			ds = append(ds, time.Duration(ticks[1]-ticks[0]))
 		}
-		be.d.releaseBindGroup(bg)
+		be.d.ReleaseBindGroup(bg)
 		slices.Sort(ds)
 		flops := float64(groups) * 128 * float64(trips) * 16 * float64(16*v.rm*v.rn) * 2
 		t.Logf("fma %-14s %v: %.1f TFLOP/s", src, ds[3], flops/ds[3].Seconds()/1e12)
@@ -825,7 +799,7 @@ func TestSweepTN(t *testing.T) {
 			g := mmGraph(s.m, s.k, s.n, l.ta, l.tb)
 			fmt.Fprintf(&b, "%-16s %6s %5s", fmt.Sprintf("%dx%dx%d", s.m, s.k, s.n), l.name, measureTF(t, be, g, bufs, flops))
 			for _, c := range cfgs {
-				if !c.fits(be.d.info) {
+				if !c.fits(*be.info) {
 					fmt.Fprintf(&b, " %16s", "-")
 					continue
 				}

@@ -1,6 +1,6 @@
 // Package browsertest runs ag's WebGPU backend tests inside headless
 // Chromium, where the backend talks to navigator.gpu through syscall/js
-// (device_js.go) on Chromium's SwiftShader adapter.
+// (package gpu's js.go) on Chromium's SwiftShader adapter.
 //
 // Its test builds two wasm test binaries with `GOOS=js GOARCH=wasm go test
 // -c`: package wasmsuite (the conformance suite, backendtest.Run on

@@ -1,6 +1,6 @@
 //go:build !js
 
-package webgpu
+package gpu
 
 import (
 	"os"
@@ -25,7 +25,7 @@ var logLevel wgpu.LogLevel
 
 // quietly runs f with wgpu-native's logging off: for probes whose errors
 // are expected answers (a shader feature the compiler lacks), not faults.
-func quietly(f func()) {
+func Quietly(f func()) {
 	wgpu.SetLogLevel(wgpu.LogLevelOff)
 	defer wgpu.SetLogLevel(logLevel)
 	f()

@@ -1,6 +1,6 @@
 //go:build js
 
-package webgpu
+package gpu
 
 import (
 	"errors"
@@ -20,24 +20,22 @@ import (
 // waits on a promise blocks the calling goroutine: run GPU work on a
 // goroutine of its own, never inside a js.FuncOf callback.
 
-// The device layer's contract (device.go).
-var (
-	_ gpuDevice   = (*dev)(nil)
-	_ pendingRead = (*laterRead)(nil)
-)
-
-type gbuf struct {
+// Buffer is a storage buffer of the device (Device.NewBuffer).
+type Buffer struct {
 	v    js.Value
 	size uint64
 }
 
-type gpipe struct{ p, bgl js.Value }
+// Pipeline is a compute pipeline and its layout (Device.NewPipeline).
+type Pipeline struct{ p, bgl js.Value }
 
-type gbind struct{ g js.Value }
+// BindGroup binds buffer ranges to a pipeline's bindings (Device.NewBindGroup).
+// BindGroup binds buffer ranges to a pipeline's bindings (Device.NewBindGroup).
+type BindGroup struct{ g js.Value }
 
 type dev struct {
 	adapter, device, queue js.Value
-	info                   devInfo
+	info                   Info
 
 	qs                 js.Value
 	qCount             uint32
@@ -66,18 +64,17 @@ type dev struct {
 	// replays, a lazy step binding the buffers it bound before); planGen
 	// counts what makes a plan stale (a buffer destroyed, a program
 	// released), as aheadGen does for the native layer's recorded runs.
-	encode    js.Value // func(plan) Promise<GPUError|null>
-	plans     []jsPlan
-	planGen   uint64
-	planHits  int // deferred runs that reused a plan (tests)
-	planBuilt int // plans built (tests)
+	encode   js.Value // func(plan) Promise<GPUError|null>
+	plans    []jsPlan
+	planGen  uint64
+	counters Counters // PlanHits, PlanBuilt (tests)
 }
 
 // jsPlan is a run encoded for the encode function: [pipelines, bind
 // groups, Uint32Array of x,y,z per dispatch, flat copies (src, srcOff, dst,
 // dstOff, size)].
 type jsPlan struct {
-	key runKey
+	key RunKey
 	gen uint64
 	v   js.Value
 }
@@ -85,10 +82,10 @@ type jsPlan struct {
 // noop is a JavaScript function that does nothing (a promise's handler).
 var noop = js.Global().Get("Function").New("")
 
-// maxPlans bounds the plans kept: a step is one or two programs (a clipped
+// MaxPlans bounds the plans kept: a step is one or two programs (a clipped
 // captured step's two runs), and what a plan holds in JS lives as long as
 // it does.
-const maxPlans = 4
+const MaxPlans = 4
 
 // encodeSrc is the body of the function that makes encode for a device and
 // its queue. It submits one compute pass and the copies in an error scope
@@ -177,8 +174,8 @@ func jsAdapter() (js.Value, error) {
 	return ad, nil
 }
 
-func jsDesc(ad js.Value) devInfo {
-	info := devInfo{api: "browser WebGPU", kind: "GPU", gpu: true}
+func jsDesc(ad js.Value) Info {
+	info := Info{API: "browser WebGPU", Kind: "GPU", GPU: true}
 	ai := ad.Get("info")
 	str := func(k string) string {
 		if !ai.Truthy() {
@@ -189,47 +186,47 @@ func jsDesc(ad js.Value) devInfo {
 		}
 		return ""
 	}
-	info.name = str("description")
-	if info.name == "" {
-		info.name = strings.TrimSpace(str("vendor") + " " + str("architecture") + " " + str("device"))
+	info.Name = str("description")
+	if info.Name == "" {
+		info.Name = strings.TrimSpace(str("vendor") + " " + str("architecture") + " " + str("device"))
 	}
-	if info.name == "" {
-		info.name = "WebGPU adapter"
+	if info.Name == "" {
+		info.Name = "WebGPU adapter"
 	}
 	fallback := ad.Get("isFallbackAdapter").Truthy() || (ai.Truthy() && ai.Get("isFallbackAdapter").Truthy())
-	if fallback || strings.Contains(strings.ToLower(info.name), "swiftshader") {
-		info.kind, info.gpu = "software (fallback adapter)", false
+	if fallback || strings.Contains(strings.ToLower(info.Name), "swiftshader") {
+		info.Kind, info.GPU = "software (fallback adapter)", false
 		// Chromium drops the device when SwiftShader compiles the attention
 		// kernel ("Instance dropped in popErrorScope" from then on; seen in
 		// the browser suite, cause not established - its compiler is slow
 		// on the kernel, and the GPU watchdog is the suspect): core runs
 		// attention as its composite there.
-		info.unsupported = []backend.Op{backend.OpAttention}
+		info.Unsupported = []backend.Op{backend.OpAttention}
 	}
 	return info
 }
 
-func jsLimits(info *devInfo, l js.Value) {
+func jsLimits(info *Info, l js.Value) {
 	u := func(k string) uint64 { return uint64(l.Get(k).Float()) }
-	info.maxBuffer = u("maxBufferSize")
-	info.maxBinding = u("maxStorageBufferBindingSize")
-	info.maxInvocations = uint32(u("maxComputeInvocationsPerWorkgroup"))
-	info.maxWGSizeX = uint32(u("maxComputeWorkgroupSizeX"))
-	info.maxWGStorage = uint32(u("maxComputeWorkgroupStorageSize"))
-	info.storageAlign = uint32(u("minStorageBufferOffsetAlignment"))
-	info.maxWGPerDim = uint32(u("maxComputeWorkgroupsPerDimension"))
-	info.maxStorageBuffers = uint32(u("maxStorageBuffersPerShaderStage"))
+	info.MaxBuffer = u("maxBufferSize")
+	info.MaxBinding = u("maxStorageBufferBindingSize")
+	info.MaxInvocations = uint32(u("maxComputeInvocationsPerWorkgroup"))
+	info.MaxWGSizeX = uint32(u("maxComputeWorkgroupSizeX"))
+	info.MaxWGStorage = uint32(u("maxComputeWorkgroupStorageSize"))
+	info.StorageAlign = uint32(u("minStorageBufferOffsetAlignment"))
+	info.MaxWGPerDim = uint32(u("maxComputeWorkgroupsPerDimension"))
+	info.MaxStorageBuffers = uint32(u("maxStorageBuffersPerShaderStage"))
 }
 
-func probeDev() (devInfo, error) {
+func probeDev() (Info, error) {
 	ad, err := jsAdapter()
 	if err != nil {
-		return devInfo{}, err
+		return Info{}, err
 	}
 	info := jsDesc(ad)
 	jsLimits(&info, ad.Get("limits"))
-	info.timestamps = ad.Get("features").Call("has", "timestamp-query").Bool()
-	info.f16 = ad.Get("features").Call("has", "shader-f16").Bool()
+	info.Timestamps = ad.Get("features").Call("has", "timestamp-query").Bool()
+	info.F16 = ad.Get("features").Call("has", "shader-f16").Bool()
 	return info, nil
 }
 
@@ -277,9 +274,9 @@ func openDev() (*dev, error) {
 	d.encode = js.Global().Get("Function").New("device", "queue", encodeSrc).Invoke(device, d.queue)
 	d.info = jsDesc(ad)
 	jsLimits(&d.info, device.Get("limits"))
-	d.info.timestamps = device.Get("features").Call("has", "timestamp-query").Bool()
-	d.info.f16 = device.Get("features").Call("has", "shader-f16").Bool()
-	d.info.insideTS = d.info.timestamps && device.Get("features").Call("has", insidePasses).Bool()
+	d.info.Timestamps = device.Get("features").Call("has", "timestamp-query").Bool()
+	d.info.F16 = device.Get("features").Call("has", "shader-f16").Bool()
+	d.info.InsideTS = d.info.Timestamps && device.Get("features").Call("has", insidePasses).Bool()
 	return d, nil
 }
 
@@ -351,22 +348,22 @@ func (d *dev) rawBuffer(size uint64, usage int) (js.Value, error) {
 	return b, nil
 }
 
-func (d *dev) newBuffer(size uint64, _ bufUsage) (*gbuf, error) {
+func (d *dev) NewBuffer(size uint64) (*Buffer, error) {
 	b, err := d.rawBuffer(size, jsStorage|jsCopySrc|jsCopyDst)
 	if err != nil {
 		return nil, err
 	}
-	return &gbuf{v: b, size: size}, nil
+	return &Buffer{v: b, size: size}, nil
 }
 
-func (d *dev) destroyBuffer(b *gbuf) {
-	d.dropAhead() // a plan may bind it
+func (d *dev) DestroyBuffer(b *Buffer) {
+	d.DropAhead() // a plan may bind it
 	b.v.Call("destroy")
 }
 
-func (d *dev) write(b *gbuf, off uint64, data []byte) error {
+func (d *dev) Write(b *Buffer, off uint64, data []byte) error {
 	for len(data) > 0 {
-		n := min(len(data), maxStaging)
+		n := min(len(data), MaxStaging)
 		arr := js.Global().Get("Uint8Array").New(n)
 		js.CopyBytesToJS(arr, data[:n])
 		d.queue.Call("writeBuffer", b.v, off, arr)
@@ -375,9 +372,9 @@ func (d *dev) write(b *gbuf, off uint64, data []byte) error {
 	return nil
 }
 
-func (d *dev) read(b *gbuf, off uint64, dst []byte) error {
+func (d *dev) Read(b *Buffer, off uint64, dst []byte) error {
 	for len(dst) > 0 {
-		n := uint64(min(len(dst), maxStaging))
+		n := uint64(min(len(dst), MaxStaging))
 		if d.stageSize < n {
 			if d.stageSize > 0 {
 				d.stage.Call("destroy")
@@ -403,9 +400,6 @@ func (d *dev) read(b *gbuf, off uint64, dst []byte) error {
 	return nil
 }
 
-// readsLater: readLater returns before the values are in (Caps.LaterReads).
-const readsLater = true
-
 // stageBuf is a MapRead staging buffer and its size.
 type stageBuf struct {
 	v    js.Value
@@ -421,7 +415,7 @@ func (d *dev) newStage(size uint64) (stageBuf, error) {
 // startLater submits r's copy and asks for its mapping, without waiting:
 // await waits for the mapping and for the error scopes pending until then
 // (the runs deferred before the read), finish copies the bytes out.
-func (d *dev) startLater(b *gbuf, off uint64, r *laterRead) error {
+func (d *dev) startLater(b *Buffer, off uint64, r *laterRead) error {
 	d.scopedLater(func() {
 		enc := d.device.Call("createCommandEncoder")
 		enc.Call("copyBufferToBuffer", b.v, off, r.st.v, 0, r.n)
@@ -435,10 +429,10 @@ func (d *dev) startLater(b *gbuf, off uint64, r *laterRead) error {
 	return nil
 }
 
-// completeRead waits for r and copies its bytes out (past maxLater reads
+// completeRead waits for r and copies its bytes out (past MaxLater reads
 // in flight): its own wait then returns what this did.
 func (d *dev) completeRead(r *laterRead) {
-	r.err = r.take(r.await())
+	r.err = r.take(r.Await())
 	r.complete = true
 }
 
@@ -451,7 +445,7 @@ type laterRead struct {
 
 // await waits for the mapping and the error scopes; the first validation
 // error is the read's.
-func (r *laterRead) await() error {
+func (r *laterRead) Await() error {
 	res, err := await(r.p)
 	if err != nil {
 		return fmt.Errorf("mapAsync: %w", err)
@@ -462,7 +456,7 @@ func (r *laterRead) await() error {
 // finish copies the mapped bytes out and gives the staging buffer back,
 // unless completeRead did; after an error (or the device's close) the
 // buffer is dropped.
-func (r *laterRead) finish(werr error, closed bool) error {
+func (r *laterRead) Finish(werr error, closed bool) error {
 	if r.complete {
 		return r.err
 	}
@@ -507,8 +501,8 @@ func (d *dev) mapRead(buf js.Value, n uint64, dst []byte) error {
 	return nil
 }
 
-func (d *dev) newPipeline(label, src string, readOnly []bool) (*gpipe, error) {
-	var p gpipe
+func (d *dev) NewPipeline(label, src string, readOnly []bool) (*Pipeline, error) {
+	var p Pipeline
 	err := d.scoped(func() {
 		mod := d.device.Call("createShaderModule", map[string]any{"label": label, "code": src})
 		entries := make([]any, len(readOnly))
@@ -530,19 +524,19 @@ func (d *dev) newPipeline(label, src string, readOnly []bool) (*gpipe, error) {
 	return &p, nil
 }
 
-func (d *dev) releasePipeline(*gpipe) {} // garbage-collected in the browser
+func (d *dev) ReleasePipeline(*Pipeline) {} // garbage-collected in the browser
 
-func (d *dev) newBindGroup(p *gpipe, entries []bindEntry) (*gbind, error) {
+func (d *dev) NewBindGroup(p *Pipeline, entries []BindEntry) (*BindGroup, error) {
 	es := make([]any, len(entries))
 	for i, e := range entries {
-		es[i] = map[string]any{"binding": i, "resource": map[string]any{"buffer": e.buf.v, "offset": e.off, "size": e.size}}
+		es[i] = map[string]any{"binding": i, "resource": map[string]any{"buffer": e.Buf.v, "offset": e.Off, "size": e.Size}}
 	}
 	var g js.Value
 	d.scopedLater(func() { g = d.device.Call("createBindGroup", map[string]any{"layout": p.bgl, "entries": es}) })
-	return &gbind{g: g}, nil
+	return &BindGroup{g: g}, nil
 }
 
-func (d *dev) releaseBindGroup(*gbind) {} // garbage-collected in the browser
+func (d *dev) ReleaseBindGroup(*BindGroup) {} // garbage-collected in the browser
 
 func (d *dev) ensureQueries(n uint32) error {
 	if d.qCount >= n {
@@ -571,7 +565,7 @@ func (d *dev) releaseQueries() {
 // round trip with the pending error scopes. With timed, the first pass
 // writes a timestamp at its start and every pass one at its end
 // (len(passes)+1 ticks, ns per the WebGPU spec), read back in the wait.
-func (d *dev) run(passes [][]dispatch, copies []copyOp, timed bool) ([]uint64, error) {
+func (d *dev) Run(passes [][]Dispatch, copies []CopyOp, timed bool) ([]uint64, error) {
 	nq := uint32(len(passes) + 1)
 	if timed {
 		if err := d.ensureQueries(nq); err != nil {
@@ -585,7 +579,7 @@ func (d *dev) run(passes [][]dispatch, copies []copyOp, timed bool) ([]uint64, e
 	}
 	// Mapping the timestamps waits for the run: one round trip.
 	raw := make([]uint64, nq)
-	if err := d.mapRead(d.qReadout, 8*uint64(nq), bytesOf(raw)); err != nil {
+	if err := d.mapRead(d.qReadout, 8*uint64(nq), BytesOf(raw)); err != nil {
 		return nil, fmt.Errorf("timestamps: %w", err)
 	}
 	return raw, nil
@@ -593,15 +587,15 @@ func (d *dev) run(passes [][]dispatch, copies []copyOp, timed bool) ([]uint64, e
 
 // foldsRead is false: a plain run is submitted and not waited for
 // (deferRun), so a run and a read already cost one round trip.
-func (d *dev) foldsRead(int) bool { return false }
+func (d *dev) FoldsRead(int) bool { return false }
 
 // runRead is run, then the read.
-func (d *dev) runRead(passes [][]dispatch, copies []copyOp, timed bool, rb *readBack) ([]uint64, error) {
-	raw, err := d.run(passes, copies, timed)
+func (d *dev) RunRead(passes [][]Dispatch, copies []CopyOp, timed bool, rb *ReadBack) ([]uint64, error) {
+	raw, err := d.Run(passes, copies, timed)
 	if err != nil || rb == nil {
 		return raw, err
 	}
-	return raw, d.read(rb.src, rb.off, rb.dst)
+	return raw, d.Read(rb.Src, rb.Off, rb.Dst)
 }
 
 // insidePasses is Chromium's feature for timestamps between the dispatches
@@ -613,7 +607,7 @@ const insidePasses = "chromium-experimental-timestamp-query-inside-passes"
 // Timing each kernel in a pass of its own instead charged every pass's
 // cost to its kernel: in Chromium on an H200 two dozen tiny adds took 40%
 // of a profiled run that a 1024^3 product takes 90% of.
-func (d *dev) runInside(ds []dispatch, copies []copyOp) ([]uint64, error) {
+func (d *dev) RunInside(ds []Dispatch, copies []CopyOp) ([]uint64, error) {
 	nq := uint32(len(ds) + 1)
 	if err := d.ensureQueries(nq); err != nil {
 		return nil, err
@@ -623,21 +617,21 @@ func (d *dev) runInside(ds []dispatch, copies []copyOp) ([]uint64, error) {
 		cp := enc.Call("beginComputePass")
 		cp.Call("writeTimestamp", d.qs, 0)
 		for i, x := range ds {
-			cp.Call("setPipeline", x.pipe.p)
-			cp.Call("setBindGroup", 0, x.bind.g)
-			cp.Call("dispatchWorkgroups", x.x, x.y, x.z)
+			cp.Call("setPipeline", x.Pipe.p)
+			cp.Call("setBindGroup", 0, x.Bind.g)
+			cp.Call("dispatchWorkgroups", x.X, x.Y, x.Z)
 			cp.Call("writeTimestamp", d.qs, i+1)
 		}
 		cp.Call("end")
 		for _, c := range copies {
-			enc.Call("copyBufferToBuffer", c.src.v, c.srcOff, c.dst.v, c.dstOff, c.size)
+			enc.Call("copyBufferToBuffer", c.Src.v, c.SrcOff, c.Dst.v, c.DstOff, c.Size)
 		}
 		enc.Call("resolveQuerySet", d.qs, 0, nq, d.qResolve, 0)
 		enc.Call("copyBufferToBuffer", d.qResolve, 0, d.qReadout, 0, 8*nq)
 		d.queue.Call("submit", []any{enc.Call("finish")})
 	})
 	raw := make([]uint64, nq)
-	if err := d.mapRead(d.qReadout, 8*uint64(nq), bytesOf(raw)); err != nil {
+	if err := d.mapRead(d.qReadout, 8*uint64(nq), BytesOf(raw)); err != nil {
 		return nil, fmt.Errorf("timestamps: %w", err)
 	}
 	return raw, nil
@@ -649,18 +643,18 @@ func (d *dev) runInside(ds []dispatch, copies []copyOp) ([]uint64, error) {
 // process each, a millisecond, most of a small step's time in the browser.
 // The run is encoded by the JavaScript encode from a plan, reused while
 // its key repeats and nothing it binds went away (planGen).
-func (d *dev) deferRun(key runKey, build func() ([]dispatch, []copyOp, error)) (bool, error) {
-	i := slices.IndexFunc(d.plans, func(p jsPlan) bool { return p.gen == d.planGen && p.key.same(key) })
+func (d *dev) DeferRun(key RunKey, build func() ([]Dispatch, []CopyOp, error)) (bool, error) {
+	i := slices.IndexFunc(d.plans, func(p jsPlan) bool { return p.gen == d.planGen && p.key.Same(key) })
 	if i >= 0 {
-		d.planHits++
+		d.counters.PlanHits++
 	} else {
 		ds, copies, err := build()
 		if err != nil {
 			return false, err
 		}
-		d.planBuilt++
-		pl := jsPlan{key: key.clone(), gen: d.planGen, v: planOf(ds, copies)}
-		if len(d.plans) == maxPlans {
+		d.counters.PlanBuilt++
+		pl := jsPlan{key: key.Clone(), gen: d.planGen, v: planOf(ds, copies)}
+		if len(d.plans) == MaxPlans {
 			d.plans = d.plans[:copy(d.plans, d.plans[1:])]
 		}
 		d.plans = append(d.plans, pl)
@@ -671,55 +665,55 @@ func (d *dev) deferRun(key runKey, build func() ([]dispatch, []copyOp, error)) (
 }
 
 // planOf builds encode's plan of one pass of ds and the copies after it.
-func planOf(ds []dispatch, copies []copyOp) js.Value {
+func planOf(ds []Dispatch, copies []CopyOp) js.Value {
 	pipes, binds := make([]any, len(ds)), make([]any, len(ds))
 	dims := make([]uint32, 3*len(ds))
 	for i, x := range ds {
-		pipes[i], binds[i] = x.pipe.p, x.bind.g
-		dims[3*i], dims[3*i+1], dims[3*i+2] = x.x, x.y, x.z
+		pipes[i], binds[i] = x.Pipe.p, x.Bind.g
+		dims[3*i], dims[3*i+1], dims[3*i+2] = x.X, x.Y, x.Z
 	}
 	cs := make([]any, 0, 5*len(copies))
 	for _, c := range copies {
-		cs = append(cs, c.src.v, c.srcOff, c.dst.v, c.dstOff, c.size)
+		cs = append(cs, c.Src.v, c.SrcOff, c.Dst.v, c.DstOff, c.Size)
 	}
 	raw := js.Global().Get("Uint8Array").New(4 * len(dims))
-	js.CopyBytesToJS(raw, bytesOf(dims))
+	js.CopyBytesToJS(raw, BytesOf(dims))
 	w := js.Global().Get("Uint32Array").New(raw.Get("buffer"))
 	return js.ValueOf([]any{pipes, binds, w, cs})
 }
 
 // drainDeferred does nothing: in the browser a timed run's wait is a round
 // trip anyway, which covers the runs before it.
-func (d *dev) drainDeferred() {}
+func (d *dev) DrainDeferred() {}
 
 // setDefer does nothing: in the browser plain runs are always deferred.
-func (d *dev) setDefer(bool) bool { return true }
+func (d *dev) SetDefer(bool) bool { return true }
 
 // waitIdle waits until everything submitted has finished, and for the
 // pending error scopes: one round trip.
-func (d *dev) waitIdle() error {
+func (d *dev) WaitIdle() error {
 	_, err := d.settle(d.queue.Call("onSubmittedWorkDone"))
 	return err
 }
 
 // defersRuns is true: plain runs are submitted and not waited for
 // (deferRun).
-func (d *dev) defersRuns() bool { return true }
+func (d *dev) DefersRuns() bool { return true }
 
 // runRepeatable is runRead: plain runs here are deferred, never repeated
 // through it.
-func (d *dev) runRepeatable(_ runKey, build func() ([]dispatch, []copyOp, error), timed bool, rb *readBack) ([]uint64, bool, error) {
+func (d *dev) RunRepeatable(_ RunKey, build func() ([]Dispatch, []CopyOp, error), timed bool, rb *ReadBack) ([]uint64, bool, error) {
 	ds, copies, err := build()
 	if err != nil {
 		return nil, false, err
 	}
-	ticks, err := d.runRead([][]dispatch{ds}, copies, timed, rb)
+	ticks, err := d.RunRead([][]Dispatch{ds}, copies, timed, rb)
 	return ticks, false, err
 }
 
 // dropAhead makes every plan stale (deferRun): called when what one may
 // bind goes away.
-func (d *dev) dropAhead() {
+func (d *dev) DropAhead() {
 	d.planGen++
 	clear(d.plans)
 	d.plans = d.plans[:0]
@@ -729,7 +723,7 @@ func (d *dev) dropAhead() {
 // an error scope the next settle reports. With timed, the first pass writes
 // a timestamp at its start and every pass one at its end, resolved into
 // the readout buffer (ensureQueries made room).
-func (d *dev) submit(passes [][]dispatch, copies []copyOp, timed bool) {
+func (d *dev) submit(passes [][]Dispatch, copies []CopyOp, timed bool) {
 	nq := uint32(len(passes) + 1)
 	d.scopedLater(func() {
 		enc := d.device.Call("createCommandEncoder")
@@ -744,14 +738,14 @@ func (d *dev) submit(passes [][]dispatch, copies []copyOp, timed bool) {
 			}
 			cp := enc.Call("beginComputePass", desc)
 			for _, ds := range pass {
-				cp.Call("setPipeline", ds.pipe.p)
-				cp.Call("setBindGroup", 0, ds.bind.g)
-				cp.Call("dispatchWorkgroups", ds.x, ds.y, ds.z)
+				cp.Call("setPipeline", ds.Pipe.p)
+				cp.Call("setBindGroup", 0, ds.Bind.g)
+				cp.Call("dispatchWorkgroups", ds.X, ds.Y, ds.Z)
 			}
 			cp.Call("end")
 		}
 		for _, c := range copies {
-			enc.Call("copyBufferToBuffer", c.src.v, c.srcOff, c.dst.v, c.dstOff, c.size)
+			enc.Call("copyBufferToBuffer", c.Src.v, c.SrcOff, c.Dst.v, c.DstOff, c.Size)
 		}
 		if timed {
 			enc.Call("resolveQuerySet", d.qs, 0, nq, d.qResolve, 0)
@@ -761,8 +755,8 @@ func (d *dev) submit(passes [][]dispatch, copies []copyOp, timed bool) {
 	})
 }
 
-func (d *dev) close() {
-	d.dropAhead()
+func (d *dev) Close() {
+	d.DropAhead()
 	d.releaseQueries()
 	d.dropStages()
 	for _, r := range d.later { // their mappings fail: the waits report the close
@@ -777,4 +771,8 @@ func (d *dev) close() {
 
 // quietly runs f: the browser reports errors through error scopes, not a
 // log.
-func quietly(f func()) { f() }
+func Quietly(f func()) { f() }
+
+// Unfinished is 0: the browser's deferred runs are not counted (a wait
+// settles them all).
+func (d *dev) Unfinished() uint64 { return 0 }

@@ -1,6 +1,6 @@
 //go:build !js
 
-package webgpu
+package gpu
 
 import (
 	"errors"
@@ -23,31 +23,29 @@ import (
 // cgocheck); compute passes are released after End; mapped ranges are copied
 // out before Unmap; many WriteBuffer calls are flushed with an empty submit.
 
-// The device layer's contract (device.go).
-var (
-	_ gpuDevice   = (*dev)(nil)
-	_ pendingRead = (*laterRead)(nil)
-)
-
-type gbuf struct {
+// Buffer is a storage buffer of the device (Device.NewBuffer).
+type Buffer struct {
 	b    *wgpu.Buffer
 	size uint64
 }
 
-type gpipe struct {
+// Pipeline is a compute pipeline and its layout (Device.NewPipeline).
+type Pipeline struct {
 	p   *wgpu.ComputePipeline
 	bgl *wgpu.BindGroupLayout
 	pl  *wgpu.PipelineLayout
 }
 
-type gbind struct{ g *wgpu.BindGroup }
+// BindGroup binds buffer ranges to a pipeline's bindings (Device.NewBindGroup).
+// BindGroup binds buffer ranges to a pipeline's bindings (Device.NewBindGroup).
+type BindGroup struct{ g *wgpu.BindGroup }
 
 type dev struct {
 	inst    *wgpu.Instance
 	adapter *wgpu.Adapter
 	device  *wgpu.Device
 	queue   *wgpu.Queue
-	info    devInfo
+	info    Info
 
 	staging     *wgpu.Buffer // MapRead|CopyDst, grown on demand
 	stagingSize uint64
@@ -62,10 +60,9 @@ type dev struct {
 	// ahead is the next run's command buffer, recorded during this one
 	// (runRepeatable); lastKey is the last plain run's; aheadGen counts
 	// what made recorded commands stale.
-	ahead     *aheadCmd
-	lastKey   runKey
-	aheadGen  uint64
-	aheadHits int // runs that submitted a command buffer recorded ahead (tests)
+	ahead    *aheadCmd
+	lastKey  RunKey
+	aheadGen uint64
 	// spin: wait for the GPU by polling without pause (sleeping between
 	// polls adds wake-up latency to every run); else sleep between polls,
 	// leaving the cores to a software adapter.
@@ -73,7 +70,7 @@ type dev struct {
 	// deferRuns: plain runs are submitted without waiting (deferRun).
 	// runs counts those submitted, done those of them known finished: all
 	// when the queue was last seen empty, or those before a later read's
-	// copy once its mapping completed. At most maxInFlight are not known
+	// copy once its mapping completed. At most MaxInFlight are not known
 	// finished. (Not counted down by Queue.OnSubmittedWorkDone:
 	// cogentcore/webgpu v0.23 hands C the address of a Go variable as the
 	// callback's handle, which the collector may reuse before the callback
@@ -87,61 +84,61 @@ type dev struct {
 	// buffers given back.
 	later     []*laterRead
 	laterFree []stageBuf
-	drains    int // throttles that waited for the queue to drain (tests)
+	counters  Counters // Ahead, Drains (tests)
 }
 
-// maxInFlight bounds the deferred runs submitted since the queue was last
+// MaxInFlight (native) bounds the deferred runs submitted since the queue was last
 // seen empty: the host builds and submits steps while the GPU runs the
 // ones before, and does not run away from it (a loop that never reads
 // would queue without end); the next waits for the queue to drain, a gap
-// of one poll every maxInFlight runs.
-const maxInFlight = 3
+// of one poll every MaxInFlight runs.
+const MaxInFlight = 3
 
-func adapterDesc(ad *wgpu.Adapter) devInfo {
+func adapterDesc(ad *wgpu.Adapter) Info {
 	ai := ad.GetInfo()
 	// wgpu-native v0.23's info puts the adapter name in the description
 	// and hex ids in the name fields ("0x0"); prefer the readable one.
-	info := devInfo{name: ai.Name, driver: ai.DriverDescription, api: ai.BackendType.String()}
-	if info.name == "" || strings.HasPrefix(info.name, "0x") {
-		info.name, info.driver = ai.DriverDescription, ""
+	info := Info{Name: ai.Name, Driver: ai.DriverDescription, API: ai.BackendType.String()}
+	if info.Name == "" || strings.HasPrefix(info.Name, "0x") {
+		info.Name, info.Driver = ai.DriverDescription, ""
 	}
 	switch ai.BackendType {
 	case wgpu.BackendTypeVulkan:
-		info.api = "Vulkan"
+		info.API = "Vulkan"
 	case wgpu.BackendTypeMetal:
-		info.api = "Metal"
+		info.API = "Metal"
 	case wgpu.BackendTypeD3D12:
-		info.api = "D3D12"
+		info.API = "D3D12"
 	case wgpu.BackendTypeOpenGL, wgpu.BackendTypeOpenGLES:
-		info.api = "OpenGL"
+		info.API = "OpenGL"
 	}
 	switch ai.AdapterType {
 	case wgpu.AdapterTypeDiscreteGPU:
-		info.kind, info.gpu = "discrete GPU", true
+		info.Kind, info.GPU = "discrete GPU", true
 	case wgpu.AdapterTypeIntegratedGPU:
-		info.kind, info.gpu = "integrated GPU", true
+		info.Kind, info.GPU = "integrated GPU", true
 	case wgpu.AdapterTypeCPU:
-		info.kind = "software (CPU)"
+		info.Kind = "software (CPU)"
 	default:
-		info.kind = "unknown adapter type"
+		info.Kind = "unknown adapter type"
 	}
 	return info
 }
 
-func fillLimits(info *devInfo, l wgpu.Limits) {
-	info.maxBuffer = l.MaxBufferSize
-	info.maxBinding = l.MaxStorageBufferBindingSize
-	info.maxInvocations = l.MaxComputeInvocationsPerWorkgroup
-	info.maxWGSizeX = l.MaxComputeWorkgroupSizeX
-	info.maxWGStorage = l.MaxComputeWorkgroupStorageSize
-	info.storageAlign = l.MinStorageBufferOffsetAlignment
-	info.maxWGPerDim = l.MaxComputeWorkgroupsPerDimension
-	info.maxStorageBuffers = l.MaxStorageBuffersPerShaderStage
+func fillLimits(info *Info, l wgpu.Limits) {
+	info.MaxBuffer = l.MaxBufferSize
+	info.MaxBinding = l.MaxStorageBufferBindingSize
+	info.MaxInvocations = l.MaxComputeInvocationsPerWorkgroup
+	info.MaxWGSizeX = l.MaxComputeWorkgroupSizeX
+	info.MaxWGStorage = l.MaxComputeWorkgroupStorageSize
+	info.StorageAlign = l.MinStorageBufferOffsetAlignment
+	info.MaxWGPerDim = l.MaxComputeWorkgroupsPerDimension
+	info.MaxStorageBuffers = l.MaxStorageBuffersPerShaderStage
 }
 
-// backendsEnv picks the native APIs wgpu may use: unset, Vulkan, Metal and
+// BackendsEnv picks the native APIs wgpu may use: unset, Vulkan, Metal and
 // D3D12 ("primary"); "all" adds OpenGL, "gl" is OpenGL alone.
-const backendsEnv = "AG_WEBGPU_BACKENDS"
+const BackendsEnv = "AG_WEBGPU_BACKENDS"
 
 // instanceBackends is the API set of AG_WEBGPU_BACKENDS. OpenGL is left out
 // by default: wgpu-native v0.23 (wgpu-hal's egl.rs) panics inside
@@ -150,7 +147,7 @@ const backendsEnv = "AG_WEBGPU_BACKENDS"
 // driver), however good the Vulkan driver is; and where Vulkan is missing
 // its OpenGL adapter is a slow software one (llvmpipe).
 func instanceBackends() (wgpu.InstanceBackend, string, error) {
-	switch v := os.Getenv(backendsEnv); v {
+	switch v := os.Getenv(BackendsEnv); v {
 	case "", "primary":
 		return wgpu.InstanceBackendPrimary, "Vulkan, Metal or D3D12", nil
 	case "all":
@@ -160,7 +157,7 @@ func instanceBackends() (wgpu.InstanceBackend, string, error) {
 	case "vulkan":
 		return wgpu.InstanceBackendVulkan, "Vulkan", nil
 	default:
-		return 0, "", fmt.Errorf("webgpu: %s=%q: want primary, all, vulkan or gl", backendsEnv, v)
+		return 0, "", fmt.Errorf("webgpu: %s=%q: want primary, all, vulkan or gl", BackendsEnv, v)
 	}
 }
 
@@ -210,7 +207,7 @@ func requestAdapter() (*wgpu.Instance, *wgpu.Adapter, error) {
 			hint = ", with " + o
 		}
 		if backends&wgpu.InstanceBackendGL == 0 {
-			hint += "; " + backendsEnv + "=all also tries OpenGL"
+			hint += "; " + BackendsEnv + "=all also tries OpenGL"
 		}
 		return nil, nil, fmt.Errorf("webgpu: no adapter on %s (%v%s): install a Vulkan driver, e.g. mesa-vulkan-drivers", apis, err, hint)
 	}
@@ -218,15 +215,15 @@ func requestAdapter() (*wgpu.Instance, *wgpu.Adapter, error) {
 }
 
 // probeDev finds the adapter Open would use and releases it again.
-func probeDev() (devInfo, error) {
+func probeDev() (Info, error) {
 	_, ad, err := requestAdapter()
 	if err != nil {
-		return devInfo{}, err
+		return Info{}, err
 	}
 	info := adapterDesc(ad)
 	fillLimits(&info, ad.GetLimits().Limits)
-	info.timestamps = ad.HasFeature(wgpu.FeatureNameTimestampQuery)
-	info.f16 = ad.HasFeature(wgpu.FeatureNameShaderF16)
+	info.Timestamps = ad.HasFeature(wgpu.FeatureNameTimestampQuery)
+	info.F16 = ad.HasFeature(wgpu.FeatureNameShaderF16)
 	ad.Release()
 	return info, nil
 }
@@ -271,8 +268,8 @@ func openDev() (*dev, error) {
 	d := &dev{inst: inst, adapter: ad, device: device, queue: device.GetQueue()}
 	d.info = adapterDesc(ad)
 	fillLimits(&d.info, device.GetLimits().Limits)
-	d.info.timestamps = slices.Contains(feats, wgpu.FeatureNameTimestampQuery) && device.HasFeature(wgpu.FeatureNameTimestampQuery)
-	d.info.f16 = slices.Contains(feats, wgpu.FeatureNameShaderF16) && device.HasFeature(wgpu.FeatureNameShaderF16)
+	d.info.Timestamps = slices.Contains(feats, wgpu.FeatureNameTimestampQuery) && device.HasFeature(wgpu.FeatureNameTimestampQuery)
+	d.info.F16 = slices.Contains(feats, wgpu.FeatureNameShaderF16) && device.HasFeature(wgpu.FeatureNameShaderF16)
 	// Spinning costs a CPU core while the GPU works: worth it on a GPU,
 	// not on a software adapter that needs the cores itself.
 	switch os.Getenv("AG_WEBGPU_WAIT") {
@@ -280,13 +277,13 @@ func openDev() (*dev, error) {
 		d.spin = true
 	case "block":
 	default:
-		d.spin = d.info.gpu
+		d.spin = d.info.GPU
 	}
 	d.deferRuns = os.Getenv("AG_WEBGPU_DEFER") != "off"
 	return d, nil
 }
 
-func (d *dev) newBuffer(size uint64, _ bufUsage) (*gbuf, error) {
+func (d *dev) NewBuffer(size uint64) (*Buffer, error) {
 	b, err := d.device.CreateBuffer(&wgpu.BufferDescriptor{
 		Usage: wgpu.BufferUsageStorage | wgpu.BufferUsageCopySrc | wgpu.BufferUsageCopyDst,
 		Size:  size,
@@ -294,25 +291,25 @@ func (d *dev) newBuffer(size uint64, _ bufUsage) (*gbuf, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &gbuf{b: b, size: size}, nil
+	return &Buffer{b: b, size: size}, nil
 }
 
-func (d *dev) destroyBuffer(b *gbuf) {
-	d.dropAhead()
+func (d *dev) DestroyBuffer(b *Buffer) {
+	d.DropAhead()
 	b.b.Destroy()
 	b.b.Release()
 }
 
-func (d *dev) write(b *gbuf, off uint64, data []byte) error {
+func (d *dev) Write(b *Buffer, off uint64, data []byte) error {
 	for len(data) > 0 {
-		n := min(len(data), maxStaging)
+		n := min(len(data), MaxStaging)
 		if err := d.queue.WriteBuffer(b.b, off, data[:n]); err != nil {
 			return err
 		}
 		data, off = data[n:], off+uint64(n)
 		// wgpu keeps every write in one pending staging area until the
 		// next submit; flushing now and then keeps many small writes fast.
-		if d.pendingWrites++; d.pendingWrites >= 16 || n == maxStaging {
+		if d.pendingWrites++; d.pendingWrites >= 16 || n == MaxStaging {
 			d.flushWrites()
 		}
 	}
@@ -346,10 +343,10 @@ func (d *dev) ensureStaging(size uint64) error {
 	return nil
 }
 
-func (d *dev) read(b *gbuf, off uint64, dst []byte) error {
+func (d *dev) Read(b *Buffer, off uint64, dst []byte) error {
 	d.pendingWrites = 0 // the submit below flushes them
 	for len(dst) > 0 {
-		n := uint64(min(len(dst), maxStaging))
+		n := uint64(min(len(dst), MaxStaging))
 		if err := d.ensureStaging(n); err != nil {
 			return err
 		}
@@ -376,9 +373,6 @@ func (d *dev) read(b *gbuf, off uint64, dst []byte) error {
 	return nil
 }
 
-// readsLater: readLater returns before the values are in (Caps.LaterReads).
-const readsLater = true
-
 // stageBuf is a MapRead staging buffer and its size.
 type stageBuf struct {
 	b    *wgpu.Buffer
@@ -398,7 +392,7 @@ func (d *dev) newStage(size uint64) (stageBuf, error) {
 // copies the bytes out. Nothing is mapped until then: cogentcore's
 // MapAsync hands C the address of a Go variable (see deferRuns), so a
 // mapping is kept in flight only for one wait, as read's is.
-func (d *dev) startLater(b *gbuf, off uint64, r *laterRead) error {
+func (d *dev) startLater(b *Buffer, off uint64, r *laterRead) error {
 	cmd, err := d.copyCmd(b.b, off, r.st.b, r.n)
 	if err != nil {
 		return err
@@ -437,11 +431,11 @@ type laterRead struct {
 
 // await does nothing natively: the mapping is asked for and waited for
 // under the backend's lock (finish), as every other use of the device.
-func (*laterRead) await() error { return nil }
+func (*laterRead) Await() error { return nil }
 
 // finish completes the read, unless throttle or close did, and returns
 // its error.
-func (r *laterRead) finish(werr error, closed bool) error {
+func (r *laterRead) Finish(werr error, closed bool) error {
 	if !r.complete {
 		if closed { // close completes every read in flight; this cannot be
 			return errors.New("backend closed before the read finished")
@@ -539,7 +533,7 @@ func (d *dev) waitFor(done func() bool, empty bool) {
 	}
 }
 
-func (d *dev) newPipeline(label, src string, readOnly []bool) (*gpipe, error) {
+func (d *dev) NewPipeline(label, src string, readOnly []bool) (*Pipeline, error) {
 	mod, err := d.device.CreateShaderModule(&wgpu.ShaderModuleDescriptor{Label: label, WGSLDescriptor: &wgpu.ShaderModuleWGSLDescriptor{Code: src}})
 	if err != nil {
 		return nil, err
@@ -569,28 +563,28 @@ func (d *dev) newPipeline(label, src string, readOnly []bool) (*gpipe, error) {
 		bgl.Release()
 		return nil, err
 	}
-	return &gpipe{p: p, bgl: bgl, pl: pl}, nil
+	return &Pipeline{p: p, bgl: bgl, pl: pl}, nil
 }
 
-func (d *dev) releasePipeline(p *gpipe) {
+func (d *dev) ReleasePipeline(p *Pipeline) {
 	p.p.Release()
 	p.pl.Release()
 	p.bgl.Release()
 }
 
-func (d *dev) newBindGroup(p *gpipe, entries []bindEntry) (*gbind, error) {
+func (d *dev) NewBindGroup(p *Pipeline, entries []BindEntry) (*BindGroup, error) {
 	es := make([]wgpu.BindGroupEntry, len(entries))
 	for i, e := range entries {
-		es[i] = wgpu.BindGroupEntry{Binding: uint32(i), Buffer: e.buf.b, Offset: e.off, Size: e.size}
+		es[i] = wgpu.BindGroupEntry{Binding: uint32(i), Buffer: e.Buf.b, Offset: e.Off, Size: e.Size}
 	}
 	g, err := d.device.CreateBindGroup(&wgpu.BindGroupDescriptor{Layout: p.bgl, Entries: es})
 	if err != nil {
 		return nil, err
 	}
-	return &gbind{g: g}, nil
+	return &BindGroup{g: g}, nil
 }
 
-func (d *dev) releaseBindGroup(g *gbind) { g.g.Release() }
+func (d *dev) ReleaseBindGroup(g *BindGroup) { g.g.Release() }
 
 func (d *dev) ensureQueries(n uint32) error {
 	if d.qs != nil && d.qCount >= n {
@@ -620,7 +614,7 @@ func (d *dev) releaseQueries() {
 	if d.qs == nil {
 		return
 	}
-	d.dropAhead() // a recorded run writes these
+	d.DropAhead() // a recorded run writes these
 	d.qs.Release()
 	d.qResolve.Destroy()
 	d.qResolve.Release()
@@ -630,8 +624,8 @@ func (d *dev) releaseQueries() {
 }
 
 // runInside is the browser's timestamps between the dispatches of one pass;
-// natively (info.insideTS false) calibration times a pass per kernel.
-func (d *dev) runInside([]dispatch, []copyOp) ([]uint64, error) {
+// natively (info.InsideTS false) calibration times a pass per kernel.
+func (d *dev) RunInside([]Dispatch, []CopyOp) ([]uint64, error) {
 	return nil, errors.New("webgpu: timestamps inside passes are not used natively")
 }
 
@@ -640,18 +634,18 @@ func (d *dev) runInside([]dispatch, []copyOp) ([]uint64, error) {
 // each pass and returns them (len(passes)+1 ticks, in ns: wgpu-native on
 // Vulkan reports raw ticks and the binding does not expose the period;
 // NVIDIA's and lavapipe's period is 1 ns).
-func (d *dev) run(passes [][]dispatch, copies []copyOp, timed bool) ([]uint64, error) {
-	return d.runRead(passes, copies, timed, nil)
+func (d *dev) Run(passes [][]Dispatch, copies []CopyOp, timed bool) ([]uint64, error) {
+	return d.RunRead(passes, copies, timed, nil)
 }
 
 // foldsRead reports whether runRead can fold a read of n bytes into a run:
 // a wait here is a poll, but a second submission and wait per step cost an
 // H200's 4x1024 step 0.15-0.4 ms over its device time.
-func (d *dev) foldsRead(n int) bool { return n <= maxStaging }
+func (d *dev) FoldsRead(n int) bool { return n <= MaxStaging }
 
 // runRead is run with rb's copy recorded after the run's own and its map
 // awaited in the same wait. rb may be nil.
-func (d *dev) runRead(passes [][]dispatch, copies []copyOp, timed bool, rb *readBack) ([]uint64, error) {
+func (d *dev) RunRead(passes [][]Dispatch, copies []CopyOp, timed bool, rb *ReadBack) ([]uint64, error) {
 	cmd, err := d.encode(passes, copies, timed, rb, true)
 	if err != nil {
 		return nil, err
@@ -662,9 +656,9 @@ func (d *dev) runRead(passes [][]dispatch, copies []copyOp, timed bool, rb *read
 // encode records passes, copies, the timestamps (timed) and rb's copy into
 // one command buffer. grow lets it grow the query set and the staging
 // buffer; without, it fails rather than replace what a submitted run uses.
-func (d *dev) encode(passes [][]dispatch, copies []copyOp, timed bool, rb *readBack, grow bool) (*wgpu.CommandBuffer, error) {
+func (d *dev) encode(passes [][]Dispatch, copies []CopyOp, timed bool, rb *ReadBack, grow bool) (*wgpu.CommandBuffer, error) {
 	nq := uint32(len(passes) + 1)
-	if !grow && (timed && d.qCount < nq || rb != nil && d.stagingSize < uint64(len(rb.dst))) {
+	if !grow && (timed && d.qCount < nq || rb != nil && d.stagingSize < uint64(len(rb.Dst))) {
 		return nil, errors.New("encode: would replace buffers in use")
 	}
 	if timed {
@@ -673,7 +667,7 @@ func (d *dev) encode(passes [][]dispatch, copies []copyOp, timed bool, rb *readB
 		}
 	}
 	if rb != nil {
-		if err := d.ensureStaging(uint64(len(rb.dst))); err != nil {
+		if err := d.ensureStaging(uint64(len(rb.Dst))); err != nil {
 			return nil, err
 		}
 	}
@@ -690,9 +684,9 @@ func (d *dev) encode(passes [][]dispatch, copies []copyOp, timed bool, rb *readB
 	for i, pass := range passes {
 		cp := enc.BeginComputePass(nil)
 		for _, ds := range pass {
-			cp.SetPipeline(ds.pipe.p)
-			cp.SetBindGroup(0, ds.bind.g, nil)
-			cp.DispatchWorkgroups(ds.x, ds.y, ds.z)
+			cp.SetPipeline(ds.Pipe.p)
+			cp.SetBindGroup(0, ds.Bind.g, nil)
+			cp.DispatchWorkgroups(ds.X, ds.Y, ds.Z)
 		}
 		err := cp.End()
 		cp.Release()
@@ -706,7 +700,7 @@ func (d *dev) encode(passes [][]dispatch, copies []copyOp, timed bool, rb *readB
 		}
 	}
 	for _, c := range copies {
-		if err := enc.CopyBufferToBuffer(c.src.b, c.srcOff, c.dst.b, c.dstOff, c.size); err != nil {
+		if err := enc.CopyBufferToBuffer(c.Src.b, c.SrcOff, c.Dst.b, c.DstOff, c.Size); err != nil {
 			return nil, err
 		}
 	}
@@ -719,7 +713,7 @@ func (d *dev) encode(passes [][]dispatch, copies []copyOp, timed bool, rb *readB
 		}
 	}
 	if rb != nil {
-		if err := enc.CopyBufferToBuffer(rb.src.b, rb.off, d.staging, 0, uint64(len(rb.dst))); err != nil {
+		if err := enc.CopyBufferToBuffer(rb.Src.b, rb.Off, d.staging, 0, uint64(len(rb.Dst))); err != nil {
 			return nil, err
 		}
 	}
@@ -728,7 +722,7 @@ func (d *dev) encode(passes [][]dispatch, copies []copyOp, timed bool, rb *readB
 
 // readCmd is a command buffer of rb's copy into the staging buffer alone,
 // submitted after a run's own (see runRepeatable).
-func (d *dev) readCmd(rb *readBack) (*wgpu.CommandBuffer, error) {
+func (d *dev) readCmd(rb *ReadBack) (*wgpu.CommandBuffer, error) {
 	return d.encode(nil, nil, false, rb, true)
 }
 
@@ -736,7 +730,7 @@ func (d *dev) readCmd(rb *readBack) (*wgpu.CommandBuffer, error) {
 // given, the read's own command buffer rbCmd; maps the timestamps and the
 // read, calls during (when given) while the device runs, waits once and
 // copies the results out.
-func (d *dev) submitWait(cmd, rbCmd *wgpu.CommandBuffer, nq uint32, timed bool, rb *readBack, during func()) ([]uint64, error) {
+func (d *dev) submitWait(cmd, rbCmd *wgpu.CommandBuffer, nq uint32, timed bool, rb *ReadBack, during func()) ([]uint64, error) {
 	d.pendingWrites = 0 // the submit flushes them
 	if rbCmd != nil {
 		d.queue.Submit(cmd, rbCmd)
@@ -751,7 +745,7 @@ func (d *dev) submitWait(cmd, rbCmd *wgpu.CommandBuffer, nq uint32, timed bool, 
 	var tsStatus, rbStatus wgpu.BufferMapAsyncStatus
 	n := uint64(0)
 	if rb != nil {
-		n = uint64(len(rb.dst))
+		n = uint64(len(rb.Dst))
 		if err := d.staging.MapAsync(wgpu.MapModeRead, 0, n, func(s wgpu.BufferMapAsyncStatus) { rbStatus, rbDone = s, true }); err != nil {
 			d.wait(nil)
 			return nil, fmt.Errorf("read: %w", err)
@@ -762,7 +756,7 @@ func (d *dev) submitWait(cmd, rbCmd *wgpu.CommandBuffer, nq uint32, timed bool, 
 			d.wait(&rbDone)
 			if rb != nil {
 				// the read's mapping is done: finish it, so the staging buffer is unmapped
-				err = errors.Join(err, d.finishMap(d.staging, n, rb.dst, rbStatus))
+				err = errors.Join(err, d.finishMap(d.staging, n, rb.Dst, rbStatus))
 			}
 			return nil, fmt.Errorf("timestamps: %w", err)
 		}
@@ -775,12 +769,12 @@ func (d *dev) submitWait(cmd, rbCmd *wgpu.CommandBuffer, nq uint32, timed bool, 
 	var tsErr error
 	if timed {
 		raw = make([]uint64, nq)
-		if err := d.finishMap(d.qReadout, 8*uint64(nq), bytesOf(raw), tsStatus); err != nil {
+		if err := d.finishMap(d.qReadout, 8*uint64(nq), BytesOf(raw), tsStatus); err != nil {
 			tsErr = fmt.Errorf("timestamps: %w", err)
 		}
 	}
 	if rb != nil {
-		if err := d.finishMap(d.staging, n, rb.dst, rbStatus); err != nil {
+		if err := d.finishMap(d.staging, n, rb.Dst, rbStatus); err != nil {
 			return nil, fmt.Errorf("read: %w", err)
 		}
 	}
@@ -805,7 +799,7 @@ func (d *dev) submitWait(cmd, rbCmd *wgpu.CommandBuffer, nq uint32, timed bool, 
 // loss every tenth step lost three of ten recordings (0.29 against 0.25
 // ms a step at 4x1024 batch 64 on an H200) when the read was part of the
 // key.
-func (d *dev) runRepeatable(key runKey, build func() ([]dispatch, []copyOp, error), timed bool, rb *readBack) ([]uint64, bool, error) {
+func (d *dev) RunRepeatable(key RunKey, build func() ([]Dispatch, []CopyOp, error), timed bool, rb *ReadBack) ([]uint64, bool, error) {
 	cmd, ahead, repeat, err := d.command(key, build, timed)
 	if err != nil {
 		return nil, false, err
@@ -829,25 +823,25 @@ func (d *dev) runRepeatable(key runKey, build func() ([]dispatch, []copyOp, erro
 // ahead when it is that run's (ahead), else recorded now; repeat reports
 // that the run repeats the one before, whose successor is then worth
 // recording ahead.
-func (d *dev) command(key runKey, build func() ([]dispatch, []copyOp, error), timed bool) (cmd *wgpu.CommandBuffer, ahead, repeat bool, err error) {
+func (d *dev) command(key RunKey, build func() ([]Dispatch, []CopyOp, error), timed bool) (cmd *wgpu.CommandBuffer, ahead, repeat bool, err error) {
 	if a := d.ahead; a != nil {
 		d.ahead = nil
-		if a.gen == d.aheadGen && a.key.same(key) {
+		if a.gen == d.aheadGen && a.key.Same(key) {
 			cmd = a.cmd
-			d.aheadHits++
+			d.counters.Ahead++
 		} else {
 			a.cmd.Release()
 		}
 	}
 	ahead = cmd != nil
-	repeat = ahead || d.lastKey.same(key)
-	d.lastKey = key.clone()
+	repeat = ahead || key.Same(d.lastKey)
+	d.lastKey = key.Clone()
 	if cmd == nil {
 		ds, copies, err := build()
 		if err != nil {
 			return nil, false, false, err
 		}
-		if cmd, err = d.encode([][]dispatch{ds}, copies, timed, nil, true); err != nil {
+		if cmd, err = d.encode([][]Dispatch{ds}, copies, timed, nil, true); err != nil {
 			return nil, false, false, err
 		}
 	}
@@ -856,26 +850,26 @@ func (d *dev) command(key runKey, build func() ([]dispatch, []copyOp, error), ti
 
 // recordAhead records the next run of the last key, assumed to repeat it.
 // A failure records nothing: the next run builds again and reports it.
-func (d *dev) recordAhead(build func() ([]dispatch, []copyOp, error), timed bool) {
+func (d *dev) recordAhead(build func() ([]Dispatch, []CopyOp, error), timed bool) {
 	ds, copies, err := build()
 	if err != nil {
 		return
 	}
-	if c, err := d.encode([][]dispatch{ds}, copies, timed, nil, false); err == nil {
+	if c, err := d.encode([][]Dispatch{ds}, copies, timed, nil, false); err == nil {
 		d.ahead = &aheadCmd{key: d.lastKey, cmd: c, gen: d.aheadGen}
 	}
 }
 
 // aheadCmd is a run's command buffer recorded during the run before.
 type aheadCmd struct {
-	key runKey
+	key RunKey
 	cmd *wgpu.CommandBuffer
 	gen uint64
 }
 
 // dropAhead releases a command buffer recorded ahead and makes any other
 // stale: called when what one may use goes away.
-func (d *dev) dropAhead() {
+func (d *dev) DropAhead() {
 	d.aheadGen++
 	if d.ahead != nil {
 		d.ahead.cmd.Release()
@@ -885,20 +879,20 @@ func (d *dev) dropAhead() {
 
 // defersRuns reports whether plain runs are submitted without waiting
 // (AG_WEBGPU_DEFER=off: every run waits, as before).
-func (d *dev) defersRuns() bool { return d.deferRuns }
+func (d *dev) DefersRuns() bool { return d.deferRuns }
 
 // deferRun submits a plain run and returns without waiting for it, so that
 // the host builds the next step while the GPU runs this one: a loop that
 // reads its loss every tenth step waits once in ten. Reads, and runs that
 // read, wait for everything submitted before (queue order). After
-// maxInFlight deferred runs the next waits for the queue to drain (see
+// MaxInFlight deferred runs the next waits for the queue to drain (see
 // throttle). Like runRepeatable it submits a command recorded ahead when
 // the run repeats the one before (ahead reports it), and records the next
 // one after submitting; a deferred run writes the same timestamps as a
 // waited one (unread) so that both share recordings.
-func (d *dev) deferRun(key runKey, build func() ([]dispatch, []copyOp, error)) (bool, error) {
+func (d *dev) DeferRun(key RunKey, build func() ([]Dispatch, []CopyOp, error)) (bool, error) {
 	d.throttle()
-	cmd, ahead, repeat, err := d.command(key, build, d.info.timestamps)
+	cmd, ahead, repeat, err := d.command(key, build, d.info.Timestamps)
 	if err != nil {
 		return false, err
 	}
@@ -907,14 +901,14 @@ func (d *dev) deferRun(key runKey, build func() ([]dispatch, []copyOp, error)) (
 	d.queue.Submit(cmd)
 	cmd.Release()
 	if repeat {
-		d.recordAhead(build, d.info.timestamps)
+		d.recordAhead(build, d.info.Timestamps)
 	}
 	return ahead, nil
 }
 
 // setDefer turns deferRun on or off and returns what it was (tests that
 // read each run's device time turn it off).
-func (d *dev) setDefer(on bool) bool {
+func (d *dev) SetDefer(on bool) bool {
 	was := d.deferRuns
 	if was && !on {
 		d.wait(nil)
@@ -923,30 +917,30 @@ func (d *dev) setDefer(on bool) bool {
 	return was
 }
 
-// unfinished is the number of deferred runs not known finished.
-func (d *dev) unfinished() uint64 { return d.runs - d.done }
+// Unfinished is the number of deferred runs not known finished.
+func (d *dev) Unfinished() uint64 { return d.runs - d.done }
 
 // drainDeferred waits for the deferred runs not yet seen finished.
-func (d *dev) drainDeferred() {
+func (d *dev) DrainDeferred() {
 	if d.runs > d.done {
 		d.wait(nil)
 	}
 }
 
 // waitIdle waits until everything submitted has finished.
-func (d *dev) waitIdle() error {
+func (d *dev) WaitIdle() error {
 	d.wait(nil)
 	return nil
 }
 
-// throttle waits once maxInFlight deferred runs are not known finished:
+// throttle waits once MaxInFlight deferred runs are not known finished:
 // for the oldest later read whose copy follows enough of them (the runs
 // after it go on, as a pipelined loop wants), else for the queue to drain.
 func (d *dev) throttle() {
-	for d.runs-d.done >= maxInFlight {
+	for d.runs-d.done >= MaxInFlight {
 		i := slices.IndexFunc(d.later, func(r *laterRead) bool { return r.through > d.done })
 		if i < 0 {
-			d.drains++
+			d.counters.Drains++
 			d.wait(nil) // all finished
 			return
 		}
@@ -954,15 +948,15 @@ func (d *dev) throttle() {
 	}
 }
 
-func (d *dev) close() {
-	d.drainDeferred() // deferred runs finish before the device goes
+func (d *dev) Close() {
+	d.DrainDeferred() // deferred runs finish before the device goes
 	// reads in flight complete: their waits give the values, as a read
 	// waited for before the close would have
 	for len(d.later) > 0 {
 		d.completeRead(d.later[0])
 	}
 	d.dropStages()
-	d.dropAhead()
+	d.DropAhead()
 	d.releaseQueries()
 	if d.staging != nil {
 		d.staging.Destroy()
@@ -972,4 +966,44 @@ func (d *dev) close() {
 	d.queue.Release()
 	d.device.Release()
 	d.adapter.Release() // the instance is the process's (see instances)
+}
+
+// SetSpin sets whether the native device d waits by polling without pause
+// (AG_WEBGPU_WAIT) and returns what it was: benchmarks compare both.
+func SetSpin(d Device, on bool) (was bool) {
+	nd := d.(*dev)
+	was, nd.spin = nd.spin, on
+	return was
+}
+
+// QueueEmpty reports whether the native device d's queue has nothing left
+// to run (one non-blocking poll; tests).
+func QueueEmpty(d Device) bool { return d.(*dev).device.Poll(false, nil) }
+
+// EncodeOnly records ds into a compute pass of the native device d and
+// finishes the command buffer without submitting it: the host's share of
+// a run (benchmarks).
+func EncodeOnly(d Device, ds []Dispatch) error {
+	enc, err := d.(*dev).device.CreateCommandEncoder(nil)
+	if err != nil {
+		return err
+	}
+	defer enc.Release()
+	cp := enc.BeginComputePass(nil)
+	for _, x := range ds {
+		cp.SetPipeline(x.Pipe.p)
+		cp.SetBindGroup(0, x.Bind.g, nil)
+		cp.DispatchWorkgroups(x.X, x.Y, x.Z)
+	}
+	err = cp.End()
+	cp.Release()
+	if err != nil {
+		return err
+	}
+	cmd, err := enc.Finish(nil)
+	if err != nil {
+		return err
+	}
+	cmd.Release()
+	return nil
 }
