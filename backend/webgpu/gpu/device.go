@@ -119,6 +119,34 @@ func (d *dev) Counters() Counters { return d.counters }
 // in both layers.
 const ReadsLater = true
 
+// withFewer calls request with feats and, while it fails, again without
+// the last feature asked for (the features are listed most wanted first:
+// shader-f16 failing keeps timestamps); it returns the features of the
+// last request and its error.
+func withFewer[F any](feats []F, request func([]F) error) ([]F, error) {
+	for {
+		err := request(feats)
+		if err == nil || len(feats) == 0 {
+			return feats, err
+		}
+		feats = feats[:len(feats)-1]
+	}
+}
+
+// inChunks calls f on data in chunks of at most MaxStaging bytes, in
+// order, each with the byte offset from off where it belongs; the first
+// error stops it.
+func inChunks(off uint64, data []byte, f func(off uint64, chunk []byte) error) error {
+	for len(data) > 0 {
+		n := min(len(data), MaxStaging)
+		if err := f(off, data[:n]); err != nil {
+			return err
+		}
+		data, off = data[n:], off+uint64(n)
+	}
+	return nil
+}
+
 // MaxStaging bounds one readback or upload chunk so that a read of a large
 // table does not need a staging buffer as large as the table.
 const MaxStaging = 64 << 20

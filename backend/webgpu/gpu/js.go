@@ -256,17 +256,12 @@ func openDev() (*dev, error) {
 			feats = append(feats, f)
 		}
 	}
-	// A refused request is retried without the last feature asked for (so
-	// that shader-f16 failing keeps timestamps).
 	var device js.Value
-	for {
+	_, err = withFewer(feats, func(feats []any) (err error) {
 		desc["requiredFeatures"] = feats
 		device, err = await(ad.Call("requestDevice", desc))
-		if err == nil || len(feats) == 0 {
-			break
-		}
-		feats = feats[:len(feats)-1]
-	}
+		return err
+	})
 	if err != nil || !device.Truthy() {
 		return nil, fmt.Errorf("webgpu: requestDevice: %v", err)
 	}
@@ -362,19 +357,17 @@ func (d *dev) DestroyBuffer(b *Buffer) {
 }
 
 func (d *dev) Write(b *Buffer, off uint64, data []byte) error {
-	for len(data) > 0 {
-		n := min(len(data), MaxStaging)
-		arr := js.Global().Get("Uint8Array").New(n)
-		js.CopyBytesToJS(arr, data[:n])
+	return inChunks(off, data, func(off uint64, data []byte) error {
+		arr := js.Global().Get("Uint8Array").New(len(data))
+		js.CopyBytesToJS(arr, data)
 		d.queue.Call("writeBuffer", b.v, off, arr)
-		data, off = data[n:], off+uint64(n)
-	}
-	return nil
+		return nil
+	})
 }
 
 func (d *dev) Read(b *Buffer, off uint64, dst []byte) error {
-	for len(dst) > 0 {
-		n := uint64(min(len(dst), MaxStaging))
+	return inChunks(off, dst, func(off uint64, dst []byte) error {
+		n := uint64(len(dst))
 		if d.stageSize < n {
 			if d.stageSize > 0 {
 				d.stage.Call("destroy")
@@ -387,17 +380,9 @@ func (d *dev) Read(b *Buffer, off uint64, dst []byte) error {
 			}
 			d.stage, d.stageSize = st, size
 		}
-		d.scopedLater(func() {
-			enc := d.device.Call("createCommandEncoder")
-			enc.Call("copyBufferToBuffer", b.v, off, d.stage, 0, n)
-			d.queue.Call("submit", []any{enc.Call("finish")})
-		})
-		if err := d.mapRead(d.stage, n, dst[:n]); err != nil {
-			return err
-		}
-		dst, off = dst[n:], off+n
-	}
-	return nil
+		d.submitCopy(b.v, off, d.stage, n)
+		return d.mapRead(d.stage, n, dst)
+	})
 }
 
 // stageBuf is a MapRead staging buffer and its size.
@@ -412,15 +397,21 @@ func (d *dev) newStage(size uint64) (stageBuf, error) {
 	return stageBuf{v: v, size: size}, err
 }
 
+// submitCopy submits a copy of n bytes of src from off to the start of
+// dst, in an error scope the next settle reports.
+func (d *dev) submitCopy(src js.Value, off uint64, dst js.Value, n uint64) {
+	d.scopedLater(func() {
+		enc := d.device.Call("createCommandEncoder")
+		enc.Call("copyBufferToBuffer", src, off, dst, 0, n)
+		d.queue.Call("submit", []any{enc.Call("finish")})
+	})
+}
+
 // startLater submits r's copy and asks for its mapping, without waiting:
 // await waits for the mapping and for the error scopes pending until then
 // (the runs deferred before the read), finish copies the bytes out.
 func (d *dev) startLater(b *Buffer, off uint64, r *laterRead) error {
-	d.scopedLater(func() {
-		enc := d.device.Call("createCommandEncoder")
-		enc.Call("copyBufferToBuffer", b.v, off, r.st.v, 0, r.n)
-		d.queue.Call("submit", []any{enc.Call("finish")})
-	})
+	d.submitCopy(b.v, off, r.st.v, r.n)
 	r.p, r.scopes = d.gather(r.st.v.Call("mapAsync", jsModeRead, 0, r.n))
 	// A read never waited for (against LaterReader's contract) whose
 	// device closes rejects: handled here, so that it is no page error;
@@ -461,7 +452,7 @@ func (r *laterRead) Finish(werr error, closed bool) error {
 		return r.err
 	}
 	if closed {
-		return errors.New("backend closed before the read finished")
+		return errReadClosed
 	}
 	return r.take(werr)
 }
@@ -577,7 +568,12 @@ func (d *dev) Run(passes [][]Dispatch, copies []CopyOp, timed bool) ([]uint64, e
 		_, err := d.settle(d.queue.Call("onSubmittedWorkDone"))
 		return nil, err
 	}
-	// Mapping the timestamps waits for the run: one round trip.
+	return d.readTicks(nq)
+}
+
+// readTicks maps the first nq timestamps of the readout buffer, which
+// waits for the run that resolved them: one round trip.
+func (d *dev) readTicks(nq uint32) ([]uint64, error) {
 	raw := make([]uint64, nq)
 	if err := d.mapRead(d.qReadout, 8*uint64(nq), BytesOf(raw)); err != nil {
 		return nil, fmt.Errorf("timestamps: %w", err)
@@ -630,11 +626,7 @@ func (d *dev) RunInside(ds []Dispatch, copies []CopyOp) ([]uint64, error) {
 		enc.Call("copyBufferToBuffer", d.qResolve, 0, d.qReadout, 0, 8*nq)
 		d.queue.Call("submit", []any{enc.Call("finish")})
 	})
-	raw := make([]uint64, nq)
-	if err := d.mapRead(d.qReadout, 8*uint64(nq), BytesOf(raw)); err != nil {
-		return nil, fmt.Errorf("timestamps: %w", err)
-	}
-	return raw, nil
+	return d.readTicks(nq)
 }
 
 // deferRun submits the run that build binds, in one pass, without

@@ -1,6 +1,9 @@
 package gpu
 
-import "slices"
+import (
+	"errors"
+	"slices"
+)
 
 // Reads waited for later (Device.ReadLater), shared by both layers: each
 // read copies into a staging buffer of its own, kept for the next reads
@@ -28,6 +31,10 @@ func (d *dev) ReadLater(b *Buffer, off uint64, dst []byte) (PendingRead, error) 
 	d.later = append(d.later, r)
 	return r, nil
 }
+
+// errReadClosed is a read's error when the device closed before its wait
+// took the bytes.
+var errReadClosed = errors.New("backend closed before the read finished")
 
 // laterBase is what a read in flight holds in both layers.
 type laterBase struct {

@@ -250,17 +250,13 @@ func openDev() (*dev, error) {
 			feats = append(feats, f)
 		}
 	}
-	// A refused request is retried without the last feature asked for, so
-	// that shader-f16 failing keeps timestamps; without timestamps device
-	// time falls back to the host clock, without shader-f16 tiles stay f32.
+	// Without timestamps device time falls back to the host clock, without
+	// shader-f16 tiles stay f32.
 	var device *wgpu.Device
-	for {
+	feats, err = withFewer(feats, func(feats []wgpu.FeatureName) (err error) {
 		device, err = ad.RequestDevice(&wgpu.DeviceDescriptor{Label: "ag", RequiredFeatures: feats, RequiredLimits: &wgpu.RequiredLimits{Limits: lim}})
-		if err == nil || len(feats) == 0 {
-			break
-		}
-		feats = feats[:len(feats)-1]
-	}
+		return err
+	})
 	if err != nil {
 		ad.Release()
 		return nil, fmt.Errorf("webgpu: RequestDevice (maxBufferSize %d, maxStorageBufferBindingSize %d): %w", lim.MaxBufferSize, lim.MaxStorageBufferBindingSize, err)
@@ -296,24 +292,21 @@ func (d *dev) NewBuffer(size uint64) (*Buffer, error) {
 
 func (d *dev) DestroyBuffer(b *Buffer) {
 	d.DropAhead()
-	b.b.Destroy()
-	b.b.Release()
+	freeBuffer(b.b)
 }
 
 func (d *dev) Write(b *Buffer, off uint64, data []byte) error {
-	for len(data) > 0 {
-		n := min(len(data), MaxStaging)
-		if err := d.queue.WriteBuffer(b.b, off, data[:n]); err != nil {
+	return inChunks(off, data, func(off uint64, data []byte) error {
+		if err := d.queue.WriteBuffer(b.b, off, data); err != nil {
 			return err
 		}
-		data, off = data[n:], off+uint64(n)
 		// wgpu keeps every write in one pending staging area until the
 		// next submit; flushing now and then keeps many small writes fast.
-		if d.pendingWrites++; d.pendingWrites >= 16 || n == MaxStaging {
+		if d.pendingWrites++; d.pendingWrites >= 16 || len(data) == MaxStaging {
 			d.flushWrites()
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 func (d *dev) flushWrites() {
@@ -331,46 +324,38 @@ func (d *dev) ensureStaging(size uint64) error {
 	if d.staging != nil {
 		// no recorded run copies into it: runRepeatable's reads are
 		// command buffers of their own (readCmd)
-		d.staging.Destroy()
-		d.staging.Release()
+		freeBuffer(d.staging)
 		d.staging = nil
 	}
-	st, err := d.device.CreateBuffer(&wgpu.BufferDescriptor{Usage: wgpu.BufferUsageMapRead | wgpu.BufferUsageCopyDst, Size: size})
+	st, err := d.newStage(size)
 	if err != nil {
 		return err
 	}
-	d.staging, d.stagingSize = st, size
+	d.staging, d.stagingSize = st.b, size
 	return nil
+}
+
+// freeBuffer destroys a buffer's memory and releases its handle.
+func freeBuffer(b *wgpu.Buffer) {
+	b.Destroy()
+	b.Release()
 }
 
 func (d *dev) Read(b *Buffer, off uint64, dst []byte) error {
 	d.pendingWrites = 0 // the submit below flushes them
-	for len(dst) > 0 {
-		n := uint64(min(len(dst), MaxStaging))
+	return inChunks(off, dst, func(off uint64, dst []byte) error {
+		n := uint64(len(dst))
 		if err := d.ensureStaging(n); err != nil {
 			return err
 		}
-		enc, err := d.device.CreateCommandEncoder(nil)
-		if err != nil {
-			return err
-		}
-		if err := enc.CopyBufferToBuffer(b.b, off, d.staging, 0, n); err != nil {
-			enc.Release()
-			return err
-		}
-		cmd, err := enc.Finish(nil)
-		enc.Release()
+		cmd, err := d.copyCmd(b.b, off, d.staging, n)
 		if err != nil {
 			return err
 		}
 		d.queue.Submit(cmd)
 		cmd.Release()
-		if err := d.mapRead(d.staging, n, dst[:n]); err != nil {
-			return err
-		}
-		dst, off = dst[n:], off+n
-	}
-	return nil
+		return d.mapRead(d.staging, n, dst)
+	})
 }
 
 // stageBuf is a MapRead staging buffer and its size.
@@ -418,8 +403,7 @@ func (d *dev) copyCmd(src *wgpu.Buffer, off uint64, dst *wgpu.Buffer, n uint64) 
 }
 
 func (st stageBuf) destroy() {
-	st.b.Destroy()
-	st.b.Release()
+	freeBuffer(st.b)
 }
 
 // laterRead is a read in flight (readLater): its copy is submitted after
@@ -438,7 +422,7 @@ func (*laterRead) Await() error { return nil }
 func (r *laterRead) Finish(werr error, closed bool) error {
 	if !r.complete {
 		if closed { // close completes every read in flight; this cannot be
-			return errors.New("backend closed before the read finished")
+			return errReadClosed
 		}
 		r.d.completeRead(r)
 	}
@@ -616,10 +600,8 @@ func (d *dev) releaseQueries() {
 	}
 	d.DropAhead() // a recorded run writes these
 	d.qs.Release()
-	d.qResolve.Destroy()
-	d.qResolve.Release()
-	d.qReadout.Destroy()
-	d.qReadout.Release()
+	freeBuffer(d.qResolve)
+	freeBuffer(d.qReadout)
 	d.qs, d.qCount = nil, 0
 }
 
@@ -959,8 +941,7 @@ func (d *dev) Close() {
 	d.DropAhead()
 	d.releaseQueries()
 	if d.staging != nil {
-		d.staging.Destroy()
-		d.staging.Release()
+		freeBuffer(d.staging)
 		d.staging = nil
 	}
 	d.queue.Release()
