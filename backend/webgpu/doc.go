@@ -168,10 +168,11 @@
 // # Memory
 //
 // WebGPU cannot query device memory. Memory reports an estimate: total is
-// AG_WEBGPU_MEMORY_MB when set, else 16 GiB (at most 4x maxBufferSize) on a
-// real GPU and 2 GiB on software adapters and in browsers; free is total
-// minus the bytes this backend currently holds (buffers, program
-// intermediates and parameter buffers).
+// AG_WEBGPU_MEMORY_MB when set, else 2 GiB on software adapters (Chromium's
+// SwiftShader included); free is total minus the bytes this backend
+// currently holds (buffers, program intermediates and parameter buffers).
+// On a real GPU without AG_WEBGPU_MEMORY_MB it returns an error wrapping
+// backend.ErrMemoryUnknown (see memoryBudget).
 //
 // # Selection
 //

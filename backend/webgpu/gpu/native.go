@@ -965,23 +965,7 @@ func QueueEmpty(d Device) bool { return d.(*dev).device.Poll(false, nil) }
 // finishes the command buffer without submitting it: the host's share of
 // a run (benchmarks).
 func EncodeOnly(d Device, ds []Dispatch) error {
-	enc, err := d.(*dev).device.CreateCommandEncoder(nil)
-	if err != nil {
-		return err
-	}
-	defer enc.Release()
-	cp := enc.BeginComputePass(nil)
-	for _, x := range ds {
-		cp.SetPipeline(x.Pipe.p)
-		cp.SetBindGroup(0, x.Bind.g, nil)
-		cp.DispatchWorkgroups(x.X, x.Y, x.Z)
-	}
-	err = cp.End()
-	cp.Release()
-	if err != nil {
-		return err
-	}
-	cmd, err := enc.Finish(nil)
+	cmd, err := d.(*dev).encode([][]Dispatch{ds}, nil, false, nil, true)
 	if err != nil {
 		return err
 	}
