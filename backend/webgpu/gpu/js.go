@@ -51,13 +51,13 @@ type dev struct {
 	stage     js.Value
 	stageSize uint64
 
-	// Reads started and not waited for (readLater) each map a staging
+	// Reads started and not waited for (ReadLater) each map a staging
 	// buffer of their own: laterFree holds those given back, later those
 	// mapping, oldest first (destroyed by close, which fails their waits).
 	laterFree []stageBuf
 	later     []*laterRead
 
-	// A deferred run is encoded in JavaScript from a plan (deferRun): one
+	// A deferred run is encoded in JavaScript from a plan (DeferRun): one
 	// call from Go where per-dispatch calls were three, each a crossing of
 	// the wasm boundary that cost microseconds. The last few plans are kept
 	// with their key and reused while the key repeats (a captured step's
@@ -427,14 +427,14 @@ func (d *dev) completeRead(r *laterRead) {
 	r.complete = true
 }
 
-// laterRead is a read in flight (readLater).
+// laterRead is a read in flight (ReadLater).
 type laterRead struct {
 	laterBase
 	scopes int      // error scopes before the mapping in p's results
 	p      js.Value // Promise.all(scopes..., mapAsync)
 }
 
-// await waits for the mapping and the error scopes; the first validation
+// Await waits for the mapping and the error scopes; the first validation
 // error is the read's.
 func (r *laterRead) Await() error {
 	res, err := await(r.p)
@@ -444,7 +444,7 @@ func (r *laterRead) Await() error {
 	return scopeErr(res, r.scopes)
 }
 
-// finish copies the mapped bytes out and gives the staging buffer back,
+// Finish copies the mapped bytes out and gives the staging buffer back,
 // unless completeRead did; after an error (or the device's close) the
 // buffer is dropped.
 func (r *laterRead) Finish(werr error, closed bool) error {
@@ -552,7 +552,7 @@ func (d *dev) releaseQueries() {
 	d.qCount = 0
 }
 
-// run records the passes into one encoder, submits once and waits, in one
+// Run records the passes into one encoder, submits once and waits, in one
 // round trip with the pending error scopes. With timed, the first pass
 // writes a timestamp at its start and every pass one at its end
 // (len(passes)+1 ticks, ns per the WebGPU spec), read back in the wait.
@@ -581,11 +581,11 @@ func (d *dev) readTicks(nq uint32) ([]uint64, error) {
 	return raw, nil
 }
 
-// foldsRead is false: a plain run is submitted and not waited for
-// (deferRun), so a run and a read already cost one round trip.
+// FoldsRead is false: a plain run is submitted and not waited for
+// (DeferRun), so a run and a read already cost one round trip.
 func (d *dev) FoldsRead(int) bool { return false }
 
-// runRead is run, then the read.
+// RunRead is run, then the read.
 func (d *dev) RunRead(passes [][]Dispatch, copies []CopyOp, timed bool, rb *ReadBack) ([]uint64, error) {
 	raw, err := d.Run(passes, copies, timed)
 	if err != nil || rb == nil {
@@ -598,7 +598,7 @@ func (d *dev) RunRead(passes [][]Dispatch, copies []CopyOp, timed bool, rb *Read
 // of one pass (GPUComputePassEncoder.writeTimestamp).
 const insidePasses = "chromium-experimental-timestamp-query-inside-passes"
 
-// runInside runs the dispatches in one pass as a plain run does, with a
+// RunInside runs the dispatches in one pass as a plain run does, with a
 // timestamp before the first and after each (len(ds)+1 ticks), and waits.
 // Timing each kernel in a pass of its own instead charged every pass's
 // cost to its kernel: in Chromium on an H200 two dozen tiny adds took 40%
@@ -629,7 +629,7 @@ func (d *dev) RunInside(ds []Dispatch, copies []CopyOp) ([]uint64, error) {
 	return d.readTicks(nq)
 }
 
-// deferRun submits the run that build binds, in one pass, without
+// DeferRun submits the run that build binds, in one pass, without
 // waiting: the next settle (a read's map, a run's wait) reports its
 // validation errors. A wait per plain run was a round trip to the GPU
 // process each, a millisecond, most of a small step's time in the browser.
@@ -674,25 +674,25 @@ func planOf(ds []Dispatch, copies []CopyOp) js.Value {
 	return js.ValueOf([]any{pipes, binds, w, cs})
 }
 
-// drainDeferred does nothing: in the browser a timed run's wait is a round
+// DrainDeferred does nothing: in the browser a timed run's wait is a round
 // trip anyway, which covers the runs before it.
 func (d *dev) DrainDeferred() {}
 
-// setDefer does nothing: in the browser plain runs are always deferred.
+// SetDefer does nothing: in the browser plain runs are always deferred.
 func (d *dev) SetDefer(bool) bool { return true }
 
-// waitIdle waits until everything submitted has finished, and for the
+// WaitIdle waits until everything submitted has finished, and for the
 // pending error scopes: one round trip.
 func (d *dev) WaitIdle() error {
 	_, err := d.settle(d.queue.Call("onSubmittedWorkDone"))
 	return err
 }
 
-// defersRuns is true: plain runs are submitted and not waited for
-// (deferRun).
+// DefersRuns is true: plain runs are submitted and not waited for
+// (DeferRun).
 func (d *dev) DefersRuns() bool { return true }
 
-// runRepeatable is runRead: plain runs here are deferred, never repeated
+// RunRepeatable is RunRead: plain runs here are deferred, never repeated
 // through it.
 func (d *dev) RunRepeatable(_ RunKey, build func() ([]Dispatch, []CopyOp, error), timed bool, rb *ReadBack) ([]uint64, bool, error) {
 	ds, copies, err := build()
@@ -703,7 +703,7 @@ func (d *dev) RunRepeatable(_ RunKey, build func() ([]Dispatch, []CopyOp, error)
 	return ticks, false, err
 }
 
-// dropAhead makes every plan stale (deferRun): called when what one may
+// DropAhead makes every plan stale (DeferRun): called when what one may
 // bind goes away.
 func (d *dev) DropAhead() {
 	d.planGen++
@@ -761,7 +761,7 @@ func (d *dev) Close() {
 	d.device.Call("destroy")
 }
 
-// quietly runs f: the browser reports errors through error scopes, not a
+// Quietly runs f: the browser reports errors through error scopes, not a
 // log.
 func Quietly(f func()) { f() }
 

@@ -48,7 +48,7 @@ type laterBase struct {
 	err      error
 }
 
-// Reads waited for later (readLater) each copy into a staging buffer of
+// Reads waited for later (ReadLater) each copy into a staging buffer of
 // their own. maxLaterFree bounds those kept for the next reads; MaxLater
 // the reads in flight: past it the oldest completes (its wait then returns
 // what it took), so reads never waited for, against LaterReader's

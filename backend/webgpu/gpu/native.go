@@ -58,7 +58,7 @@ type dev struct {
 
 	pendingWrites int
 	// ahead is the next run's command buffer, recorded during this one
-	// (runRepeatable); lastKey is the last plain run's; aheadGen counts
+	// (RunRepeatable); lastKey is the last plain run's; aheadGen counts
 	// what made recorded commands stale.
 	ahead    *aheadCmd
 	lastKey  RunKey
@@ -67,7 +67,7 @@ type dev struct {
 	// polls adds wake-up latency to every run); else sleep between polls,
 	// leaving the cores to a software adapter.
 	spin bool
-	// deferRuns: plain runs are submitted without waiting (deferRun).
+	// deferRuns: plain runs are submitted without waiting (DeferRun).
 	// runs counts those submitted, done those of them known finished: all
 	// when the queue was last seen empty, or those before a later read's
 	// copy once its mapping completed. At most MaxInFlight are not known
@@ -79,7 +79,7 @@ type dev struct {
 	deferRuns  bool
 	runs, done uint64
 
-	// Reads started and not waited for (readLater), oldest first, each
+	// Reads started and not waited for (ReadLater), oldest first, each
 	// with a staging buffer of its own; laterFree holds the staging
 	// buffers given back.
 	later     []*laterRead
@@ -322,7 +322,7 @@ func (d *dev) ensureStaging(size uint64) error {
 		return nil
 	}
 	if d.staging != nil {
-		// no recorded run copies into it: runRepeatable's reads are
+		// no recorded run copies into it: RunRepeatable's reads are
 		// command buffers of their own (readCmd)
 		freeBuffer(d.staging)
 		d.staging = nil
@@ -406,18 +406,18 @@ func (st stageBuf) destroy() {
 	freeBuffer(st.b)
 }
 
-// laterRead is a read in flight (readLater): its copy is submitted after
+// laterRead is a read in flight (ReadLater): its copy is submitted after
 // the first through deferred runs.
 type laterRead struct {
 	laterBase
 	through uint64
 }
 
-// await does nothing natively: the mapping is asked for and waited for
+// Await does nothing natively: the mapping is asked for and waited for
 // under the backend's lock (finish), as every other use of the device.
 func (*laterRead) Await() error { return nil }
 
-// finish completes the read, unless throttle or close did, and returns
+// Finish completes the read, unless throttle or close did, and returns
 // its error.
 func (r *laterRead) Finish(werr error, closed bool) error {
 	if !r.complete {
@@ -605,13 +605,13 @@ func (d *dev) releaseQueries() {
 	d.qs, d.qCount = nil, 0
 }
 
-// runInside is the browser's timestamps between the dispatches of one pass;
+// RunInside is the browser's timestamps between the dispatches of one pass;
 // natively (info.InsideTS false) calibration times a pass per kernel.
 func (d *dev) RunInside([]Dispatch, []CopyOp) ([]uint64, error) {
 	return nil, errors.New("webgpu: timestamps inside passes are not used natively")
 }
 
-// run records every pass into one command encoder, submits it once and
+// Run records every pass into one command encoder, submits it once and
 // waits. With timed it writes a timestamp before the first pass and after
 // each pass and returns them (len(passes)+1 ticks, in ns: wgpu-native on
 // Vulkan reports raw ticks and the binding does not expose the period;
@@ -620,12 +620,12 @@ func (d *dev) Run(passes [][]Dispatch, copies []CopyOp, timed bool) ([]uint64, e
 	return d.RunRead(passes, copies, timed, nil)
 }
 
-// foldsRead reports whether runRead can fold a read of n bytes into a run:
+// FoldsRead reports whether RunRead can fold a read of n bytes into a run:
 // a wait here is a poll, but a second submission and wait per step cost an
 // H200's 4x1024 step 0.15-0.4 ms over its device time.
 func (d *dev) FoldsRead(n int) bool { return n <= MaxStaging }
 
-// runRead is run with rb's copy recorded after the run's own and its map
+// RunRead is run with rb's copy recorded after the run's own and its map
 // awaited in the same wait. rb may be nil.
 func (d *dev) RunRead(passes [][]Dispatch, copies []CopyOp, timed bool, rb *ReadBack) ([]uint64, error) {
 	cmd, err := d.encode(passes, copies, timed, rb, true)
@@ -703,7 +703,7 @@ func (d *dev) encode(passes [][]Dispatch, copies []CopyOp, timed bool, rb *ReadB
 }
 
 // readCmd is a command buffer of rb's copy into the staging buffer alone,
-// submitted after a run's own (see runRepeatable).
+// submitted after a run's own (see RunRepeatable).
 func (d *dev) readCmd(rb *ReadBack) (*wgpu.CommandBuffer, error) {
 	return d.encode(nil, nil, false, rb, true)
 }
@@ -766,7 +766,7 @@ func (d *dev) submitWait(cmd, rbCmd *wgpu.CommandBuffer, nq uint32, timed bool, 
 	return raw, nil
 }
 
-// runRepeatable is runRead for a plain run of one pass, which build
+// RunRepeatable is RunRead for a plain run of one pass, which build
 // returns; ahead reports that it submitted a command recorded ahead. A run that repeats the one before (the same key: a captured
 // step's replays, a lazy step over the same buffers) records its successor
 // while the device runs it, and the successor submits that command buffer
@@ -849,7 +849,7 @@ type aheadCmd struct {
 	gen uint64
 }
 
-// dropAhead releases a command buffer recorded ahead and makes any other
+// DropAhead releases a command buffer recorded ahead and makes any other
 // stale: called when what one may use goes away.
 func (d *dev) DropAhead() {
 	d.aheadGen++
@@ -859,16 +859,16 @@ func (d *dev) DropAhead() {
 	}
 }
 
-// defersRuns reports whether plain runs are submitted without waiting
+// DefersRuns reports whether plain runs are submitted without waiting
 // (AG_WEBGPU_DEFER=off: every run waits, as before).
 func (d *dev) DefersRuns() bool { return d.deferRuns }
 
-// deferRun submits a plain run and returns without waiting for it, so that
+// DeferRun submits a plain run and returns without waiting for it, so that
 // the host builds the next step while the GPU runs this one: a loop that
 // reads its loss every tenth step waits once in ten. Reads, and runs that
 // read, wait for everything submitted before (queue order). After
 // MaxInFlight deferred runs the next waits for the queue to drain (see
-// throttle). Like runRepeatable it submits a command recorded ahead when
+// throttle). Like RunRepeatable it submits a command recorded ahead when
 // the run repeats the one before (ahead reports it), and records the next
 // one after submitting; a deferred run writes the same timestamps as a
 // waited one (unread) so that both share recordings.
@@ -888,7 +888,7 @@ func (d *dev) DeferRun(key RunKey, build func() ([]Dispatch, []CopyOp, error)) (
 	return ahead, nil
 }
 
-// setDefer turns deferRun on or off and returns what it was (tests that
+// SetDefer turns DeferRun on or off and returns what it was (tests that
 // read each run's device time turn it off).
 func (d *dev) SetDefer(on bool) bool {
 	was := d.deferRuns
@@ -902,14 +902,14 @@ func (d *dev) SetDefer(on bool) bool {
 // Unfinished is the number of deferred runs not known finished.
 func (d *dev) Unfinished() uint64 { return d.runs - d.done }
 
-// drainDeferred waits for the deferred runs not yet seen finished.
+// DrainDeferred waits for the deferred runs not yet seen finished.
 func (d *dev) DrainDeferred() {
 	if d.runs > d.done {
 		d.wait(nil)
 	}
 }
 
-// waitIdle waits until everything submitted has finished.
+// WaitIdle waits until everything submitted has finished.
 func (d *dev) WaitIdle() error {
 	d.wait(nil)
 	return nil
