@@ -139,14 +139,15 @@ func (g *GPT) SetTraining(on bool) {
 // tokens made so far, rather than a token picked from them. A nil device,
 // or a nil rng at a temperature above 0, is an error.
 func (g *GPT) Generate(dev *core.Device, prompt []int, n int, temperature float64, rng *rand.Rand) ([]int, error) {
-	return generate("models.GPT.Generate", dev, g.Forward, g.SetTraining, g.Drop.Training, g.Config.Vocab, g.Config.Context, prompt, n, temperature, rng)
+	return generate("models.GPT.Generate", dev, g.Forward, g.SetTraining, g.Drop.Training, g.Config.Vocab, g.Config.Vocab, g.Config.Context, prompt, n, temperature, rng)
 }
 
 // generate is the sampling loop of GPT and GPT2's Generate (see
 // GPT.Generate), fn naming the caller in errors; forward maps [1, T] tokens
 // to [1, T, vocab] logits, and setTraining(training) restores the mode.
+// Tokens are drawn among the first limit ids (limit <= vocab).
 func generate(fn string, dev *core.Device, forward func(*core.Tensor) *core.Tensor, setTraining func(bool), training bool,
-	vocab, context int, prompt []int, n int, temperature float64, rng *rand.Rand) ([]int, error) {
+	vocab, limit, context int, prompt []int, n int, temperature float64, rng *rand.Rand) ([]int, error) {
 	if dev == nil {
 		return nil, fmt.Errorf("%s: nil device", fn)
 	}
@@ -179,6 +180,7 @@ func generate(fn string, dev *core.Device, forward func(*core.Tensor) *core.Tens
 		if err != nil {
 			return out, fmt.Errorf("%s: %w", fn, err)
 		}
+		last = last[:limit]
 		for i, v := range last {
 			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 1) {
 				return out, fmt.Errorf("%s: logit %d of token %d is %g: no distribution to sample", fn, i, len(out), v)

@@ -88,6 +88,10 @@ type GPT2 struct {
 	Drop     *nn.Dropout
 	Blocks   []*GPT2Block
 	LnF      *nn.LayerNorm
+	// SampleVocab, when in 1..Vocab, makes Generate draw only ids below
+	// it: a tokenizer with fewer tokens than the embedding has rows (a BPE
+	// learned from a small text) never makes the others.
+	SampleVocab int
 }
 
 // GPT2Block is one of GPT-2's transformer blocks:
@@ -274,9 +278,13 @@ func (g *GPT2) SetTraining(on bool) {
 // Generate continues prompt by n tokens as GPT.Generate does: each drawn
 // from the softmax of the last position's logits divided by temperature
 // (0: the most likely token), in evaluation mode, over the last Context
-// tokens.
+// tokens; only ids below SampleVocab when it is set.
 func (g *GPT2) Generate(dev *core.Device, prompt []int, n int, temperature float64, rng *rand.Rand) ([]int, error) {
-	return generate("models.GPT2.Generate", dev, g.Forward, g.SetTraining, g.Drop.Training, g.Config.Vocab, g.Config.Context, prompt, n, temperature, rng)
+	limit := g.Config.Vocab
+	if g.SampleVocab >= 1 && g.SampleVocab < limit {
+		limit = g.SampleVocab
+	}
+	return generate("models.GPT2.Generate", dev, g.Forward, g.SetTraining, g.Drop.Training, g.Config.Vocab, limit, g.Config.Context, prompt, n, temperature, rng)
 }
 
 // LoadGPT2Safetensors reads a GPT-2 state dict written by PyTorch

@@ -3,6 +3,7 @@ package models
 import (
 	"bytes"
 	"math"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"strings"
@@ -235,7 +236,8 @@ func TestGPT2TiedHead(t *testing.T) {
 }
 
 // TestGPT2Trains trains the tiny size with a BPE learned from KeeperText:
-// the loss must fall from about ln(vocab), and Generate continues a prompt.
+// the loss must fall from about ln(vocab), and Generate continues a prompt,
+// drawing below SampleVocab when set.
 func TestGPT2Trains(t *testing.T) {
 	dev := openDev(t)
 	tok, err := bpe.Train([]byte(KeeperText), 512)
@@ -277,5 +279,17 @@ func TestGPT2Trains(t *testing.T) {
 	}
 	if len(out) != len(tok.Encode([]byte("The keeper")))+10 {
 		t.Errorf("generated %d tokens", len(out))
+	}
+	g.SampleVocab = 100
+	prompt := tok.Encode([]byte("The keeper"))
+	out, err = g.Generate(dev, prompt, 30, 2, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range out[len(prompt):] {
+		if id >= 100 {
+			t.Errorf("generated id %d with SampleVocab 100: %v", id, out)
+			break
+		}
 	}
 }

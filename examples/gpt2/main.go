@@ -11,9 +11,9 @@
 // -merges merges.txt). -size sets the architecture, -vocab the number of
 // embedding rows: 50257 by default, GPT-2's, so -size 124M has GPT-2
 // small's 124,439,808 parameters whatever the text. A small text stops the
-// BPE early, when no pair of tokens repeats (README.md gives a few
-// thousand tokens): the rows of ids it never makes stay unused (a sampled
-// one prints as U+FFFD). -ctx is the length of the training sequences; the
+// BPE early, when no pair of tokens repeats (README.md gives under two
+// thousand tokens): the rows of ids it never makes stay unused, and
+// samples draw only the tokenizer's ids. -ctx is the length of the training sequences; the
 // position table keeps the size's context (1024 rows at 124M).
 //
 // It prints "parameters: N", the loss as it trains, and samples at the end.
@@ -157,6 +157,7 @@ func Train(dev *core.Device, o Options, out io.Writer) error {
 	}
 	start = time.Now()
 	g := models.NewGPT2(dev, cfg, nn.NewRNG(o.Seed))
+	g.SampleVocab = tok.Size()
 	fmt.Fprintf(out, "gpt2 %s on %s: %d layers, width %d, %d heads, context %d, vocabulary %d, dropout %g\n",
 		o.Size, dev, cfg.Layers, cfg.Dim, cfg.Heads, cfg.Context, cfg.Vocab, cfg.Dropout)
 	fmt.Fprintf(out, "parameters: %d (%.1fs to initialise)\n", cfg.Params(), time.Since(start).Seconds())
@@ -251,8 +252,8 @@ func tokenizer(o Options) (*bpe.Tokenizer, string, error) {
 	return tok, how, nil
 }
 
-// decode prints ids, an id the tokenizer does not have (an embedding row
-// beyond it) as U+FFFD.
+// decode prints ids, an id the tokenizer does not have as U+FFFD (never
+// made: Generate draws below GPT2.SampleVocab).
 func decode(tok *bpe.Tokenizer, ids []int) string {
 	var b strings.Builder
 	for _, id := range ids {
