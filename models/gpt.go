@@ -1,7 +1,9 @@
 // Package models holds whole models built from package nn, ready to train:
 // GPT, a decoder-only transformer language model (the character-level
 // model of ag's tests, benchmarks and examples), and CharVocab, its
-// tokenizer. They are ordinary nn.Modules: read them as examples of how to
+// tokenizer; GPT2, OpenAI's GPT-2 architecture (tied embeddings, GPT-2's
+// state dict names, so PyTorch's checkpoints load), whose tokenizer is
+// package bpe. They are ordinary nn.Modules: read them as examples of how to
 // compose layers.
 package models
 
@@ -137,42 +139,51 @@ func (g *GPT) SetTraining(on bool) {
 // tokens made so far, rather than a token picked from them. A nil device,
 // or a nil rng at a temperature above 0, is an error.
 func (g *GPT) Generate(dev *core.Device, prompt []int, n int, temperature float64, rng *rand.Rand) ([]int, error) {
+	return generate("models.GPT.Generate", dev, g.Forward, g.SetTraining, g.Drop.Training, g.Config.Vocab, g.Config.Vocab, g.Config.Context, prompt, n, temperature, rng)
+}
+
+// generate is the sampling loop of GPT and GPT2's Generate (see
+// GPT.Generate), fn naming the caller in errors; forward maps [1, T] tokens
+// to [1, T, vocab] logits, and setTraining(training) restores the mode.
+// Tokens are drawn among the first limit ids (limit <= vocab).
+func generate(fn string, dev *core.Device, forward func(*core.Tensor) *core.Tensor, setTraining func(bool), training bool,
+	vocab, limit, context int, prompt []int, n int, temperature float64, rng *rand.Rand) ([]int, error) {
 	if dev == nil {
-		return nil, fmt.Errorf("models.GPT.Generate: nil device")
+		return nil, fmt.Errorf("%s: nil device", fn)
 	}
 	if rng == nil && temperature > 0 {
-		return nil, fmt.Errorf("models.GPT.Generate: nil rng at temperature %g (only temperature 0, the most likely token, draws nothing)", temperature)
+		return nil, fmt.Errorf("%s: nil rng at temperature %g (only temperature 0, the most likely token, draws nothing)", fn, temperature)
 	}
 	if len(prompt) == 0 || n < 0 || temperature < 0 || math.IsNaN(temperature) {
-		return nil, fmt.Errorf("models.GPT.Generate: prompt of %d tokens, n %d, temperature %g: want a prompt, n >= 0, temperature >= 0", len(prompt), n, temperature)
+		return nil, fmt.Errorf("%s: prompt of %d tokens, n %d, temperature %g: want a prompt, n >= 0, temperature >= 0", fn, len(prompt), n, temperature)
 	}
 	for _, p := range prompt {
-		if p < 0 || p >= g.Config.Vocab {
-			return nil, fmt.Errorf("models.GPT.Generate: prompt token %d outside 0..%d", p, g.Config.Vocab-1)
+		if p < 0 || p >= vocab {
+			return nil, fmt.Errorf("%s: prompt token %d outside 0..%d", fn, p, vocab-1)
 		}
 	}
-	training := g.Drop.Training
-	g.SetTraining(false)
-	defer g.SetTraining(training)
+	setTraining(false)
+	defer setTraining(training)
 	out := slices.Clone(prompt)
 	var err error
 	for range n {
-		ctx := out[max(0, len(out)-g.Config.Context):]
+		ctx := out[max(0, len(out)-context):]
 		idx := make([]float32, len(ctx))
 		for i, v := range ctx {
 			idx[i] = float32(v)
 		}
 		var last []float32
 		dev.NoGrad(func() {
-			logits := g.Forward(dev.Tensor(idx, 1, len(ctx)))
-			last, err = logits.ReadAt((len(ctx)-1)*g.Config.Vocab, g.Config.Vocab)
+			logits := forward(dev.Tensor(idx, 1, len(ctx)))
+			last, err = logits.ReadAt((len(ctx)-1)*vocab, vocab)
 		})
 		if err != nil {
-			return out, fmt.Errorf("models.GPT.Generate: %w", err)
+			return out, fmt.Errorf("%s: %w", fn, err)
 		}
+		last = last[:limit]
 		for i, v := range last {
 			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 1) {
-				return out, fmt.Errorf("models.GPT.Generate: logit %d of token %d is %g: no distribution to sample", i, len(out), v)
+				return out, fmt.Errorf("%s: logit %d of token %d is %g: no distribution to sample", fn, i, len(out), v)
 			}
 		}
 		out = append(out, sample(last, temperature, rng))
