@@ -680,6 +680,21 @@ struct ggml_tensor *ag_rand_uniform_op(struct ggml_context *ctx, struct ggml_ten
 	return t;
 }
 
+struct ggml_tensor *ag_philox_op(struct ggml_context *ctx, struct ggml_tensor *state, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3, uint64_t start) {
+	struct ggml_tensor *t = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, ne0, ne1, ne2, ne3);
+	// arange's own parameters (start 0, stop n, step 1) keep the node
+	// self-consistent for anything that reads them; [4] and [5] are the
+	// counter offset (patch 0010).
+	const float arange[3] = {0.0f, (float)ggml_nelements(t), 1.0f};
+	memcpy(t->op_params, arange, sizeof arange);
+	t->op_params[4] = (int32_t)(uint32_t)start;
+	t->op_params[5] = (int32_t)(uint32_t)(start >> 32);
+	t->op = GGML_OP_ARANGE;
+	t->src[0] = state;
+	ggml_set_name(t, "RAND_UNIFORM(philox)"); // its label in profiles (nodetimer.go)
+	return t;
+}
+
 static int64_t ag_now_ns(void) {
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);

@@ -148,6 +148,11 @@ bool ag_node_clock_cb(void *data);
 
 void ag_rand_uniform(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 struct ggml_tensor *ag_rand_uniform_op(struct ggml_context *ctx, struct ggml_tensor *state, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3, uint64_t start);
+// ag_philox_op is rand_uniform on ggml-vulkan: an arange node with the
+// state as its source, which ggml-vulkan with patch 0010 computes as
+// ag_rand_uniform does (ggml-cpu would compute an arange: use
+// ag_rand_uniform_op there). probeDraw checks it when a device opens.
+struct ggml_tensor *ag_philox_op(struct ggml_context *ctx, struct ggml_tensor *state, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3, uint64_t start);
 void ag_rand_uniform_fill(float *dst, int64_t e0, int64_t e1, const float *state, uint64_t start);
 
 // ag_custom_name names the ag kernel of a GGML_OP_CUSTOM node for dumps

@@ -42,7 +42,10 @@ type device struct {
 	// (probeSignStep: ggml-vulkan's with patch 0007), so ReLU's gradient
 	// mask is one node (composite_relumask.go).
 	signStep bool
-	slabs    slabPool // small buffers (see slab.go)
+	// drawsPhilox: rand_uniform is drawn on the device (probeDraw:
+	// ggml-vulkan's arange with patch 0010); else a leaf the host fills.
+	drawsPhilox bool
+	slabs       slabPool // small buffers (see slab.go)
 }
 
 func newDevice(name, desc string, be C.ggml_backend_t, isCPU bool) (*device, error) {
@@ -66,6 +69,7 @@ func newDevice(name, desc string, be C.ggml_backend_t, isCPU bool) (*device, err
 	if !isCPU {
 		d.clampKeepsNaN = d.probeClamp()
 		d.signStep = d.probeSignStep()
+		d.drawsPhilox = d.probeDraw()
 	}
 	d.stepStrict = d.probeStep()
 	d.caps.Composites = nativeOps() // composite_*.go; the probe below drops any a device refuses

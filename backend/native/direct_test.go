@@ -320,3 +320,55 @@ func runSpecial(t *testing.T, be backend.Backend, g *backend.Graph, in []float32
 		}
 	}
 }
+
+// rand_uniform is drawn on the device on both devices: ggml-vulkan's arange
+// with patch 0010 where probeDraw found it (ag_philox_op), ggml-cpu's
+// ag_rand_uniform; the host-filled leaf (randLeaf) stays the fallback. All
+// three give backend.RandUniformFill's values exactly, for a state that is
+// an arg and (on the device paths) one computed in the graph.
+func TestDeviceDraw(t *testing.T) {
+	const rows, cols, start = 3, 1001, 7
+	key, counter := uint64(0xfeedface12345678), uint64(1)<<32-1
+	state := backend.RandState(key, counter)
+	want := make([]float32, rows*cols)
+	backend.RandUniformFill(want, key, counter, start, 0)
+	fromArg := &backend.Graph{NumArgs: 2, Nodes: []backend.Node{
+		{Op: backend.OpArg, Arg: 0, Shape: []int{backend.RandStateLen}},
+		{Op: backend.OpRandUniform, In: []int{0}, Start: start, Shape: []int{rows, cols}},
+	}, Outputs: []backend.Output{{Node: 1, Arg: 1}}}
+	computed := &backend.Graph{NumArgs: 2, Nodes: []backend.Node{
+		{Op: backend.OpArg, Arg: 0, Shape: []int{backend.RandStateLen}},
+		{Op: backend.OpAffine, In: []int{0}, A: 1, B: 0, Shape: []int{backend.RandStateLen}},
+		{Op: backend.OpRandUniform, In: []int{1}, Start: start, Shape: []int{rows, cols}},
+	}, Outputs: []backend.Output{{Node: 2, Arg: 1}}}
+	for _, name := range devices(t) {
+		be := open(t, name)
+		d := be.(*device)
+		if name == VulkanName && !d.drawsPhilox {
+			t.Errorf("%s: probeDraw found no Philox draw in the device's arange: is ggml built without patch 0010?", name)
+		}
+		keep := d.drawsPhilox
+		for _, onDevice := range []bool{true, false} {
+			if d.isCPU && !onDevice {
+				continue // ggml-cpu runs ag_rand_uniform either way
+			}
+			t.Run(fmt.Sprintf("%s on device %v", name, onDevice), func(t *testing.T) {
+				d.mu.Lock()
+				d.drawsPhilox = onDevice && !d.isCPU
+				d.mu.Unlock()
+				defer func() { d.mu.Lock(); d.drawsPhilox = keep; d.mu.Unlock() }()
+				graphs := []*backend.Graph{fromArg}
+				if onDevice {
+					graphs = append(graphs, computed) // the host fill reads its state from an arg
+				}
+				for _, g := range graphs {
+					runSpecial(t, be, g, state, [][]float32{want}, "draw")
+				}
+				ops := loweredOps(t, d, fromArg)
+				if arange := strings.Contains(ops, "ARANGE"); arange != (onDevice && !d.isCPU) {
+					t.Errorf("%s on device %v: rand_uniform lowered to %s", name, onDevice, ops)
+				}
+			})
+		}
+	}
+}

@@ -665,12 +665,16 @@ func (l *lowering) lowerNode(i int, n *backend.Node) (tensor, []tensor, error) {
 }
 
 // lowerRand lowers rand_uniform: ag_rand_uniform on ggml-cpu; on
-// ggml-vulkan a leaf Run fills on the host (see randLeaf), which needs the
-// state to be an arg (core's always is).
+// ggml-vulkan ag_philox_op where probeDraw found it (patch 0010), else a
+// leaf Run fills on the host (see randLeaf), which needs the state to be
+// an arg (core's always is).
 func (l *lowering) lowerRand(n *backend.Node) (tensor, []tensor, error) {
 	w := ne(n.Shape)
 	if l.d.isCPU {
 		return C.ag_rand_uniform_op(l.ctx, l.in(n, 0), w[0], w[1], w[2], w[3], C.uint64_t(n.Start)), nil, nil
+	}
+	if l.d.drawsPhilox {
+		return C.ag_philox_op(l.ctx, l.contiguous(l.in(n, 0)), w[0], w[1], w[2], w[3], C.uint64_t(n.Start)), nil, nil
 	}
 	st := &l.g.Nodes[n.In[0]]
 	if st.Op != backend.OpArg {

@@ -152,3 +152,39 @@ func (d *device) probeUnary(ops []func(*C.struct_ggml_context, tensor) tensor, i
 	}
 	return true
 }
+
+// probeDraw reports whether the device draws rand_uniform as the reference
+// does (backend.RandUniformFill) through ag_philox_op, build.sh's patch
+// 0010: a counter whose low word carries into the high one, an offset, and
+// more blocks than one workgroup makes. Where it does, dropout's draws are
+// made on the device; elsewhere they are filled on the host (randLeaf).
+func (d *device) probeDraw() bool {
+	const n, start = 4103, 3 // 1,026 blocks: two rows of workgroups, a partial last block
+	key, counter := uint64(0x0123456789abcdef), uint64(1)<<32-2
+	ctx := C.ggml_init(C.struct_ggml_init_params{mem_size: 4*C.ggml_tensor_overhead() + C.ggml_graph_overhead(), no_alloc: true})
+	if ctx == nil {
+		return false
+	}
+	defer C.ggml_free(ctx)
+	st := C.ggml_new_tensor_1d(ctx, C.GGML_TYPE_F32, backend.RandStateLen)
+	y := C.ag_philox_op(ctx, st, n, 1, 1, 1, start)
+	if !C.ggml_backend_supports_op(d.be, y) {
+		return false
+	}
+	gf := C.ggml_new_graph(ctx)
+	C.ggml_build_forward_expand(gf, y)
+	buf := C.ggml_backend_alloc_ctx_tensors(ctx, d.be)
+	if buf == nil {
+		return false
+	}
+	defer C.ggml_backend_buffer_free(buf)
+	state := backend.RandState(key, counter)
+	C.ggml_backend_tensor_set(st, unsafe.Pointer(&state[0]), 0, C.size_t(4*len(state)))
+	if C.ggml_backend_graph_compute(d.be, gf) != C.GGML_STATUS_SUCCESS {
+		return false
+	}
+	got, want := make([]float32, n), make([]float32, n)
+	C.ggml_backend_tensor_get(y, unsafe.Pointer(&got[0]), 0, C.size_t(4*n))
+	backend.RandUniformFill(want, key, counter, start, 0)
+	return slices.Equal(got, want)
+}
