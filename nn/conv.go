@@ -282,13 +282,17 @@ func conv(x, w, b *core.Tensor, g window, groups int, cache *windowCache) *core.
 	return core.Permute(core.Reshape(y, g.n, oh, ow, oc), 0, 3, 1, 2)
 }
 
-// useIm2Col reports whether dev runs im2col and its gradient natively
-// (ggml_im2col; col2im or the gather's gradient): there core.Im2Col's one
-// kernel replaces the permute, the padding and the gather, while elsewhere
-// its decomposition would add a transpose of the columns to today's
-// gather (and col2im's a scatter-add).
+// useIm2Col reports whether dev runs im2col and col2im natively (ggml-cpu:
+// ggml_im2col, ggml_im2col_back): there core.Im2Col's one kernel replaces
+// the permute, the padding and the gather, while elsewhere its
+// decomposition would add a transpose of the columns to today's gather.
+// ggml-vulkan runs im2col alone (964 -> 877 nodes for the convnet step),
+// but with it nn's TestConvNetTrains ended at 94.5% held-out accuracy
+// against its 95% bar (95.3% today): until that is understood, it keeps
+// today's path.
 func useIm2Col(dev *core.Device) bool {
-	return dev.Info().Native(backend.OpIm2Col)
+	c := dev.Info()
+	return c.Native(backend.OpIm2Col) && c.Native(backend.OpCol2Im)
 }
 
 // convIm2Col is conv by core.Im2Col: the columns [N*OH*OW, C*KH*KW] times
