@@ -1,0 +1,80 @@
+package core
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/ag-go/ag/backend"
+)
+
+// Im2Col is PyTorch's unfold of x [N, C, H, W] by the window w: [N*OH*OW,
+// C*KH*KW], row (n, oh, ow), column (c, i, j) the element the kernel
+// offset (i, j) covers at that output position (0 in the padding), so a
+// weight [OC, C, KH, KW] reshaped to [OC, C*KH*KW] multiplies it directly.
+// rows is its index table, a Constant of w.Rows(N, H, W) (nn keeps one per
+// layer and input shape): the decomposition gathers by it; ggml runs
+// ggml_im2col, which reads x alone. One composite op of the IR
+// (backend.OpIm2Col); its gradient is col2im (backend.OpCol2Im, ggml-cpu's
+// im2col_back) where the device lowers it, else the gather's gradient by
+// the table (core's inverse tables: linear where a scatter-add is not).
+func Im2Col(x, rows *Tensor, w backend.Window) *Tensor {
+	needTensors("Im2Col", x, rows)
+	needRank("Im2Col", x, 4)
+	oh, ow := w.Out(x.shape[2], x.shape[3])
+	n := backend.Node{Op: backend.OpIm2Col, Perm: w.Attr(), Shape: []int{x.shape[0] * oh * ow, x.shape[1] * w.KH * w.KW}}
+	if err := backend.CompositeOf(backend.OpIm2Col).Check(&n, func(k int) []int { return [][]int{x.shape, rows.shape}[k] }); err != nil {
+		panic(fmt.Sprintf("core.Im2Col: x of shape %v, table of shape %v: %v", x.shape, rows.shape, err))
+	}
+	if rows.constValues() == nil {
+		panic(fmt.Sprintf("core.Im2Col: the index table %v is not a Constant (want Window.Rows(%d, %d, %d))", rows, x.shape[0], x.shape[2], x.shape[3]))
+	}
+	return x.dev.record("Im2Col", backend.OpIm2Col, n.Shape, attrs{Perm: n.Perm}, x, rows)
+}
+
+var _ = defineComposite(backend.OpIm2Col, composite{
+	grad: func(n *Tensor, in []*Tensor, g *Tensor, k int) *Tensor {
+		if k == 1 {
+			return nil // the index table
+		}
+		x, rows := in[0], in[1]
+		if g.dev.caps.Native(backend.OpCol2Im) {
+			return g.dev.record("Col2Im", backend.OpCol2Im, slices.Clone(x.shape), attrs{Perm: n.attr.Perm}, g, rows)
+		}
+		return col2imByRows(g, rows, x.shape, backend.Window{KH: n.attr.Perm[0], KW: n.attr.Perm[1], PH: n.attr.Perm[4], PW: n.attr.Perm[5]})
+	},
+})
+
+// col2imByRows is OpCol2Im's decomposition in core ops, so that the
+// gather's gradient takes core's inverse tables (a few gathers) rather
+// than the scatter-add the decomposition has, which GPUs run in time
+// quadratic in the rows.
+func col2imByRows(g, rows *Tensor, x []int, w backend.Window) *Tensor {
+	nb, c, h, wd := x[0], x[1], x[2], x[3]
+	k, m := w.KH*w.KW, g.shape[0]
+	hp, wp := h+2*w.PH, wd+2*w.PW
+	v := Reshape(Permute(Reshape(g, m, c, k), 0, 2, 1), m*k, c)
+	if inv := inverseOf(rows, hp*wp*nb); inv != nil {
+		v = inv.gather(v)
+	} else {
+		v = scatterAddRows(v, rows, hp*wp*nb)
+	}
+	v = Reshape(v, hp, wp, nb, c)
+	if w.PH > 0 {
+		v = SliceRows(v, w.PH, h)
+	}
+	v = Permute(v, 1, 0, 2, 3)
+	if w.PW > 0 {
+		v = SliceRows(v, w.PW, wd)
+	}
+	return Permute(v, 2, 3, 1, 0)
+}
+
+var _ = defineComposite(backend.OpCol2Im, composite{
+	// the adjoint of a linear map's adjoint is the map
+	grad: func(n *Tensor, in []*Tensor, g *Tensor, k int) *Tensor {
+		if k == 1 {
+			return nil
+		}
+		return g.dev.record("Im2Col", backend.OpIm2Col, slices.Clone(in[0].shape), attrs{Perm: n.attr.Perm}, g, in[1])
+	},
+})
