@@ -3,6 +3,7 @@ package core_test
 import (
 	"fmt"
 
+	"github.com/ag-go/ag/backend"
 	_ "github.com/ag-go/ag/backend/cpu"
 	"github.com/ag-go/ag/core"
 )
@@ -37,4 +38,21 @@ func ExampleLayerNorm() {
 	// cross-entropy: [0.1672]
 	// gradient norm: [0.1417]
 	// summed to [3]: [-0.0839 0.0080 0.0759]
+}
+
+// Im2Col unfolds an image into one row per output position, PyTorch's
+// unfold: here a 3x3 image by a 2x2 window with stride 1, so a 2x2 kernel
+// becomes a product with the columns. The index table is a Constant that
+// the decomposition gathers by (nn's convolutions keep one per shape).
+func ExampleIm2Col() {
+	dev, _ := core.Open("cpu")
+	defer dev.Close()
+	x := dev.Param([]float32{1, 2, 3, 4, 5, 6, 7, 8, 9}, 1, 1, 3, 3)
+	w := backend.Window{KH: 2, KW: 2, SH: 1, SW: 1, DH: 1, DW: 1}
+	rows := w.Rows(1, 3, 3)
+	cols := core.Im2Col(x, dev.Constant(rows, len(rows)), w)
+	v, _ := cols.Data()
+	fmt.Println(cols.Shape(), v)
+	// Output:
+	// [4 4] [1 2 4 5 2 3 5 6 4 5 7 8 5 6 8 9]
 }
