@@ -203,8 +203,11 @@ const (
 
 	// OpAdamW updates In[0]=w, In[2]=m, In[3]=v in place (all OpArg) from the
 	// gradient In[1] and the hyperparameters In[4] = [lr, beta1, beta2, eps,
-	// weight decay, 1/(1-beta1^t), 1/(1-beta2^t)] (ggml's opt_step_adamw):
-	//   m = b1*m + (1-b1)*g;  v = b2*v + (1-b2)*g*g
+	// weight decay, 1/(1-beta1^t), 1/(1-beta2^t)] (ggml's opt_step_adamw),
+	// optionally followed by an 8th value s, the gradient's scale (nn's
+	// clipping: one fused pass instead of a product per parameter); 7
+	// values mean no scale, g used as it is:
+	//   g = g*s (8 values only);  m = b1*m + (1-b1)*g;  v = b2*v + (1-b2)*g*g
 	//   w = w*(1 - lr*wd) - lr * (m*bc1) / (sqrt(v*bc2) + eps)
 	// Its value is the updated w.
 	OpAdamW
@@ -979,12 +982,11 @@ func (g *Graph) validateNode(i int, n *Node, words []Op) error {
 			return fmt.Errorf("gradient %v for parameter %v", in(1), w)
 		}
 		hp := in(len(n.In) - 1)
-		want := 7
-		if n.Op == OpSGD {
-			want = 3
-		}
-		if NumElems(hp) != want {
-			return fmt.Errorf("hyperparameters %v, want %d values", hp, want)
+		switch ne := NumElems(hp); {
+		case n.Op == OpSGD && ne != 3:
+			return fmt.Errorf("hyperparameters %v, want 3 values", hp)
+		case n.Op == OpAdamW && ne != 7 && ne != 8:
+			return fmt.Errorf("hyperparameters %v, want 7 values (8 with the gradient's scale)", hp)
 		}
 	}
 	return nil

@@ -13,9 +13,11 @@ import (
 // moment v (persistent tensors of w's shape, e.g. from Device.Zeros) are
 // updated where they live, at this point of the graph: ops recorded before it
 // read the old w, ops recorded after it the new one. hp holds the 7 values
-// [lr, beta1, beta2, eps, weight decay, 1/(1-beta1^t), 1/(1-beta2^t)]; being
-// a tensor, it is a program input, so changing the learning rate does not
-// recompile anything. nn.Adam builds on it.
+// [lr, beta1, beta2, eps, weight decay, 1/(1-beta1^t), 1/(1-beta2^t)],
+// optionally followed by an 8th, a scale the gradient is multiplied by
+// first (gradient clipping, in the same pass); being a tensor, it is a
+// program input, so changing the learning rate does not recompile
+// anything. nn.Adam builds on it.
 func AdamWUpdate(w, g, m, v, hp *Tensor) {
 	checkUpdate("AdamWUpdate", w, g, hp, 7, m, v)
 	w.dev.recordUpdate("AdamWUpdate", backend.OpAdamW, w, g, m, v, hp)
@@ -49,7 +51,8 @@ func checkUpdate(fn string, w, g, hp *Tensor, nhp int, state ...*Tensor) {
 	if !slices.Equal(g.shape, w.shape) {
 		panic(fmt.Sprintf("core.%s: gradient of shape %v for a parameter of shape %v", fn, g.shape, w.shape))
 	}
-	if hp.Len() != nhp {
+	// AdamW's 8th value is the gradient's scale (see AdamWUpdate).
+	if hp.Len() != nhp && !(fn == "AdamWUpdate" && hp.Len() == 8) {
 		panic(fmt.Sprintf("core.%s: %d hyperparameters, want %d", fn, hp.Len(), nhp))
 	}
 }

@@ -301,6 +301,8 @@ func (o *Adam) Hyper(t int) []float32 {
 }
 
 // Update records the fused AdamW update of every parameter with a gradient.
+// A one-value scale (clipping) rides as the update's 8th hyperparameter,
+// so the gradients are not multiplied by it first.
 func (o *Adam) Update(hp, scale *core.Tensor) error {
 	if o.m == nil || o.AMSGrad && o.vmax == nil { // made once: State's list is not needed here
 		if _, err := o.State(); err != nil {
@@ -309,6 +311,14 @@ func (o *Adam) Update(hp, scale *core.Tensor) error {
 	}
 	if o.AMSGrad {
 		return o.amsgrad(hp, scale)
+	}
+	if hp.Len() != 7 {
+		return fmt.Errorf("nn.Adam.Update: %d hyperparameters, want 7", hp.Len())
+	}
+	if scale != nil && scale.Len() == 1 {
+		// The fused update takes the scale as its 8th hyperparameter: one
+		// concat per step instead of a product per gradient.
+		hp, scale = core.Concat(0, hp, core.Reshape(scale, 1)), nil
 	}
 	for i, p := range o.params {
 		if g := p.Grad(); g != nil {

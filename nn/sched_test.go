@@ -180,6 +180,52 @@ func TestClipGradNorm(t *testing.T) {
 	}
 }
 
+// Clipping with Adam: the scale reaches the update (fused into AdamW's 8th
+// hyperparameter; AMSGrad's composite scales the gradients itself). Eps 1
+// makes the step depend on the gradient's size: at step 1 the update is
+// lr*g/(|g| + eps), with g the clipped gradient. Two parameters, so that
+// a backend that fuses a run of updates (webgpu) scales them there too.
+func TestClipGradNormAdam(t *testing.T) {
+	dev := openDev(t)
+	cs := [][]float32{{3, -4, 0}, {2, -14}} // norm 15
+	for _, ams := range []bool{false, true} {
+		for _, maxNorm := range []float32{1, 20} {
+			var ws []*core.Tensor
+			var loss *core.Tensor
+			for _, c := range cs {
+				w := dev.Param(make([]float32, len(c)), len(c))
+				ws = append(ws, w)
+				if l := linearLoss(w, c); loss == nil {
+					loss = l
+				} else {
+					loss = core.Add(loss, l)
+				}
+			}
+			opt := NewAdam(ws, 1)
+			opt.Eps, opt.AMSGrad = 1, ams
+			if err := loss.Backward(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := ClipGradNorm(opt, maxNorm); err != nil {
+				t.Fatal(err)
+			}
+			scale := math.Min(1, float64(maxNorm)/(15+1e-6))
+			for i, w := range ws {
+				got, err := w.Data()
+				if err != nil {
+					t.Fatal(err)
+				}
+				for k, c := range cs[i] {
+					g := scale * float64(c)
+					if want := -g / (math.Abs(g) + 1); math.Abs(float64(got[k])-want) > 2e-6 {
+						t.Errorf("amsgrad %t, max %g: w%d[%d] = %g, want %g", ams, maxNorm, i, k, got[k], want)
+					}
+				}
+			}
+		}
+	}
+}
+
 // Gradient accumulation: Backward adds into the gradients, so k
 // micro-batches with the loss divided by k, then one Step, is one step on
 // the whole batch (for a mean loss over equal micro-batches).

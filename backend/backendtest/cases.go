@@ -702,6 +702,37 @@ func optimizerCases() []opCase {
 			}
 			return is
 		}},
+		{"adamw/scaled", "adamw", func(r *rand.Rand) []instance {
+			// An 8th hyperparameter scales the gradient (nn's clipping).
+			var is []instance
+			for i, s := range shapes {
+				ne := backend.NumElems(s)
+				wd := float32(0.01 * float64(i%2))
+				scales := []float32{0.25, 1, 3e-3}
+				hpOf := func(k int) []float32 { return append(adamHP(k+1, wd), scales[(k+i)%3]) }
+				var b builder
+				w := b.arg(uniform(r, ne, -1, 1), s...)
+				g := b.arg(uniform(r, ne, -1, 1), s...)
+				mm := b.arg(uniform(r, ne, -0.1, 0.1), s...)
+				vv := b.arg(uniform(r, ne, 0, 0.01), s...)
+				hp := b.arg(hpOf(0), 8)
+				upd := b.op(backend.OpAdamW, s, w, g, mm, vv, hp)
+				b.out(upd)
+				if i%2 == 1 {
+					// A reader of the new m: ggml-vulkan then composes the
+					// update of ordinary ops, which must scale g too.
+					b.out(b.op(backend.OpNeg, s, mm))
+				}
+				in := b.inst(0)
+				in.runs = 3
+				grads := [][]float32{nil, uniform(r, ne, -1, 1), uniform(r, ne, -100, 100)}
+				in.feed = func(k int) map[int][]float32 {
+					return map[int][]float32{1: grads[k], 4: hpOf(k)}
+				}
+				is = append(is, in)
+			}
+			return is
+		}},
 		{"sgd/3steps", "sgd", func(r *rand.Rand) []instance {
 			var is []instance
 			for i, s := range shapes {

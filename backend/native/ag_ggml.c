@@ -413,6 +413,78 @@ struct ggml_tensor *ag_dropout_op(struct ggml_context *ctx, struct ggml_tensor *
 	return t;
 }
 
+// ag_index: backend.ClampIndex of every f32 index, as i32 (rows in
+// userdata). v >= 0 fails for NaN and negatives (0); the rounding, halves
+// away from zero, is floor(v + 0.5) in double, exact for every f32 v >= 0.
+void ag_index(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
+	const int64_t rows = (int64_t)(uintptr_t)userdata;
+	int64_t i0, i1;
+	range_of(ggml_nelements(dst), ith, nth, &i0, &i1);
+	const float *x = (const float *)dst->src[0]->data;
+	int32_t *d = (int32_t *)dst->data;
+	for (int64_t i = i0; i < i1; i++) {
+		const double v = x[i];
+		d[i] = !(v >= 0) ? 0 : (v > (double)(rows - 1) ? (int32_t)(rows - 1) : (int32_t)floor(v + 0.5));
+	}
+}
+
+struct ggml_tensor *ag_index_op(struct ggml_context *ctx, struct ggml_tensor *idx, int64_t rows) {
+	struct ggml_tensor *src[1] = {idx};
+	return ggml_custom_4d(ctx, GGML_TYPE_I32, idx->ne[0], idx->ne[1], idx->ne[2], idx->ne[3], src, 1, ag_index, GGML_N_TASKS_MAX,
+	                      (void *)(uintptr_t)rows);
+}
+
+// Layer norm's input gradient (backend.OpLayerNormBack), per row as
+// backend's layerNorm64: r = 1/sqrt(var + eps), xhat = (x - mean)*r,
+// dx = r*((dy - mean(dy)) - xhat*mean((dy - mean(dy))*xhat)). The row's
+// sums and the arithmetic are in double, as the float64 definition's: no
+// f32 overflow of a variance or cancellation in the centring, and a NaN or
+// infinity in x or dy makes its whole row NaN through the means. One pass
+// over the rows instead of ggml's five nodes (two means, two centrings,
+// rms_norm_back). Sources contiguous.
+void ag_layer_norm_back(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
+	float eps;
+	const uint32_t eb = (uint32_t)(uintptr_t)userdata;
+	memcpy(&eps, &eb, 4);
+	const int64_t n = dst->ne[0];
+	int64_t r0, r1;
+	range_of(ggml_nrows(dst), ith, nth, &r0, &r1);
+	for (int64_t r = r0; r < r1; r++) {
+		const float *x = (const float *)dst->src[0]->data + r * n, *dy = (const float *)dst->src[1]->data + r * n;
+		float *d = (float *)dst->data + r * n;
+		double sx = 0, sdy = 0;
+		for (int64_t i = 0; i < n; i++) {
+			sx += x[i];
+			sdy += dy[i];
+		}
+		const double mean = sx / n, mdy = sdy / n;
+		double sv = 0;
+		for (int64_t i = 0; i < n; i++) {
+			const double e = x[i] - mean;
+			sv += e * e;
+		}
+		const double rs = 1 / sqrt(sv / n + eps);
+		double sp = 0;
+		for (int64_t i = 0; i < n; i++) {
+			sp += (dy[i] - mdy) * ((x[i] - mean) * rs);
+		}
+		const double mp = sp / n;
+		for (int64_t i = 0; i < n; i++) {
+			d[i] = (float)(rs * ((dy[i] - mdy) - (x[i] - mean) * rs * mp));
+		}
+	}
+}
+
+struct ggml_tensor *ag_layer_norm_back_op(struct ggml_context *ctx, struct ggml_tensor *x, struct ggml_tensor *dy, float eps) {
+	uint32_t eb;
+	memcpy(&eb, &eps, 4);
+	struct ggml_tensor *src[2] = {x, dy};
+	struct ggml_tensor *t = ggml_custom_4d(ctx, GGML_TYPE_F32, x->ne[0], x->ne[1], x->ne[2], x->ne[3], src, 2, ag_layer_norm_back,
+	                                       GGML_N_TASKS_MAX, (void *)(uintptr_t)eb);
+	ggml_set_name(t, "LAYER_NORM_BACK(custom)"); // its label in profiles (nodetimer.go)
+	return t;
+}
+
 // Attention (ag_attention) takes the queries in blocks of 4 (of one batch),
 // so that each k and v row read serves 4 of them: the union of the keys
 // the block attends (a key no query of it attends is not read), the 4
@@ -756,6 +828,7 @@ const char *ag_custom_name(const struct ggml_tensor *t) {
 	    {ag_sign_step, "sign_step"},     {ag_sum_squares, "sum_squares"}, {ag_clamp, "clamp"},
 	    {ag_row_max, "row_max"},         {ag_gelu, "gelu"},           {ag_gelu_back, "gelu_back"},
 	    {ag_dropout, "dropout"},         {ag_attention, "attention"}, {ag_rand_uniform, "rand_uniform"},
+	    {ag_layer_norm_back, "layer_norm_back"}, {ag_index, "index"},
 	};
 	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
 		if (known[i].fn == fun) {

@@ -110,6 +110,21 @@ void ag_gelu(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 void ag_gelu_back(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 struct ggml_tensor *ag_gelu_op(struct ggml_context *ctx, struct ggml_tensor *x, struct ggml_tensor *dy);
 
+// ag_index (ggml-cpu only) turns the f32 indices of src[0] (contiguous)
+// into i32 row numbers 0..rows-1 as backend.ClampIndex does (NaN and
+// negatives 0, past the end rows-1, else rounded halves away from zero);
+// ag_index_op records it (rows < 2^31, in userdata).
+void ag_index(struct ggml_tensor *dst, int ith, int nth, void *userdata);
+struct ggml_tensor *ag_index_op(struct ggml_context *ctx, struct ggml_tensor *idx, int64_t rows);
+
+// ag_layer_norm_back is backend.OpLayerNormBack as a ggml custom op
+// (ggml-cpu only): dst = the input gradient of layer norm (eps in
+// userdata's low 32 bits) at x = src[0] for the output's gradient dy =
+// src[1], per row, in double as the float64 definition. Sources
+// contiguous, of dst's shape; ag_layer_norm_back_op records it.
+void ag_layer_norm_back(struct ggml_tensor *dst, int ith, int nth, void *userdata);
+struct ggml_tensor *ag_layer_norm_back_op(struct ggml_context *ctx, struct ggml_tensor *x, struct ggml_tensor *dy, float eps);
+
 // ag_dropout is backend.OpDropout as a ggml custom op (ggml-cpu only): dst
 // = src[0] * (p <= src[1] < 2 ? scale : 0), sources contiguous, of dst's
 // shape; ag_dropout_op records it (p and scale travel in userdata).

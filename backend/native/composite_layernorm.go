@@ -21,21 +21,19 @@ var _ = lowerComposite(backend.OpLayerNorm, 16, func(l *lowering, n *backend.Nod
 	return C.ggml_norm(l.ctx, x, C.float(n.A))
 })
 
-// layer_norm_back: layer norm is RMS norm of the centred row d = x -
-// mean(x) (its mean square is the variance), and centring is a symmetric
+// layer_norm_back: on ggml-cpu one custom op (ag_layer_norm_back). On
+// ggml-vulkan: layer norm is RMS norm of the centred row d = x - mean(x)
+// (its mean square is the variance), and centring is a symmetric
 // projection that commutes with rms_norm_back's when sum(d) = 0:
 // dx = rms_norm_back(dy - mean(dy), d). The centred gradient carries an
 // infinite dy to its whole row (NaN), as the definition asks.
 var _ = lowerComposite(backend.OpLayerNormBack, 24, func(l *lowering, n *backend.Node) tensor {
 	ctx := l.ctx
 	x, dy := l.contiguous(l.in(n, 0)), l.contiguous(l.in(n, 1))
-	c := C.ggml_sub(ctx, dy, C.ggml_mean(ctx, dy))
 	if l.d.isCPU {
-		// ggml-alloc may run rms_norm_back in place of its first source,
-		// and ggml-cpu's kernel copies x into dx before it reads dz
-		// there: an output is never reused.
-		C.ggml_set_output(c)
+		return C.ag_layer_norm_back_op(ctx, x, dy, C.float(n.A))
 	}
+	c := C.ggml_sub(ctx, dy, C.ggml_mean(ctx, dy))
 	d := C.ggml_sub(ctx, x, C.ggml_mean(ctx, x))
 	return C.ggml_rms_norm_back(ctx, c, d, C.float(n.A))
 })

@@ -31,6 +31,8 @@
 // device at Open), five otherwise; [y > 0] is one step where the device's
 // step is ggml's (patches/0006); and ReLU's gradient mask is one node where
 // the device's clamp has the sign step (patches/0007), three otherwise.
+// AdamW's 8th hyperparameter, the gradient's scale (gradient clipping), is
+// read by ggml's opt_step_adamw itself on both devices (patches/0009).
 //
 // On ggml-cpu, whose mul_mat needs both operands contiguous along K, two
 // custom ops (ag_ggml.c) replace ggml's slow paths: A^T B (weight

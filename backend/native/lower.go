@@ -696,14 +696,21 @@ func (l *lowering) indices(idx tensor, rows int) (f32, i32 tensor) {
 	if m, ok := l.idxmemo[key]; ok {
 		return m[0], m[1]
 	}
-	c := l.clampIndex(idx, rows)
-	// An i32 cast truncates, and ggml_round is floor(x + 0.5) on
-	// ggml-vulkan (odd whole numbers from 2^23 round up): c >= 0, so
-	// round(c) is trunc(c) + [c - trunc(c) >= 0.5], the fraction exact.
-	t := C.ggml_cast(l.ctx, C.ggml_cast(l.ctx, c, C.GGML_TYPE_I32), C.GGML_TYPE_F32)
-	below := l.positive(l.scaleBias(C.ggml_sub(l.ctx, c, t), -1, 0.5)) // fraction < 0.5
-	f32 = C.ggml_add(l.ctx, t, l.scaleBias(below, -1, 1))
-	i32 = C.ggml_cast(l.ctx, f32, C.GGML_TYPE_I32)
+	if l.d.isCPU {
+		// One custom op (ag_index) instead of ten nodes; the f32 copy
+		// joins the graph only where a node reads it.
+		i32 = C.ag_index_op(l.ctx, l.contiguous(idx), C.int64_t(rows))
+		f32 = C.ggml_cast(l.ctx, i32, C.GGML_TYPE_F32)
+	} else {
+		c := l.clampIndex(idx, rows)
+		// An i32 cast truncates, and ggml_round is floor(x + 0.5) on
+		// ggml-vulkan (odd whole numbers from 2^23 round up): c >= 0, so
+		// round(c) is trunc(c) + [c - trunc(c) >= 0.5], the fraction exact.
+		t := C.ggml_cast(l.ctx, C.ggml_cast(l.ctx, c, C.GGML_TYPE_I32), C.GGML_TYPE_F32)
+		below := l.positive(l.scaleBias(C.ggml_sub(l.ctx, c, t), -1, 0.5)) // fraction < 0.5
+		f32 = C.ggml_add(l.ctx, t, l.scaleBias(below, -1, 1))
+		i32 = C.ggml_cast(l.ctx, f32, C.GGML_TYPE_I32)
+	}
 	if l.idxmemo == nil {
 		l.idxmemo = map[idxKey][2]tensor{}
 	}
@@ -1355,7 +1362,8 @@ func (l *lowering) privateArgs(i int, args ...int) bool {
 }
 
 // lowerAdamW uses ggml's fused opt_step_adamw (its params layout is the
-// IR's) where it is safe. ggml-vulkan orders nodes by the memory each
+// IR's: patches/0009 gives it the 8th value, the gradient's scale) where it
+// is safe. ggml-vulkan orders nodes by the memory each
 // writes as its result, and the fused op also writes m and v without saying
 // so: when another node reads or writes m or v, the update is composed of
 // ordinary ops with explicit copies, which the Vulkan backend does order.
@@ -1372,6 +1380,9 @@ func (l *lowering) lowerAdamW(i int, n *backend.Node) (tensor, []tensor, error) 
 	}
 	lr, b1, b2, eps := l.scalar(hp, 0), l.scalar(hp, 1), l.scalar(hp, 2), l.scalar(hp, 3)
 	wd, bc1, bc2 := l.scalar(hp, 4), l.scalar(hp, 5), l.scalar(hp, 6)
+	if backend.NumElems(l.g.Nodes[n.In[4]].Shape) == 8 {
+		g = C.ggml_mul(ctx, g, l.scalar(hp, 7)) // the gradient's scale
+	}
 	m2 := C.ggml_add(ctx, C.ggml_mul(ctx, m, b1), C.ggml_mul(ctx, g, l.scaleBias(b1, -1, 1)))
 	v2 := C.ggml_add(ctx, C.ggml_mul(ctx, v, b2), C.ggml_mul(ctx, C.ggml_sqr(ctx, g), l.scaleBias(b2, -1, 1)))
 	cm := C.ggml_cpy(ctx, m2, m)

@@ -135,8 +135,12 @@ func evalNode(n *backend.Node, in [][]float64, shapes [][]int) []float64 {
 		w, gr, m, v, hp := in[0], in[1], in[2], in[3], in[4]
 		lr, b1, b2, eps, wd, bc1, bc2 := hp[0], hp[1], hp[2], hp[3], hp[4], hp[5], hp[6]
 		for i := range w {
-			m[i] = b1*m[i] + (1-b1)*gr[i]
-			v[i] = b2*v[i] + (1-b2)*gr[i]*gr[i]
+			g := gr[i]
+			if len(hp) == 8 { // the gradient's scale
+				g *= hp[7]
+			}
+			m[i] = b1*m[i] + (1-b1)*g
+			v[i] = b2*v[i] + (1-b2)*g*g
 			w[i] = w[i]*(1-lr*wd) - lr*(m[i]*bc1)/(math.Sqrt(v[i]*bc2)+eps)
 		}
 		copy(out, w)

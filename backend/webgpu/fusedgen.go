@@ -547,14 +547,18 @@ func (p *program) lowerGroup(fp *plan.Fusion, last int, locs []loc) error {
 		if op == backend.OpAdamW {
 			decls = append(decls, bindDecl{name: W, rw: true, vec4: vec}, bindDecl{name: G, vec4: vec}, bindDecl{name: Mo, rw: true, vec4: vec}, bindDecl{name: V, rw: true, vec4: vec})
 			binds = append(binds, ref(n.In[0]), ref(n.In[1]), ref(n.In[2]), ref(n.In[3]))
+			scale := "" // the gradient's scale, an 8th hyperparameter
+			if backend.NumElems(g.Nodes[n.In[4]].Shape) == 8 {
+				scale = fmt.Sprintf(" * %s[7]", H)
+			}
 			fmt.Fprintf(&body, `		let lr = %[5]s[0]; let b1 = %[5]s[1]; let b2 = %[5]s[2]; let eps = %[5]s[3]; let wd = %[5]s[4]; let bc1 = %[5]s[5]; let bc2 = %[5]s[6];
-		let g = %[2]s[e];
+		let g = %[2]s[e]%[6]s;
 		let m = b1 * %[3]s[e] + (1.0 - b1) * g;
 		let v = b2 * %[4]s[e] + (1.0 - b2) * g * g;
 		%[3]s[e] = m;
 		%[4]s[e] = v;
 		%[1]s[e] = %[1]s[e] * (1.0 - lr * wd) - lr * (m * bc1) / (sqrt(v * bc2) + eps);
-	}`, W, G, Mo, V, H)
+	}`, W, G, Mo, V, H, scale)
 		} else {
 			decls = append(decls, bindDecl{name: W, rw: true, vec4: vec}, bindDecl{name: G, vec4: vec}, bindDecl{name: V, rw: true, vec4: vec})
 			binds = append(binds, ref(n.In[0]), ref(n.In[1]), ref(n.In[2]))

@@ -551,12 +551,17 @@ fn bf16bits(x: f32) -> u32 {
 fn bf16val(h: u32) -> f32 { return bitcast<f32>(h << 16u); }
 `
 
-// adamWKernel updates w, m, v in place per ir.go. Params [n].
-func adamWKernel() *kernel {
-	return newKernel("adamw", []bindDecl{{name: "W", rw: true}, {name: "G"}, {name: "Mo", rw: true}, {name: "V", rw: true}, {name: "H"}}, linearHead+`
+// adamWKernel updates w, m, v in place per ir.go; scaled: H has the 8th
+// value, the gradient's scale. Params [n].
+func adamWKernel(scaled bool) *kernel {
+	name, g := "adamw", "G[i]"
+	if scaled {
+		name, g = "adamw_scaled", "G[i] * H[7]"
+	}
+	return newKernel(name, []bindDecl{{name: "W", rw: true}, {name: "G"}, {name: "Mo", rw: true}, {name: "V", rw: true}, {name: "H"}}, linearHead+`
 	if (i >= P[0]) { return; }
 	let lr = H[0]; let b1 = H[1]; let b2 = H[2]; let eps = H[3]; let wd = H[4]; let bc1 = H[5]; let bc2 = H[6];
-	let g = G[i];
+	let g = `+g+`;
 	let m = b1 * Mo[i] + (1.0 - b1) * g;
 	let v = b2 * V[i] + (1.0 - b2) * g * g;
 	Mo[i] = m;

@@ -80,7 +80,7 @@ func (p *program) lower(g *backend.Graph, i int, locs []loc) error {
 	case n.Op == backend.OpAttention:
 		return p.attention(i, n, in(0), in(1), in(2), in(3), out, inShape(0), inShape(1), inShape(2), inShape(3))
 	case n.Op == backend.OpAdamW:
-		p.split(i, adamWKernel(), []bref{in(0), in(1), in(2), in(3), in(4)}, []bool{true, true, true, true, false}, ne)
+		p.split(i, adamWKernel(backend.NumElems(inShape(4)) == 8), []bref{in(0), in(1), in(2), in(3), in(4)}, []bool{true, true, true, true, false}, ne)
 	case n.Op == backend.OpSGD:
 		p.split(i, sgdKernel(), []bref{in(0), in(1), in(2), in(3)}, []bool{true, true, true, false}, ne)
 	case n.Op == backend.OpRandUniform:
