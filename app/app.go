@@ -173,6 +173,13 @@ type ModeTrainer interface {
 	SetMode(mode string) error
 }
 
+// Describer is a Trainer that says what was built, beyond the Spec's
+// Describe (the tokenizer learned from a text, the architecture): the
+// native run prints it after building, the page shows it with the model.
+type Describer interface {
+	Built() string
+}
+
 // Counter is a Trainer that lists its parameters, for the count the page
 // and the native run show.
 type Counter interface {

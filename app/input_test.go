@@ -25,6 +25,7 @@ func (e *echo) Step() (float32, error) { e.n++; return float32(e.n), nil }
 func (e *echo) Sample() (string, error) {
 	return fmt.Sprintf("size=%s prompt=%s text=%s(%s) n=%d", e.in.Choice("size"), e.in.String("prompt"), e.in.File("text").Data, e.in.File("text").Name, e.n), nil
 }
+func (e *echo) Built() string          { return "built: " + e.in.Choice("size") }
 func (e *echo) Save(w io.Writer) error { _, err := fmt.Fprint(w, e.n); return err }
 func (e *echo) Load(r io.Reader) error { _, err := fmt.Fscan(r, &e.n); return err }
 
@@ -52,7 +53,7 @@ func TestRunArgsInputs(t *testing.T) {
 	if err := RunArgs(echoSpec, []string{"-device", "cpu", "-size", "mini", "-prompt", "Once", "-text", text, "-save", ckpt}, &out); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{": size=mini\n", "size=mini prompt=Once text=hello(" + text + ") n=3", "saved " + ckpt} {
+	for _, want := range []string{": size=mini\nbuilt: mini\n", "size=mini prompt=Once text=hello(" + text + ") n=3", "saved " + ckpt} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}

@@ -152,6 +152,9 @@ func RunArgs(spec Spec, args []string, out io.Writer) error {
 		cfg = append(cfg, p.Name+"="+v)
 	}
 	fmt.Fprintf(out, "%s on %s: %s\n", spec.Name, info.Device, strings.Join(cfg, " "))
+	if info.Built != "" {
+		fmt.Fprintln(out, info.Built)
+	}
 	if info.Params > 0 {
 		fmt.Fprintf(out, "%d parameters\n", info.Params)
 	}

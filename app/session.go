@@ -40,6 +40,7 @@ type BuildInfo struct {
 	Eval     bool     `json:"eval"`
 	Sample   bool     `json:"sample"`
 	Unread   bool     `json:"unread"`   // the Trainer is an UnreadStepper: ag.train's every saves reads
+	Built    string   `json:"built"`    // a Describer's Built, "" for others
 	Warnings []string `json:"warnings"` // never null
 }
 
@@ -189,6 +190,9 @@ func (s *session) buildInput(g given, device string) (BuildInfo, error) {
 		for _, p := range c.Params() {
 			info.Params += p.Len()
 		}
+	}
+	if d, ok := tr.(Describer); ok {
+		info.Built = d.Built()
 	}
 	if f, ok := tr.(FLOPsCounter); ok {
 		info.FLOPs = f.FLOPs()

@@ -378,7 +378,7 @@
       setModes(info.modes);
       // An app whose Trainer has no Params() reports 0: say nothing
       // rather than "0 parameters".
-      $("#model-desc").textContent = state.app.describe + (info.params > 0 ? ` · ${info.params.toLocaleString()} parameters` : "");
+      $("#model-desc").textContent = state.app.describe + (info.params > 0 ? ` · ${info.params.toLocaleString()} parameters` : "") + (info.built ? ` · ${info.built}` : "");
       state.metrics0 = info.eval ? await ag.eval() : null;
       if (info.eval) document.body.dataset.metrics0 = JSON.stringify(state.metrics0);
       renderMetrics(state.metrics0);
