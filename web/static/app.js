@@ -418,6 +418,11 @@
       await ag.load(new Uint8Array(await f.arrayBuffer()));
       document.body.dataset.loaded = f.name;
       setStatus(`Loaded ${f.name}.`, "ok");
+      if (state.info.eval) {
+        const m = await ag.eval();
+        renderMetrics(m);
+        document.body.dataset.metrics = JSON.stringify(m);
+      }
       if (state.info.sample) {
         const txt = await ag.sample();
         $("#sample").textContent = txt;
