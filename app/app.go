@@ -18,7 +18,15 @@
 // Evaluator (metrics such as accuracy), a Sampler (text it generates), a
 // ModeStepper (a step in each execution mode of the profile page), a
 // ModeTrainer (its training steps in each mode), a Counter (its
-// parameters) and a FLOPsCounter (its arithmetic per step).
+// parameters), a FLOPsCounter (its arithmetic per step), a Describer (what
+// it built) and a Checkpointer (its state saved and loaded: -save and
+// -load natively, a download and an upload in the page, with
+// Spec.Checkpoint).
+//
+// Beyond numbers a Spec may have a Param with Choices (a word out of a
+// list), Strings (free text) and Files (text files: a flag naming the file
+// natively, a picker and a drop zone in the page); BuildInput then gets
+// them all in an Input.
 package app
 
 import (
