@@ -97,6 +97,14 @@ func TestExampleGPT2(t *testing.T) {
 		t.Errorf("after uploading the checkpoint into a model of seed 5: the page's metrics %s, want the fixed-batch loss %g", m, a)
 	}
 
+	// the measured profile of the step (a captured step: one mode)
+	tb.do(t, chromedp.SetValue(chromedp.CSS("#f-psteps"), "2"), chromedp.Click(chromedp.CSS("#btn-profile")))
+	tb.wait(t, `document.body.dataset.profiled`, 60*time.Second)
+	checkBars(t, tb, []string{"step"})
+	if ops := eval[[]string](t, tb, `[...document.querySelectorAll("#op-table tbody tr")].map(r => r.textContent)`); !strings.Contains(strings.Join(ops, " "), "MatMul") {
+		t.Errorf("per-op table of the step: %q, want MatMul among them", ops)
+	}
+
 	// a size past the page's memory is refused before it is built, naming
 	// the size that fits
 	tb.do(t, chromedp.SetValue(chromedp.CSS("#p-size"), "1558M"), chromedp.SetValue(chromedp.CSS("#p-vocab"), "50257"),
