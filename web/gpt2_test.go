@@ -55,6 +55,10 @@ func TestExampleGPT2(t *testing.T) {
 			t.Errorf("model description lacks %q: %s", want, desc)
 		}
 	}
+	// 40 steps: no sample on the way (a train of 50 or more shows 3)
+	if n := eval[string](t, tb, `document.body.dataset.samples`); n != "1" {
+		t.Errorf("%s samples after 40 steps, want 1", n)
+	}
 	if s := eval[string](t, tb, `document.querySelector("#sample").textContent`); !strings.HasPrefix(s, "The") {
 		t.Errorf("sample %q: want the prompt continued", s)
 	}

@@ -453,14 +453,31 @@
       setStatus(`Training ${form.steps} steps…`);
       let pending = false;
       const opts = { every: form.every };
-      const r = await ag.train(form.steps, (step, loss, ms) => {
+      const progress = (step, loss, ms) => {
         state.losses.push([step, loss]);
         state.stepMS.push(ms);
         if (!pending) {
           pending = true;
           requestAnimationFrame(() => { pending = false; renderLoss(); });
         }
-      }, opts);
+      };
+      // A model that samples shows a sample as it learns: a long train
+      // runs in 4 parts, a sample after each but the last.
+      const parts = state.app && state.info.sample && form.steps >= 50 ? 4 : 1;
+      let r = null;
+      for (let k = 0, left = form.steps; k < parts && left > 0 && !(r && (r.stopped || state.stopAsked)); k++) {
+        const n = k === parts - 1 ? left : Math.ceil(form.steps / parts);
+        left -= n;
+        const p = await ag.train(n, progress, opts);
+        r = r ? { ...p, steps: r.steps + p.steps, first_loss: r.first_loss, step_ms: r.step_ms.concat(p.step_ms) } : p;
+        if (k < parts - 1 && left > 0 && !p.stopped && !state.stopAsked) {
+          const txt = await ag.sample();
+          $("#sample").textContent = `after ${p.total} steps:\n${txt}`;
+          $("#sample").hidden = false;
+          document.body.dataset.samples = String(+(document.body.dataset.samples || 0) + 1);
+        }
+      }
+      r.stopped = r.stopped || state.stopAsked;
       renderLoss();
       const ms = median(r.step_ms);
       let measured = "";
@@ -477,6 +494,7 @@
         $("#sample").textContent = txt;
         $("#sample").hidden = false;
         document.body.dataset.sample = txt;
+        document.body.dataset.samples = String(+(document.body.dataset.samples || 0) + 1);
       }
       setStatus(`${r.stopped ? "Stopped after" : "Trained"} ${r.steps} steps: loss ${fmtNum(r.first_loss, 4)} → ${fmtNum(r.last_loss, 4)}, median ${fmtMS(ms)} per step.${measured}`, "ok");
       document.body.dataset.trained = String(r.total);
