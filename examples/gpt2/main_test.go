@@ -131,8 +131,13 @@ func TestFits(t *testing.T) {
 	if err := checkFits("tiny", models.GPT2Sizes["tiny"], 8, 64, budget{Bytes: 2 << 30, Elems: 1 << 26}); err != nil {
 		t.Errorf("tiny: %v", err)
 	}
-	// Spec's build refuses it the same way, before allocating.
+	// Spec's build refuses it the same way, before allocating (where the
+	// device knows its memory: a hardware WebGPU adapter does not).
 	dev := openDev(t)
+	if deviceBudget(dev).Bytes == 0 {
+		t.Logf("%s reports no memory: New's refusal of 1558M not tried", dev.Name())
+		return
+	}
 	_, err = New(dev, Options{Size: "1558M", Vocab: 50257, Ctx: 1024, Batch: 4096, LR: 1e-3, Seed: 1})
 	if err == nil || !strings.Contains(err.Error(), "size 1558M (vocab 50257) at batch 4096, ctx 1024 needs about") {
 		t.Errorf("1558M at batch 4096: %v", err)
