@@ -18,7 +18,15 @@
 // Evaluator (metrics such as accuracy), a Sampler (text it generates), a
 // ModeStepper (a step in each execution mode of the profile page), a
 // ModeTrainer (its training steps in each mode), a Counter (its
-// parameters) and a FLOPsCounter (its arithmetic per step).
+// parameters), a FLOPsCounter (its arithmetic per step), a Describer (what
+// it built) and a Checkpointer (its state saved and loaded: -save and
+// -load natively, a download and an upload in the page, with
+// Spec.Checkpoint).
+//
+// Beyond numbers a Spec may have a Param with Choices (a word out of a
+// list), Strings (free text) and Files (text files: a flag naming the file
+// natively, a picker and a drop zone in the page); BuildInput then gets
+// them all in an Input.
 package app
 
 import (
@@ -45,6 +53,17 @@ type Spec struct {
 	Steps int
 	// Build makes the model, its optimizer and its data on dev.
 	Build func(dev *core.Device, cfg Config) (Trainer, error)
+	// Strings are settings of free text, Files the text files the model
+	// reads (see Input); a Spec with either builds with BuildInput.
+	Strings []StringParam
+	Files   []FileParam
+	// BuildInput, used instead of Build when set, makes the model from
+	// every input: numbers, choices' words, strings and files.
+	BuildInput func(dev *core.Device, in Input) (Trainer, error)
+	// Checkpoint says that the Trainer is a Checkpointer: natively the
+	// flags -save FILE and -load FILE, in the page a download and an
+	// upload of its state.
+	Checkpoint bool
 }
 
 // Param is one setting of a model.
@@ -55,6 +74,10 @@ type Param struct {
 	Max     float64 `json:"max"`
 	Int     bool    `json:"int"` // a whole number
 	Doc     string  `json:"doc"` // a few words for the flag's usage and the field's hint
+	// Choices, when set, makes the parameter a word out of them: natively
+	// the flag -NAME WORD, in the page a select. Its number (Default, Min,
+	// Max and Config's value) is the word's index.
+	Choices []string `json:"choices,omitempty"`
 }
 
 // Config holds the value of every Param by name.
@@ -158,6 +181,13 @@ type ModeTrainer interface {
 	SetMode(mode string) error
 }
 
+// Describer is a Trainer that says what was built, beyond the Spec's
+// Describe (the tokenizer learned from a text, the architecture): the
+// native run prints it after building, the page shows it with the model.
+type Describer interface {
+	Built() string
+}
+
 // Counter is a Trainer that lists its parameters, for the count the page
 // and the native run show.
 type Counter interface {
@@ -206,15 +236,26 @@ func (s *Spec) param(name string) (Param, bool) {
 
 // check reports a Spec that cannot run.
 func (s *Spec) check() error {
-	if s.Name == "" || s.Build == nil {
-		return fmt.Errorf("app.Run: Spec %q: want a Name and a Build function", s.Name)
+	if s.Name == "" || (s.Build == nil) == (s.BuildInput == nil) {
+		return fmt.Errorf("app.Run: Spec %q: want a Name and one of Build and BuildInput", s.Name)
 	}
-	seen := map[string]bool{"device": true, "steps": true, "eval-every": true}
-	for _, p := range s.Params {
-		if p.Name == "" || seen[p.Name] {
-			return fmt.Errorf("app.Run: Spec %s: parameter name %q is empty, repeated or reserved (device, steps, eval-every)", s.Name, p.Name)
+	if s.Build != nil && (len(s.Strings) > 0 || len(s.Files) > 0) {
+		return fmt.Errorf("app.Run: Spec %s: has Strings or Files: want BuildInput, which gets them, in place of Build", s.Name)
+	}
+	seen := map[string]bool{"device": true, "steps": true, "eval-every": true, "profile-json": true}
+	if s.Checkpoint {
+		seen["save"], seen["load"] = true, true
+	}
+	for _, name := range s.inputNames() {
+		if name == "" || seen[name] {
+			return fmt.Errorf("app.Run: Spec %s: parameter name %q is empty, repeated or reserved (device, steps, eval-every, profile-json; save and load with Checkpoint)", s.Name, name)
 		}
-		seen[p.Name] = true
+		seen[name] = true
+	}
+	for _, p := range s.Params {
+		if len(p.Choices) > 0 && !(p.Int && p.Min == 0 && p.Max == float64(len(p.Choices)-1)) {
+			return fmt.Errorf("app.Run: Spec %s: parameter %s with %d choices: want Int, Min 0 and Max %d (the words' indices)", s.Name, p.Name, len(p.Choices), len(p.Choices)-1)
+		}
 		if !(p.Min <= p.Default && p.Default <= p.Max) {
 			return fmt.Errorf("app.Run: Spec %s: parameter %s: default %v outside %v..%v", s.Name, p.Name, p.Default, p.Min, p.Max)
 		}

@@ -3,6 +3,8 @@
 package app
 
 import (
+	"fmt"
+	"io"
 	"strings"
 	"syscall/js"
 	"testing"
@@ -59,5 +61,70 @@ func TestRunAPIRefuses(t *testing.T) {
 	}
 	if r, err := jstest.Call(t, ag, "train", 2); err != "" || r.Get("total").Int() != 5 || r.Get("last_loss").Int() != 5 {
 		t.Fatalf("train after it: %v, result %v", err, js.Global().Get("JSON").Call("stringify", r))
+	}
+}
+
+// saver is a count whose checkpoint is its step count, built from a
+// choice and a file.
+type saver struct {
+	count
+	in Input
+}
+
+func (s *saver) Save(w io.Writer) error { _, err := fmt.Fprint(w, s.n); return err }
+func (s *saver) Load(r io.Reader) error { _, err := fmt.Fscan(r, &s.n); return err }
+
+// TestRunAPIInputs: ag.build takes a choice's word or index and a file as
+// {name, text}, refusing other types naming them; ag.save resolves with a
+// Uint8Array that ag.load reads back, and refuses what is no Uint8Array.
+func TestRunAPIInputs(t *testing.T) {
+	var built *saver
+	spec := &Spec{Name: "saver", Checkpoint: true,
+		Params: []Param{ChoiceParam("size", "tiny", "", "tiny", "mini")},
+		Files:  []FileParam{{Name: "text"}},
+		BuildInput: func(_ *core.Device, in Input) (Trainer, error) {
+			built = &saver{in: in}
+			return built, nil
+		}}
+	q := jsbridge.NewQueue()
+	go q.Work()
+	ag := js.ValueOf(api(q, newSession(spec, "browser")))
+	if _, err := jstest.Call(t, ag, "build", jstest.Eval(`{size: "mini", text: {name: "a.txt", text: "hello"}, device: "cpu"}`)); err != "" {
+		t.Fatal(err)
+	}
+	if built.in.Choice("size") != "mini" || string(built.in.File("text").Data) != "hello" || built.in.File("text").Name != "a.txt" {
+		t.Fatalf("BuildInput got %+v", built.in)
+	}
+	if _, err := jstest.Call(t, ag, "build", jstest.Eval(`{size: 0, device: "cpu"}`)); err != "" || built.in.Choice("size") != "tiny" || built.in.File("text").Name != "" {
+		t.Fatalf("build with the index 0: %q, %+v", err, built.in)
+	}
+	for _, c := range []struct {
+		args []any
+		want string
+	}{
+		{[]any{jstest.Eval(`{size: "huge"}`)}, `build: saver: parameter size "huge": want one of tiny, mini`},
+		{[]any{jstest.Eval(`{size: true}`)}, `build: saver: parameter size true: want one of ["tiny" "mini"] or its index`},
+		{[]any{jstest.Eval(`{text: "hello"}`)}, "build: saver: file text hello: want {name, text}"},
+	} {
+		if _, err := jstest.Call(t, ag, "build", c.args...); !strings.HasPrefix(err, "rejected: "+c.want) {
+			t.Errorf("ag.build(%v): %q, want a rejection starting %q", c.args, err, c.want)
+		}
+	}
+	if _, err := jstest.Call(t, ag, "build", jstest.Eval(`{device: "cpu"}`)); err != "" {
+		t.Fatal(err)
+	}
+	if _, err := jstest.Call(t, ag, "train", 3); err != "" {
+		t.Fatal(err)
+	}
+	b, err := jstest.Call(t, ag, "save")
+	if err != "" || !b.InstanceOf(js.Global().Get("Uint8Array")) || b.Get("length").Int() != 1 {
+		t.Fatalf("save: %q, %v: want a Uint8Array of \"3\"", err, b)
+	}
+	built.n = 0
+	if _, err := jstest.Call(t, ag, "load", b); err != "" || built.n != 3 {
+		t.Fatalf("load: %q, count %d: want 3", err, built.n)
+	}
+	if _, err := jstest.Call(t, ag, "load", "3"); !strings.HasPrefix(err, "rejected: load: 3: want the file's bytes, a Uint8Array") {
+		t.Errorf("load of a string: %q", err)
 	}
 }

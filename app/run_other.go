@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strings"
 
 	_ "github.com/ag-go/ag/backend/all" // every backend for -device
@@ -51,8 +52,13 @@ func RunArgs(spec Spec, args []string, out io.Writer) error {
 	// A whole-number Param is an int flag, so -h says "-batch int ...
 	// (1..4096)" rather than "float" and "4.194304e+06".
 	vals := map[string]func() float64{}
+	words := map[string]*string{}
 	for _, p := range spec.Params {
 		usage := fmt.Sprintf("%s (%s..%s)", p.Doc, formatNum(p.Min), formatNum(p.Max))
+		if len(p.Choices) > 0 {
+			words[p.Name] = fs.String(p.Name, p.Choices[int(math.Round(p.Default))], p.Doc+" ("+strings.Join(p.Choices, ", ")+")")
+			continue
+		}
 		if p.Int {
 			v := fs.Int64(p.Name, int64(math.Round(p.Default)), usage)
 			vals[p.Name] = func() float64 { return float64(*v) }
@@ -60,6 +66,19 @@ func RunArgs(spec Spec, args []string, out io.Writer) error {
 			v := fs.Float64(p.Name, p.Default, usage)
 			vals[p.Name] = func() float64 { return *v }
 		}
+	}
+	strs := map[string]*string{}
+	for _, p := range spec.Strings {
+		strs[p.Name] = fs.String(p.Name, p.Default, p.Doc)
+	}
+	files := map[string]*string{}
+	for _, p := range spec.Files {
+		files[p.Name] = fs.String(p.Name, "", "read `FILE`: "+p.Doc)
+	}
+	var save, load *string
+	if spec.Checkpoint {
+		save = fs.String("save", "", "after training, save the model to `FILE`")
+		load = fs.String("load", "", "before training, load the model from `FILE` (one -save wrote)")
 	}
 	fs.Usage = func() {
 		fmt.Fprintf(out, "%s: %s\n\nflags:\n", spec.Name, spec.Describe)
@@ -85,28 +104,74 @@ func RunArgs(spec Spec, args []string, out io.Writer) error {
 	if err := outfile.Check(*profJSON); err != nil {
 		return usageError{fmt.Errorf("%s: -profile-json %s: %w", spec.Name, *profJSON, err)}
 	}
-	given := map[string]float64{}
+	if save != nil {
+		if err := outfile.Check(*save); err != nil {
+			return usageError{fmt.Errorf("%s: -save %s: %w", spec.Name, *save, err)}
+		}
+	}
+	g := given{nums: map[string]float64{}, choices: map[string]string{}, strs: map[string]string{}, files: map[string]File{}}
+	var readErr error
 	fs.Visit(func(f *flag.Flag) {
 		if v, ok := vals[f.Name]; ok {
-			given[f.Name] = v()
+			g.nums[f.Name] = v()
+		}
+		if w, ok := words[f.Name]; ok {
+			g.choices[f.Name] = *w
+		}
+		if v, ok := strs[f.Name]; ok {
+			g.strs[f.Name] = *v
+		}
+		if path, ok := files[f.Name]; ok && *path != "" {
+			b, err := os.ReadFile(*path)
+			if err != nil && readErr == nil {
+				readErr = fmt.Errorf("%s: -%s: %w", spec.Name, f.Name, err)
+			}
+			g.files[f.Name] = File{Name: *path, Data: b}
 		}
 	})
+	if readErr != nil {
+		return readErr
+	}
+	for k, w := range g.choices {
+		if p, _ := spec.param(k); !slices.Contains(p.Choices, w) {
+			return usageError{fmt.Errorf("%s: -%s %q: want one of %s", spec.Name, k, w, strings.Join(p.Choices, ", "))}
+		}
+	}
 	s := newSession(&spec, "native")
-	info, err := s.build(given, *device)
+	info, err := s.buildInput(g, *device)
 	if err != nil {
 		return err
 	}
 	defer s.dev.Close()
 	var cfg []string
 	for _, p := range spec.Params {
-		cfg = append(cfg, p.Name+"="+formatNum(info.Config[p.Name]))
+		v := formatNum(info.Config[p.Name])
+		if len(p.Choices) > 0 {
+			v = p.Choices[int(info.Config[p.Name])]
+		}
+		cfg = append(cfg, p.Name+"="+v)
 	}
 	fmt.Fprintf(out, "%s on %s: %s\n", spec.Name, info.Device, strings.Join(cfg, " "))
+	if info.Built != "" {
+		fmt.Fprintln(out, info.Built)
+	}
 	if info.Params > 0 {
 		fmt.Fprintf(out, "%d parameters\n", info.Params)
 	}
 	for _, w := range info.Warnings {
 		fmt.Fprintln(out, "warning:", w)
+	}
+	if load != nil && *load != "" {
+		f, err := os.Open(*load)
+		if err != nil {
+			return fmt.Errorf("%s: -load: %w", spec.Name, err)
+		}
+		err = s.load(f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("%s: -load %s: %w", spec.Name, *load, err)
+		}
+		fmt.Fprintf(out, "loaded %s\n", *load)
 	}
 	n := *every
 	if n < 1 {
@@ -141,6 +206,12 @@ func RunArgs(spec Spec, args []string, out io.Writer) error {
 		}
 		fmt.Fprintln(out, "metrics:", formatMetrics(m))
 	}
+	if save != nil && *save != "" {
+		if err := saveFile(s, *save); err != nil {
+			return fmt.Errorf("%s: -save %s: %w", spec.Name, *save, err)
+		}
+		fmt.Fprintf(out, "saved %s\n", *save)
+	}
 	if info.Sample {
 		txt, err := s.sample()
 		if err != nil {
@@ -163,6 +234,19 @@ func RunArgs(spec Spec, args []string, out io.Writer) error {
 		fmt.Fprintf(out, "profile (%s mode, 5 steps): %s\n", p.Mode, *profJSON)
 	}
 	return nil
+}
+
+// saveFile writes the session's checkpoint to path.
+func saveFile(s *session, path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := s.save(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // formatMetrics prints metrics as "name value" pairs in name order.

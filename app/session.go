@@ -3,6 +3,7 @@ package app
 import (
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -14,13 +15,16 @@ import (
 
 // Info is what the page learns of the model before building it (ag.app()).
 type Info struct {
-	Name     string   `json:"name"`
-	Describe string   `json:"describe"`
-	Params   []Param  `json:"params"`
-	Steps    int      `json:"steps"`  // default training steps
-	Modes    []string `json:"modes"`  // profile modes, known after build; before it, all three
-	Eval     bool     `json:"eval"`   // the built Trainer is an Evaluator
-	Sample   bool     `json:"sample"` // the built Trainer is a Sampler
+	Name       string        `json:"name"`
+	Describe   string        `json:"describe"`
+	Params     []Param       `json:"params"`
+	Strings    []StringParam `json:"strings"`    // never null
+	Files      []FileParam   `json:"files"`      // never null
+	Checkpoint bool          `json:"checkpoint"` // ag.save and ag.load work
+	Steps      int           `json:"steps"`      // default training steps
+	Modes      []string      `json:"modes"`      // profile modes, known after build; before it, all three
+	Eval       bool          `json:"eval"`       // the built Trainer is an Evaluator
+	Sample     bool          `json:"sample"`     // the built Trainer is a Sampler
 }
 
 // BuildInfo is ag.build's answer.
@@ -36,6 +40,7 @@ type BuildInfo struct {
 	Eval     bool     `json:"eval"`
 	Sample   bool     `json:"sample"`
 	Unread   bool     `json:"unread"`   // the Trainer is an UnreadStepper: ag.train's every saves reads
+	Built    string   `json:"built"`    // a Describer's Built, "" for others
 	Warnings []string `json:"warnings"` // never null
 }
 
@@ -93,6 +98,13 @@ func (s *session) info() Info {
 	if in.Params == nil {
 		in.Params = []Param{}
 	}
+	in.Strings, in.Files, in.Checkpoint = s.spec.Strings, s.spec.Files, s.spec.Checkpoint
+	if in.Strings == nil {
+		in.Strings = []StringParam{}
+	}
+	if in.Files == nil {
+		in.Files = []FileParam{}
+	}
 	if s.tr != nil {
 		in.Modes = modesOf(s.tr)
 		_, in.Eval = s.tr.(Evaluator)
@@ -120,11 +132,17 @@ func pickDevice(name string, drivers []DriverJSON) string { return pageapi.PickD
 // other than cpu that fails to open falls back to cpu, and the answer says
 // why (a browser without WebGPU still trains); natively a device asked for
 // by name that fails to open is an error, as core.Open's is.
-func (s *session) build(given map[string]float64, device string) (BuildInfo, error) {
-	cfg, err := s.spec.config(given)
+func (s *session) build(nums map[string]float64, device string) (BuildInfo, error) {
+	return s.buildInput(given{nums: nums}, device)
+}
+
+// buildInput is build with every kind of input (see Input).
+func (s *session) buildInput(g given, device string) (BuildInfo, error) {
+	in, err := s.spec.input(g)
 	if err != nil {
 		return BuildInfo{}, fmt.Errorf("build: %w", err)
 	}
+	cfg := in.Config
 	d := s.devices()
 	want := device
 	if want == "" || want == "best" {
@@ -152,18 +170,29 @@ func (s *session) build(given map[string]float64, device string) (BuildInfo, err
 	}
 	s.dev.SetEager(false)
 	t0 := time.Now()
-	tr, err := s.spec.Build(s.dev, cfg)
+	var tr Trainer
+	if s.spec.BuildInput != nil {
+		tr, err = s.spec.BuildInput(s.dev, in)
+	} else {
+		tr, err = s.spec.Build(s.dev, cfg)
+	}
 	if err != nil {
 		return BuildInfo{}, fmt.Errorf("build %s on %s: %w", s.spec.Name, s.dev, err)
 	}
 	if tr == nil {
 		return BuildInfo{}, fmt.Errorf("build %s on %s: Build returned no Trainer and no error", s.spec.Name, s.dev)
 	}
+	if _, ok := tr.(Checkpointer); s.spec.Checkpoint && !ok {
+		return BuildInfo{}, fmt.Errorf("build %s on %s: the Spec has Checkpoint but its Trainer %T is no app.Checkpointer", s.spec.Name, s.dev, tr)
+	}
 	s.tr, s.cfg, s.total = tr, cfg, 0
 	if c, ok := tr.(Counter); ok {
 		for _, p := range c.Params() {
 			info.Params += p.Len()
 		}
+	}
+	if d, ok := tr.(Describer); ok {
+		info.Built = d.Built()
 	}
 	if f, ok := tr.(FLOPsCounter); ok {
 		info.FLOPs = f.FLOPs()
@@ -255,6 +284,41 @@ func (s *session) sample() (string, error) {
 		return "", fmt.Errorf("sample %s on %s: %w", s.spec.Name, s.dev, err)
 	}
 	return txt, nil
+}
+
+// save writes the Trainer's state (a Checkpointer's Save).
+func (s *session) save(w io.Writer) error {
+	c, err := s.checkpointer("save")
+	if err != nil {
+		return err
+	}
+	if err := c.Save(w); err != nil {
+		return fmt.Errorf("save %s: %w", s.spec.Name, err)
+	}
+	return nil
+}
+
+// load reads a state that save wrote into the Trainer.
+func (s *session) load(r io.Reader) error {
+	c, err := s.checkpointer("load")
+	if err != nil {
+		return err
+	}
+	if err := c.Load(r); err != nil {
+		return fmt.Errorf("load %s: %w", s.spec.Name, err)
+	}
+	return nil
+}
+
+func (s *session) checkpointer(fn string) (Checkpointer, error) {
+	if s.tr == nil {
+		return nil, fmt.Errorf("%s: %w", fn, errNoModel)
+	}
+	c, ok := s.tr.(Checkpointer)
+	if !ok {
+		return nil, fmt.Errorf("%s: %s saves no checkpoint (its Trainer is not an app.Checkpointer)", fn, s.spec.Name)
+	}
+	return c, nil
 }
 
 // stepIn runs one step in mode.

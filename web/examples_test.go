@@ -169,6 +169,10 @@ func TestExampleCharGPT(t *testing.T) {
 	if !strings.HasPrefix(sample, "The keeper") || len(sample) < 100 {
 		t.Errorf("sample %q: want the prompt continued", sample)
 	}
+	// samples as it learns: 120 steps in 4 parts, a sample after each
+	if n := eval[string](t, tb, `document.body.dataset.samples`); n != "4" {
+		t.Errorf("%s samples shown during and after 120 steps, want 4", n)
+	}
 	tb.screenshot(t, "example-chargpt.png")
 	tb.noErrors(t)
 }

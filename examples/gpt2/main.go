@@ -4,6 +4,7 @@
 // with GPT-2's byte-level BPE (package bpe), and samples from it.
 //
 //	go run ./examples/gpt2 -text notes.txt -size tiny -steps 300
+//	ag serve -app ./examples/gpt2    # the same in the page
 //	go run ./examples/gpt2 -size 124M -steps 1 -ctx 64 -batch 1 -device cpu -text README.md
 //
 // The tokenizer is learned from the text (-vocab tokens at most) unless
@@ -16,17 +17,26 @@
 // samples draw only the tokenizer's ids. -ctx is the length of the training sequences; the
 // position table keeps the size's context (1024 rows at 124M).
 //
-// It prints "parameters: N", the loss as it trains, and samples at the end.
-// -save FILE writes the model as a safetensors file with GPT-2's keys
-// (Hugging Face's GPT2LMHeadModel loads it, its lm_head tied), and the
-// tokenizer beside it (FILE less .safetensors, plus -vocab.json and
-// -merges.txt); -load FILE reads such a file, or PyTorch's GPT-2
-// checkpoint, before training (-steps 0 only samples).
+// It is an app.Spec: natively it prints the tokenizer and the architecture,
+// "parameters: N", the loss as it trains and a sample at the end; `ag serve
+// -app ./examples/gpt2` trains it in the page, from a text file picked or
+// dropped there. A size whose weights, gradients, Adam state and
+// activations do not fit the device's free memory (in the page, the wasm
+// memory) or its largest buffer is refused before anything is allocated,
+// naming the sizes that fit. -save FILE (in the page, the checkpoint
+// download) writes the model as a safetensors file with GPT-2's keys
+// (Hugging Face's GPT2LMHeadModel loads it, its lm_head tied) and the
+// tokenizer in its metadata; -load FILE reads such a file, or PyTorch's
+// GPT-2 checkpoint, before training.
+//
+// Train, the same model as a function, prints the loss as "step i/n" and
+// writes the tokenizer beside a saved model (FILE less .safetensors, plus
+// -vocab.json and -merges.txt), as the command did before it was an
+// app.Spec.
 package main
 
 import (
-	"errors"
-	"flag"
+	"bytes"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -34,24 +44,53 @@ import (
 	"strings"
 	"time"
 
-	_ "github.com/ag-go/ag/backend/all" // every backend for -device
+	"github.com/ag-go/ag/app"
 	"github.com/ag-go/ag/bpe"
 	"github.com/ag-go/ag/core"
 	"github.com/ag-go/ag/models"
 	"github.com/ag-go/ag/nn"
+	"github.com/ag-go/ag/safetensors"
 )
 
-func main() {
-	if err := run(os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		if errors.Is(err, errUsage) {
-			os.Exit(2)
-		}
-		os.Exit(1)
-	}
-}
+func main() { app.Run(Spec) }
 
-var errUsage = errors.New("usage")
+// sizeNames are the choices of -size, smallest first.
+var sizeNames = []string{"tiny", "mini", "124M", "355M", "774M", "1558M"}
+
+// Spec is the example for app.Run.
+var Spec = app.Spec{
+	Name:     "gpt2",
+	Describe: "OpenAI's GPT-2 architecture (models.GPT2) with a byte-level BPE learned from your text, trained with AdamW (warm-up, gradient clipping, a captured step), sampling as it learns",
+	Steps:    200,
+	Params: []app.Param{
+		app.ChoiceParam("size", "tiny", "architecture: tiny (2x64), mini (4x256), 124M (GPT-2 small), 355M, 774M, 1558M", sizeNames...),
+		{Name: "vocab", Default: 50257, Min: 1, Max: 1 << 20, Int: true, Doc: "embedding rows (at least the tokenizer's tokens), and the most tokens the BPE learned from the text may have"},
+		{Name: "ctx", Default: 64, Min: 1, Max: 1 << 20, Int: true, Doc: "tokens per training sequence (at most the size's context)"},
+		{Name: "batch", Default: 8, Min: 1, Max: 4096, Int: true, Doc: "sequences per step"},
+		{Name: "lr", Default: 1e-3, Min: 0, Max: 1, Doc: "AdamW learning rate (after a 20-step warm-up)"},
+		{Name: "dropout", Default: -1, Min: -1, Max: 0.99, Doc: "dropout probability; -1 keeps the size's (0.1)"},
+		{Name: "seed", Default: 1, Min: 0, Max: 1 << 31, Int: true, Doc: "weight, data and dropout seed"},
+		{Name: "sample", Default: 40, Min: 0, Max: 4096, Int: true, Doc: "tokens per sample"},
+	},
+	Strings: []app.StringParam{{Name: "prompt", Default: "The", Doc: "start of each sample"}},
+	Files: []app.FileParam{
+		{Name: "text", Doc: "the training text (default: the short story the repository ships, models.KeeperText)"},
+		{Name: "vocab-json", Doc: "GPT-2's encoder.json or vocab.json (with merges) instead of a BPE learned from the text"},
+		{Name: "merges", Doc: "GPT-2's merges.txt (with vocab-json)"},
+	},
+	Checkpoint: true,
+	BuildInput: func(dev *core.Device, in app.Input) (app.Trainer, error) {
+		o := Options{Size: in.Choice("size"), Vocab: in.Int("vocab"), Ctx: in.Int("ctx"), Batch: in.Int("batch"),
+			LR: in.Float32("lr"), Dropout: in.Float("dropout"), Seed: uint64(in.Int("seed")), Sample: in.Int("sample"),
+			Prompt: in.String("prompt")}
+		if f := in.File("text"); f.Name != "" {
+			o.Text, o.TextName = string(f.Data), f.Name
+		}
+		o.vocabJSON, o.merges = in.File("vocab-json"), in.File("merges")
+		o.VocabJSON, o.Merges = o.vocabJSON.Name, o.merges.Name
+		return New(dev, o)
+	},
+}
 
 // Options are the settings of a run (the flags).
 type Options struct {
@@ -63,66 +102,46 @@ type Options struct {
 	Merges    string  // GPT-2's merges.txt
 	Ctx       int     // tokens per training sequence
 	Batch     int     // sequences per step
-	Steps     int     // training steps
+	Steps     int     // training steps (Train's)
 	LR        float32 // AdamW's learning rate, after a linear warm-up
 	Dropout   float64 // -1 keeps the size's
 	Seed      uint64
 	Sample    int    // tokens per sample
 	Prompt    string // starts each sample
-	Load      string // a safetensors file to start from
-	Save      string // where to write the model (and the tokenizer beside it)
+	Load      string // a safetensors file to start from (Train's)
+	Save      string // where to write the model, the tokenizer beside it (Train's)
+
+	// the contents of VocabJSON and Merges when given as files (the
+	// page's, app.Input's); read from the paths when empty
+	vocabJSON, merges app.File
 }
 
-func run(args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("gpt2", flag.ContinueOnError)
-	fs.SetOutput(out)
-	var o Options
-	device := fs.String("device", "auto", `device: "auto", "cpu", "webgpu", "ggml-cpu" or "ggml-vulkan"`)
-	fs.StringVar(&o.Text, "text", "", "train on this `FILE` (default: the short story the repository ships, models.KeeperText)")
-	fs.StringVar(&o.Size, "size", "tiny", "architecture: 124M (GPT-2 small), 355M, 774M, 1558M, or mini (4x256), tiny (2x64)")
-	fs.IntVar(&o.Vocab, "vocab", 50257, "embedding rows (at least the tokenizer's tokens), and the most tokens the BPE learned from the text may have")
-	fs.StringVar(&o.VocabJSON, "vocab-json", "", "GPT-2's encoder.json or vocab.json `FILE` (with -merges) instead of a BPE learned from the text")
-	fs.StringVar(&o.Merges, "merges", "", "GPT-2's merges.txt `FILE` (with -vocab-json)")
-	fs.IntVar(&o.Ctx, "ctx", 64, "tokens per training sequence (at most the size's context)")
-	fs.IntVar(&o.Batch, "batch", 8, "sequences per step")
-	fs.IntVar(&o.Steps, "steps", 200, "training steps")
-	lr := fs.Float64("lr", 1e-3, "AdamW learning rate (after a 20-step warm-up)")
-	fs.Float64Var(&o.Dropout, "dropout", -1, "dropout probability; -1 keeps the size's (0.1)")
-	fs.Uint64Var(&o.Seed, "seed", 1, "weight, data and dropout seed")
-	fs.IntVar(&o.Sample, "sample", 40, "tokens per sample (two samples at the end)")
-	fs.StringVar(&o.Prompt, "prompt", "The", "start of each sample")
-	fs.StringVar(&o.Load, "load", "", "start from this safetensors `FILE` (GPT-2's keys)")
-	fs.StringVar(&o.Save, "save", "", "write the trained model to this safetensors `FILE`, the tokenizer beside it")
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return nil
-		}
-		return fmt.Errorf("gpt2: %w (%w)", err, errUsage)
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("gpt2: unexpected arguments %q (%w)", fs.Args(), errUsage)
-	}
-	o.LR = float32(*lr)
-	if o.Text != "" {
-		b, err := os.ReadFile(o.Text)
-		if err != nil {
-			return fmt.Errorf("gpt2: -text: %w", err)
-		}
-		o.TextName, o.Text = o.Text, string(b)
-	}
-	dev, err := core.Open(*device)
-	if err != nil {
-		return fmt.Errorf("gpt2: -device %s: %w", *device, err)
-	}
-	defer dev.Close()
-	return Train(dev, o, out)
+// Model is GPT-2 with its tokenizer, data, optimizer and captured step:
+// an app.Trainer, Evaluator, Sampler, Counter, Describer and
+// Checkpointer.
+type Model struct {
+	dev     *core.Device
+	o       Options
+	cfg     models.GPT2Config
+	tok     *bpe.Tokenizer
+	how     string // where the tokenizer came from
+	ids     []int  // the text's tokens
+	batches *models.Batches
+	fixed   [2][]float32 // FixedBatch of ids
+	G       *models.GPT2
+	step    *nn.StepCapture
+	samples int
+	built   string
 }
 
-// Train runs o on dev, printing to out.
-func Train(dev *core.Device, o Options, out io.Writer) error {
+// New makes the model of o on dev: first the memory check (checkFits:
+// nothing is allocated for a size that does not fit), then the tokenizer
+// (learned from the text or read from GPT-2's files), the batches of the
+// text, GPT-2 and its AdamW.
+func New(dev *core.Device, o Options) (*Model, error) {
 	cfg, err := models.GPT2Size(o.Size)
 	if err != nil {
-		return fmt.Errorf("gpt2: -size: %w", err)
+		return nil, fmt.Errorf("gpt2: -size: %w", err)
 	}
 	if o.Text == "" {
 		o.Text, o.TextName = models.KeeperText, "models.KeeperText"
@@ -134,54 +153,196 @@ func Train(dev *core.Device, o Options, out io.Writer) error {
 		cfg.Dropout = float32(o.Dropout)
 	}
 	if o.Ctx < 1 || o.Ctx > cfg.Context || o.Batch < 1 || o.Steps < 0 || o.Sample < 0 {
-		return fmt.Errorf("gpt2: -ctx %d, -batch %d, -steps %d, -sample %d: want 1 <= ctx <= %d (the %s context), batch >= 1, steps and sample >= 0",
+		return nil, fmt.Errorf("gpt2: -ctx %d, -batch %d, -steps %d, -sample %d: want 1 <= ctx <= %d (the %s context), batch >= 1, steps and sample >= 0",
 			o.Ctx, o.Batch, o.Steps, o.Sample, cfg.Context, o.Size)
+	}
+	cfg.Vocab = o.Vocab
+	if o.Vocab < 1 {
+		return nil, fmt.Errorf("gpt2: -vocab %d: want >= 1", o.Vocab)
+	}
+	if err := checkFits(o.Size, cfg, o.Batch, o.Ctx, deviceBudget(dev)); err != nil {
+		return nil, err
 	}
 	start := time.Now()
 	tok, how, err := tokenizer(o)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	ids := tok.Encode([]byte(o.Text))
-	fmt.Fprintf(out, "tokenizer: %d tokens (%s); %s: %d bytes, %d tokens (%.1fs)\n", tok.Size(), how, o.TextName, len(o.Text), len(ids), time.Since(start).Seconds())
-	cfg.Vocab = o.Vocab
+	m := &Model{dev: dev, o: o, cfg: cfg, tok: tok, how: how}
+	m.ids = tok.Encode([]byte(o.Text))
+	m.built = fmt.Sprintf("tokenizer: %d tokens (%s); %s: %d bytes, %d tokens (%.1fs)\n", tok.Size(), how, o.TextName, len(o.Text), len(m.ids), time.Since(start).Seconds())
 	if tok.Size() > cfg.Vocab {
-		return fmt.Errorf("gpt2: the tokenizer has %d tokens, more than -vocab %d embedding rows", tok.Size(), cfg.Vocab)
+		return nil, fmt.Errorf("gpt2: the tokenizer has %d tokens, more than -vocab %d embedding rows", tok.Size(), cfg.Vocab)
 	}
-	batches, err := models.NewBatches(ids, o.Batch, o.Ctx, o.Seed+1)
-	if err != nil {
-		return fmt.Errorf("gpt2: %s is %d tokens, too short for -ctx %d: %w", o.TextName, len(ids), o.Ctx, err)
+	if m.batches, err = models.NewBatches(m.ids, o.Batch, o.Ctx, o.Seed+1); err != nil {
+		return nil, fmt.Errorf("gpt2: %s is %d tokens, too short for -ctx %d: %w", o.TextName, len(m.ids), o.Ctx, err)
 	}
+	m.fixed = FixedBatch(m.ids, o.Batch, o.Ctx)
 	if err := dev.Seed(o.Seed); err != nil {
-		return fmt.Errorf("gpt2: %w", err)
+		return nil, fmt.Errorf("gpt2: %w", err)
 	}
 	start = time.Now()
-	g := models.NewGPT2(dev, cfg, nn.NewRNG(o.Seed))
-	g.SampleVocab = tok.Size()
-	fmt.Fprintf(out, "gpt2 %s on %s: %d layers, width %d, %d heads, context %d, vocabulary %d, dropout %g\n",
+	m.G = models.NewGPT2(dev, cfg, nn.NewRNG(o.Seed))
+	m.G.SampleVocab = tok.Size()
+	m.built += fmt.Sprintf("gpt2 %s on %s: %d layers, width %d, %d heads, context %d, vocabulary %d, dropout %g\n",
 		o.Size, dev, cfg.Layers, cfg.Dim, cfg.Heads, cfg.Context, cfg.Vocab, cfg.Dropout)
-	fmt.Fprintf(out, "parameters: %d (%.1fs to initialise)\n", cfg.Params(), time.Since(start).Seconds())
+	m.built += fmt.Sprintf("parameters: %d (%.1fs to initialise)", cfg.Params(), time.Since(start).Seconds())
+	opt := nn.WithSchedule(nn.NewAdamW(m.G.Params(), o.LR, 0.01), nn.LinearWarmup(20, 0.1))
+	m.step = nn.CaptureStep(opt, func(in []*core.Tensor) *core.Tensor { return m.G.Loss(in[0], in[1]) })
+	m.step.MaxGradNorm = 1
+	return m, nil
+}
+
+// Built says what New made: the tokenizer, the text, the architecture and
+// "parameters: N" (app.Describer).
+func (m *Model) Built() string { return m.built }
+
+// Step runs one captured training step on the next batch.
+func (m *Model) Step() (float32, error) {
+	x, y := m.batches.Next()
+	return m.step.Step(core.In(x, m.o.Batch, m.o.Ctx), core.In(y, m.o.Batch, m.o.Ctx))
+}
+
+// FixedBatch is the batch Eval measures: the inputs and targets of the
+// text's first batch sequences of ctx tokens, end to end (wrapping round
+// a text shorter than that; NewBatches has checked that it has ctx+1
+// tokens).
+func FixedBatch(ids []int, batch, ctx int) [2][]float32 {
+	x, y := make([]float32, batch*ctx), make([]float32, batch*ctx)
+	n := len(ids) - 1
+	for i := range x {
+		x[i], y[i] = float32(ids[i%n]), float32(ids[i%n+1])
+	}
+	return [2][]float32{x, y}
+}
+
+// FixedLoss is the loss of g on FixedBatch's batch, dropout off.
+func FixedLoss(dev *core.Device, g *models.GPT2, fixed [2][]float32, batch, ctx int) (float32, error) {
+	g.SetTraining(false)
+	defer g.SetTraining(true)
+	var l float32
+	var err error
+	dev.NoGrad(func() { l, err = g.Loss(dev.Tensor(fixed[0], batch, ctx), dev.Tensor(fixed[1], batch, ctx)).Item() })
+	return l, err
+}
+
+// Eval measures the loss on the text's first batch (FixedBatch), dropout
+// off: the same number wherever the model is loaded (app.Evaluator).
+func (m *Model) Eval() (app.Metrics, error) {
+	l, err := FixedLoss(m.dev, m.G, m.fixed, m.o.Batch, m.o.Ctx)
+	if err != nil {
+		return nil, fmt.Errorf("gpt2: fixed-batch loss: %w", err)
+	}
+	return app.Metrics{"fixed-batch loss": float64(l)}, nil
+}
+
+// Params lists GPT-2's parameters (app.Counter).
+func (m *Model) Params() []*core.Tensor { return m.G.Params() }
+
+// Sample continues the prompt by o.Sample tokens at temperature 0.8, each
+// sample with the next seed (app.Sampler).
+func (m *Model) Sample() (string, error) {
+	s, err := m.sample(m.samples)
+	m.samples++
+	return s, err
+}
+
+func (m *Model) sample(k int) (string, error) {
+	prompt := m.tok.Encode([]byte(m.o.Prompt))
+	if len(prompt) == 0 {
+		return "", fmt.Errorf("gpt2: -prompt is empty: a sample continues at least one token")
+	}
+	if len(prompt) > m.cfg.Context {
+		prompt = prompt[len(prompt)-m.cfg.Context:]
+	}
+	gen, err := m.G.Generate(m.dev, prompt, m.o.Sample, 0.8, rand.New(rand.NewPCG(m.o.Seed, uint64(k))))
+	if err != nil {
+		return "", fmt.Errorf("gpt2: sampling: %w", err)
+	}
+	return decode(m.tok, gen), nil
+}
+
+// Metadata keys of the tokenizer in a checkpoint Save writes.
+const (
+	metaVocab  = "ag.bpe.vocab.json"
+	metaMerges = "ag.bpe.merges.txt"
+)
+
+// Save writes the model as a safetensors file with GPT-2's keys (what
+// Hugging Face's GPT2LMHeadModel loads), the tokenizer in its metadata
+// (GPT-2's vocab.json and merges.txt): app.Checkpointer. Adam's state is
+// not saved: a loaded model's optimizer starts afresh.
+func (m *Model) Save(w io.Writer) error {
+	var vb, mb strings.Builder
+	if err := m.tok.Write(&vb, &mb); err != nil {
+		return fmt.Errorf("gpt2: saving the tokenizer: %w", err)
+	}
+	meta := map[string]string{"format": "pt", "ag.gpt2.size": m.o.Size, metaVocab: vb.String(), metaMerges: mb.String()}
+	return nn.SaveSafetensors(w, m.G, nn.SaveOptions{Metadata: meta})
+}
+
+// Load reads a file Save wrote, or PyTorch's GPT-2 checkpoint, into the
+// model: the weights, and the tokenizer when the file holds one (the text
+// is then tokenized again with it).
+func (m *Model) Load(r io.Reader) error {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return fmt.Errorf("gpt2: load: %w", err)
+	}
+	f, err := safetensors.Read(bytes.NewReader(data))
+	if err != nil {
+		return fmt.Errorf("gpt2: load: %w", err)
+	}
+	tok := m.tok
+	if v, ok := f.Metadata[metaVocab]; ok {
+		if tok, err = bpe.Read(strings.NewReader(v), strings.NewReader(f.Metadata[metaMerges])); err != nil {
+			return fmt.Errorf("gpt2: load: the checkpoint's tokenizer: %w", err)
+		}
+		if tok.Size() > m.cfg.Vocab {
+			return fmt.Errorf("gpt2: load: the checkpoint's tokenizer has %d tokens, more than the model's %d embedding rows (-vocab)", tok.Size(), m.cfg.Vocab)
+		}
+	}
+	if _, err := models.LoadGPT2Safetensors(bytes.NewReader(data), m.G); err != nil {
+		return fmt.Errorf("gpt2: load: %w", err)
+	}
+	if tok != m.tok {
+		ids := tok.Encode([]byte(m.o.Text))
+		b, err := models.NewBatches(ids, m.o.Batch, m.o.Ctx, m.o.Seed+1)
+		if err != nil {
+			return fmt.Errorf("gpt2: load: %s is %d tokens with the checkpoint's tokenizer, too short for -ctx %d: %w", m.o.TextName, len(ids), m.o.Ctx, err)
+		}
+		m.tok, m.ids, m.batches, m.how = tok, ids, b, "the checkpoint's"
+		m.fixed = FixedBatch(ids, m.o.Batch, m.o.Ctx)
+		m.G.SampleVocab = tok.Size()
+	}
+	return nil
+}
+
+// Train runs o on dev, printing to out: the loss as "step i/n", the
+// model and its tokenizer saved to o.Save, and two samples.
+func Train(dev *core.Device, o Options, out io.Writer) error {
+	m, err := New(dev, o)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(out, m.built)
 	if o.Load != "" {
 		f, err := os.Open(o.Load)
 		if err != nil {
 			return fmt.Errorf("gpt2: -load: %w", err)
 		}
-		_, err = models.LoadGPT2Safetensors(f, g)
+		err = m.Load(f)
 		f.Close()
 		if err != nil {
 			return fmt.Errorf("gpt2: -load %s: %w", o.Load, err)
 		}
 		fmt.Fprintf(out, "loaded %s\n", o.Load)
 	}
-	opt := nn.WithSchedule(nn.NewAdamW(g.Params(), o.LR, 0.01), nn.LinearWarmup(20, 0.1))
-	step := nn.CaptureStep(opt, func(in []*core.Tensor) *core.Tensor { return g.Loss(in[0], in[1]) })
-	step.MaxGradNorm = 1
 	every := max(1, o.Steps/10)
-	start = time.Now()
+	start := time.Now()
 	last := start
 	for i := 1; i <= o.Steps; i++ {
-		x, y := batches.Next()
-		loss, err := step.Step(core.In(x, o.Batch, o.Ctx), core.In(y, o.Batch, o.Ctx))
+		loss, err := m.Step()
 		if err != nil {
 			return fmt.Errorf("gpt2: step %d: %w", i, err)
 		}
@@ -195,24 +356,17 @@ func Train(dev *core.Device, o Options, out io.Writer) error {
 		fmt.Fprintf(out, "trained %d steps in %.1fs\n", o.Steps, time.Since(start).Seconds())
 	}
 	if o.Save != "" {
-		if err := save(o.Save, g, tok, out); err != nil {
+		if err := save(o.Save, m.G, m.tok, out); err != nil {
 			return err
 		}
 	}
 	if o.Sample > 0 {
-		prompt := tok.Encode([]byte(o.Prompt))
-		if len(prompt) == 0 {
-			return fmt.Errorf("gpt2: -prompt is empty: a sample continues at least one token")
-		}
-		if len(prompt) > cfg.Context {
-			prompt = prompt[len(prompt)-cfg.Context:]
-		}
 		for k := range 2 {
-			gen, err := g.Generate(dev, prompt, o.Sample, 0.8, rand.New(rand.NewPCG(o.Seed, uint64(k))))
+			txt, err := m.sample(k)
 			if err != nil {
-				return fmt.Errorf("gpt2: sampling: %w", err)
+				return err
 			}
-			fmt.Fprintf(out, "sample %d:\n%s\n", k+1, decode(tok, gen))
+			fmt.Fprintf(out, "sample %d:\n%s\n", k+1, txt)
 		}
 	}
 	return nil
@@ -225,17 +379,29 @@ func tokenizer(o Options) (*bpe.Tokenizer, string, error) {
 		return nil, "", fmt.Errorf("gpt2: -vocab-json %q, -merges %q: give both or neither", o.VocabJSON, o.Merges)
 	}
 	if o.VocabJSON != "" {
-		v, err := os.Open(o.VocabJSON)
-		if err != nil {
-			return nil, "", fmt.Errorf("gpt2: -vocab-json: %w", err)
+		read := func(f app.File, flag string) ([]byte, error) {
+			if f.Name != "" {
+				return f.Data, nil
+			}
+			path := o.VocabJSON
+			if flag == "merges" {
+				path = o.Merges
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return nil, fmt.Errorf("gpt2: -%s: %w", flag, err)
+			}
+			return b, nil
 		}
-		defer v.Close()
-		m, err := os.Open(o.Merges)
+		v, err := read(o.vocabJSON, "vocab-json")
 		if err != nil {
-			return nil, "", fmt.Errorf("gpt2: -merges: %w", err)
+			return nil, "", err
 		}
-		defer m.Close()
-		tok, err := bpe.Read(v, m)
+		mg, err := read(o.merges, "merges")
+		if err != nil {
+			return nil, "", err
+		}
+		tok, err := bpe.Read(bytes.NewReader(v), bytes.NewReader(mg))
 		if err != nil {
 			return nil, "", fmt.Errorf("gpt2: %w", err)
 		}

@@ -1,3 +1,5 @@
+//go:build !js
+
 package main
 
 import (
@@ -12,15 +14,17 @@ import (
 
 	"github.com/ag-go/ag/core"
 	"github.com/ag-go/ag/internal/testdev"
+	"github.com/ag-go/ag/models"
 )
 
 func openDev(t testing.TB) *core.Device { return testdev.Open(t) }
 
-// losses returns the losses of the "step" lines of out.
+// losses returns the losses of the "step" lines of out: Train's "step
+// i/n  loss L" and the command line's (app.RunArgs) "step i  loss L".
 func losses(t *testing.T, out string) []float64 {
 	t.Helper()
 	var ls []float64
-	for _, m := range regexp.MustCompile(`(?m)^step \d+/\d+  loss (\S+)`).FindAllStringSubmatch(out, -1) {
+	for _, m := range regexp.MustCompile(`(?m)^step +\d+(?:/\d+)?  loss (\S+)`).FindAllStringSubmatch(out, -1) {
 		v, err := strconv.ParseFloat(m[1], 64)
 		if err != nil {
 			t.Fatal(err)
@@ -94,9 +98,10 @@ func TestFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"-size", "2M"}, `no size "2M"`},
+		{[]string{"-size", "2M"}, `-size "2M": want one of tiny, mini, 124M`},
 		{[]string{"-ctx", "4096"}, "-ctx 4096"},
-		{[]string{"-vocab-json", "x.json"}, "give both or neither"},
+		{[]string{"-vocab-json", text}, "give both or neither"},
+		{[]string{"-vocab-json", "no-such.json"}, "no-such.json"},
 		{[]string{"-vocab", "100"}, "size 100"},
 		{[]string{"-bogus"}, "bogus"},
 	} {
@@ -105,5 +110,58 @@ func TestFlags(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: %v, want an error saying %q", c.args, err, c.want)
 		}
+	}
+}
+
+// TestFits: a size over the budget is refused before anything is
+// allocated, naming what it needs and the sizes that fit; one buffer over
+// the device's largest is refused too; tiny fits.
+func TestFits(t *testing.T) {
+	c := models.GPT2Sizes["124M"]
+	err := checkFits("124M", c, 8, 64, budget{Bytes: 2 << 30, Where: "the page's wasm memory"})
+	for _, want := range []string{"size 124M (vocab 50257) at batch 8, ctx 64 needs about 2.", "over the page's wasm memory (2.0 GiB)", "the largest size that fits at batch 8 is mini (ctx 64)"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("124M in 2 GiB: %v, want it to say %q", err, want)
+		}
+	}
+	err = checkFits("124M", c, 8, 64, budget{Bytes: 1 << 40, Elems: 1 << 24})
+	if err == nil || !strings.Contains(err.Error(), "needs a buffer of 38597376 floats, over the 16777216") {
+		t.Errorf("124M with buffers of 2^24 floats: %v, want the embedding's buffer refused", err)
+	}
+	if err := checkFits("tiny", models.GPT2Sizes["tiny"], 8, 64, budget{Bytes: 2 << 30, Elems: 1 << 26}); err != nil {
+		t.Errorf("tiny: %v", err)
+	}
+	// Spec's build refuses it the same way, before allocating (where the
+	// device knows its memory: a hardware WebGPU adapter does not).
+	dev := openDev(t)
+	if deviceBudget(dev).Bytes == 0 {
+		t.Logf("%s reports no memory: New's refusal of 1558M not tried", dev.Name())
+		return
+	}
+	_, err = New(dev, Options{Size: "1558M", Vocab: 50257, Ctx: 1024, Batch: 4096, LR: 1e-3, Seed: 1})
+	if err == nil || !strings.Contains(err.Error(), "size 1558M (vocab 50257) at batch 4096, ctx 1024 needs about") {
+		t.Errorf("1558M at batch 4096: %v", err)
+	}
+}
+
+// TestCheckpoint: the command line's -save writes a file that -load reads
+// back into the same fixed-batch loss (one step at lr 0 changes nothing),
+// the tokenizer coming from the file's metadata.
+func TestCheckpoint(t *testing.T) {
+	ckpt := filepath.Join(t.TempDir(), "c.safetensors")
+	args := []string{"-device", "cpu", "-ctx", "16", "-batch", "2", "-vocab", "300", "-sample", "5"}
+	var out bytes.Buffer
+	if err := run(append(args, "-steps", "5", "-save", ckpt), &out); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	fixed := regexp.MustCompile(`metrics: fixed-batch loss (\S+)`)
+	a := fixed.FindStringSubmatch(out.String())
+	out.Reset()
+	if err := run(append(args, "-steps", "1", "-lr", "0", "-seed", "7", "-load", ckpt), &out); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	b := fixed.FindStringSubmatch(out.String())
+	if a == nil || b == nil || a[1] != b[1] || !strings.Contains(out.String(), "loaded "+ckpt) {
+		t.Errorf("fixed-batch loss saved %v, loaded %v: want the same\n%s", a, b, out.String())
 	}
 }

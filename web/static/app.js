@@ -215,12 +215,54 @@
     for (const e of document.querySelectorAll("#train-form .mlp")) e.remove();
     const steps = $("#f-steps");
     const before = steps.labels[0];
+    const idOf = (pre, name) => pre + name.replace(/[^A-Za-z0-9_-]/g, "_");
+    const labelFor = (id, name, doc) => el("label", { for: id, text: name + " " }, el("span", { class: "hint", text: doc }));
     for (const p of a.params) {
-      const id = "p-" + p.name.replace(/[^A-Za-z0-9_-]/g, "_");
-      const label = el("label", { for: id, text: p.name + " " }, el("span", { class: "hint", text: p.doc }));
-      const input = el("input", { id, name: p.name, type: "number", min: p.min, max: p.max, step: p.int ? 1 : "any",
-        value: p.default, required: true, "data-param": p.name });
-      before.before(label, input);
+      const id = idOf("p-", p.name);
+      let input;
+      if (p.choices && p.choices.length) {
+        // a word out of a list (app.Param.Choices): build gets the word
+        input = el("select", { id, name: p.name, "data-choice": p.name }, ...p.choices.map((c, i) =>
+          el("option", { value: c, text: c, selected: i === p.default })));
+      } else {
+        input = el("input", { id, name: p.name, type: "number", min: p.min, max: p.max, step: p.int ? 1 : "any",
+          value: p.default, required: true, "data-param": p.name });
+      }
+      before.before(labelFor(id, p.name, p.doc), input);
+    }
+    for (const p of a.strings) {
+      const id = idOf("s-", p.name);
+      before.before(labelFor(id, p.name, p.doc), el("input", { id, name: p.name, type: "text", value: p.default, "data-string": p.name }));
+    }
+    // Files (app.FileParam): picked or dropped, read here as text; build
+    // gets {name, text}. The first file's picker is also a drop zone.
+    state.files = {};
+    a.files.forEach((p, i) => {
+      const id = idOf("file-", p.name);
+      const input = el("input", { id, name: p.name, type: "file", accept: "text/*,.txt,.md,.json", "data-file": p.name });
+      const take = async (f) => {
+        if (!f) return;
+        state.files[p.name] = { name: f.name, text: await f.text() };
+        document.body.dataset["file_" + p.name] = f.name;
+        setStatus(`Read ${f.name} (${f.size.toLocaleString()} bytes) for ${p.name}.`);
+      };
+      input.addEventListener("change", () => take(input.files[0]));
+      before.before(labelFor(id, p.name, p.doc), input);
+      if (i === 0) {
+        const zone = el("div", { class: "drop", id: "drop-zone", text: `Drop a text file here for ${p.name}` });
+        zone.addEventListener("dragover", (e) => { e.preventDefault(); zone.classList.add("over"); });
+        zone.addEventListener("dragleave", () => zone.classList.remove("over"));
+        zone.addEventListener("drop", (e) => { e.preventDefault(); zone.classList.remove("over"); take(e.dataTransfer.files[0]); });
+        $("#train-form .fields").after(zone);
+      }
+    });
+    if (a.checkpoint) {
+      const save = el("button", { type: "button", id: "btn-save", text: "Download checkpoint" });
+      const load = el("input", { type: "file", id: "f-load", accept: ".safetensors,application/octet-stream" });
+      save.addEventListener("click", saveCheckpoint);
+      load.addEventListener("change", () => loadCheckpoint(load.files[0]));
+      $("#app-out").append(el("div", { class: "actions checkpoint" }, save,
+        el("label", { for: "f-load", text: "Load checkpoint " }), load));
     }
     steps.value = a.steps;
     steps.max = Math.max(1000000, a.steps);
@@ -309,6 +351,9 @@
     if (state.app) {
       const cfg = { device: $("#f-device").value };
       for (const i of f.querySelectorAll("input[data-param]")) cfg[i.dataset.param] = Number(i.value);
+      for (const i of f.querySelectorAll("select[data-choice]")) cfg[i.dataset.choice] = i.value;
+      for (const i of f.querySelectorAll("input[data-string]")) cfg[i.dataset.string] = i.value;
+      for (const [k, v] of Object.entries(state.files || {})) cfg[k] = v;
       return { cfg, steps: n("#f-steps"), psteps: n("#f-psteps"), every: n("#f-every") };
     }
     return {
@@ -333,7 +378,7 @@
       setModes(info.modes);
       // An app whose Trainer has no Params() reports 0: say nothing
       // rather than "0 parameters".
-      $("#model-desc").textContent = state.app.describe + (info.params > 0 ? ` · ${info.params.toLocaleString()} parameters` : "");
+      $("#model-desc").textContent = state.app.describe + (info.params > 0 ? ` · ${info.params.toLocaleString()} parameters` : "") + (info.built ? ` · ${info.built}` : "");
       state.metrics0 = info.eval ? await ag.eval() : null;
       if (info.eval) document.body.dataset.metrics0 = JSON.stringify(state.metrics0);
       renderMetrics(state.metrics0);
@@ -344,6 +389,51 @@
     for (const w of info.warnings) if (!/WebGPU is not available/.test(w)) banner("warn", esc(w));
     renderLoss();
     return true;
+  }
+
+  // saveCheckpoint downloads the built model's state (app.Checkpointer).
+  async function saveCheckpoint() {
+    if (state.busy || !state.info) { setStatus("Train or build the model before saving it.", "error"); return; }
+    setBusy(true);
+    try {
+      const b = await ag.save();
+      download(`${state.app.name}-step${state.losses.length ? state.losses[state.losses.length - 1][0] : 0}.safetensors`, b, "application/octet-stream");
+      document.body.dataset.saved = String(b.length);
+      setStatus(`Saved a checkpoint of ${b.length.toLocaleString()} bytes.`, "ok");
+    } catch (e) {
+      setStatus("Saving failed: " + errText(e), "error");
+    } finally {
+      setBusy(false);
+    }
+  }
+  // loadCheckpoint builds the model of the form (when it is not built)
+  // and loads the file's state into it.
+  async function loadCheckpoint(f) {
+    if (!f || state.busy) return;
+    let form;
+    try { form = readForm(); } catch (e) { setStatus(errText(e), "error"); return; }
+    setBusy(true);
+    try {
+      await ensureBuilt(form.cfg);
+      await ag.load(new Uint8Array(await f.arrayBuffer()));
+      document.body.dataset.loaded = f.name;
+      setStatus(`Loaded ${f.name}.`, "ok");
+      if (state.info.eval) {
+        const m = await ag.eval();
+        renderMetrics(m);
+        document.body.dataset.metrics = JSON.stringify(m);
+      }
+      if (state.info.sample) {
+        const txt = await ag.sample();
+        $("#sample").textContent = txt;
+        $("#sample").hidden = false;
+      }
+    } catch (e) {
+      setStatus("Loading failed: " + errText(e), "error");
+      banner("error", "<b>Loading the checkpoint failed:</b> " + esc(errText(e)));
+    } finally {
+      setBusy(false);
+    }
   }
 
   async function train() {
@@ -363,14 +453,31 @@
       setStatus(`Training ${form.steps} steps…`);
       let pending = false;
       const opts = { every: form.every };
-      const r = await ag.train(form.steps, (step, loss, ms) => {
+      const progress = (step, loss, ms) => {
         state.losses.push([step, loss]);
         state.stepMS.push(ms);
         if (!pending) {
           pending = true;
           requestAnimationFrame(() => { pending = false; renderLoss(); });
         }
-      }, opts);
+      };
+      // A model that samples shows a sample as it learns: a long train
+      // runs in 4 parts, a sample after each but the last.
+      const parts = state.app && state.info.sample && form.steps >= 50 ? 4 : 1;
+      let r = null;
+      for (let k = 0, left = form.steps; k < parts && left > 0 && !(r && (r.stopped || state.stopAsked)); k++) {
+        const n = k === parts - 1 ? left : Math.ceil(form.steps / parts);
+        left -= n;
+        const p = await ag.train(n, progress, opts);
+        r = r ? { ...p, steps: r.steps + p.steps, first_loss: r.first_loss, step_ms: r.step_ms.concat(p.step_ms) } : p;
+        if (k < parts - 1 && left > 0 && !p.stopped && !state.stopAsked) {
+          const txt = await ag.sample();
+          $("#sample").textContent = `after ${p.total} steps:\n${txt}`;
+          $("#sample").hidden = false;
+          document.body.dataset.samples = String(+(document.body.dataset.samples || 0) + 1);
+        }
+      }
+      r.stopped = r.stopped || state.stopAsked;
       renderLoss();
       const ms = median(r.step_ms);
       let measured = "";
@@ -387,6 +494,7 @@
         $("#sample").textContent = txt;
         $("#sample").hidden = false;
         document.body.dataset.sample = txt;
+        document.body.dataset.samples = String(+(document.body.dataset.samples || 0) + 1);
       }
       setStatus(`${r.stopped ? "Stopped after" : "Trained"} ${r.steps} steps: loss ${fmtNum(r.first_loss, 4)} → ${fmtNum(r.last_loss, 4)}, median ${fmtMS(ms)} per step.${measured}`, "ok");
       document.body.dataset.trained = String(r.total);

@@ -64,7 +64,8 @@ var (
 
 // Promise returns a Promise settled by job, which runs on q's worker. The
 // result is JSON-encoded in Go and parsed in JS (one crossing, plain
-// objects); a string result stays a string. A panic rejects with its stack.
+// objects); a string result stays a string, and a js.Value (bytes made in
+// JS, a Uint8Array) resolves as it is. A panic rejects with its stack.
 func Promise(q *Queue, job func() (any, error)) js.Value {
 	var exec js.Func
 	exec = js.FuncOf(func(_ js.Value, args []js.Value) any {
@@ -76,8 +77,12 @@ func Promise(q *Queue, job func() (any, error)) js.Value {
 				reject.Invoke(jsError.New(err.Error()))
 				return
 			}
-			if str, ok := v.(string); ok {
-				resolve.Invoke(str)
+			switch v := v.(type) {
+			case string:
+				resolve.Invoke(v)
+				return
+			case js.Value:
+				resolve.Invoke(v)
 				return
 			}
 			b, err := json.Marshal(v)
