@@ -76,7 +76,7 @@ var OpIm2Col = defineComposite(Composite{
 		x := inShapes[0]
 		w := WindowOf(n)
 		c, k := x[1], w.KH*w.KW
-		rows := padRows(in[0], x, w, add)
+		rows := padRows(in[0], x, w, 0, add)
 		m := n.Shape[0]
 		g := add(Node{Op: OpGetRows, In: []int{rows, in[1]}, Shape: []int{m * k, c}})
 		g = add(Node{Op: OpReshape, In: []int{g}, Shape: []int{m, k, c}})
@@ -172,18 +172,18 @@ func checkIm2Col(n *Node, x, cols, idx []int) error {
 	return nil
 }
 
-// padRows appends x [N, C, H, W] padded with zeros and moved to rows
+// padRows appends x [N, C, H, W] padded with pad and moved to rows
 // [HP*WP*N, C] in Window.Rows' order: [W, H, N, C] padded along its first
 // axis, then [H, WP, N, C] along its first axis.
-func padRows(x int, s []int, w Window, add func(Node) int) int {
+func padRows(x int, s []int, w Window, pad float32, add func(Node) int) int {
 	nb, c, h, wd := s[0], s[1], s[2], s[3]
-	pad := func(v int, s []int, p int) int {
+	padAxis := func(v int, s []int, p int) int {
 		if p == 0 {
 			return v
 		}
 		bs := slices.Clone(s)
 		bs[0] = p
-		band := add(Node{Op: OpFill, Shape: bs})
+		band := add(Node{Op: OpFill, Shape: bs, A: pad})
 		s1 := slices.Clone(s)
 		s1[0] += p
 		v = add(Node{Op: OpConcatRows, In: []int{band, v}, Shape: s1})
@@ -193,9 +193,9 @@ func padRows(x int, s []int, w Window, add func(Node) int) int {
 	}
 	wp := wd + 2*w.PW
 	v := add(Node{Op: OpPermute, In: []int{x}, Shape: []int{wd, h, nb, c}, Perm: []int{3, 2, 0, 1}})
-	v = pad(v, []int{wd, h, nb, c}, w.PW)
+	v = padAxis(v, []int{wd, h, nb, c}, w.PW)
 	v = add(Node{Op: OpPermute, In: []int{v}, Shape: []int{h, wp, nb, c}, Perm: []int{1, 0, 2, 3}})
-	v = pad(v, []int{h, wp, nb, c}, w.PH)
+	v = padAxis(v, []int{h, wp, nb, c}, w.PH)
 	return add(Node{Op: OpReshape, In: []int{v}, Shape: []int{(h + 2*w.PH) * wp * nb, c}})
 }
 

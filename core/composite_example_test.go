@@ -56,3 +56,22 @@ func ExampleIm2Col() {
 	// Output:
 	// [4 4] [1 2 4 5 2 3 5 6 4 5 7 8 5 6 8 9]
 }
+
+// MaxPool2d of a 3x4 image by 2x2 windows at stride 2, padded by one
+// column on each side (padding never wins): the gradient of the sum goes
+// to each window's maximum, in the middle window to the first of its tied
+// 9s (the others' gradients are -0, as MaxAxis's).
+func ExampleMaxPool2d() {
+	dev, _ := core.Open("cpu")
+	defer dev.Close()
+	x := dev.Param([]float32{1, 9, 3, 4, 9, 9, 2, 8, 0, 1, 5, 7}, 1, 1, 3, 4)
+	w := backend.Window{KH: 2, KW: 2, SH: 2, SW: 2, PW: 1, DH: 1, DW: 1}
+	rows := w.Rows(1, 3, 4)
+	y := core.MaxPool2d(x, dev.Constant(rows, len(rows)), w)
+	_ = core.Sum(y).Backward()
+	v, _ := y.Data()
+	g, _ := x.Grad().Data()
+	fmt.Println(y.Shape(), v, g)
+	// Output:
+	// [1 1 1 3] [9 9 8] [-0 1 -0 -0 1 -0 -0 1 0 0 0 0]
+}

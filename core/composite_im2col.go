@@ -49,10 +49,17 @@ var _ = defineComposite(backend.OpIm2Col, composite{
 // than the scatter-add the decomposition has, which GPUs run in time
 // quadratic in the rows.
 func col2imByRows(g, rows *Tensor, x []int, w backend.Window) *Tensor {
+	c, k, m := x[1], w.KH*w.KW, g.shape[0]
+	return foldRows(Reshape(Permute(Reshape(g, m, c, k), 0, 2, 1), m*k, c), rows, x, w)
+}
+
+// foldRows is the gradient of gathering the windows of an image x [N, C,
+// H, W] by the table rows (Window.Rows) from its padded rows: v [M*K, C],
+// one row per window element, added back into the image (the padding
+// dropped), by core's inverse tables where they apply.
+func foldRows(v, rows *Tensor, x []int, w backend.Window) *Tensor {
 	nb, c, h, wd := x[0], x[1], x[2], x[3]
-	k, m := w.KH*w.KW, g.shape[0]
 	hp, wp := h+2*w.PH, wd+2*w.PW
-	v := Reshape(Permute(Reshape(g, m, c, k), 0, 2, 1), m*k, c)
 	if inv := inverseOf(rows, hp*wp*nb); inv != nil {
 		v = inv.gather(v)
 	} else {

@@ -282,18 +282,25 @@ func conv(x, w, b *core.Tensor, g window, groups int, cache *windowCache) *core.
 	return core.Permute(core.Reshape(y, g.n, oh, ow, oc), 0, 3, 1, 2)
 }
 
-// useIm2Col reports whether dev runs im2col and col2im natively (ggml-cpu:
-// ggml_im2col, ggml_im2col_back): there core.Im2Col's one kernel replaces
-// the permute, the padding and the gather, while elsewhere its
-// decomposition would add a transpose of the columns to today's gather.
-// ggml-vulkan runs im2col alone (964 -> 877 nodes for the convnet step),
-// but with it nn's TestConvNetTrains ended at 94.5% held-out accuracy
-// against its 95% bar (95.3% today): until that is understood, it keeps
-// today's path.
+// useIm2Col reports whether dev runs im2col natively (ggml: ggml_im2col):
+// there core.Im2Col's one kernel replaces the permute, the padding and the
+// gather, while elsewhere its decomposition would add a transpose of the
+// columns to today's gather. Its gradient is col2im, native on ggml-cpu
+// (ggml_im2col_back) and core's gathers by the inverse tables on
+// ggml-vulkan, which has none. On ggml-vulkan (lavapipe) the convnet step
+// went from 964 to 877 ggml nodes and from 61.5 s to 18.2 s (bench -convnet
+// 28, lazy; captured 26.6 s to 17.6 s); the two paths agree to f32
+// rounding there (TestConvIm2ColMatchesGather).
 func useIm2Col(dev *core.Device) bool {
-	c := dev.Info()
-	return c.Native(backend.OpIm2Col) && c.Native(backend.OpCol2Im)
+	if im2colMode != 0 {
+		return im2colMode > 0
+	}
+	return dev.Info().Native(backend.OpIm2Col)
 }
+
+// im2colMode, set by tests only, forces useIm2Col: 1 on, -1 off, 0 the
+// device's choice (the two paths are compared on one device).
+var im2colMode int
 
 // convIm2Col is conv by core.Im2Col: the columns [N*OH*OW, C*KH*KW] times
 // W as [OC, C/groups*KH*KW] transposed, with no permute of x or W (per

@@ -45,8 +45,11 @@ func barImages(r *rand.Rand, n int) (xs, labels []float32) {
 
 // A small convnet (conv, batch norm, max pool, conv, average pool, linear)
 // learns the four bar orientations: at least 95% accuracy on 256 held-out
-// images after 300 Adam steps on batches of 16, evaluated with the running
-// statistics (Eval).
+// images after 400 Adam steps on batches of 16, evaluated with the running
+// statistics (Eval). (After 300 steps this seed was the worst of 31..38 on
+// cpu, 96.1%, and f32 rounding alone moved ggml-vulkan's result across the
+// bar: 95.3% by gathers, 94.5% by im2col, 2 of 256 images, with the same
+// last loss; after 400 steps cpu gives 98.4% and ggml-vulkan 98.8%.)
 func TestConvNetTrains(t *testing.T) {
 	dev := openDev(t)
 	r := NewRNG(31)
@@ -62,7 +65,7 @@ func TestConvNetTrains(t *testing.T) {
 		NewLinear(dev, 16, 4, true, r),
 	}
 	opt := NewAdam(model.Params(), 0.01)
-	const batch, steps, held = 16, 300, 256
+	const batch, steps, held = 16, 400, 256
 	start := time.Now()
 	var loss float32
 	for range steps {

@@ -8,9 +8,12 @@ import (
 )
 
 // Pools gather their windows as the convolutions do (see conv.go) into
-// [N*OH*OW, K, C] and reduce the kernel axis K. Like Conv2d, a pool makes
-// its index table, a core Constant, at the first Forward of each input
-// shape.
+// [N*OH*OW, K, C] and reduce the kernel axis K. A max pool with no
+// dilation is core.MaxPool2d instead, one composite op (ggml runs
+// ggml_pool_2d; other backends its decomposition, the same gather and
+// max), whose gradient is MaxAxis's over the windows. Like Conv2d, a pool
+// makes its index table, a core Constant, at the first Forward of each
+// input shape.
 
 // poolWindow builds and checks the geometry of a pool; PyTorch's rule that
 // padding is at most half the kernel keeps every window on some input.
@@ -45,6 +48,15 @@ func poolOut(y *core.Tensor, g window, oneD bool) *core.Tensor {
 	y = core.Permute(core.Reshape(y, g.n, oh, ow, g.c), 0, 3, 1, 2)
 	if oneD {
 		return core.Reshape(y, g.n, g.c, ow)
+	}
+	return y
+}
+
+// poolOut4 is the pool y [N, C, OH, OW] as the layer gives it (1-D: [N,
+// C, OL]).
+func poolOut4(y *core.Tensor, g window, oneD bool) *core.Tensor {
+	if oneD {
+		return core.Reshape(y, g.n, g.c, y.Dim(3))
 	}
 	return y
 }
@@ -172,6 +184,11 @@ func poolForward(name string, x *core.Tensor, g window, cache *windowCache, isMa
 			x4 := x
 			if oneD {
 				x4 = core.Reshape(x, g.n, g.c, 1, g.w)
+			}
+			if isMax && g.dh == 1 && g.dw == 1 {
+				g.im2col = true // core.MaxPool2d reads backend.Window.Rows' table
+				y = poolOut4(core.MaxPool2d(x4, cache.get(g), g.geom()), g, oneD)
+				return
 			}
 			pad := float32(0)
 			if isMax {

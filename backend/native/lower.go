@@ -1077,11 +1077,17 @@ func (l *lowering) nanRowMax(x tensor) tensor {
 		ne[0] = 1
 		return l.custom(C.ggml_custom_op_t(C.ag_row_max), ne, x)
 	}
-	r := l.rowMax(x)
+	return l.poolFix(l.rowMax(x), C.ggml_sum_rows(l.ctx, C.ggml_tanh(l.ctx, x)))
+}
+
+// poolFix turns r, the maxima of ggml's max pool (which starts at -FLT_MAX
+// and skips NaN), into ir.go's: -Inf where r is -FLT_MAX, NaN where tanhs,
+// a sum of the tanh of the pooled values (NaN only where one is NaN), is.
+func (l *lowering) poolFix(r, tanhs tensor) tensor {
 	// low is 2 exactly where r is -FLT_MAX (r + FLT_MAX is 0), else 1
 	// (r >= -FLT_MAX, no NaN), whichever way the device's step treats 0.
 	low := l.scaleBias(l.positive(l.scaleBias(r, 1, math.MaxFloat32)), -1, 2)
-	nan := l.scaleBias(C.ggml_sum_rows(l.ctx, C.ggml_tanh(l.ctx, x)), 0, 1)
+	nan := l.scaleBias(tanhs, 0, 1)
 	return C.ggml_mul(l.ctx, C.ggml_mul(l.ctx, r, low), nan)
 }
 
