@@ -84,6 +84,10 @@ var Spec = app.Spec{
 			LR: in.Float32("lr"), Dropout: in.Float("dropout"), Seed: uint64(in.Int("seed")), Sample: in.Int("sample"),
 			Prompt: in.String("prompt")}
 		if f := in.File("text"); f.Name != "" {
+			if len(f.Data) == 0 {
+				// "" would otherwise mean "no text given": the shipped story
+				return nil, fmt.Errorf("gpt2: -text %s: the file is empty", f.Name)
+			}
 			o.Text, o.TextName = string(f.Data), f.Name
 		}
 		o.vocabJSON, o.merges = in.File("vocab-json"), in.File("merges")

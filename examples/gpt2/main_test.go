@@ -87,6 +87,10 @@ func TestFlags(t *testing.T) {
 	if err := os.WriteFile(text, []byte(strings.Repeat("a small text, a small test; ", 40)), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	empty := filepath.Join(t.TempDir(), "empty.txt")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	var out bytes.Buffer
 	if err := run([]string{"-device", "cpu", "-text", text, "-size", "tiny", "-steps", "2", "-ctx", "16", "-batch", "2", "-sample", "5"}, &out); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
@@ -104,6 +108,7 @@ func TestFlags(t *testing.T) {
 		{[]string{"-vocab-json", "no-such.json"}, "no-such.json"},
 		{[]string{"-vocab", "100"}, "size 100"},
 		{[]string{"-bogus"}, "bogus"},
+		{[]string{"-text", empty}, "the file is empty"}, // not the shipped story in its place
 	} {
 		out.Reset()
 		err := run(append([]string{"-device", "cpu", "-text", text, "-steps", "1"}, c.args...), &out)
