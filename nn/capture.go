@@ -44,6 +44,8 @@ type StepCapture struct {
 	oneRun  *core.Capture // forward+backward+norm+clipped update (OneRun)
 	// GradNorm is the global gradient norm of the last step (clipping only).
 	GradNorm float32
+
+	stateMade bool // the optimizer's state was made before the first recording
 }
 
 // CaptureStep makes a captured training step of opt's parameters for the loss
@@ -179,6 +181,14 @@ func (s *StepCapture) step(fn string, in []core.Input, how int) (loss float32, l
 	if m := float64(s.MaxGradNorm); math.IsNaN(m) || math.IsInf(m, 0) {
 		return 0, nil, fmt.Errorf("nn.%s: MaxGradNorm %v, want a finite value (> 0 clips, 0 does not); nothing ran", fn, s.MaxGradNorm)
 	}
+	if !s.stateMade {
+		// State that starts with an upload (Adagrad's initial accumulator)
+		// is made now: inside a recording the upload would not be replayed.
+		if err := makeState(s.opt); err != nil {
+			return 0, nil, fmt.Errorf("nn.%s: %w", fn, err)
+		}
+		s.stateMade = true
+	}
 	next := s.opt.StepCount() + 1
 	hyper := s.opt.Hyper(next)
 	if s.MaxGradNorm <= 0 || s.OneRun {
@@ -225,6 +235,26 @@ func (s *StepCapture) step(fn string, in []core.Input, how int) (loss float32, l
 		s.opt.SetStepCount(next)
 	}
 	return loss, nil, err
+}
+
+// makeState makes the state of o, of its groups or of the optimizer it
+// schedules, where it is a Checkpointer.
+func makeState(o Optimizer) error {
+	switch o := o.(type) {
+	case *Scheduled:
+		return makeState(o.Optimizer)
+	case *Groups:
+		for _, g := range o.groups {
+			if err := makeState(g); err != nil {
+				return err
+			}
+		}
+		return nil
+	case Checkpointer:
+		_, err := o.State()
+		return err
+	}
+	return nil
 }
 
 // Records counts the recordings of the step's captures.

@@ -11,7 +11,8 @@
 //     and NLLLoss (label smoothing, an ignored label), BCEWithLogits, BCE,
 //     Huber, SmoothL1.
 //   - Optimizers (Optimizer): SGD (momentum, Nesterov), Adam/AdamW
-//     (AMSGrad), RMSprop, as fused update ops on the device; Groups for
+//     (AMSGrad, coupled L2 decay), RMSprop (momentum, centered), Adagrad,
+//     Lion, as fused update ops on the device; Groups for
 //     parameter groups; WithSchedule for learning-rate schedules (StepLR,
 //     ExponentialLR, CosineAnnealing, CosineAnnealingWarmRestarts,
 //     LinearWarmup, WarmupCosine, Sequence, Chain); ClipGradNorm for

@@ -260,9 +260,13 @@ func (o *SGD) SetStepCount(t int) { o.t = t }
 // fused SGD ops used as in-place assignments (m, v, vmax, then w) and a few
 // pointwise ops, with one scratch tensor per parameter besides the three
 // moments; a fused AMSGrad kernel is not written (a new backend op).
+//
+// With L2 set, WeightDecay is coupled instead, PyTorch's Adam(weight_decay):
+// g = grad + WeightDecay*w goes into the moments, and the weights are not
+// decayed apart (the fused op, with its own decay 0, and one Add more).
 type Adam struct {
 	LR, Beta1, Beta2, Eps, WeightDecay float32
-	AMSGrad                            bool
+	AMSGrad, L2                        bool
 
 	params        []*core.Tensor
 	m, v          []*core.Tensor
@@ -273,6 +277,14 @@ type Adam struct {
 // NewAdam makes an Adam optimizer with betas 0.9, 0.999 and eps 1e-8.
 func NewAdam(params []*core.Tensor, lr float32) *Adam {
 	return &Adam{LR: lr, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, params: dedupe("NewAdam", params)}
+}
+
+// NewAdamL2 is NewAdam with coupled (L2) weight decay wd: PyTorch's
+// torch.optim.Adam(params, lr, weight_decay=wd).
+func NewAdamL2(params []*core.Tensor, lr, wd float32) *Adam {
+	a := NewAdam(params, lr)
+	a.WeightDecay, a.L2 = wd, true
+	return a
 }
 
 // NewAdamW is NewAdam with decoupled weight decay wd.
@@ -293,10 +305,14 @@ func (o *Adam) Step() error {
 }
 
 // Hyper returns [lr, beta1, beta2, eps, weight decay, 1/(1-beta1^t),
-// 1/(1-beta2^t)] for step t.
+// 1/(1-beta2^t)] for step t; with L2, the decoupled decay (index 4) is 0
+// and the L2 decay follows as an 8th value.
 func (o *Adam) Hyper(t int) []float32 {
 	bc1 := 1 / (1 - math.Pow(float64(o.Beta1), float64(t)))
 	bc2 := 1 / (1 - math.Pow(float64(o.Beta2), float64(t)))
+	if o.L2 {
+		return []float32{o.LR, o.Beta1, o.Beta2, o.Eps, 0, float32(bc1), float32(bc2), o.WeightDecay}
+	}
 	return []float32{o.LR, o.Beta1, o.Beta2, o.Eps, o.WeightDecay, float32(bc1), float32(bc2)}
 }
 
@@ -309,11 +325,23 @@ func (o *Adam) Update(hp, scale *core.Tensor) error {
 			return err
 		}
 	}
-	if o.AMSGrad {
-		return o.amsgrad(hp, scale)
+	want := 7
+	if o.L2 {
+		want = 8
 	}
-	if hp.Len() != 7 {
-		return fmt.Errorf("nn.Adam.Update: %d hyperparameters, want 7", hp.Len())
+	if hp.Len() != want {
+		return fmt.Errorf("nn.Adam.Update: %d hyperparameters, want %d", hp.Len(), want)
+	}
+	grad := func(p *core.Tensor) *core.Tensor { return scaled(p.Grad(), scale) }
+	if o.L2 {
+		// g = scale*grad + wd*w: the decay is not clipped (PyTorch clips
+		// .grad before the optimizer adds it), so scale is applied here.
+		wd, sc := core.SliceRows(hp, 7, 1), scale
+		hp, scale = core.SliceRows(hp, 0, 7), nil
+		grad = func(p *core.Tensor) *core.Tensor { return core.Add(scaled(p.Grad(), sc), core.Mul(wd, p)) }
+	}
+	if o.AMSGrad {
+		return o.amsgrad(hp, grad)
 	}
 	if scale != nil && scale.Len() == 1 {
 		// The fused update takes the scale as its 8th hyperparameter: one
@@ -321,8 +349,8 @@ func (o *Adam) Update(hp, scale *core.Tensor) error {
 		hp, scale = core.Concat(0, hp, core.Reshape(scale, 1)), nil
 	}
 	for i, p := range o.params {
-		if g := p.Grad(); g != nil {
-			core.AdamWUpdate(p, scaled(g, scale), o.m[i], o.v[i], hp)
+		if p.Grad() != nil {
+			core.AdamWUpdate(p, grad(p), o.m[i], o.v[i], hp)
 		}
 	}
 	return nil
@@ -333,10 +361,8 @@ func (o *Adam) Update(hp, scale *core.Tensor) error {
 // d = -(1-b1)*G and k = 1-b1 give m = b1*m + (1-b1)*G, likewise v, and
 // d = -relu(v - vmax), k = 0 give vmax = max(vmax, v); the weights take
 // hp [lr, 0, wd]: w = w - lr*(step + wd*w), AdamW's decoupled decay.
-func (o *Adam) amsgrad(hp, scale *core.Tensor) error {
-	if hp.Len() != 7 {
-		return fmt.Errorf("nn.Adam.Update: %d hyperparameters, want 7", hp.Len())
-	}
+// grad gives G of a parameter that has a gradient.
+func (o *Adam) amsgrad(hp *core.Tensor, grad func(p *core.Tensor) *core.Tensor) error {
 	dev := hp.Device()
 	at := func(i int) *core.Tensor { return core.SliceRows(hp, i, 1) }
 	one, zero := dev.Full(1, 1), dev.Full(0, 1)
@@ -347,11 +373,10 @@ func (o *Adam) amsgrad(hp, scale *core.Tensor) error {
 	hpW := core.Concat(0, at(0), zero, at(4))
 	eps, bc1, bc2 := at(3), at(5), at(6)
 	for i, p := range o.params {
-		g := p.Grad()
-		if g == nil {
+		if p.Grad() == nil {
 			continue
 		}
-		g = scaled(g, scale)
+		g := grad(p)
 		m, v, vmax, s := o.m[i], o.v[i], o.vmax[i], o.scratch[i]
 		core.SGDUpdate(m, core.Neg(core.Mul(b1c, g)), s, hpM)
 		core.SGDUpdate(v, core.Neg(core.Mul(b2c, core.Mul(g, g))), s, hpV)
@@ -415,12 +440,15 @@ func (o *Adam) Params() []*core.Tensor { return o.params }
 func (o *Adam) Kind() string { return "adam" }
 
 // Hyperparameters returns lr, beta1, beta2, eps and weight_decay, and
-// amsgrad (1) when it is on.
+// amsgrad (1) and l2 (1) when they are on.
 func (o *Adam) Hyperparameters() map[string]float64 {
 	h := map[string]float64{"lr": float64(o.LR), "beta1": float64(o.Beta1), "beta2": float64(o.Beta2),
 		"eps": float64(o.Eps), "weight_decay": float64(o.WeightDecay)}
 	if o.AMSGrad {
 		h["amsgrad"] = 1
+	}
+	if o.L2 {
+		h["l2"] = 1
 	}
 	return h
 }

@@ -153,11 +153,11 @@ func hyperRange(key string, v float64) error {
 	var ok bool
 	var want string
 	switch name {
-	case "lr", "momentum", "weight_decay":
+	case "lr", "momentum", "weight_decay", "lr_decay", "initial_accumulator_value":
 		ok, want = f >= 0, ">= 0"
 	case "beta1", "beta2", "alpha":
 		ok, want = f >= 0 && f < 1, "in [0, 1)"
-	case "nesterov", "amsgrad": // flags, present only when on
+	case "nesterov", "amsgrad", "centered", "l2": // flags, present only when on
 		ok, want = f == 1, "1 (on)"
 	case "eps":
 		ok, want = f > 0, "> 0 as a float32"

@@ -1,0 +1,77 @@
+package nn_test
+
+import (
+	"fmt"
+
+	"github.com/ag-go/ag/core"
+	"github.com/ag-go/ag/nn"
+)
+
+// fitThree trains w from 0 towards 3 on (w-3)^2 with opt's steps and
+// returns w.
+func fitThree(w *core.Tensor, opt nn.Optimizer, steps int) float32 {
+	for range steps {
+		opt.ZeroGrad()
+		d := core.AddScalar(w, -3)
+		if err := core.Sum(core.Mul(d, d)).Backward(); err != nil {
+			panic(err)
+		}
+		if err := opt.Step(); err != nil {
+			panic(err)
+		}
+	}
+	v, err := w.Item()
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+func openCPU() *core.Device {
+	dev, err := core.Open("cpu")
+	if err != nil {
+		panic(err)
+	}
+	return dev
+}
+
+func ExampleNewAdagrad() {
+	dev := openCPU()
+	defer dev.Close()
+	w := dev.Param([]float32{0}, 1)
+	opt := nn.NewAdagrad([]*core.Tensor{w}, 1)
+	opt.InitialAccumulator = 0.1 // PyTorch's initial_accumulator_value
+	fmt.Printf("%.2f\n", fitThree(w, opt, 200))
+	// Output: 3.00
+}
+
+func ExampleNewAdamL2() {
+	dev := openCPU()
+	defer dev.Close()
+	w := dev.Param([]float32{0}, 1)
+	// torch.optim.Adam(lr=0.1, weight_decay=0.5): the decay is part of the
+	// gradient, so w settles where 2(w-3) + 0.5w = 0, at 2.4.
+	opt := nn.NewAdamL2([]*core.Tensor{w}, 0.1, 0.5)
+	fmt.Printf("%.2f\n", fitThree(w, opt, 500))
+	// Output: 2.40
+}
+
+func ExampleNewLion() {
+	dev := openCPU()
+	defer dev.Close()
+	w := dev.Param([]float32{0}, 1)
+	// Every step moves w by the learning rate: 30 steps of 0.1 reach 3.
+	opt := nn.NewLion([]*core.Tensor{w}, 0.1)
+	fmt.Printf("%.2f\n", fitThree(w, opt, 30))
+	// Output: 3.00
+}
+
+func ExampleRMSprop() {
+	dev := openCPU()
+	defer dev.Close()
+	w := dev.Param([]float32{0}, 1)
+	opt := nn.NewRMSprop([]*core.Tensor{w}, 0.01)
+	opt.Momentum, opt.Centered = 0.9, true // torch.optim.RMSprop(momentum=0.9, centered=True)
+	fmt.Printf("%.2f %v\n", fitThree(w, opt, 300), opt.StateSlots())
+	// Output: 3.00 [square_avg momentum_buffer grad_avg]
+}
