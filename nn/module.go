@@ -15,7 +15,8 @@
 //     Lion, as fused update ops on the device; Groups for
 //     parameter groups; WithSchedule for learning-rate schedules (StepLR,
 //     ExponentialLR, CosineAnnealing, CosineAnnealingWarmRestarts,
-//     LinearWarmup, WarmupCosine, Sequence, Chain); ClipGradNorm for
+//     LinearWarmup, WarmupCosine, OneCycle, Sequence, Chain;
+//     ReduceLROnPlateau, fed a metric each epoch); ClipGradNorm for
 //     clipping in any step, CaptureStep for captured steps. Each updates
 //     the parameters that have a gradient: one frozen with
 //     core.Tensor.SetRequiresGrad(false) has none, and is left as it is.

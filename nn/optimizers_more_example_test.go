@@ -75,3 +75,30 @@ func ExampleRMSprop() {
 	fmt.Printf("%.2f %v\n", fitThree(w, opt, 300), opt.StateSlots())
 	// Output: 3.00 [square_avg momentum_buffer grad_avg]
 }
+
+func ExampleOneCycle() {
+	dev := openCPU()
+	defer dev.Close()
+	w := dev.Param([]float32{0}, 1)
+	// The optimizer's rate is max_lr; 10 updates, the peak after 3.
+	opt := nn.WithSchedule(nn.NewSGD([]*core.Tensor{w}, 0.1, 0.9), nn.OneCycle(10, nn.OneCycleOptions{}))
+	for step := 1; step <= 10; step++ {
+		fmt.Printf("%.4f ", opt.LR(step))
+	}
+	fmt.Println()
+	// Output: 0.0040 0.0520 0.1000 0.0950 0.0812 0.0611 0.0389 0.0188 0.0050 0.0000
+}
+
+func ExampleReduceLROnPlateau() {
+	plateau := nn.NewReduceLROnPlateau(0.1)
+	plateau.Patience = 1
+	// opt := nn.WithSchedule(adam, plateau.Schedule()) follows its rate.
+	for _, valLoss := range []float64{1, 0.5, 0.5, 0.5, 0.4, 0.4, 0.4} {
+		if _, err := plateau.Step(valLoss); err != nil {
+			panic(err)
+		}
+		fmt.Printf("%g ", plateau.LR())
+	}
+	fmt.Println()
+	// Output: 0.1 0.1 0.1 0.010000000000000002 0.010000000000000002 0.010000000000000002 0.0010000000000000002
+}
