@@ -46,6 +46,7 @@ type StepCapture struct {
 	GradNorm float32
 
 	stateMade bool // the optimizer's state was made before the first recording
+	micro     int  // micro-batches per step (CaptureStepAccumulated); 0: one
 }
 
 // CaptureStep makes a captured training step of opt's parameters for the loss
@@ -85,6 +86,27 @@ func CaptureStep(opt Optimizer, loss func(in []*core.Tensor) *core.Tensor) *Step
 	return s
 }
 
+// CaptureStepAccumulated is CaptureStep with gradient accumulation (ggmlR's
+// accumulate steps): Step takes the inputs of k micro-batches one after
+// another (k groups of as many inputs as loss reads), records loss and its
+// backward for each group with the loss divided by k, so that the
+// gradients add up to those of the mean loss over the whole batch, and
+// then one update; it returns the mean of the k losses. For a mean loss
+// over equal micro-batches the update is that of one batch of them all.
+//
+// The k micro-batches run in the step's one program: the planner may reuse
+// a micro-batch's activations once its backward is done, but the inputs of
+// all k are uploaded together. The lazy loop (ZeroGrad, k Backwards of
+// loss/k, Step; see the package doc) syncs per micro-batch instead.
+func CaptureStepAccumulated(opt Optimizer, k int, loss func(in []*core.Tensor) *core.Tensor) *StepCapture {
+	if k < 1 {
+		panic(fmt.Sprintf("nn.CaptureStepAccumulated: %d micro-batches, want >= 1", k))
+	}
+	s := CaptureStep(opt, loss)
+	s.micro = k
+	return s
+}
+
 // limitScale is the clipping factor clamp(limit/(norm+1e-6), 0, 1),
 // branch-free; limit is a [1] tensor (a program input here, a constant in
 // ClipScale).
@@ -104,14 +126,29 @@ func (s *StepCapture) update(hp, scale *core.Tensor) {
 
 func (s *StepCapture) forwardBackward(in []*core.Tensor) *core.Tensor {
 	s.opt.ZeroGrad()
-	l := s.loss(in)
-	if l.Len() != 1 {
-		panic(fmt.Sprintf("nn.CaptureStep: the loss has shape %v, want one element", l.Shape()))
+	k := max(s.micro, 1)
+	n := len(in) / k // step checked that k divides len(in)
+	var total *core.Tensor
+	for i := range k {
+		l := s.loss(in[i*n : (i+1)*n])
+		if l.Len() != 1 {
+			panic(fmt.Sprintf("nn.CaptureStep: the loss has shape %v, want one element", l.Shape()))
+		}
+		if k > 1 {
+			// Backward adds into the gradients: the k parts sum to the
+			// gradient of the mean loss.
+			l = core.Scale(l, 1/float32(k))
+		}
+		if err := l.Backward(); err != nil {
+			panic(err)
+		}
+		if total == nil {
+			total = l
+		} else {
+			total = core.Add(total, l)
+		}
 	}
-	if err := l.Backward(); err != nil {
-		panic(err)
-	}
-	return l
+	return total
 }
 
 // globalNorm is sqrt(sum of squares of every gradient), as a [1] tensor.
@@ -180,6 +217,9 @@ func (s *StepCapture) step(fn string, in []core.Input, how int) (loss float32, l
 	// (two runs) or silently did not clip (OneRun)
 	if m := float64(s.MaxGradNorm); math.IsNaN(m) || math.IsInf(m, 0) {
 		return 0, nil, fmt.Errorf("nn.%s: MaxGradNorm %v, want a finite value (> 0 clips, 0 does not); nothing ran", fn, s.MaxGradNorm)
+	}
+	if s.micro > 1 && len(in)%s.micro != 0 {
+		return 0, nil, fmt.Errorf("nn.%s: %d inputs for %d micro-batches, want a multiple of %d; nothing ran", fn, len(in), s.micro, s.micro)
 	}
 	if !s.stateMade {
 		// State that starts with an upload (Adagrad's initial accumulator)

@@ -48,7 +48,8 @@
 // micro-batches is: ZeroGrad once, then for each micro-batch Backward of
 // its loss divided by k, then one Step. For a mean loss over equal
 // micro-batches that is the step of the whole batch (TestGradientAccumulation
-// checks it), at the memory of one micro-batch.
+// checks it), at the memory of one micro-batch. CaptureStepAccumulated
+// does the same in a captured step.
 package nn
 
 import (

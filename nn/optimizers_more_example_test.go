@@ -102,3 +102,30 @@ func ExampleReduceLROnPlateau() {
 	fmt.Println()
 	// Output: 0.1 0.1 0.1 0.010000000000000002 0.010000000000000002 0.010000000000000002 0.0010000000000000002
 }
+
+func ExampleCaptureStepAccumulated() {
+	dev := openCPU()
+	defer dev.Close()
+	model := nn.MLP(dev, []int{1, 8, 1}, core.Tanh, nn.NewRNG(1))
+	opt := nn.NewAdam(model.Params(), 0.05)
+	// Two micro-batches of 2 rows per update: the update of a batch of 4.
+	step := nn.CaptureStepAccumulated(opt, 2, func(in []*core.Tensor) *core.Tensor {
+		return nn.MSELoss(model.Forward(in[0]), in[1])
+	})
+	var first, last float32
+	for i := range 200 {
+		l, err := step.Step(
+			core.In([]float32{-1, -0.5}, 2, 1), core.In([]float32{1, 0.25}, 2, 1), // x, y of micro-batch 1
+			core.In([]float32{0.5, 1}, 2, 1), core.In([]float32{0.25, 1}, 2, 1), // micro-batch 2
+		)
+		if err != nil {
+			panic(err)
+		}
+		if i == 0 {
+			first = l
+		}
+		last = l
+	}
+	fmt.Println(last < first/10, opt.StepCount())
+	// Output: true 200
+}
