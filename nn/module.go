@@ -16,7 +16,8 @@
 //     parameter groups; WithSchedule for learning-rate schedules (StepLR,
 //     ExponentialLR, CosineAnnealing, CosineAnnealingWarmRestarts,
 //     LinearWarmup, WarmupCosine, OneCycle, Sequence, Chain;
-//     ReduceLROnPlateau, fed a metric each epoch); ClipGradNorm for
+//     ReduceLROnPlateau, fed a metric each epoch); EMA, a moving average
+//     of the weights to evaluate with; ClipGradNorm for
 //     clipping in any step, CaptureStep for captured steps. Each updates
 //     the parameters that have a gradient: one frozen with
 //     core.Tensor.SetRequiresGrad(false) has none, and is left as it is.

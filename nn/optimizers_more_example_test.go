@@ -129,3 +129,28 @@ func ExampleCaptureStepAccumulated() {
 	fmt.Println(last < first/10, opt.StepCount())
 	// Output: true 200
 }
+
+func ExampleEMA() {
+	dev := openCPU()
+	defer dev.Close()
+	w := dev.Param([]float32{0}, 1)
+	ema := nn.NewEMA([]*core.Tensor{w}, 0.5)
+	for _, v := range []float32{4, 2, 8} { // the weights after three steps
+		if err := w.WriteAt(0, []float32{v}); err != nil {
+			panic(err)
+		}
+		if err := ema.Update(); err != nil { // 4, then 0.5*4 + 0.5*2 = 3, then 5.5
+			panic(err)
+		}
+	}
+	if err := ema.Swap(); err != nil { // evaluate with the average
+		panic(err)
+	}
+	avg, _ := w.Item()
+	if err := ema.Swap(); err != nil { // and train on
+		panic(err)
+	}
+	last, _ := w.Item()
+	fmt.Println(avg, last)
+	// Output: 5.5 8
+}
