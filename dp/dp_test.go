@@ -1,6 +1,7 @@
 package dp_test
 
 import (
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -452,5 +453,89 @@ func BenchmarkStep(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// failing is Adam whose Step fails while fail is set: an update that fails
+// on one replica only.
+type failing struct {
+	*nn.Adam
+	fail bool
+}
+
+func (f *failing) Step() error {
+	if f.fail {
+		return errors.New("injected update failure")
+	}
+	return f.Adam.Step()
+}
+
+// TestUpdateFails fails the update on replica 1 only: Step reports it, and
+// replica 1 gets replica 0's update, so the replicas are equal and training
+// still matches the single device.
+func TestUpdateFails(t *testing.T) {
+	name := testenv.Device()
+	const steps, b = 5, 6
+	ref, _ := reference(t, open(t, name), steps, b)
+	a, c := open(t, name), open(t, name)
+	var opts []*failing
+	tr, err := dp.New([]*core.Device{a, c}, mlp, func(ps []*core.Tensor) nn.Optimizer {
+		o := &failing{Adam: nn.NewAdam(ps, 0.01)}
+		opts = append(opts, o)
+		return o
+	}, mse, dp.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range steps {
+		x, y := batch(k, b)
+		opts[1].fail = k == 2
+		_, err := tr.Step(x, y)
+		if k == 2 {
+			wantErr(t, err, "dp.Trainer.Step", "update failed on replica 1", "injected", "copied to the others")
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if div, err := tr.Divergence(); err != nil || div != 0 {
+			t.Fatalf("step %d: divergence %g, %v; want 0", k, div, err)
+		}
+	}
+	d, scale := maxDiff(values(t, tr.Model(1).Params()), ref)
+	if d > 1e-5*max(1, scale) {
+		t.Errorf("parameters differ from single-device training by %g (largest %g)", d, scale)
+	}
+	if n := tr.Optimizer(1).StepCount(); n != steps {
+		t.Errorf("replica 1's step count %d, want %d", n, steps)
+	}
+}
+
+// TestResyncEvery perturbs replica 1 and checks that the periodic resync
+// (ResyncEvery) makes it replica 0 again at the right step, not before.
+func TestResyncEvery(t *testing.T) {
+	name := testenv.Device()
+	tr, err := dp.New([]*core.Device{open(t, name), open(t, name)}, mlp, adam, mse, dp.Options{ResyncEvery: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range 3 {
+		x, y := batch(k, 4)
+		if k == 1 {
+			if err := tr.Model(1).Params()[0].WriteAt(0, []float32{5}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := tr.Step(x, y); err != nil {
+			t.Fatal(err)
+		}
+		div, err := tr.Divergence()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k == 1 && div == 0 {
+			t.Errorf("step %d: replica 1 was resynced before step 3", k)
+		}
+		if k == 2 && div != 0 {
+			t.Errorf("step %d: divergence %g after the resync, want 0", k, div)
+		}
 	}
 }
