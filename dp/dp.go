@@ -75,8 +75,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ag-go/ag/core"
 	"github.com/ag-go/ag/nn"
@@ -288,24 +290,27 @@ func (t *Trainer[M]) Step(in ...core.Input) (float32, error) {
 	losses := make([]float32, n)
 	grads := make([][][]float32, n)
 	if err := t.each(fn, "forward and backward (no replica was updated)", func(i int, r *replica[M]) (err error) {
-		losses[i], grads[i], err = r.forwardBackward(t.loss, shards[i].in)
+		losses[i], grads[i], err = r.forwardBackward(t.loss, shards[i].in, n > 1)
 		return err
 	}); err != nil {
 		return 0, err
 	}
-	// 3: the weighted average, in float64, in replica order.
-	avg, err := average(fn, grads, shards, b)
-	if err != nil {
-		return 0, err
-	}
+	// 3: the weighted average, in float64, in replica order. One replica's
+	// gradient is the average already (its weight is 1): nothing to move.
 	var loss float64
 	for i, s := range shards {
 		loss += float64(losses[i]) * float64(s.rows) / float64(b)
 	}
-	if err := t.each(fn, "writing the averaged gradient (no replica was updated)", func(i int, r *replica[M]) error {
-		return r.writeGrads(avg)
-	}); err != nil {
-		return 0, err
+	if n > 1 {
+		avg, err := average(fn, grads, shards, b)
+		if err != nil {
+			return 0, err
+		}
+		if err := t.each(fn, "writing the averaged gradient (no replica was updated)", func(i int, r *replica[M]) error {
+			return r.writeGrads(avg)
+		}); err != nil {
+			return 0, err
+		}
 	}
 	// 4: the same update everywhere.
 	done := make([]bool, n)
@@ -403,8 +408,8 @@ func (t *Trainer[M]) each(fn, phase string, f func(i int, r *replica[M]) error) 
 }
 
 // forwardBackward computes r's loss and gradients on its shard and reads
-// the gradients (nil for a parameter without one).
-func (r *replica[M]) forwardBackward(loss func(m M, in []*core.Tensor) *core.Tensor, in []core.Input) (l float32, grads [][]float32, err error) {
+// the gradients when read is set (nil for a parameter without one).
+func (r *replica[M]) forwardBackward(loss func(m M, in []*core.Tensor) *core.Tensor, in []core.Input, read bool) (l float32, grads [][]float32, err error) {
 	if r.fb != nil {
 		out, err := r.fb.Call(in...)
 		if err != nil {
@@ -416,6 +421,9 @@ func (r *replica[M]) forwardBackward(loss func(m M, in []*core.Tensor) *core.Ten
 		if err != nil {
 			return 0, nil, err
 		}
+	}
+	if !read {
+		return l, nil, nil
 	}
 	grads = make([][]float32, len(r.params))
 	for j, p := range r.params {
@@ -450,10 +458,17 @@ func (r *replica[M]) lazyForwardBackward(loss func(m M, in []*core.Tensor) *core
 }
 
 // average is the gradients' weighted mean, rows_i/b each, summed in
-// float64 in replica order. Every replica must have the same gradients.
+// float64 in replica order (so each element's bits are the same whatever
+// the chunking), in chunks spread over GOMAXPROCS goroutines. Every replica
+// must have the same gradients.
 func average(fn string, grads [][][]float32, shards []shard, b int) ([][]float32, error) {
+	w := make([]float64, len(shards))
+	for i, s := range shards {
+		w[i] = float64(s.rows) / float64(b)
+	}
 	avg := make([][]float32, len(grads[0]))
-	var sum []float64
+	type chunk struct{ j, lo, hi int }
+	var work []chunk
 	for j := range avg {
 		for i := range grads {
 			if (grads[i][j] == nil) != (grads[0][j] == nil) {
@@ -463,22 +478,44 @@ func average(fn string, grads [][][]float32, shards []shard, b int) ([][]float32
 		if grads[0][j] == nil {
 			continue
 		}
-		sum = slices.Grow(sum[:0], len(grads[0][j]))[:len(grads[0][j])]
-		clear(sum)
-		for i, g := range grads {
-			w := float64(shards[i].rows) / float64(b)
-			for k, v := range g[j] {
-				sum[k] += w * float64(v)
-			}
+		n := len(grads[0][j])
+		avg[j] = make([]float32, n)
+		for lo := 0; lo < n; lo += reduceChunk {
+			work = append(work, chunk{j, lo, min(lo+reduceChunk, n)})
 		}
-		a := make([]float32, len(sum))
-		for k, v := range sum {
-			a[k] = float32(v)
-		}
-		avg[j] = a
 	}
+	sum := func(c chunk) {
+		a := avg[c.j][c.lo:c.hi]
+		for k := range a {
+			var s float64
+			for i, g := range grads {
+				s += w[i] * float64(g[c.j][c.lo+k])
+			}
+			a[k] = float32(s)
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(work))
+	if workers <= 1 {
+		for _, c := range work {
+			sum(c)
+		}
+		return avg, nil
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for c := next.Add(1) - 1; c < int64(len(work)); c = next.Add(1) - 1 {
+				sum(work[c])
+			}
+		})
+	}
+	wg.Wait()
 	return avg, nil
 }
+
+// reduceChunk is the elements one goroutine of average sums at a time.
+const reduceChunk = 64 << 10
 
 // nonNil is the first replica whose gradient j is nil (has is false) or
 // not (has is true).

@@ -2,6 +2,7 @@ package dp_test
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -100,17 +101,26 @@ func reference(t testing.TB, dev *core.Device, steps, b int) (params [][]float32
 }
 
 // TestEquivalence trains on two devices of the test device's backend
-// (AG_TEST_DEVICE, cpu by default) lazily and captured, and checks the
+// (AG_TEST_DEVICE, cpu by default) lazily and captured (and on one and
+// three), and checks the
 // parameters and losses against single-device training on the same global
-// batches, and that the two replicas are equal bit for bit. The batch of 7
-// rows splits 4 + 3, so a wrong shard weighting (equal weights) fails it.
+// batches, and that the replicas are equal bit for bit. The batch of 7
+// rows splits 4 + 3 (3 + 2 + 2), so a wrong shard weighting (equal
+// weights) fails it.
 func TestEquivalence(t *testing.T) {
 	name := testenv.Device()
 	const steps, b = 12, 7
 	ref, refLoss := reference(t, open(t, name), steps, b)
-	for _, capture := range []bool{false, true} {
-		t.Run(map[bool]string{false: "lazy", true: "captured"}[capture], func(t *testing.T) {
-			devs := []*core.Device{open(t, name), open(t, name)}
+	for _, c := range []struct {
+		n       int
+		capture bool
+	}{{2, false}, {2, true}, {1, false}, {3, true}} {
+		capture := c.capture
+		t.Run(fmt.Sprintf("devices=%d/capture=%t", c.n, c.capture), func(t *testing.T) {
+			var devs []*core.Device
+			for range c.n {
+				devs = append(devs, open(t, name))
+			}
 			tr, err := dp.New(devs, mlp, adam, mse, dp.Options{Capture: capture})
 			if err != nil {
 				t.Fatal(err)
@@ -137,7 +147,7 @@ func TestEquivalence(t *testing.T) {
 				t.Errorf("replicas on one backend differ by %g, want equal bits", div)
 			}
 			if capture {
-				st := devs[1].Stats()
+				st := devs[len(devs)-1].Stats()
 				if st.Compiles > 4 {
 					t.Errorf("captured: device 1 compiled %d programs in %d steps, want the two captures' recordings once (a resync may add a few)", st.Compiles, steps)
 				}
@@ -282,9 +292,16 @@ func TestDeviceClosed(t *testing.T) {
 	name := testenv.Device()
 	const steps, b = 10, 8
 	ref, _ := reference(t, open(t, name), steps, b)
-	for _, capture := range []bool{false, true} {
-		t.Run(map[bool]string{false: "lazy", true: "captured"}[capture], func(t *testing.T) {
-			devs := []*core.Device{open(t, name), open(t, name)}
+	for _, c := range []struct {
+		n       int
+		capture bool
+	}{{2, false}, {2, true}, {1, false}, {3, true}} {
+		capture := c.capture
+		t.Run(fmt.Sprintf("devices=%d/capture=%t", c.n, c.capture), func(t *testing.T) {
+			var devs []*core.Device
+			for range c.n {
+				devs = append(devs, open(t, name))
+			}
 			tr, err := dp.New(devs, mlp, adam, mse, dp.Options{Capture: capture})
 			if err != nil {
 				t.Fatal(err)
