@@ -156,13 +156,24 @@ func TestEquivalence(t *testing.T) {
 	}
 }
 
-// TestMixedBackends trains on cpu and webgpu (lavapipe here): the result
+// TestMixedBackends trains on cpu and webgpu (lavapipe here), and on cpu
+// and AG_TEST_DEVICE when that is another backend: the result
 // matches single-device training within f32 tolerance, the replicas drift
 // by rounding only, and Resync makes them equal.
 func TestMixedBackends(t *testing.T) {
+	others := []string{"webgpu"}
+	if d := testenv.Device(); d != "cpu" && d != "webgpu" {
+		others = append(others, d) // AG_TEST_DEVICE=ggml-vulkan: cpu + ggml-vulkan too
+	}
+	for _, other := range others {
+		t.Run(other, func(t *testing.T) { mixed(t, other) })
+	}
+}
+
+func mixed(t *testing.T, other string) {
 	const steps, b = 12, 9
 	cpu := open(t, "cpu")
-	gpu := open(t, "webgpu")
+	gpu := open(t, other)
 	ref, _ := reference(t, open(t, "cpu"), steps, b)
 	for _, capture := range []bool{false, true} {
 		t.Run(map[bool]string{false: "lazy", true: "captured"}[capture], func(t *testing.T) {
@@ -185,9 +196,9 @@ func TestMixedBackends(t *testing.T) {
 				t.Fatal(err)
 			}
 			if div > 1e-4 {
-				t.Errorf("cpu and webgpu replicas drifted by %g in %d steps", div, steps)
+				t.Errorf("cpu and %s replicas drifted by %g in %d steps", other, div, steps)
 			}
-			t.Logf("drift after %d steps without resync: %g", steps, div)
+			t.Logf("cpu and %s: drift after %d steps without resync: %g", other, steps, div)
 			if err := tr.Resync(); err != nil {
 				t.Fatal(err)
 			}
