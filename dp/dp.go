@@ -113,6 +113,7 @@ type Trainer[M nn.Module] struct {
 	resync int // the effective ResyncEvery
 	steps  int
 	broken error // set when the replicas could not be made equal again
+	avg    [][]float32
 }
 
 type replica[M nn.Module] struct {
@@ -304,10 +305,11 @@ func (t *Trainer[M]) Step(in ...core.Input) (float32, error) {
 		loss += float64(losses[i]) * float64(s.rows) / float64(b)
 	}
 	if n > 1 {
-		avg, err := average(fn, grads, shards, b)
+		avg, err := average(fn, grads, shards, b, t.avg)
 		if err != nil {
 			return 0, err
 		}
+		t.avg = avg // reused next step: WriteAt copies it
 		if err := t.each(fn, "writing the averaged gradient (no replica was updated)", func(i int, r *replica[M]) error {
 			return r.writeGrads(avg)
 		}); err != nil {
@@ -461,14 +463,17 @@ func (r *replica[M]) lazyForwardBackward(loss func(m M, in []*core.Tensor) *core
 
 // average is the gradients' weighted mean, rows_i/b each, summed in
 // float64 in replica order (so each element's bits are the same whatever
-// the chunking), in chunks spread over GOMAXPROCS goroutines. Every replica
-// must have the same gradients.
-func average(fn string, grads [][][]float32, shards []shard, b int) ([][]float32, error) {
+// the chunking), in chunks spread over GOMAXPROCS goroutines, written into
+// avg's slices where they fit (the last step's). Every replica must have
+// the same gradients.
+func average(fn string, grads [][][]float32, shards []shard, b int, avg [][]float32) ([][]float32, error) {
 	w := make([]float64, len(shards))
 	for i, s := range shards {
 		w[i] = float64(s.rows) / float64(b)
 	}
-	avg := make([][]float32, len(grads[0]))
+	if len(avg) != len(grads[0]) {
+		avg = make([][]float32, len(grads[0]))
+	}
 	type chunk struct{ j, lo, hi int }
 	var work []chunk
 	for j := range avg {
@@ -478,10 +483,13 @@ func average(fn string, grads [][][]float32, shards []shard, b int) ([][]float32
 			}
 		}
 		if grads[0][j] == nil {
+			avg[j] = nil
 			continue
 		}
 		n := len(grads[0][j])
-		avg[j] = make([]float32, n)
+		if len(avg[j]) != n {
+			avg[j] = make([]float32, n)
+		}
 		for lo := 0; lo < n; lo += reduceChunk {
 			work = append(work, chunk{j, lo, min(lo+reduceChunk, n)})
 		}

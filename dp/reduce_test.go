@@ -37,6 +37,7 @@ func BenchmarkReduce(b *testing.B) {
 			if _, err := tr.Step(x, x); err != nil { // the gradients exist
 				b.Fatal(err)
 			}
+			var avg [][]float32
 			shards := make([]shard, n)
 			for i := range shards {
 				shards[i].rows = 1
@@ -56,7 +57,7 @@ func BenchmarkReduce(b *testing.B) {
 				}); err != nil {
 					b.Fatal(err)
 				}
-				avg, err := average("reduce", grads, shards, n)
+				avg, err = average("reduce", grads, shards, n, avg)
 				if err != nil {
 					b.Fatal(err)
 				}
