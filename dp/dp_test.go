@@ -434,53 +434,56 @@ func TestErrors(t *testing.T) {
 	}
 }
 
-// BenchmarkStep is the 4x1024 MLP's step at a global batch of 256 on one
-// cpu device (plain nn) and on two cpu devices (dp), lazily: their ratio
-// is what data parallelism costs on one machine's CPU (the two devices
-// share its cores), the host reduction included.
+// BenchmarkStep is the 4x1024 MLP's lazy step at global batches of 256
+// and 4096 on one device of AG_TEST_DEVICE's backend (cpu by default) with
+// plain nn, and on one and two devices with dp: dp on two against nn on
+// one is what data parallelism gains or costs, the host reduction
+// included (two cpu devices share one machine's cores; two GPUs do not).
 func BenchmarkStep(b *testing.B) {
-	const batchRows = 256
+	name := testenv.Device()
 	sizes := []int{1024, 1024, 1024, 1024, 1024}
 	build := func(dev *core.Device) nn.Sequential { return nn.MLP(dev, sizes, core.ReLU, nn.NewRNG(1)) }
-	xs := make([]float32, batchRows*1024)
-	for i := range xs {
-		xs[i] = float32(i%7) / 7
-	}
-	x, y := core.In(xs, batchRows, 1024), core.In(xs, batchRows, 1024)
-	b.Run("devices=1", func(b *testing.B) {
-		dev := open(b, "cpu")
-		m := build(dev)
-		opt := adam(m.Params())
-		for b.Loop() {
-			opt.ZeroGrad()
-			l := nn.MSELoss(m.Forward(dev.Tensor(x.Data, x.Shape...)), dev.Tensor(y.Data, y.Shape...))
-			if err := l.Backward(); err != nil {
-				b.Fatal(err)
-			}
-			if err := opt.Step(); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := l.Item(); err != nil {
-				b.Fatal(err)
-			}
+	for _, rows := range []int{256, 4096} {
+		xs := make([]float32, rows*1024)
+		for i := range xs {
+			xs[i] = float32(i%7) / 7
 		}
-	})
-	for _, n := range []int{1, 2} {
-		b.Run("dp/devices="+string(rune('0'+n)), func(b *testing.B) {
-			var devs []*core.Device
-			for range n {
-				devs = append(devs, open(b, "cpu"))
-			}
-			tr, err := dp.New(devs, build, adam, mse, dp.Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
+		x, y := core.In(xs, rows, 1024), core.In(xs, rows, 1024)
+		b.Run(fmt.Sprintf("batch=%d/nn", rows), func(b *testing.B) {
+			dev := open(b, name)
+			m := build(dev)
+			opt := adam(m.Params())
 			for b.Loop() {
-				if _, err := tr.Step(x, y); err != nil {
+				opt.ZeroGrad()
+				l := nn.MSELoss(m.Forward(dev.Tensor(x.Data, x.Shape...)), dev.Tensor(y.Data, y.Shape...))
+				if err := l.Backward(); err != nil {
+					b.Fatal(err)
+				}
+				if err := opt.Step(); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := l.Item(); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
+		for _, n := range []int{1, 2} {
+			b.Run(fmt.Sprintf("batch=%d/dp/devices=%d", rows, n), func(b *testing.B) {
+				var devs []*core.Device
+				for range n {
+					devs = append(devs, open(b, name))
+				}
+				tr, err := dp.New(devs, build, adam, mse, dp.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				for b.Loop() {
+					if _, err := tr.Step(x, y); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }
 

@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/ag-go/ag/backend/backendtest/testenv"
 	"github.com/ag-go/ag/core"
 	"github.com/ag-go/ag/nn"
 )
 
 // BenchmarkReduce is the host reduction alone on the 4x1024 MLP (4.2M
-// gradients per replica): every replica's gradients read, averaged and
+// gradients per replica) on two devices of AG_TEST_DEVICE's backend: every replica's gradients read, averaged and
 // written back, as Step does between backward and update. Set beside
 // BenchmarkStep's step time it is the share of a step the host reduction
 // costs on this machine.
@@ -19,7 +20,7 @@ func BenchmarkReduce(b *testing.B) {
 		b.Run(fmt.Sprintf("devices=%d", n), func(b *testing.B) {
 			var devs []*core.Device
 			for range n {
-				d, err := core.Open("cpu")
+				d, err := core.Open(testenv.Device())
 				if err != nil {
 					b.Fatal(err)
 				}
