@@ -92,6 +92,12 @@ type Options struct {
 	// once per shard shape (core.Capture) and replays them: one upload of
 	// the shard and one program per phase, as nn.CaptureStep.
 	Capture bool
+	// MaxGradNorm clips the averaged gradient to a global L2 norm of at
+	// most this when > 0, on the host where the gradient is anyway, as
+	// nn.ClipGradNorm (PyTorch's clip_grad_norm_): scaled by
+	// MaxGradNorm/(norm+1e-6) when that is below 1. A NaN or infinite norm
+	// makes Step return nn.ErrNonFiniteNorm before any replica is updated.
+	MaxGradNorm float32
 	// ResyncEvery copies replica 0's parameters, buffers and optimizer
 	// state to the other replicas after every n steps. 0 is the default:
 	// every 100 steps when the devices' backends differ (their updates
@@ -114,6 +120,7 @@ type Trainer[M nn.Module] struct {
 	steps  int
 	broken error // set when the replicas could not be made equal again
 	avg    [][]float32
+	norm   float64
 }
 
 type replica[M nn.Module] struct {
@@ -134,6 +141,9 @@ type replica[M nn.Module] struct {
 func New[M nn.Module](devs []*core.Device, model func(dev *core.Device) M, opt func(params []*core.Tensor) nn.Optimizer, loss func(m M, in []*core.Tensor) *core.Tensor, o Options) (*Trainer[M], error) {
 	if len(devs) == 0 {
 		return nil, errors.New("dp.New: no devices")
+	}
+	if m := float64(o.MaxGradNorm); math.IsNaN(m) || math.IsInf(m, 0) || m < 0 {
+		return nil, fmt.Errorf("dp.New: Options.MaxGradNorm %v, want a finite value (> 0 clips, 0 does not)", o.MaxGradNorm)
 	}
 	if model == nil || opt == nil || loss == nil {
 		return nil, fmt.Errorf("dp.New: nil argument (model %t, opt %t, loss %t)", model == nil, opt == nil, loss == nil)
@@ -289,27 +299,34 @@ func (t *Trainer[M]) Step(in ...core.Input) (float32, error) {
 	for _, s := range shards {
 		b += s.rows
 	}
+	// One replica's gradient is the average already (its weight is 1):
+	// nothing to move, unless it is clipped.
+	reduce := n > 1 || t.opts.MaxGradNorm > 0
 	// 2: forward and backward on every replica at once.
 	losses := make([]float32, n)
 	grads := make([][][]float32, n)
 	if err := t.each(fn, "forward and backward (no replica was updated)", func(i int, r *replica[M]) (err error) {
-		losses[i], grads[i], err = r.forwardBackward(t.loss, shards[i].in, n > 1)
+		losses[i], grads[i], err = r.forwardBackward(t.loss, shards[i].in, reduce)
 		return err
 	}); err != nil {
 		return 0, err
 	}
-	// 3: the weighted average, in float64, in replica order. One replica's
-	// gradient is the average already (its weight is 1): nothing to move.
+	// 3: the weighted average, in float64, in replica order.
 	var loss float64
 	for i, s := range shards {
 		loss += float64(losses[i]) * float64(s.rows) / float64(b)
 	}
-	if n > 1 {
+	if reduce {
 		avg, err := average(fn, grads, shards, b, t.avg)
 		if err != nil {
 			return 0, err
 		}
 		t.avg = avg // reused next step: WriteAt copies it
+		if t.opts.MaxGradNorm > 0 {
+			if err := t.clip(fn, avg); err != nil {
+				return float32(loss), err
+			}
+		}
 		if err := t.each(fn, "writing the averaged gradient (no replica was updated)", func(i int, r *replica[M]) error {
 			return r.writeGrads(avg)
 		}); err != nil {
@@ -343,6 +360,34 @@ func (t *Trainer[M]) Step(in ...core.Input) (float32, error) {
 	}
 	return float32(loss), nil
 }
+
+// clip scales avg to a global norm of at most MaxGradNorm (see Options).
+func (t *Trainer[M]) clip(fn string, avg [][]float32) error {
+	var ss float64
+	for _, a := range avg {
+		for _, v := range a {
+			ss += float64(v) * float64(v)
+		}
+	}
+	t.norm = math.Sqrt(ss)
+	if math.IsNaN(t.norm) || math.IsInf(t.norm, 0) {
+		return fmt.Errorf("%s: %w (%v); no replica was updated", fn, nn.ErrNonFiniteNorm, t.norm)
+	}
+	c := float64(t.opts.MaxGradNorm) / (t.norm + 1e-6)
+	if c >= 1 {
+		return nil
+	}
+	for _, a := range avg {
+		for k, v := range a {
+			a[k] = float32(float64(v) * c)
+		}
+	}
+	return nil
+}
+
+// GradNorm is the global L2 norm of the last step's averaged gradient,
+// before clipping (with Options.MaxGradNorm only; 0 otherwise).
+func (t *Trainer[M]) GradNorm() float64 { return t.norm }
 
 // shard is one replica's part of a global batch.
 type shard struct {

@@ -544,29 +544,109 @@ func TestUpdateFails(t *testing.T) {
 // (ResyncEvery) makes it replica 0 again at the right step, not before.
 func TestResyncEvery(t *testing.T) {
 	name := testenv.Device()
-	tr, err := dp.New([]*core.Device{open(t, name), open(t, name)}, mlp, adam, mse, dp.Options{ResyncEvery: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k := range 3 {
-		x, y := batch(k, 4)
-		if k == 1 {
-			if err := tr.Model(1).Params()[0].WriteAt(0, []float32{5}); err != nil {
+	for _, capture := range []bool{false, true} {
+		t.Run(fmt.Sprintf("capture=%t", capture), func(t *testing.T) {
+			tr, err := dp.New([]*core.Device{open(t, name), open(t, name)}, mlp, adam, mse, dp.Options{ResyncEvery: 3, Capture: capture})
+			if err != nil {
 				t.Fatal(err)
 			}
-		}
-		if _, err := tr.Step(x, y); err != nil {
+			for k := range 7 {
+				x, y := batch(k, 4)
+				if k == 1 { // a parameter and a moment of replica 1 only
+					if err := tr.Model(1).Params()[0].WriteAt(0, []float32{5}); err != nil {
+						t.Fatal(err)
+					}
+					st, err := tr.Optimizer(1).(*nn.Adam).State()
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := st[1].WriteAt(0, []float32{1, -1, 1}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if _, err := tr.Step(x, y); err != nil {
+					t.Fatal(err)
+				}
+				div, err := tr.Divergence()
+				if err != nil {
+					t.Fatal(err)
+				}
+				// equal parameters after the steps that follow the resync
+				// mean that it copied the moments too (and that a capture
+				// replays the copied values)
+				if k == 1 && div == 0 {
+					t.Errorf("step %d: replica 1 was resynced before step 3", k)
+				}
+				if k >= 2 && div != 0 {
+					t.Errorf("step %d: divergence %g after the resync, want 0", k, div)
+				}
+			}
+		})
+	}
+}
+
+// TestClip checks Options.MaxGradNorm against nn.ClipGradNorm on one
+// device (a limit below the gradients' norm, so every step clips), and
+// that a NaN gradient is refused before any replica is updated.
+func TestClip(t *testing.T) {
+	name := testenv.Device()
+	const steps, b, limit = 6, 7, 0.05
+	dev := open(t, name)
+	m := mlp(dev)
+	opt := adam(m.Params())
+	var norms []float32
+	for k := range steps {
+		x, y := batch(k, b)
+		opt.ZeroGrad()
+		l := nn.MSELoss(m.Forward(dev.Tensor(x.Data, x.Shape...)), dev.Tensor(y.Data, y.Shape...))
+		if err := l.Backward(); err != nil {
 			t.Fatal(err)
 		}
-		div, err := tr.Divergence()
+		norm, err := nn.ClipGradNorm(opt, limit)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if k == 1 && div == 0 {
-			t.Errorf("step %d: replica 1 was resynced before step 3", k)
-		}
-		if k == 2 && div != 0 {
-			t.Errorf("step %d: divergence %g after the resync, want 0", k, div)
-		}
+		norms = append(norms, norm)
+	}
+	ref := values(t, m.Params())
+	for _, n := range []int{1, 2} {
+		t.Run(fmt.Sprintf("devices=%d", n), func(t *testing.T) {
+			var devs []*core.Device
+			for range n {
+				devs = append(devs, open(t, name))
+			}
+			tr, err := dp.New(devs, mlp, adam, mse, dp.Options{MaxGradNorm: limit, Capture: n == 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k := range steps {
+				x, y := batch(k, b)
+				if _, err := tr.Step(x, y); err != nil {
+					t.Fatal(err)
+				}
+				if g := tr.GradNorm(); math.Abs(g-float64(norms[k])) > 1e-5*float64(norms[k]) || g <= limit {
+					t.Errorf("step %d: norm %v, single device %v (limit %v)", k, g, norms[k], limit)
+				}
+			}
+			d, scale := maxDiff(values(t, tr.Model(0).Params()), ref)
+			if d > 1e-5*max(1, scale) {
+				t.Errorf("parameters differ from single-device clipped training by %g (largest %g)", d, scale)
+			}
+			before := values(t, tr.Model(n-1).Params())
+			x, y := batch(0, b)
+			x.Data = append([]float32(nil), x.Data...)
+			x.Data[len(x.Data)-1] = float32(math.NaN()) // the last replica's shard
+			_, err = tr.Step(x, y)
+			if !errors.Is(err, nn.ErrNonFiniteNorm) {
+				t.Fatalf("a NaN gradient: %v, want nn.ErrNonFiniteNorm", err)
+			}
+			wantErr(t, err, "dp.Trainer.Step", "no replica was updated")
+			if d, _ := maxDiff(values(t, tr.Model(n-1).Params()), before); d != 0 {
+				t.Errorf("the refused step changed the parameters by %g", d)
+			}
+		})
+	}
+	if _, err := dp.New([]*core.Device{dev}, mlp, adam, mse, dp.Options{MaxGradNorm: float32(math.NaN())}); err == nil {
+		t.Error("MaxGradNorm NaN accepted")
 	}
 }
