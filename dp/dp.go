@@ -193,7 +193,7 @@ func New[M nn.Module](devs []*core.Device, model func(dev *core.Device) M, opt f
 	}
 	if o.Capture {
 		for _, r := range t.reps {
-			r.capture(loss)
+			r.capture(loss, t.reduces())
 		}
 	}
 	if err := t.copyFrom("dp.New", 0, false); err != nil {
@@ -225,9 +225,10 @@ func sameShapes[M nn.Module](r0, r *replica[M], i int) error {
 	return nil
 }
 
-// capture makes r's two captures: forward+backward returning the loss, and
-// the update reading the hyperparameters as its one input.
-func (r *replica[M]) capture(loss func(m M, in []*core.Tensor) *core.Tensor) {
+// capture makes r's two captures: forward+backward returning the loss
+// (and, with grads, the gradients, in parameter order: one download for
+// all), and the update reading the hyperparameters as its one input.
+func (r *replica[M]) capture(loss func(m M, in []*core.Tensor) *core.Tensor, grads bool) {
 	r.fb = core.NewCapture(r.dev, func(in []*core.Tensor) []*core.Tensor {
 		r.opt.ZeroGrad()
 		l := loss(r.model, in)
@@ -235,7 +236,13 @@ func (r *replica[M]) capture(loss func(m M, in []*core.Tensor) *core.Tensor) {
 		if err := l.Backward(); err != nil {
 			panic(err)
 		}
-		return []*core.Tensor{l}
+		out := []*core.Tensor{l}
+		for _, p := range r.params {
+			if g := p.Grad(); g != nil && grads {
+				out = append(out, g)
+			}
+		}
+		return out
 	})
 	r.upd = core.NewCapture(r.dev, func(in []*core.Tensor) []*core.Tensor {
 		var err error
@@ -305,7 +312,7 @@ func (t *Trainer[M]) Step(in ...core.Input) (float32, error) {
 	}
 	// One replica's gradient is the average already (its weight is 1):
 	// nothing to move, unless it is clipped.
-	reduce := n > 1 || t.opts.MaxGradNorm > 0
+	reduce := t.reduces()
 	// 2: forward and backward on every replica at once.
 	losses := make([]float32, n)
 	grads := make([][][]float32, n)
@@ -393,6 +400,10 @@ func (t *Trainer[M]) clip(fn string, avg [][]float32) error {
 // before clipping (with Options.MaxGradNorm only; 0 otherwise).
 func (t *Trainer[M]) GradNorm() float64 { return t.norm }
 
+// reduces reports whether Step reads and averages the gradients: always
+// but for one replica without clipping.
+func (t *Trainer[M]) reduces() bool { return len(t.reps) > 1 || t.opts.MaxGradNorm > 0 }
+
 // shard is one replica's part of a global batch.
 type shard struct {
 	rows int
@@ -468,12 +479,31 @@ func (r *replica[M]) forwardBackward(loss func(m M, in []*core.Tensor) *core.Ten
 		if err != nil {
 			return 0, nil, err
 		}
-		l = out[0][0]
-	} else {
-		l, err = r.lazyForwardBackward(loss, in)
-		if err != nil {
-			return 0, nil, err
+		if !read {
+			return out[0][0], nil, nil
 		}
+		// the gradients came in the same download, in parameter order (a
+		// parameter frozen or thawed since made the capture record again)
+		grads = make([][]float32, len(r.params))
+		k := 1
+		for j, p := range r.params {
+			if p.Grad() == nil {
+				continue
+			}
+			if k == len(out) {
+				return 0, nil, fmt.Errorf("the captured step gave %d gradients, and parameter %d has one too", len(out)-1, j)
+			}
+			grads[j] = out[k]
+			k++
+		}
+		if k != len(out) {
+			return 0, nil, fmt.Errorf("the captured step gave %d gradients for %d parameters with one", len(out)-1, k-1)
+		}
+		return out[0][0], grads, nil
+	}
+	l, err = r.lazyForwardBackward(loss, in)
+	if err != nil {
+		return 0, nil, err
 	}
 	if !read {
 		return l, nil, nil

@@ -650,3 +650,49 @@ func TestClip(t *testing.T) {
 		t.Error("MaxGradNorm NaN accepted")
 	}
 }
+
+// TestFrozen freezes a parameter on every replica (it stays as it is, the
+// others train) and then on one replica only (an error naming it, nothing
+// updated), lazily and captured: a captured step records again for each.
+func TestFrozen(t *testing.T) {
+	name := testenv.Device()
+	for _, capture := range []bool{false, true} {
+		t.Run(fmt.Sprintf("capture=%t", capture), func(t *testing.T) {
+			tr, err := dp.New([]*core.Device{open(t, name), open(t, name)}, mlp, adam, mse, dp.Options{Capture: capture})
+			if err != nil {
+				t.Fatal(err)
+			}
+			x, y := batch(0, 6)
+			if _, err := tr.Step(x, y); err != nil {
+				t.Fatal(err)
+			}
+			bias := func(i int) *core.Tensor { return tr.Model(i)[0].(*nn.Linear).B }
+			for i := range 2 {
+				bias(i).SetRequiresGrad(false)
+			}
+			before := values(t, tr.Model(0).Params())
+			for k := range 3 {
+				x, y := batch(k, 6)
+				if _, err := tr.Step(x, y); err != nil {
+					t.Fatal(err)
+				}
+			}
+			after := values(t, tr.Model(0).Params())
+			if d, _ := maxDiff(after[1:2], before[1:2]); d != 0 {
+				t.Errorf("the frozen bias moved by %g", d)
+			}
+			if d, _ := maxDiff(after[:1], before[:1]); d == 0 {
+				t.Errorf("the weights did not train")
+			}
+			if div, err := tr.Divergence(); err != nil || div != 0 {
+				t.Errorf("divergence %g, %v; want 0", div, err)
+			}
+			bias(0).SetRequiresGrad(true)
+			_, err = tr.Step(x, y)
+			wantErr(t, err, "dp.Trainer.Step", "parameter 1", "replica 0", "replica 1", "freeze")
+			if d, _ := maxDiff(values(t, tr.Model(0).Params()), after); d != 0 {
+				t.Errorf("the refused step changed the parameters by %g", d)
+			}
+		})
+	}
+}
