@@ -354,14 +354,14 @@ func (t *Trainer[M]) Step(in ...core.Input) (float32, error) {
 	if uerr != nil {
 		src := slices.Index(done, true)
 		if src < 0 {
-			return 0, fmt.Errorf("%v; no replica was updated", uerr)
+			return 0, fmt.Errorf("%w; no replica was updated", uerr)
 		}
 		if err := t.copyFrom(fn, src, true); err != nil {
 			t.broken = err
-			return 0, fmt.Errorf("%v; giving the other replicas replica %d's update failed too, so they differ: %w", uerr, src, err)
+			return 0, fmt.Errorf("%w; giving the other replicas replica %d's update failed too, so they differ: %w", uerr, src, err)
 		}
 		t.steps++
-		return float32(loss), fmt.Errorf("%v; the step was made on replica %d and copied to the others, which are equal again", uerr, src)
+		return float32(loss), fmt.Errorf("%w; the step was made on replica %d and copied to the others, which are equal again", uerr, src)
 	}
 	t.steps++
 	if t.resync > 0 && t.steps%t.resync == 0 {

@@ -487,6 +487,8 @@ func BenchmarkStep(b *testing.B) {
 	}
 }
 
+var errInjected = errors.New("injected update failure")
+
 // failing is Adam whose Step fails while fail is set: an update that fails
 // on one replica only.
 type failing struct {
@@ -496,7 +498,7 @@ type failing struct {
 
 func (f *failing) Step() error {
 	if f.fail {
-		return errors.New("injected update failure")
+		return errInjected
 	}
 	return f.Adam.Step()
 }
@@ -524,6 +526,9 @@ func TestUpdateFails(t *testing.T) {
 		_, err := tr.Step(x, y)
 		if k == 2 {
 			wantErr(t, err, "dp.Trainer.Step", "update failed on replica 1", "injected", "copied to the others")
+			if !errors.Is(err, errInjected) {
+				t.Errorf("%v does not wrap the optimizer's error", err)
+			}
 		} else if err != nil {
 			t.Fatal(err)
 		}
