@@ -91,12 +91,12 @@ adversarial:
 	set -o pipefail; $(TEST_ENV) $(GO) test $(TAGS) -count=1 -timeout 60m -v -run '^TestAdversarial$$' ./internal/adversary \
 	  | grep -E '^(adversarial:|[[:space:]]+run_test|--- (FAIL|SKIP)|FAIL|ok|panic)'
 
-# The device-independent tests (nn, buffer, data, models, the examples) again on every other backend
+# The device-independent tests (nn, dp, buffer, data, models, the examples) again on every other backend
 # that runs here: WebGPU on lavapipe, and ggml's CPU and Vulkan devices.
 DEVICES := webgpu $(if $(HAVE_GGML),ggml-cpu ggml-vulkan)
 devices-test:
-	set -e; for d in $(DEVICES); do echo "== nn, buffer, data, models, examples on $$d"; \
-	  AG_TEST_DEVICE=$$d $(TEST_ENV) $(GO) test $(TAGS) -count=1 -timeout 60m ./nn/ ./buffer/ ./data/ ./models/ ./examples/...; done
+	set -e; for d in $(DEVICES); do echo "== nn, dp, buffer, data, models, examples on $$d"; \
+	  AG_TEST_DEVICE=$$d $(TEST_ENV) $(GO) test $(TAGS) -count=1 -timeout 60m ./nn/ ./dp/ ./buffer/ ./data/ ./models/ ./examples/...; done
 
 # The packages that run in the browser must build for GOOS=js.
 wasm-check:
