@@ -532,33 +532,35 @@ func argsortRows(x *Tensor, descending bool) *Tensor {
 	}
 	b := x.Len() / n
 	checkShape("Argsort", []int{b, n, n})
-	xi := Reshape(x, b, n, 1) // the element ranked, i on axis 1
-	xj := Reshape(x, b, 1, n) // the one it is compared with, j on axis 2
-	ni, nj := isNaN(xi), isNaN(xj)
-	not := func(m *Tensor) *Tensor { return Affine(m, -1, 1) }
-	// x_j goes before x_i: x_j orders strictly first (NaN the largest), or
-	// they are equal (both NaN included) and j < i. The terms of each sum
-	// exclude each other, so each sum is 0 or 1.
-	// One comparison (cmpSign: Greater's) serves both masks; NaN is in
-	// neither.
-	sign := cmpSign("Argsort", xj, xi)
-	var first *Tensor
-	if descending {
-		first = Add(inside(sign, 0.5, 4), Mul(nj, not(ni)))
-	} else {
-		first = Add(inside(sign, -4, -0.5), Mul(ni, not(nj)))
-	}
-	equal := Add(inside(sign, -0.5, 0.5), Mul(ni, nj))
-	below := x.dev.constant(fmt.Sprintf("argsort below %d", n), func() []float32 {
+	// order is the sign of x_j - x_i (cmpSign, Greater's comparison, on
+	// the values with NaN as 0) plus 8 times nan(x_j) - nan(x_i), which
+	// outweighs it (|cmpSign| <= 3): NaN the largest, two NaNs equal.
+	nan := isNaN(x)
+	clean := keep(Affine(nan, -1, 1), x)
+	order := Add(cmpSign("Argsort", Reshape(clean, b, 1, n), Reshape(clean, b, n, 1)),
+		Scale(Sub(Reshape(nan, b, 1, n), Reshape(nan, b, n, 1)), 8))
+	// x_j goes before x_i when it orders first, or on a tie when j < i:
+	// half a unit from the triangle j < i breaks ties, and one comparison
+	// of the sum decides.
+	tri := x.dev.constant(fmt.Sprintf("argsort ties %d %v", n, descending), func() []float32 {
 		v := make([]float32, n*n)
 		for i := range n {
 			for j := range i {
-				v[i*n+j] = 1
+				v[i*n+j] = 0.5
+				if !descending {
+					v[i*n+j] = -0.5
+				}
 			}
 		}
 		return v
 	}, 1, n, n)
-	rank := sumKeep("Argsort", Add(first, Mul(equal, below)), 2) // [b, n, 1]
+	var before *Tensor
+	if descending {
+		before = inside(Add(order, tri), 0.25, 64)
+	} else {
+		before = inside(Add(order, tri), -64, -0.25)
+	}
+	rank := sumKeep("Argsort", before, 2) // [b, n, 1]
 	// Element i of row r lands at r*n + rank: a scatter of the indices i.
 	rowBase := x.dev.constant(fmt.Sprintf("argsort rows %d %d", b, n), func() []float32 {
 		v := make([]float32, b)
