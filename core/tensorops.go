@@ -165,8 +165,9 @@ func ScatterAdd(x *Tensor, axis int, idx, src *Tensor) *Tensor {
 // for each position p of idx, the element at p with p[axis] = idx[p]
 // replaced by src[p]; shapes and indices as ScatterAdd. Where several
 // positions of idx name one element (PyTorch leaves that undefined) it
-// gets the mean of their sources, on every backend. The gradient goes to
-// x where nothing was written and, divided alike, to the sources.
+// gets the mean of their sources, on every backend (a written -0 comes
+// out +0: the sources are summed into zeros). The gradient goes to x
+// where nothing was written and, divided alike, to the sources.
 func Scatter(x *Tensor, axis int, idx, src *Tensor) *Tensor {
 	needTensors("Scatter", x, idx, src)
 	axis = normAxis("Scatter", x, axis)
