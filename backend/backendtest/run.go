@@ -50,10 +50,9 @@ var knownDeviations = map[string]map[string]string{
 		"special/scatter_add_rows-source": "ggml-vulkan has no scatter-add (GET_ROWS_BACK), so scatter_add_rows " +
 			"is a one-hot matmul, where 0 x NaN and 0 x Inf make a non-finite source element NaN in every " +
 			"row of its column; a finite encoding of NaN/Inf would triple that matmul",
-		"special/col2im": "ggml-vulkan has no im2col_back, so col2im is its decomposition, whose scatter_add_rows " +
-			"is the one-hot matmul above (an infinite column gives NaN); core's gradient of im2col takes " +
-			"gathers by inverse tables there instead (core.Im2Col)",
-		"special/col2im/decomposed": "as special/col2im: the decomposition's scatter_add_rows",
+		"special/col2im/decomposed": "col2im's decomposition scatter-adds with scatter_add_rows, the one-hot matmul " +
+			"above (an infinite column gives NaN); ggml-vulkan runs col2im natively (acc per kernel offset), " +
+			"and core's gradient of im2col takes that",
 	},
 }
 

@@ -17,7 +17,10 @@ type nativeLowering struct {
 	// tensors, plus perInput for each input, bounds the ggml tensors lower
 	// creates (see tensorsFor).
 	tensors, perInput int
-	lower             func(l *lowering, n *backend.Node) tensor
+	// sized, where set, is the bound for a node instead (a lowering whose
+	// tensors grow with an attribute: col2im's kernel offsets).
+	sized func(n *backend.Node) int
+	lower func(l *lowering, n *backend.Node) tensor
 }
 
 // nativeComposites are the composites lowered natively, by op.
@@ -36,6 +39,16 @@ func lowerVariadic(op backend.Op, tensors, perInput int, lower func(l *lowering,
 	lowerComposite(op, tensors, lower)
 	c := nativeComposites[op]
 	c.perInput = perInput
+	nativeComposites[op] = c
+	return true
+}
+
+// lowerSized registers the native lowering of op, whose tensors for node n
+// are at most sized(n).
+func lowerSized(op backend.Op, sized func(n *backend.Node) int, lower func(l *lowering, n *backend.Node) tensor) bool {
+	lowerComposite(op, 0, lower)
+	c := nativeComposites[op]
+	c.sized = sized
 	nativeComposites[op] = c
 	return true
 }

@@ -14,7 +14,7 @@ import "github.com/ag-go/ag/backend"
 // a kept run is a column sum of the [R, K] matrix (colSums: one kernel);
 // any other summed run (between kept ones) is moved to the front and
 // summed as rows (lowerReduce's way).
-var _ = lowerComposite(backend.OpSumTo, 64, func(l *lowering, n *backend.Node) tensor {
+var _ = lowerComposite(backend.OpSumTo, 96, func(l *lowering, n *backend.Node) tensor {
 	x := l.inShape(n, 0)
 	off := len(x) - len(n.Shape)
 	var runs []sumRun
@@ -38,12 +38,10 @@ var _ = lowerComposite(backend.OpSumTo, 64, func(l *lowering, n *backend.Node) t
 		switch {
 		case k < 0: // nothing (left) to sum
 			return l.reshape(v, n.Shape)
-		case k == len(runs)-1: // trailing: rows
-			v = l.sumRows(l.reshape(v, runShape(runs)))
-		case k == 0 && len(runs) == 2: // leading over kept: columns
+		case k == 0 && len(runs) == 2 && runs[0].size > maxShortSum: // leading over kept: columns
 			return l.reshape(l.colSums(v, runs[0].size, runs[1].size), n.Shape)
-		default:
-			v = l.sumRows(l.toFront(l.reshape(v, runShape(runs)), len(runs)-1-k))
+		default: // run k is ggml dim len(runs)-1-k
+			v = l.sumAxis(l.reshape(v, runShape(runs)), len(runs)-1-k)
 		}
 		runs = append(runs[:k], runs[k+1:]...)
 		if len(runs) == 0 {

@@ -107,6 +107,9 @@ type idxKey struct {
 func tensorsFor(n *backend.Node) int {
 	if n.Op.IsComposite() {
 		c := nativeComposites[n.Op]
+		if c.sized != nil {
+			return c.sized(n)
+		}
 		return c.tensors + c.perInput*len(n.In)
 	}
 	switch n.Op {
@@ -116,8 +119,13 @@ func tensorsFor(n *backend.Node) int {
 		return 64 // the composite path, its mask and a long-K split (attention.go)
 	case backend.OpSGD:
 		return 24
-	case backend.OpPowConst, backend.OpGetRows, backend.OpOneHot, backend.OpScatterAddRows, backend.OpLogSoftmax, backend.OpInside, backend.OpMax, backend.OpMaximum, backend.OpKeep, backend.OpMatMul, backend.OpSum:
+	case backend.OpPowConst, backend.OpGetRows, backend.OpOneHot, backend.OpLogSoftmax, backend.OpInside, backend.OpMax, backend.OpMaximum, backend.OpKeep:
 		return 24
+	case backend.OpMatMul, backend.OpScatterAddRows, backend.OpSum:
+		// a product split along K (mulMat: ~20 tensors) after its
+		// operands' copies; a short axis summed as adds (sumShortAxis: 2
+		// per element of the axis)
+		return 48
 	default:
 		return 16
 	}
@@ -1050,14 +1058,10 @@ func (l *lowering) rowMax(x tensor) tensor {
 func (l *lowering) lowerReduce(n *backend.Node) tensor {
 	x := l.in(n, 0)
 	d := len(n.Shape) - 1 - n.Axis
-	f := l.toFront(x, d)
-	var r tensor
 	if n.Op == backend.OpSum {
-		r = l.sumRows(f)
-	} else {
-		r = l.nanRowMax(f)
+		return l.reshape(l.sumAxis(x, d), n.Shape)
 	}
-	return l.reshape(r, n.Shape)
+	return l.reshape(l.nanRowMax(l.toFront(x, d)), n.Shape)
 }
 
 // nanRowMax is the maximum along ne0 as ir.go defines it: NaN if the row
@@ -1121,6 +1125,42 @@ func (l *lowering) keep(a, b tensor) tensor {
 	return C.ggml_reshape_4d(ctx, C.ggml_get_rows(ctx, tab, idx), ne[0], ne[1], ne[2], ne[3])
 }
 
+// maxShortSum is the longest axis a GPU device sums as adds of its slices
+// (sumShortAxis) rather than with sum_rows.
+const maxShortSum = 16
+
+// sumAxis sums x along its ggml dim d (the result keeps d with size 1, or
+// moves it to ne0): a short axis on a GPU device as adds of its slices
+// (sumShortAxis), else the rows of x with d brought to the front.
+func (l *lowering) sumAxis(x tensor, d int) tensor {
+	if !l.d.isCPU && x.ne[d] >= 2 && x.ne[d] <= maxShortSum {
+		return l.sumShortAxis(x, d)
+	}
+	if d == 0 {
+		return l.sumRows(x)
+	}
+	return l.sumRows(l.toFront(x, d))
+}
+
+// sumShortAxis sums x along its ggml dim d, of length 2..maxShortSum, as
+// adds of the slices along d, views in x's own layout: ggml-vulkan's
+// sum_rows gives every row a workgroup, so the 1.6M rows of two values a
+// convnet's max-pool gradient sums took 100+ us there (GGML_VK_PERF_LOGGER
+// on an H100), where one add over them takes a few; and no permuted copy
+// brings d to the front. The sum runs in slice order.
+func (l *lowering) sumShortAxis(x tensor, d int) tensor {
+	ne, nb := x.ne, x.nb
+	ne[d] = 1
+	slice := func(k int) tensor {
+		return C.ggml_view_4d(l.ctx, x, ne[0], ne[1], ne[2], ne[3], nb[1], nb[2], nb[3], C.size_t(k)*nb[d])
+	}
+	r := slice(0)
+	for k := 1; k < int(x.ne[d]); k++ {
+		r = C.ggml_add(l.ctx, r, slice(k))
+	}
+	return r
+}
+
 // sumRows sums along ne0. ggml-vulkan reduces each row in one workgroup,
 // so a long row (a loss over a whole batch: 262144 values at batch 256)
 // takes one SM for hundreds of microseconds, and on lavapipe a row longer
@@ -1159,16 +1199,22 @@ func (l *lowering) sumRows(f tensor) tensor {
 }
 
 // mulMat is ggml_mul_mat(x, y) (x [K, N, ...], y [K, M, ...]: y * x^T).
-// On a GPU device a flat product with K past maxMatmulK is the sum of the
-// products of parts of matmulKChunk along K (zero-padded to a multiple):
-// the parts become a batch of one mul_mat, whose results sum_rows adds.
+// On a GPU device a flat product with K past maxMatmulK, or with a long K
+// and few output tiles (splitKChunk), is the sum of the products of parts
+// along K (zero-padded to a multiple): the parts become a batch of one
+// mul_mat, whose results sum_rows adds.
 func (l *lowering) mulMat(x, y tensor) tensor {
 	K := int(x.ne[0])
 	flat := x.ne[2] == 1 && x.ne[3] == 1 && y.ne[2] == 1 && y.ne[3] == 1
-	if l.d.isCPU || K <= maxMatmulK || !flat {
+	if l.d.isCPU || !flat {
 		return C.ggml_mul_mat(l.ctx, x, y)
 	}
 	kc := matmulKChunk
+	if K <= maxMatmulK {
+		if kc = splitKChunk(K, int(y.ne[1]), int(x.ne[1])); kc == 0 {
+			return C.ggml_mul_mat(l.ctx, x, y)
+		}
+	}
 	s := ceilDiv(K, kc)
 	parts := func(t tensor) tensor { // [K, R] -> [kc, R, s]
 		if !bool(C.ggml_is_contiguous(t)) {
@@ -1183,6 +1229,24 @@ func (l *lowering) mulMat(x, y tensor) tensor {
 	p := C.ggml_mul_mat(l.ctx, parts(x), parts(y))                 // [N, M, s]
 	ps := C.ggml_cont(l.ctx, C.ggml_permute(l.ctx, p, 1, 2, 0, 3)) // [s, N, M]
 	return C.ggml_reshape_2d(l.ctx, l.sumRows(ps), x.ne[1], y.ne[1])
+}
+
+// splitKChunk is the part of K that a GPU device's product of M x N
+// outputs sums in one workgroup when the outputs are few tiles and K is
+// long, else 0 (one mul_mat). ggml-vulkan splits K itself only where M and
+// N fill a tile each (and at most 8 ways), so a convnet's first weight
+// gradient (M=9, N=32, K=N*H*W=50176 at batch 64) ran in one workgroup:
+// 2.2 ms of the 10 ms step on an H100 (GGML_VK_PERF_LOGGER). Parts below
+// 512 (448) are not split again by ggml (patch 0008); about 256 workgroups
+// in all (tiles of 64x64 times parts) fill an H100's 132 SMs twice.
+func splitKChunk(K, M, N int) int {
+	const minPart, align = 448, 64
+	tiles := ceilDiv(M, 64) * ceilDiv(N, 64)
+	if K < 8*minPart || tiles > 32 {
+		return 0
+	}
+	s := min(ceilDiv(K, minPart), max(2, 256/tiles))
+	return ceilDiv(ceilDiv(K, s), align) * align
 }
 
 func (l *lowering) lowerPermute(n *backend.Node) tensor {

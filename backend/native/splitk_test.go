@@ -23,15 +23,24 @@ func TestMatMulSplitK(t *testing.T) {
 		if name == VulkanName {
 			t.Logf("%s: %s (ggml splits K only where it knows the SM count: NVIDIA, AMD)", name, be.Caps().Device)
 		}
-		for _, c := range []struct{ m, k, n int }{{64, 1024, 1024}, {64, 1000, 1024}, {256, 512, 1024}, {64, 4096, 256}} {
+		// The last two are split by ag's lowering on every GPU device
+		// (splitKChunk: few output tiles, long K, a weight gradient's
+		// shapes with A stored transposed), K not a multiple of the part.
+		for _, c := range []struct {
+			m, k, n int
+			ta      bool
+		}{{64, 1024, 1024, false}, {64, 1000, 1024, false}, {256, 512, 1024, false}, {64, 4096, 256, false}, {9, 50176, 32, true}, {288, 12544 + 7, 64, true}} {
 			for _, tb := range []bool{false, true} {
-				t.Run(fmt.Sprintf("%s/%dx%dx%d/tB=%v", name, c.m, c.k, c.n, tb), func(t *testing.T) {
-					bs := []int{c.k, c.n}
+				t.Run(fmt.Sprintf("%s/%dx%dx%d/tA=%v/tB=%v", name, c.m, c.k, c.n, c.ta, tb), func(t *testing.T) {
+					as, bs := []int{c.m, c.k}, []int{c.k, c.n}
+					if c.ta {
+						as = []int{c.k, c.m}
+					}
 					if tb {
 						bs = []int{c.n, c.k}
 					}
-					g := &backend.Graph{NumArgs: 3, Nodes: []backend.Node{arg(0, c.m, c.k), arg(1, bs...),
-						{Op: backend.OpMatMul, In: []int{0, 1}, TransB: tb, Shape: []int{c.m, c.n}}},
+					g := &backend.Graph{NumArgs: 3, Nodes: []backend.Node{arg(0, as...), arg(1, bs...),
+						{Op: backend.OpMatMul, In: []int{0, 1}, TransA: c.ta, TransB: tb, Shape: []int{c.m, c.n}}},
 						Outputs: []backend.Output{{Node: 2, Arg: 2}}}
 					r := rand.New(rand.NewPCG(uint64(c.k), uint64(c.n)))
 					// f32 rounding grows with k (sums of k normal products:
