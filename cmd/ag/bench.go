@@ -80,7 +80,8 @@ func bench(args []string) error {
 	convBatches := fs.String("convnet-batch", "64", "convnet batch sizes")
 	precs := fs.String("precision", "f32", "matmul precisions (core.Device.SetMatMulPrecision), comma-separated: f32, f16, bf16")
 	store16 := fs.Bool("store16", false, "with -precision f16 or bf16, also hold the activations saved for the backward in that format (core.Device.SetActivationStorage); results say \"f16+store\"")
-	profiled := fs.Bool("profiled", false, "also time each MLP step with per-op profiling on, in turns with steps without, and print the ratio (the profiler's cost)")
+	profiled := fs.Bool("profiled", false, "also time each step (MLP, transformer, convnet) with per-op profiling on, in turns with steps without, and print the ratio (the profiler's cost)")
+	ops := fs.Int("ops", 0, "with -profiled: after each profiled measurement, print each pass's report and its N costliest ops (where a step's time goes)")
 	warmup := fs.Duration("warmup", warmupDefault, "warm-up before each measurement: two runs (compiling), then runs for this long (a GPU idle while shaders compiled clocks down; on an H200 steps ran 3x slower for 0.15 s and 1.8x for 0.2 s more after 1.6 s of compiling)")
 	cpuProf := fs.String("cpuprofile", "", "write a Go CPU profile of the whole run (the host's side of every step) to this file, for go tool pprof")
 	if err := parseFlags(fs, args); err != nil {
@@ -172,7 +173,10 @@ func bench(args []string) error {
 	if err := checkOutput("json", *out); err != nil {
 		return err
 	}
-	warmFor = *warmup
+	if *ops < 0 || (*ops > 0 && !*profiled) {
+		return fmt.Errorf("-ops %d: want a count >= 0, and -profiled with it (the ops are those of the profiled steps)", *ops)
+	}
+	warmFor, opsShown = *warmup, *ops
 	if *cpuProf != "" {
 		f, err := os.Create(*cpuProf)
 		if err != nil {
@@ -427,8 +431,27 @@ func benchStep(dev *core.Device, m stepper, mode workload.Mode, reps int, profil
 			return err
 		}
 		r.ProfMs, r.ProfRatio = prof, prof/plain
+		if opsShown > 0 {
+			printOps(r)
+		}
 	}
 	return nil
+}
+
+// opsShown is how many of each pass's costliest ops printOps prints (-ops).
+var opsShown int
+
+// printOps prints the per-pass reports and costliest ops of the steps
+// profiledSteps just ran (its profile.Reset scopes them to r's
+// measurement), under a line naming the measurement.
+func printOps(r *benchResult) {
+	fmt.Printf("\n-- ops of %s %s batch %d on %s (profiled steps, %.3f ms median):\n", r.Kind, r.Mode, r.Batch, r.Device, r.ProfMs)
+	for _, p := range []profile.Pass{profile.PassForward, profile.PassBackward, profile.PassUpdate} {
+		if rep := profile.ReportPass(os.Stdout, p); !rep.Empty() {
+			rep.WriteOps(os.Stdout, opsShown)
+		}
+	}
+	fmt.Println()
 }
 
 // benchEvery times reps groups of every MLP steps in mode, the loss read at
