@@ -75,6 +75,8 @@ func TestBenchRefusedBeforeMeasuring(t *testing.T) {
 		{[]string{"-convnet", "8", "-convnet-batch", ""}, `-convnet "8" with -convnet-batch ""`},
 		{[]string{"-width", "0"}, "-width 0, -depth 4"},
 		{[]string{"-profiled", "-every", "2"}, "-profiled with -every 2"},
+		{[]string{"-ops", "3"}, "-ops 3: want a count >= 0, and -profiled with it"},
+		{[]string{"-profiled", "-ops", "-1"}, "-ops -1: want a count >= 0"},
 		{[]string{"-store16"}, `-store16 with -precision "f32"`},
 		{[]string{"-precision", ""}, `-precision ""`},
 		{[]string{"-json", filepath.Join(dir, "no", "b.json")}, "-json " + filepath.Join(dir, "no", "b.json") + ": cannot be written"},
@@ -174,4 +176,30 @@ func readReport(t *testing.T, path string) (benchReport, []byte) {
 		t.Fatal(err)
 	}
 	return rep, b
+}
+
+// ag bench -profiled -ops 3 prints, after the profiled measurement, each
+// pass's report and its costliest ops: the step's MatMul among them.
+func TestBenchOps(t *testing.T) {
+	out, err := os.CreateTemp(t.TempDir(), "stdout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout := os.Stdout
+	os.Stdout = out
+	err = bench([]string{"-device", "cpu", "-matmul", "", "-width", "16", "-depth", "2", "-batch", "4", "-reps", "2",
+		"-warmup", "0", "-modes", "captured", "-profiled", "-ops", "3"})
+	os.Stdout = stdout
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"-- ops of mlp_step captured batch 4 on cpu", "forward per op", "backward per op", "MatMul"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("ag bench -profiled -ops 3 printed no %q:\n%s", want, b)
+		}
+	}
 }
