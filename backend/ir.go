@@ -614,29 +614,39 @@ func (g *Graph) String() string {
 	var b strings.Builder
 	for i, n := range g.Nodes {
 		fmt.Fprintf(&b, "%3d %-16s %v <- %v", i, n.Op, n.Shape, n.In)
-		switch n.Op {
-		case OpArg:
-			fmt.Fprintf(&b, " arg=%d", n.Arg)
-		case OpFill, OpAffine, OpPowConst, OpClamp, OpInside:
-			fmt.Fprintf(&b, " a=%g b=%g", n.A, n.B)
-		case OpAttention:
-			fmt.Fprintf(&b, " scale=%g", n.A)
-		case OpSum, OpMax:
-			fmt.Fprintf(&b, " axis=%d", n.Axis)
-		case OpSliceRows, OpRandUniform:
-			fmt.Fprintf(&b, " start=%d", n.Start)
-		case OpPermute:
-			fmt.Fprintf(&b, " perm=%v", n.Perm)
-		case OpMatMul:
-			fmt.Fprintf(&b, " transA=%t transB=%t", n.TransA, n.TransB)
-		}
-		if c := composites[n.Op]; c != nil && c.Attr != nil {
-			fmt.Fprintf(&b, " %s", c.Attr(&n))
+		if a := n.AttrText(); a != "" {
+			b.WriteString(" " + a)
 		}
 		b.WriteByte('\n')
 	}
 	fmt.Fprintf(&b, "outputs %v, %d args\n", g.Outputs, g.NumArgs)
 	return b.String()
+}
+
+// AttrText is n's attributes as Graph.String prints them ("axis=1", a
+// composite's own), "" where it has none.
+func (n *Node) AttrText() string {
+	var parts []string
+	switch n.Op {
+	case OpArg:
+		parts = append(parts, fmt.Sprintf("arg=%d", n.Arg))
+	case OpFill, OpAffine, OpPowConst, OpClamp, OpInside:
+		parts = append(parts, fmt.Sprintf("a=%g b=%g", n.A, n.B))
+	case OpAttention:
+		parts = append(parts, fmt.Sprintf("scale=%g", n.A))
+	case OpSum, OpMax:
+		parts = append(parts, fmt.Sprintf("axis=%d", n.Axis))
+	case OpSliceRows, OpRandUniform:
+		parts = append(parts, fmt.Sprintf("start=%d", n.Start))
+	case OpPermute:
+		parts = append(parts, fmt.Sprintf("perm=%v", n.Perm))
+	case OpMatMul:
+		parts = append(parts, fmt.Sprintf("transA=%t transB=%t", n.TransA, n.TransB))
+	}
+	if c := composites[n.Op]; c != nil && c.Attr != nil {
+		parts = append(parts, c.Attr(n))
+	}
+	return strings.Join(parts, " ")
 }
 
 // Variadic is OpInfo.Inputs of an op that takes one or more inputs.

@@ -43,6 +43,8 @@ type Device struct {
 	live      map[*storage]struct{}
 	pool      map[int][]backend.Buffer // freed buffers by length, for reuse
 	pooled    int64
+	held      int64            // bytes of the buffers allocated from the backend and not freed (see SetMemoryBudget)
+	budget    uint64           // SetMemoryBudget's bound; 0: none
 	lastArgs  []backend.Buffer // the last run's args: which buffer each arg had (see getBufAt)
 	// spareLowering is a retired lowering whose maps and slices the next
 	// one reuses (see retire); keyBuf holds the program key's bytes.
@@ -304,7 +306,7 @@ func (d *Device) Close() error {
 		hosts[s] = h
 	}
 	for s, h := range hosts {
-		d.be.Free(s.buf)
+		d.freeBuf(s.buf)
 		s.buf, s.host = nil, h
 	}
 	d.drainFrees()
@@ -484,7 +486,7 @@ func (d *Device) dropStorage(s *storage, reuse bool) {
 		if reuse {
 			d.putBuf(s.buf)
 		} else {
-			d.be.Free(s.buf)
+			d.freeBuf(s.buf)
 		}
 	}
 	s.buf, s.host = nil, nil
@@ -540,6 +542,9 @@ func (d *Device) getBuf(n int) (backend.Buffer, error) {
 		d.pooled -= 4 * int64(n)
 		return b, nil
 	}
+	if err := d.fitBudget(4*uint64(n), 0); err != nil {
+		return nil, err
+	}
 	b, err := d.be.Alloc(n)
 	if err != nil && d.pooled > 0 {
 		d.flushPool()
@@ -556,6 +561,13 @@ func (d *Device) getBuf(n int) (backend.Buffer, error) {
 func (d *Device) countAlloc(n int) {
 	d.stats.Allocs++
 	d.stats.AllocBytes += 4 * int64(n)
+	d.held += 4 * int64(n)
+}
+
+// freeBuf gives b back to the backend. Called with d.mu held.
+func (d *Device) freeBuf(b backend.Buffer) {
+	d.held -= 4 * int64(b.Len())
+	d.be.Free(b)
 }
 
 // getBufAt is getBuf for arg number arg of a run: it takes the buffer
@@ -581,7 +593,7 @@ func (d *Device) getBufAt(n, arg int) (backend.Buffer, error) {
 func (d *Device) putBuf(b backend.Buffer) {
 	n := b.Len()
 	if d.pooled+4*int64(n) > d.poolBytes() {
-		d.be.Free(b)
+		d.freeBuf(b)
 		return
 	}
 	if d.pool == nil {
@@ -595,7 +607,7 @@ func (d *Device) putBuf(b backend.Buffer) {
 func (d *Device) flushPool() {
 	for _, l := range d.pool {
 		for _, b := range l {
-			d.be.Free(b)
+			d.freeBuf(b)
 		}
 	}
 	d.pool, d.pooled = nil, 0

@@ -46,24 +46,57 @@ var errEstimate = errors.New("core: a value recorded for EstimateMemory (it neve
 // advances, so estimate with a step function of its own or reset the count.
 // Use it to pick a batch size or to see what Checkpoint saves.
 func (d *Device) EstimateMemory(step func() error) (MemoryEstimate, error) {
+	var e MemoryEstimate
+	err := d.recordedStep("EstimateMemory", step, func(s *stepGraph) error {
+		e = s.est
+		if len(s.g.Nodes) == 0 {
+			return nil
+		}
+		pl, err := plan.Make(s.xg, plan.Options{Composites: d.caps.Composites})
+		if err != nil {
+			return err
+		}
+		e.Intermediates = pl.SlotBytes
+		return nil
+	})
+	return e, err
+}
+
+// stepGraph is a step recorded for EstimateMemory or GraphOf: its graph as
+// core would lower it (half storage applied), that graph as the device
+// compiles it (xg: the composites it does not run natively decomposed,
+// origin naming each node's node of g, nil when nothing was), the tensor
+// behind each node of g (nil for nodes core added), and the estimate's
+// inputs and outputs.
+type stepGraph struct {
+	g, xg  *backend.Graph
+	origin []int
+	src    []*Tensor
+	est    MemoryEstimate
+}
+
+// recordedStep records what step records, builds its graph and calls use
+// with it (d.mu held); the recorded values are then dropped, never run.
+// fn names the caller in errors.
+func (d *Device) recordedStep(fn string, step func() error, use func(*stepGraph) error) error {
 	if step == nil {
-		return MemoryEstimate{}, fmt.Errorf("core.Device.EstimateMemory: nil step")
+		return fmt.Errorf("core.Device.%s: nil step", fn)
 	}
 	if err := d.Sync(); err != nil {
-		return MemoryEstimate{}, fmt.Errorf("core.Device.EstimateMemory: the pending work before: %w", err)
+		return fmt.Errorf("core.Device.%s: the pending work before: %w", fn, err)
 	}
 	if err := step(); err != nil {
 		d.lock()
 		d.dropPending(errEstimate)
 		d.mu.Unlock()
-		return MemoryEstimate{}, fmt.Errorf("core.Device.EstimateMemory: the step: %w", err)
+		return fmt.Errorf("core.Device.%s: the step: %w", fn, err)
 	}
 	d.lock()
 	defer d.mu.Unlock()
 	defer d.dropPending(errEstimate)
-	var e MemoryEstimate
+	s := &stepGraph{g: &backend.Graph{}}
+	g := s.g
 	d.keepSet()
-	var g backend.Graph
 	nodeOf := make(map[*Tensor]int, len(d.pending))
 	argOf := map[*storage]int{}
 	for _, t := range d.pending {
@@ -76,46 +109,53 @@ func (d *Device) EstimateMemory(step func() error) (MemoryEstimate, error) {
 				continue
 			}
 			if in.state() != stateRealized || in.stor == nil {
-				return MemoryEstimate{}, fmt.Errorf("core.Device.EstimateMemory: the step reads %v, which holds no value", in)
+				return fmt.Errorf("core.Device.%s: the step reads %v, which holds no value", fn, in)
 			}
 			idx, ok := argOf[in.stor]
 			if !ok {
 				idx = len(g.Nodes)
 				g.Nodes = append(g.Nodes, backend.Node{Op: backend.OpArg, Shape: in.shape, Arg: g.NumArgs})
+				s.src = append(s.src, in)
 				g.NumArgs++
 				argOf[in.stor] = idx
-				e.Inputs += 4 * uint64(in.stor.n)
+				s.est.Inputs += 4 * uint64(in.stor.n)
 			}
 			n.In[i] = idx
 		}
 		if t.gather {
-			gatherNode(&g, t, &n)
+			gatherNode(g, t, &n)
+			s.src = append(s.src, nil)
 		}
 		nodeOf[t] = len(g.Nodes)
 		g.Nodes = append(g.Nodes, n)
+		s.src = append(s.src, t)
 		if d.kept(t) {
 			g.Outputs = append(g.Outputs, backend.Output{Node: nodeOf[t], Arg: g.NumArgs})
 			g.NumArgs++
 			if !t.op.InPlace() {
-				e.Outputs += 4 * uint64(t.Len())
+				s.est.Outputs += 4 * uint64(t.Len())
 			}
 		}
 	}
-	if len(g.Nodes) == 0 {
-		return e, nil
+	if len(g.Nodes) > 0 {
+		pass := make([]profile.Pass, len(g.Nodes))
+		for t, i := range nodeOf {
+			pass[i] = t.pass
+		}
+		remap, _ := storeHalf(g, pass, d.store)
+		if remap != nil {
+			src := make([]*Tensor, len(g.Nodes))
+			for old, t := range s.src {
+				src[remap[old]] = t
+			}
+			s.src = src
+		}
+		// planned as the device compiles it: the composites it does not
+		// run natively decomposed (their intermediates count)
+		s.xg, s.origin = plan.Expand(g, d.caps)
 	}
-	pass := make([]profile.Pass, len(g.Nodes))
-	for t, i := range nodeOf {
-		pass[i] = t.pass
+	if err := use(s); err != nil {
+		return fmt.Errorf("core.Device.%s: %w", fn, err)
 	}
-	storeHalf(&g, pass, d.store)
-	// planned as the device compiles it: the composites it does not run
-	// natively decomposed (their intermediates count)
-	xg, _ := plan.Expand(&g, d.caps)
-	pl, err := plan.Make(xg, plan.Options{Composites: d.caps.Composites})
-	if err != nil {
-		return e, fmt.Errorf("core.Device.EstimateMemory: %w", err)
-	}
-	e.Intermediates = pl.SlotBytes
-	return e, nil
+	return nil
 }

@@ -3,6 +3,7 @@ package core_test
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	_ "github.com/ag-go/ag/backend/cpu"
 	"github.com/ag-go/ag/core"
@@ -237,4 +238,47 @@ func ExampleTensor_SetRequiresGrad() {
 	}
 	fmt.Printf("body unchanged: %t, without gradient: %t; loss fell: %t\n", slices.Equal(before, after), body[0].Params()[0].Grad() == nil, last < first/2)
 	// Output: body unchanged: true, without gradient: true; loss fell: true
+}
+
+// GraphOf shows a step as the device would run it, without running it:
+// each node with what recorded it, its kernel and storage, and where the
+// live intermediates peak. WriteDOT gives the same for Graphviz.
+func ExampleDevice_GraphOf() {
+	dev, _ := core.Open("cpu")
+	defer dev.Close()
+	w := dev.Param([]float32{1, 2, 3, 4, 5, 6}, 3, 2)
+	x := dev.Tensor([]float32{1, 0, 1}, 1, 3)
+	g, err := dev.GraphOf(func() error {
+		return core.Sum(core.Tanh(core.MatMul(x, w))).Backward()
+	})
+	if err != nil {
+		panic(err)
+	}
+	for _, n := range g.Nodes[:4] {
+		fmt.Println(n.Op, n.Shape, n.Recorded, n.Store)
+	}
+	fmt.Println("peak after a node:", g.PeakNode >= 0, "- nothing ran:", w.Grad() == nil)
+	// Output:
+	// arg [1 3]  input
+	// arg [3 2]  input
+	// matmul [1 2] MatMul slot 0
+	// tanh [1 2] Tanh slot 1
+	// peak after a node: true - nothing ran: true
+}
+
+// A memory budget refuses a run that would hold more device memory than
+// it allows, before the run allocates anything.
+func ExampleDevice_SetMemoryBudget() {
+	dev, _ := core.Open("cpu")
+	defer dev.Close()
+	dev.SetMemoryBudget(1 << 20)   // 1 MiB
+	big := dev.Full(1, 1024, 1024) // 4 MiB
+	_, err := core.Sum(big).Item()
+	fmt.Println(err != nil && strings.Contains(err.Error(), "memory budget of 1.0 MiB"))
+	dev.SetMemoryBudget(0)
+	v, _ := core.Sum(dev.Full(1, 1024, 1024)).Item()
+	fmt.Println(v)
+	// Output:
+	// true
+	// 1.048576e+06
 }

@@ -81,6 +81,9 @@ func (d *Device) Zeros(shape ...int) (*Tensor, error) {
 		return nil, err
 	}
 	n := backend.NumElems(shape)
+	if err := d.fitBudget(4*uint64(n), 0); err != nil {
+		return nil, fmt.Errorf("core: Zeros%v: %w", shape, err)
+	}
 	b, err := d.be.Alloc(n)
 	if err != nil {
 		return nil, fmt.Errorf("core: Zeros%v: allocating %d floats on %s: %w", shape, n, d.caps.Name, err)
@@ -320,6 +323,9 @@ func (d *Device) run(want []*Tensor, site string, rd *readAfter) (*profile.Run, 
 	if err != nil {
 		return nil, d.fail(lw, fmt.Errorf("core: %s: %w", site, err))
 	}
+	if err := d.runFitsBudget(lw, e); err != nil {
+		return nil, d.fail(lw, fmt.Errorf("core: %s: %w", site, err))
+	}
 	if err := d.allocOutputs(lw); err != nil {
 		return nil, d.fail(lw, fmt.Errorf("core: %s: %w", site, err))
 	}
@@ -498,6 +504,14 @@ func (d *Device) compile(key string, g *backend.Graph) (*progEntry, error) {
 	d.stats.Compiles++
 	e := d.progs.put(key, prog, d.gen)
 	e.origin, e.nodes = origin, len(xg.Nodes)
+	if e.bytes == 0 {
+		// a program that does not report its memory: its planned
+		// intermediates count against a memory budget at each run (planned
+		// once here, so that a budget set later knows them too)
+		if pl, err := plan.Make(xg, plan.Options{Composites: d.caps.Composites}); err == nil {
+			e.planned = pl.SlotBytes
+		}
+	}
 	return e, nil
 }
 

@@ -175,12 +175,18 @@ func (b *Backend) fuseCaps() plan.FuseCaps {
 	}
 }
 
+// Fusion is the fusion plan Compile makes of g: which nodes share a kernel
+// (core.Device.GraphOf shows it).
+func (b *Backend) Fusion(g *backend.Graph) *plan.Fusion {
+	if b.noFuse {
+		return plan.Unfused(g)
+	}
+	return plan.Fuse(g, b.fuseCaps())
+}
+
 func (p *program) build(g *backend.Graph) error {
 	info := p.b.info
-	fp := plan.Unfused(g)
-	if !p.b.noFuse {
-		fp = plan.Fuse(g, p.b.fuseCaps())
-	}
+	fp := p.b.Fusion(g)
 	g = fp.Graph
 	p.fp = fp
 	pl, err := p.plan(fp)
