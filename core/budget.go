@@ -34,14 +34,26 @@ func (d *Device) MemoryHeld() uint64 {
 func (d *Device) heldBytes() uint64 { return uint64(d.held + d.progs.bytes) }
 
 // fitBudget fails when more bytes of new buffers, beside extra bytes of a
-// run's intermediates, would take d past its budget, after giving the
-// pool's buffers back. Called with d.mu held.
-func (d *Device) fitBudget(more, extra uint64) error {
+// run's intermediates, would take d past its budget, after giving back the
+// pool's buffers and then the cached programs' (least recently used first;
+// never keep, the run's own). Called with d.mu held.
+func (d *Device) fitBudget(more, extra uint64, keep *progEntry) error {
 	if d.budget == 0 {
 		return nil
 	}
-	if d.heldBytes()+more+extra > d.budget && d.pooled > 0 {
+	over := func() bool { return d.heldBytes()+more+extra > d.budget }
+	if over() && d.pooled > 0 {
 		d.flushPool()
+	}
+	for c := &d.progs; over() && c.bytes > 0; {
+		e := c.head.prev
+		if e == keep {
+			e = e.prev
+		}
+		if e == &c.head {
+			break
+		}
+		c.evict(e)
 	}
 	if held := d.heldBytes(); held+more+extra > d.budget {
 		return fmt.Errorf("%s of new buffers and %s of intermediates, with %s held, would pass the memory budget of %s on %s (Device.SetMemoryBudget)",
@@ -67,5 +79,10 @@ func (d *Device) runFitsBudget(lw *lowering, e *progEntry) error {
 		}
 		need += 4 * uint64(n)
 	}
-	return d.fitBudget(need, e.planned)
+	err := d.fitBudget(need, e.planned, e)
+	if err != nil && e.cached && e.refs == 1 {
+		// the refused run's program, compiled for it, holds memory too
+		d.progs.evict(e)
+	}
+	return err
 }

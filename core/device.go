@@ -542,7 +542,7 @@ func (d *Device) getBuf(n int) (backend.Buffer, error) {
 		d.pooled -= 4 * int64(n)
 		return b, nil
 	}
-	if err := d.fitBudget(4*uint64(n), 0); err != nil {
+	if err := d.fitBudget(4*uint64(n), 0, nil); err != nil {
 		return nil, err
 	}
 	b, err := d.be.Alloc(n)

@@ -81,7 +81,7 @@ func (d *Device) Zeros(shape ...int) (*Tensor, error) {
 		return nil, err
 	}
 	n := backend.NumElems(shape)
-	if err := d.fitBudget(4*uint64(n), 0); err != nil {
+	if err := d.fitBudget(4*uint64(n), 0, nil); err != nil {
 		return nil, fmt.Errorf("core: Zeros%v: %w", shape, err)
 	}
 	b, err := d.be.Alloc(n)

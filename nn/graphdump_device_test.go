@@ -43,3 +43,27 @@ func TestGraphOfDevice(t *testing.T) {
 		t.Errorf("the device after GraphOf: %v", err)
 	}
 }
+
+// core.Device.SetMemoryBudget on the device under test: a run past the
+// budget is refused before it runs, the values from before stay, and
+// without the budget the same run goes through.
+func TestMemoryBudgetDevice(t *testing.T) {
+	dev := openDev(t)
+	x := dev.Tensor(make([]float32, 4096), 4096)
+	if _, err := core.Sum(x).Item(); err != nil {
+		t.Fatal(err)
+	}
+	dev.SetMemoryBudget(dev.MemoryHeld() + 4096)
+	// a 4 MiB result (kept: no backend can fuse it away)
+	big := func() *core.Tensor { return core.Scale(core.Expand(core.Reshape(x, 1, 4096), 256, 4096), 2) }
+	if _, err := big().Data(); err == nil {
+		t.Error("a run keeping 4 MiB ran within a budget of 4 KiB more than held")
+	}
+	if v, err := core.Sum(x).Item(); err != nil || v != 0 {
+		t.Errorf("the value from before: %v, %v", v, err)
+	}
+	dev.SetMemoryBudget(0)
+	if v, err := big().Data(); err != nil || len(v) != 256*4096 {
+		t.Errorf("without the budget: %d values, %v", len(v), err)
+	}
+}
