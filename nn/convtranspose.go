@@ -61,6 +61,8 @@ func convTransposeParams(fn string, dev *core.Device, in, out int, kernel []int,
 		}
 		rf *= k
 	}
+	// checked here to name in and out as they are (convParams's are swapped)
+	checkShape(fn, dev, fmt.Sprintf("in %d, out %d, kernel %v", in, out, kernel), "weight", append([]int{in, out}, kernel...)...)
 	// Conv's parameters from out to in channels are [in, out, kernel...],
 	// drawn as [out, in, kernel...] with fanIn = out*rf: PyTorch's.
 	w, _ = convParams(fn, dev, out, in, kernel, ConvOptions{Groups: 1, NoBias: true, Init: o.Init}, rng)

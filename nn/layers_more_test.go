@@ -1,6 +1,8 @@
 package nn
 
 import (
+	"math"
+	"slices"
 	"testing"
 
 	"github.com/ag-go/ag/core"
@@ -85,4 +87,26 @@ func TestNewLayersPanics(t *testing.T) {
 			NewUpsample(0.2, UpsampleNearest, false).Forward(dev.Full(0, 1, 1, 3, 3))
 		}},
 	})
+}
+
+// The default initialization is PyTorch's for a transposed convolution:
+// |w|, |b| <= 1/sqrt(out*kernel size) (PyTorch's fan-in of [in, out, k...]
+// is dimension 1 times the kernel), filling that range.
+func TestConvTransposeInit(t *testing.T) {
+	dev := openDev(t)
+	l := NewConvTranspose2d(dev, 8, 4, [2]int{3, 3}, ConvTransposeOptions{}, NewRNG(1))
+	if !slices.Equal(l.W.Shape(), []int{8, 4, 3, 3}) || !slices.Equal(l.B.Shape(), []int{4}) {
+		t.Fatalf("W %v, B %v: want [8 4 3 3] and [4]", l.W.Shape(), l.B.Shape())
+	}
+	bound := 1 / math.Sqrt(4*9)
+	for name, p := range map[string]*core.Tensor{"W": l.W, "B": l.B} {
+		v, _ := p.Data()
+		big := 0.0
+		for _, x := range v {
+			big = max(big, math.Abs(float64(x)))
+		}
+		if big > bound || (name == "W" && big < 0.9*bound) {
+			t.Errorf("%s: max |value| %g, want in [0.9, 1] x %g", name, big, bound)
+		}
+	}
 }
