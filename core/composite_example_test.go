@@ -57,6 +57,21 @@ func ExampleIm2Col() {
 	// [4 4] [1 2 4 5 2 3 5 6 4 5 7 8 5 6 8 9]
 }
 
+// Col2Im folds columns back into an image, each element the sum of the
+// columns that Im2Col reads it into: folding Im2Col's columns of ones
+// counts the windows covering each position of the 3x3 image.
+func ExampleCol2Im() {
+	dev, _ := core.Open("cpu")
+	defer dev.Close()
+	w := backend.Window{KH: 2, KW: 2, SH: 1, SW: 1, DH: 1, DW: 1}
+	rows := w.Rows(1, 3, 3)
+	img := core.Col2Im(dev.Full(1, 4, 4), dev.Constant(rows, len(rows)), []int{1, 1, 3, 3}, w)
+	v, _ := img.Data()
+	fmt.Println(img.Shape(), v)
+	// Output:
+	// [1 1 3 3] [1 2 1 2 4 2 1 2 1]
+}
+
 // MaxPool2d of a 3x4 image by 2x2 windows at stride 2, padded by one
 // column on each side (padding never wins): the gradient of the sum goes
 // to each window's maximum, in the middle window to the first of its tied

@@ -31,6 +31,34 @@ func Im2Col(x, rows *Tensor, w backend.Window) *Tensor {
 	return x.dev.record("Im2Col", backend.OpIm2Col, n.Shape, attrs{Perm: n.Perm}, x, rows)
 }
 
+// Col2Im is Im2Col's adjoint, PyTorch's fold: the image of shape [N, C, H,
+// W] in which each element is the sum of the entries of cols [N*OH*OW,
+// C*KH*KW] that Im2Col by the window w would read from it (0 where none
+// does; the padding is dropped). rows is Im2Col's table, a Constant of
+// w.Rows(N, H, W). A transposed convolution's forward is a Col2Im of the
+// input times the weight (nn.ConvTranspose2d). One composite op of the IR
+// (backend.OpCol2Im) where the device lowers it natively (ggml), else the
+// gradient of the gather by the table (core's inverse tables); its own
+// gradient is Im2Col.
+func Col2Im(cols, rows *Tensor, shape []int, w backend.Window) *Tensor {
+	needTensors("Col2Im", cols, rows)
+	if len(shape) != 4 {
+		panic(fmt.Sprintf("core.Col2Im: image shape %v, want [N, C, H, W]", shape))
+	}
+	n := backend.Node{Op: backend.OpCol2Im, Perm: w.Attr(), Shape: slices.Clone(shape)}
+	if err := backend.CompositeOf(backend.OpCol2Im).Check(&n, func(k int) []int { return [][]int{cols.shape, rows.shape}[k] }); err != nil {
+		panic(fmt.Sprintf("core.Col2Im: columns of shape %v, table of shape %v, image %v: %v", cols.shape, rows.shape, shape, err))
+	}
+	if rows.constValues() == nil {
+		panic(fmt.Sprintf("core.Col2Im: the index table %v is not a Constant (want Window.Rows(%d, %d, %d))", rows, shape[0], shape[2], shape[3]))
+	}
+	if cols.dev.caps.Native(backend.OpCol2Im) {
+		return cols.dev.record("Col2Im", backend.OpCol2Im, n.Shape, attrs{Perm: n.Perm}, cols, rows)
+	}
+	defer cols.dev.composite("Col2Im")()
+	return col2imByRows(cols, rows, n.Shape, w)
+}
+
 var _ = defineComposite(backend.OpIm2Col, composite{
 	grad: func(n *Tensor, in []*Tensor, g *Tensor, k int) *Tensor {
 		if k == 1 {

@@ -118,23 +118,69 @@ func (l *RMSNorm) Params() []*core.Tensor { return []*core.Tensor{l.Gain} }
 // Embedding maps integer indices to learnable vectors: row i of W for
 // index i. Its gradient is a scatter-add of the output's gradient into the
 // rows read (core.Gather's), so a batch touches only the rows it uses.
+//
+// With a padding index (Padded; see PaddingIdx), as PyTorch's padding_idx,
+// that row is read like any other but gets no gradient from the positions
+// that read it, so it keeps its value (zeros, as NewEmbedding makes it)
+// through training: a pad token's vector stays what it is.
+//
+// Weight tying: one Embedding's W may also be a model's output layer
+// (logits = x·Wᵀ, as models.GPT2's head: core.MatMulT(x, Wte.W, false,
+// true)). It is one parameter used twice, so Backward adds both uses'
+// gradients into its one gradient, an optimizer updates it once, and a
+// state file holds it once (see ExampleEmbedding_tied).
 type Embedding struct {
-	W *core.Tensor // [vocab, dim]
+	W          *core.Tensor // [vocab, dim]
+	PaddingIdx int          // the row that gets no gradient, when Padded
+	Padded     bool
+}
+
+// EmbeddingOption is an optional setting of NewEmbedding.
+type EmbeddingOption func(*Embedding)
+
+// PaddingIdx makes idx the Embedding's padding index (PyTorch's
+// padding_idx; a negative idx counts from the end, -1 the last row): its
+// row starts at zeros and gets no gradient.
+func PaddingIdx(idx int) EmbeddingOption {
+	return func(e *Embedding) { e.PaddingIdx, e.Padded = idx, true }
 }
 
 // NewEmbedding makes an Embedding of vocab vectors of size dim drawn from
-// init (nil: Normal(0, 1), PyTorch's default).
-func NewEmbedding(dev *core.Device, vocab, dim int, init Initializer, rng *rand.Rand) *Embedding {
+// init (nil: Normal(0, 1), PyTorch's default), with the options given
+// (PaddingIdx).
+func NewEmbedding(dev *core.Device, vocab, dim int, init Initializer, rng *rand.Rand, opts ...EmbeddingOption) *Embedding {
 	if vocab < 1 || dim < 1 {
 		panic(fmt.Sprintf("nn.NewEmbedding: vocab %d, dim %d: both must be >= 1", vocab, dim))
 	}
 	checkDevice("NewEmbedding", dev)
 	checkShape("NewEmbedding", dev, fmt.Sprintf("vocab %d, dim %d", vocab, dim), "table", vocab, dim)
+	e := &Embedding{}
+	for _, o := range opts {
+		o(e)
+	}
+	if e.Padded {
+		if e.PaddingIdx < -vocab || e.PaddingIdx >= vocab {
+			panic(fmt.Sprintf("nn.NewEmbedding: padding index %d for vocab %d, want -%d..%d", e.PaddingIdx, vocab, vocab, vocab-1))
+		}
+		if e.PaddingIdx < 0 {
+			e.PaddingIdx += vocab
+		}
+	}
 	if init == nil {
 		checkRNG("NewEmbedding", rng)
 		init = Normal(0, 1)
 	}
-	return &Embedding{W: NewParam(dev, init, rng, vocab, dim)}
+	if !e.Padded {
+		e.W = NewParam(dev, init, rng, vocab, dim)
+		return e
+	}
+	v := init([]int{vocab, dim}, rng)
+	if len(v) != vocab*dim {
+		panic(fmt.Sprintf("nn.NewEmbedding: the initializer gave %d values for shape [%d %d]", len(v), vocab, dim))
+	}
+	clear(v[e.PaddingIdx*dim : (e.PaddingIdx+1)*dim]) // PyTorch zeroes the padding row
+	e.W = dev.Param(v, vocab, dim)
+	return e
 }
 
 // Forward looks up idx, a tensor of whole numbers (as f32) of shape [n] or
@@ -150,6 +196,9 @@ func (e *Embedding) Forward(idx *core.Tensor) *core.Tensor {
 		panic(fmt.Sprintf("nn.Embedding.Forward: indices of shape %v, want 1 to 3 dimensions", idx.Shape()))
 	}
 	vocab, dim := e.W.Dim(0), e.W.Dim(1)
+	if e.Padded && (e.PaddingIdx < 0 || e.PaddingIdx >= vocab) {
+		panic(fmt.Sprintf("nn.Embedding.Forward: padding index %d for vocab %d, want 0..%d", e.PaddingIdx, vocab, vocab-1))
+	}
 	var y *core.Tensor
 	idx.Device().Scope("Embedding", func() {
 		idx.Device().Composite("Embedding", func() {
@@ -157,7 +206,14 @@ func (e *Embedding) Forward(idx *core.Tensor) *core.Tensor {
 			if idx.Rank() != 1 {
 				flat = core.Reshape(idx, idx.Len())
 			}
-			y = core.Add(core.Gather(e.W, flat), labelPoison(flat, vocab))
+			y = core.Gather(e.W, flat)
+			if e.Padded {
+				// the padding row's value, through which no gradient flows:
+				// a selection, so that no value of one side reaches the other's
+				keep := core.Reshape(core.NotEqualScalar(flat, float32(e.PaddingIdx)), flat.Len(), 1)
+				y = core.Where(keep, y, y.Detach())
+			}
+			y = core.Add(y, labelPoison(flat, vocab))
 			if idx.Rank() != 1 {
 				y = core.Reshape(y, append(idx.Shape(), dim)...)
 			}

@@ -40,8 +40,9 @@ type KeyMap struct {
 //
 //	Linear        W -> weight (transposed: [in, out] is PyTorch's [out, in]), B -> bias
 //	Conv1d/2d     W -> weight, B -> bias (same layout)
+//	ConvTranspose1d/2d   W -> weight, B -> bias (same layout)
 //	Embedding     W -> weight (same layout)
-//	LayerNorm, RMSNorm, BatchNorm   Gain -> weight, Bias -> bias
+//	LayerNorm, RMSNorm, BatchNorm, GroupNorm, InstanceNorm   Gain -> weight, Bias -> bias
 //	BatchNorm     RunningMean -> running_mean, RunningVar -> running_var
 //
 // Other names stay as NamedState gives them (a Namer's own names
@@ -59,13 +60,16 @@ func PyTorchKeys(m Module) (KeyMap, error) {
 	}
 	by := leaves(m)
 	types := map[reflect.Type]map[string]string{
-		reflect.TypeFor[Linear]():    {"W": "weight", "B": "bias"},
-		reflect.TypeFor[Conv1d]():    {"W": "weight", "B": "bias"},
-		reflect.TypeFor[Conv2d]():    {"W": "weight", "B": "bias"},
-		reflect.TypeFor[Embedding](): {"W": "weight"},
-		reflect.TypeFor[LayerNorm](): {"Gain": "weight", "Bias": "bias"},
-		reflect.TypeFor[RMSNorm]():   {"Gain": "weight"},
-		reflect.TypeFor[BatchNorm](): {"Gain": "weight", "Bias": "bias", "RunningMean": "running_mean", "RunningVar": "running_var"},
+		reflect.TypeFor[Linear]():          {"W": "weight", "B": "bias"},
+		reflect.TypeFor[Conv1d]():          {"W": "weight", "B": "bias"},
+		reflect.TypeFor[Conv2d]():          {"W": "weight", "B": "bias"},
+		reflect.TypeFor[Embedding]():       {"W": "weight"},
+		reflect.TypeFor[LayerNorm]():       {"Gain": "weight", "Bias": "bias"},
+		reflect.TypeFor[RMSNorm]():         {"Gain": "weight"},
+		reflect.TypeFor[BatchNorm]():       {"Gain": "weight", "Bias": "bias", "RunningMean": "running_mean", "RunningVar": "running_var"},
+		reflect.TypeFor[GroupNorm]():       {"Gain": "weight", "Bias": "bias"},
+		reflect.TypeFor[ConvTranspose1d](): {"W": "weight", "B": "bias"},
+		reflect.TypeFor[ConvTranspose2d](): {"W": "weight", "B": "bias"},
 	}
 	keys := map[string]string{}
 	var km KeyMap
