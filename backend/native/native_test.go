@@ -314,9 +314,8 @@ func TestNativeComposites(t *testing.T) {
 		t.Fatalf("nativeOps() = %v: fewer lowerings than the %d files composite_*.go register", want, len(files))
 	}
 	// Composites a device has no kernel for, so its probe drops them (their
-	// decomposition runs): ggml-vulkan has no im2col_back, and runs no custom
-	// op (batch norm is one on ggml-cpu).
-	lacks := map[string][]backend.Op{VulkanName: {backend.OpCol2Im, backend.OpBatchNorm, backend.OpBatchNormBack}}
+	// decomposition runs): ggml-vulkan has no im2col_back.
+	lacks := map[string][]backend.Op{VulkanName: {backend.OpCol2Im}}
 	for _, name := range devices(t) {
 		t.Run(name, func(t *testing.T) {
 			caps := open(t, name).Caps()
