@@ -18,7 +18,7 @@ var OpLayerNorm = defineComposite(Composite{
 	},
 	Eval:   layerNorm64,
 	Sample: func() ([][]int, Node) { return [][]int{{2, 3}}, Node{In: []int{0}, Shape: []int{2, 3}, A: 1e-5} },
-	Cases:  normCases(1),
+	Cases:  normCases(1, false),
 	// sums of a row's values and squares, then a division by the deviation
 	// (outputs of a few units); Abs: the f32 mean of a row at 100 +- 1 is
 	// ~2e-5 of its deviation off
@@ -52,7 +52,7 @@ var OpLayerNormBack = defineComposite(Composite{
 	Sample: func() ([][]int, Node) {
 		return [][]int{{2, 3}, {2, 3}}, Node{In: []int{0, 1}, Shape: []int{2, 3}, A: 1e-5}
 	},
-	Cases: normCases(2),
+	Cases: normCases(2, false),
 	Tol:   [2]float64{2e-5, 1e-4}, Flops: 14, Attr: epsAttr,
 })
 
@@ -74,51 +74,78 @@ func checkNorm(n *Node, in func(int) []int) error {
 // layerNorm64 computes OpLayerNorm's (x-mean)*r, r = 1/sqrt(var+eps), or
 // OpLayerNormBack's r*(c - xhat*mean(c*xhat)), c = dy - mean(dy), row by row.
 func layerNorm64(n *Node, in [][]float64, _ [][]int, out []float64) {
+	rowNorm64(n, in, out, true)
+}
+
+// rowNorm64 runs norm64 on each row (the last axis) of n's inputs.
+func rowNorm64(n *Node, in [][]float64, out []float64, centre bool) {
 	cols := n.Shape[len(n.Shape)-1]
-	eps, c := float64(n.A), float64(cols)
 	for r := 0; r < len(out)/cols; r++ {
-		x, o := in[0][r*cols:(r+1)*cols], out[r*cols:(r+1)*cols]
-		mean, v := 0.0, 0.0
+		var dy []float64
+		if len(in) > 1 {
+			dy = in[1][r*cols : (r+1)*cols]
+		}
+		norm64(in[0][r*cols:(r+1)*cols], dy, out[r*cols:(r+1)*cols], float64(n.A), centre)
+	}
+}
+
+// norm64 normalizes one group of values x into o: (x - mean)*r with r =
+// 1/sqrt(mean((x - mean)^2) + eps), or, with dy, writes the input
+// gradient r*(c - xhat*mean(c*xhat)), xhat = (x - mean)*r, c = dy -
+// mean(dy). Without centre the means of x and dy are 0: RMS norm's x*r and
+// r*(dy - xhat*mean(dy*xhat)).
+func norm64(x, dy, o []float64, eps float64, centre bool) {
+	c := float64(len(x))
+	mean, v := 0.0, 0.0
+	if centre {
 		for _, e := range x {
 			mean += e
 		}
 		mean /= c
-		for _, e := range x {
-			v += (e - mean) * (e - mean)
+	}
+	for _, e := range x {
+		v += (e - mean) * (e - mean)
+	}
+	rs := 1 / math.Sqrt(v/c+eps)
+	if dy == nil { // the forward
+		for k, e := range x {
+			o[k] = (e - mean) * rs
 		}
-		rs := 1 / math.Sqrt(v/c+eps)
-		if len(in) == 1 { // the forward
-			for k, e := range x {
-				o[k] = (e - mean) * rs
-			}
-			continue
-		}
-		dy := in[1][r*cols : (r+1)*cols]
-		mdy, mp := 0.0, 0.0
+		return
+	}
+	mdy, mp := 0.0, 0.0
+	if centre {
 		for _, g := range dy {
 			mdy += g
 		}
 		mdy /= c
-		for k, e := range x {
-			mp += (dy[k] - mdy) * (e - mean) * rs
-		}
-		mp /= c
-		for k, e := range x {
-			o[k] = rs * (dy[k] - mdy - (e-mean)*rs*mp)
-		}
+	}
+	for k, e := range x {
+		mp += (dy[k] - mdy) * ((e - mean) * rs)
+	}
+	mp /= c
+	for k, e := range x {
+		o[k] = rs * (dy[k] - mdy - (e-mean)*rs*mp)
 	}
 }
 
 // normCases are a norm's instances over its inputs: random shapes of rank
 // 1 to 4, a long row, rows of one value (their own mean: 0, and dx 0), eps
-// 0 on rows that are not constant; and rows of the tame specials, in one
-// input drawn in turn (a gradient's specials as well as the input's).
-func normCases(inputs int) func(Draw, bool) []CompositeCase {
+// 0 on rows that are not constant and on a row of zeros (0/0: NaN); and
+// rows of the tame specials, in one input drawn in turn (a gradient's
+// specials as well as the input's). With batch the groups normalized are
+// channels (axis 1) instead of rows: ranks 2 to 4, each special row a
+// channel of shape [1, rows, n].
+func normCases(inputs int, batch bool) func(Draw, bool) []CompositeCase {
 	return func(d Draw, special bool) []CompositeCase {
+		// rows: the rows of s's last axis, or with batch of [1, rows, cols]
 		mk := func(s []int, eps float32, rows [][]float32) CompositeCase {
 			var data []float32
 			if rows != nil {
 				s = []int{len(rows), len(rows[0])}
+				if batch {
+					s = []int{1, len(rows), len(rows[0])}
+				}
 				for _, row := range rows {
 					data = append(data, row...)
 				}
@@ -142,7 +169,11 @@ func normCases(inputs int) func(Draw, bool) []CompositeCase {
 			}
 			return cs
 		}
-		for rank := 1; rank <= 4; rank++ {
+		lo := 1
+		if batch {
+			lo = 2
+		}
+		for rank := lo; rank <= 4; rank++ {
 			cs = append(cs, mk(d.Shape(rank), 1e-5, nil))
 		}
 		// rows far from 0 for their spread (mean 100, variance ~0.3): a
@@ -152,7 +183,13 @@ func normCases(inputs int) func(Draw, bool) []CompositeCase {
 		for i := range off.Args[0] {
 			off.Args[0][i] = 100 + off.Args[0][i]/4
 		}
-		cs = append(cs, off)
-		return append(cs, mk([]int{3, 1000}, 1e-5, nil), mk([]int{5, 1}, 1e-5, nil), mk([]int{4, 33}, 0, nil))
+		// a row (channel) of zeros with eps 0: x is input 0
+		zero := mk([][]int{{3, 8}, {1, 3, 8}}[btoi(batch)], 0, nil)
+		clear(zero.Args[0][8:16])
+		long, one := []int{3, 1000}, []int{5, 1}
+		if batch {
+			long, one = []int{2, 3, 500}, []int{1, 5, 1}
+		}
+		return append(cs, off, zero, mk(long, 1e-5, nil), mk(one, 1e-5, nil), mk([]int{4, 33}, 0, nil))
 	}
 }

@@ -90,3 +90,19 @@ func ExampleMaxPool2d() {
 	// Output:
 	// [1 1 1 3] [9 9 8] [-0 1 -0 -0 1 -0 -0 1 0 0 0 0]
 }
+
+// RMSNorm divides each row by its root mean square; BatchNorm normalizes
+// each channel (axis 1) over the batch and every other axis, here two
+// channels of [N 2, C 2, L 2].
+func ExampleRMSNorm() {
+	dev, _ := core.Open("cpu")
+	defer dev.Close()
+	x := dev.Tensor([]float32{3, 4, 1, 1, -1, 2, 5, 6}, 2, 2, 2)
+	r, _ := core.RMSNorm(x, 0).Data()
+	fmt.Printf("rms norm: %.3f\n", r)
+	b, _ := core.BatchNorm(x, 0).Data()
+	fmt.Printf("batch norm: %.3f\n", b)
+	// Output:
+	// rms norm: [0.849 1.131 1.000 1.000 -0.632 1.265 0.905 1.086]
+	// batch norm: [0.535 1.069 -0.988 -0.988 -1.604 0.000 0.768 1.207]
+}

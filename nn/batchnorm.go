@@ -114,29 +114,22 @@ func (b *BatchNorm) Forward(x *core.Tensor) *core.Tensor {
 		bshape[i] = 1
 	}
 	bshape[1] = b.c
-	// the mean over every axis but the channels': [N, C, rest] summed along
-	// the contiguous rest, then over N (two passes, the first over rows)
-	mean := func(t *core.Tensor) *core.Tensor {
-		t3 := core.Reshape(t, t.Dim(0), b.c, -1)
-		return core.Reshape(core.MeanAxis(core.MeanAxis(t3, 2, true), 0, true), bshape...)
-	}
 	dev := x.Device()
 	var y *core.Tensor
 	dev.Scope(b.name, func() {
 		dev.Composite(b.name, func() {
-			var d, v *core.Tensor
 			if training {
-				mu := mean(x)
-				d = core.Sub(x, mu)
-				v = mean(core.Mul(d, d)) // biased, two passes
+				// one composite op, its gradient through the batch's
+				// statistics another
+				y = core.BatchNorm(x, b.Eps)
 				if b.Momentum > 0 {
-					b.update(mu, v, n)
+					b.update(x, bshape, n)
 				}
 			} else {
-				d = core.Sub(x, core.Reshape(b.RunningMean, bshape...))
-				v = core.Reshape(b.RunningVar, bshape...)
+				d := core.Sub(x, core.Reshape(b.RunningMean, bshape...))
+				v := core.Reshape(b.RunningVar, bshape...)
+				y = core.Mul(d, core.Pow(core.AddScalar(v, b.Eps), -0.5))
 			}
-			y = core.Mul(d, core.Pow(core.AddScalar(v, b.Eps), -0.5))
 			if b.Gain != nil {
 				y = core.Add(core.Mul(y, core.Reshape(b.Gain, bshape...)), core.Reshape(b.Bias, bshape...))
 			}
@@ -152,10 +145,22 @@ func (b *BatchNorm) Forward(x *core.Tensor) *core.Tensor {
 // (d + m*x) made an Inf statistic NaN at the next batch, and its velocity,
 // shared by both statistics, carried a bad batch's Inf into the next
 // good batch's mean as 0*Inf.) The op's weights and second moment are
-// scratch with lr 0: they may turn NaN, and nothing reads them.
-func (b *BatchNorm) update(mu, v *core.Tensor, n int) {
-	dev := mu.Device()
+// scratch with lr 0: they may turn NaN, and nothing reads them. The
+// batch's mean and biased variance (two passes) are primitives here, as
+// the normalization's composite has one output.
+func (b *BatchNorm) update(x *core.Tensor, bshape []int, n int) {
+	dev := x.Device()
 	dev.NoGrad(func() {
+		// the mean over every axis but the channels': [N, C, rest] summed
+		// along the contiguous rest, then over N (two passes, the first
+		// over rows)
+		mean := func(t *core.Tensor) *core.Tensor {
+			t3 := core.Reshape(t, t.Dim(0), b.c, -1)
+			return core.Reshape(core.MeanAxis(core.MeanAxis(t3, 2, true), 0, true), bshape...)
+		}
+		mu := mean(x)
+		d := core.Sub(x, mu)
+		v := mean(core.Mul(d, d))
 		// [lr 0, beta1 1-m, beta2 1, eps 1, wd 0, 1, 1]: constants of the graph
 		one := dev.Full(1, 2)
 		hp := core.Concat(0, dev.Full(0, 1), dev.Full(1-b.Momentum, 1), one, dev.Full(0, 1), one)

@@ -105,8 +105,7 @@ func (l *RMSNorm) Forward(x *core.Tensor) *core.Tensor {
 	var y *core.Tensor
 	x.Device().Scope("RMSNorm", func() {
 		x.Device().Composite("RMSNorm", func() {
-			ms := core.MeanAxis(core.Mul(x, x), -1, true)
-			y = core.Mul(core.Mul(x, core.Pow(core.AddScalar(ms, l.Eps), -0.5)), l.Gain)
+			y = core.Mul(core.RMSNorm(x, l.Eps), l.Gain)
 		})
 	})
 	return y

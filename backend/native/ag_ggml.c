@@ -434,45 +434,145 @@ struct ggml_tensor *ag_index_op(struct ggml_context *ctx, struct ggml_tensor *id
 	                      (void *)(uintptr_t)rows);
 }
 
-// Layer norm's input gradient (backend.OpLayerNormBack), per row as
-// backend's layerNorm64: r = 1/sqrt(var + eps), xhat = (x - mean)*r,
-// dx = r*((dy - mean(dy)) - xhat*mean((dy - mean(dy))*xhat)). The row's
+// norm_group normalizes one group of values, nb blocks of len at a stride
+// (element (b, i) at b*stride + i), as backend's norm64: with dy NULL
+// d = (x - mean)*r, r = 1/sqrt(mean((x - mean)^2) + eps); else the input
+// gradient d = r*(c - xhat*mean(c*xhat)), xhat = (x - mean)*r, c = dy -
+// mean(dy). Without centre the means of x and dy are 0 (RMS norm). The
 // sums and the arithmetic are in double, as the float64 definition's: no
-// f32 overflow of a variance or cancellation in the centring, and a NaN or
-// infinity in x or dy makes its whole row NaN through the means. One pass
-// over the rows instead of ggml's five nodes (two means, two centrings,
-// rms_norm_back). Sources contiguous.
-void ag_layer_norm_back(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
+// f32 overflow of a variance or cancellation in the centring, and a NaN
+// or infinity in x (or, centred, in dy) makes the whole group NaN through
+// the means.
+static void norm_group(const float *x, const float *dy, float *d, int64_t nb, int64_t len, int64_t stride, double eps,
+                       int centre) {
+	const double n = (double)(nb * len);
+	double sx = 0, sdy = 0;
+	if (centre) {
+		for (int64_t b = 0; b < nb; b++) {
+			for (int64_t i = 0; i < len; i++) {
+				sx += x[b * stride + i];
+				if (dy) {
+					sdy += dy[b * stride + i];
+				}
+			}
+		}
+	}
+	const double mean = sx / n, mdy = sdy / n;
+	double sv = 0;
+	for (int64_t b = 0; b < nb; b++) {
+		for (int64_t i = 0; i < len; i++) {
+			const double e = x[b * stride + i] - mean;
+			sv += e * e;
+		}
+	}
+	const double rs = 1 / sqrt(sv / n + eps);
+	if (!dy) {
+		for (int64_t b = 0; b < nb; b++) {
+			for (int64_t i = 0; i < len; i++) {
+				d[b * stride + i] = (float)((x[b * stride + i] - mean) * rs);
+			}
+		}
+		return;
+	}
+	double sp = 0;
+	for (int64_t b = 0; b < nb; b++) {
+		for (int64_t i = 0; i < len; i++) {
+			const int64_t k = b * stride + i;
+			sp += (dy[k] - mdy) * ((x[k] - mean) * rs);
+		}
+	}
+	const double mp = sp / n;
+	for (int64_t b = 0; b < nb; b++) {
+		for (int64_t i = 0; i < len; i++) {
+			const int64_t k = b * stride + i;
+			d[k] = (float)(rs * ((dy[k] - mdy) - (x[k] - mean) * rs * mp));
+		}
+	}
+}
+
+static float eps_of(void *userdata) {
 	float eps;
 	const uint32_t eb = (uint32_t)(uintptr_t)userdata;
 	memcpy(&eps, &eb, 4);
+	return eps;
+}
+
+// rows_back runs norm_group's gradient on each row of dst's sources: one
+// pass over the rows instead of ggml's nodes (layer norm: two means, two
+// centrings, rms_norm_back). Sources contiguous.
+static void rows_back(struct ggml_tensor *dst, int ith, int nth, void *userdata, int centre) {
 	const int64_t n = dst->ne[0];
 	int64_t r0, r1;
 	range_of(ggml_nrows(dst), ith, nth, &r0, &r1);
 	for (int64_t r = r0; r < r1; r++) {
-		const float *x = (const float *)dst->src[0]->data + r * n, *dy = (const float *)dst->src[1]->data + r * n;
-		float *d = (float *)dst->data + r * n;
-		double sx = 0, sdy = 0;
-		for (int64_t i = 0; i < n; i++) {
-			sx += x[i];
-			sdy += dy[i];
-		}
-		const double mean = sx / n, mdy = sdy / n;
-		double sv = 0;
-		for (int64_t i = 0; i < n; i++) {
-			const double e = x[i] - mean;
-			sv += e * e;
-		}
-		const double rs = 1 / sqrt(sv / n + eps);
-		double sp = 0;
-		for (int64_t i = 0; i < n; i++) {
-			sp += (dy[i] - mdy) * ((x[i] - mean) * rs);
-		}
-		const double mp = sp / n;
-		for (int64_t i = 0; i < n; i++) {
-			d[i] = (float)(rs * ((dy[i] - mdy) - (x[i] - mean) * rs * mp));
+		norm_group((const float *)dst->src[0]->data + r * n, (const float *)dst->src[1]->data + r * n,
+		           (float *)dst->data + r * n, 1, n, n, eps_of(userdata), centre);
+	}
+}
+
+// Layer norm's input gradient (backend.OpLayerNormBack), per row.
+void ag_layer_norm_back(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
+	rows_back(dst, ith, nth, userdata, 1);
+}
+
+// RMS norm's input gradient (backend.OpRMSNormBack), per row. ggml-cpu's
+// rms_norm_back sums x*x in f32 before widening, and its graph may run it
+// in place of x, which it reads after writing.
+void ag_rms_norm_back(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
+	rows_back(dst, ith, nth, userdata, 0);
+}
+
+// batch_groups runs norm_group on each channel of dst: channel axis cd of
+// ggml's order (userdata's bits 32 and up; eps in the low 32), C = ne[cd]
+// channels of N blocks of L contiguous values. Sources contiguous.
+static void batch_groups(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
+	const int cd = (int)((uint64_t)(uintptr_t)userdata >> 32);
+	const int64_t c = dst->ne[cd];
+	int64_t l = 1, nb = 1;
+	for (int i = 0; i < 4; i++) {
+		if (i < cd) {
+			l *= dst->ne[i];
+		} else if (i > cd) {
+			nb *= dst->ne[i];
 		}
 	}
+	const float *dy = dst->src[1] ? (const float *)dst->src[1]->data : NULL;
+	// channels split evenly (range_of's multiples of 16 would give one
+	// thread a convnet's 8 to 16 channels)
+	for (int64_t ch = ith; ch < c; ch += nth) {
+		norm_group((const float *)dst->src[0]->data + ch * l, dy ? dy + ch * l : NULL, (float *)dst->data + ch * l, nb, l, c * l,
+		           eps_of(userdata), 1);
+	}
+}
+
+// Batch norm (backend.OpBatchNorm) and its input gradient (OpBatchNormBack).
+void ag_batch_norm(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
+	batch_groups(dst, ith, nth, userdata);
+}
+
+void ag_batch_norm_back(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
+	batch_groups(dst, ith, nth, userdata);
+}
+
+struct ggml_tensor *ag_batch_norm_op(struct ggml_context *ctx, struct ggml_tensor *x, struct ggml_tensor *dy, float eps, int cd) {
+	uint32_t eb;
+	memcpy(&eb, &eps, 4);
+	struct ggml_tensor *src[2] = {x, dy};
+	struct ggml_tensor *t = ggml_custom_4d(ctx, GGML_TYPE_F32, x->ne[0], x->ne[1], x->ne[2], x->ne[3], src, dy ? 2 : 1,
+	                                       dy ? ag_batch_norm_back : ag_batch_norm, GGML_N_TASKS_MAX,
+	                                       (void *)(uintptr_t)((uint64_t)eb | (uint64_t)cd << 32));
+	ggml_set_name(t, dy ? "BATCH_NORM_BACK(custom)" : "BATCH_NORM(custom)"); // their labels in profiles (nodetimer.go)
+	return t;
+}
+
+struct ggml_tensor *ag_rms_norm_back_op(struct ggml_context *ctx, struct ggml_tensor *x, struct ggml_tensor *dy, float eps) {
+	uint32_t eb;
+	memcpy(&eb, &eps, 4);
+	struct ggml_tensor *src[2] = {x, dy};
+	struct ggml_tensor *t = ggml_custom_4d(ctx, GGML_TYPE_F32, x->ne[0], x->ne[1], x->ne[2], x->ne[3], src, 2, ag_rms_norm_back,
+	                                       GGML_N_TASKS_MAX, (void *)(uintptr_t)eb);
+	ggml_set_name(t, "RMS_NORM_BACK(custom)"); // its label in profiles (nodetimer.go)
+	return t;
 }
 
 struct ggml_tensor *ag_layer_norm_back_op(struct ggml_context *ctx, struct ggml_tensor *x, struct ggml_tensor *dy, float eps) {
@@ -829,6 +929,8 @@ const char *ag_custom_name(const struct ggml_tensor *t) {
 	    {ag_row_max, "row_max"},         {ag_gelu, "gelu"},           {ag_gelu_back, "gelu_back"},
 	    {ag_dropout, "dropout"},         {ag_attention, "attention"}, {ag_rand_uniform, "rand_uniform"},
 	    {ag_layer_norm_back, "layer_norm_back"}, {ag_index, "index"},
+	    {ag_rms_norm_back, "rms_norm_back"}, {ag_batch_norm, "batch_norm"},
+	    {ag_batch_norm_back, "batch_norm_back"},
 	};
 	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
 		if (known[i].fn == fun) {

@@ -125,6 +125,21 @@ struct ggml_tensor *ag_index_op(struct ggml_context *ctx, struct ggml_tensor *id
 void ag_layer_norm_back(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 struct ggml_tensor *ag_layer_norm_back_op(struct ggml_context *ctx, struct ggml_tensor *x, struct ggml_tensor *dy, float eps);
 
+// ag_rms_norm_back is backend.OpRMSNormBack as ag_layer_norm_back is
+// OpLayerNormBack (ggml-cpu only; ag_rms_norm_back_op records it).
+void ag_rms_norm_back(struct ggml_tensor *dst, int ith, int nth, void *userdata);
+struct ggml_tensor *ag_rms_norm_back_op(struct ggml_context *ctx, struct ggml_tensor *x, struct ggml_tensor *dy, float eps);
+
+// ag_batch_norm and ag_batch_norm_back are backend.OpBatchNorm and
+// OpBatchNormBack as ggml custom ops (ggml-cpu only), per channel in
+// double as the float64 definition: x = src[0], dy = src[1] (the
+// gradient's). Sources contiguous, of dst's shape, whose axis cd (ggml's
+// order) holds the channels. ag_batch_norm_op records the forward (dy
+// NULL) or the gradient.
+void ag_batch_norm(struct ggml_tensor *dst, int ith, int nth, void *userdata);
+void ag_batch_norm_back(struct ggml_tensor *dst, int ith, int nth, void *userdata);
+struct ggml_tensor *ag_batch_norm_op(struct ggml_context *ctx, struct ggml_tensor *x, struct ggml_tensor *dy, float eps, int cd);
+
 // ag_dropout is backend.OpDropout as a ggml custom op (ggml-cpu only): dst
 // = src[0] * (p <= src[1] < 2 ? scale : 0), sources contiguous, of dst's
 // shape; ag_dropout_op records it (p and scale travel in userdata).

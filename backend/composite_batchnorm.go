@@ -1,0 +1,125 @@
+package backend
+
+import "fmt"
+
+// OpBatchNorm is batch norm's training-mode normalization without gain or
+// bias: each channel (axis 1) of x [N, C, ...] (rank 2 to 4) over every
+// other axis, (x - mean)/sqrt(var + A), var the biased variance, A = eps
+// >= 0 (PyTorch's batch_norm with training=True). A channel holding a NaN
+// or an infinity is NaN; a constant channel with eps 0 is NaN (0/0).
+var OpBatchNorm = defineComposite(Composite{
+	Name: "batch_norm", Inputs: 1,
+	Check: checkBatchNorm,
+	Decompose: func(n *Node, in []int, _ [][]int, add func(Node) int) int {
+		d, r := chanStats(n.Shape, in[0], n.A, add)
+		return add(Node{Op: OpMul, In: []int{d, r}, Shape: n.Shape})
+	},
+	Eval:   batchNorm64,
+	Sample: func() ([][]int, Node) { return [][]int{{2, 3, 2}}, Node{In: []int{0}, Shape: []int{2, 3, 2}, A: 1e-5} },
+	Cases:  normCases(1, true),
+	// as layer norm's, over a channel's values
+	Tol: [2]float64{5e-5, 1e-4}, Flops: 8, Attr: epsAttr,
+})
+
+// OpBatchNormBack is OpBatchNorm's input gradient (through the batch's
+// mean and variance): In[0] = x, In[1] = the output's gradient dy, A =
+// eps; per channel, with r = 1/sqrt(var + eps), xhat = (x - mean)*r and
+// c = dy - mean(dy), dx = r*(c - xhat*mean(c*xhat)), as layer norm's over
+// a channel instead of a row. A channel where x or dy holds a NaN or an
+// infinity is NaN.
+var OpBatchNormBack = defineComposite(Composite{
+	Name: "batch_norm_back", Inputs: 2,
+	Check: checkBatchNorm,
+	Decompose: func(n *Node, in []int, _ [][]int, add func(Node) int) int {
+		d, r := chanStats(n.Shape, in[0], n.A, add)
+		dy := in[1]
+		xhat := add(Node{Op: OpMul, In: []int{d, r}, Shape: n.Shape})
+		mdy := chanMean(n.Shape, dy, 0, add)
+		c := add(Node{Op: OpSub, In: []int{dy, mdy}, Shape: n.Shape})
+		p := add(Node{Op: OpMul, In: []int{c, xhat}, Shape: n.Shape})
+		mp := chanMean(n.Shape, p, 0, add)
+		t := add(Node{Op: OpMul, In: []int{xhat, mp}, Shape: n.Shape})
+		w := add(Node{Op: OpSub, In: []int{c, t}, Shape: n.Shape})
+		return add(Node{Op: OpMul, In: []int{w, r}, Shape: n.Shape})
+	},
+	Eval: batchNorm64,
+	Sample: func() ([][]int, Node) {
+		return [][]int{{2, 3, 2}, {2, 3, 2}}, Node{In: []int{0, 1}, Shape: []int{2, 3, 2}, A: 1e-5}
+	},
+	Cases: normCases(2, true),
+	// Abs: the f32 mean of a channel of 6 values at 100 +- 1 is ~1e-5
+	// off, ~2e-5 of xhat, which xhat*mean(c*xhat) carries times terms of
+	// up to ~7 (the decomposition in f32 is 1.4e-4 off there)
+	Tol: [2]float64{2e-4, 1e-4}, Flops: 14, Attr: epsAttr,
+})
+
+// checkBatchNorm: as checkNorm, and rank 2 to 4.
+func checkBatchNorm(n *Node, in func(int) []int) error {
+	if r := len(n.Shape); r < 2 || r > 4 {
+		return fmt.Errorf("shape %v: want [N, C], [N, C, L] or [N, C, H, W]", n.Shape)
+	}
+	return checkNorm(n, in)
+}
+
+// chanStats appends, for x of shape [N, C, ...], d = x - mean(x) and r =
+// (mean(d*d) + eps)^-0.5 over each channel (broadcast as [1, C, 1, ...]).
+func chanStats(shape []int, x int, eps float32, add func(Node) int) (d, r int) {
+	m := chanMean(shape, x, 0, add)
+	d = add(Node{Op: OpSub, In: []int{x, m}, Shape: shape})
+	dd := add(Node{Op: OpMul, In: []int{d, d}, Shape: shape})
+	v := chanMean(shape, dd, eps, add)
+	r = add(Node{Op: OpPowConst, In: []int{v}, Shape: chanShape(shape), A: -0.5})
+	return d, r
+}
+
+// chanMean appends the mean + b of each channel of x [N, C, ...], of shape
+// [1, C, 1, ...]: x as [N, C, L] summed along L (contiguous rows), then N.
+func chanMean(shape []int, x int, b float32, add func(Node) int) int {
+	nn, c := shape[0], shape[1]
+	l := NumElems(shape) / (nn * c)
+	if len(shape) != 3 {
+		x = add(Node{Op: OpReshape, In: []int{x}, Shape: []int{nn, c, l}})
+	}
+	s := add(Node{Op: OpSum, In: []int{x}, Shape: []int{nn, c, 1}, Axis: 2})
+	s = add(Node{Op: OpSum, In: []int{s}, Shape: []int{1, c, 1}, Axis: 0})
+	m := add(Node{Op: OpAffine, In: []int{s}, Shape: []int{1, c, 1}, A: 1 / float32(nn*l), B: b})
+	if len(shape) != 3 {
+		m = add(Node{Op: OpReshape, In: []int{m}, Shape: chanShape(shape)})
+	}
+	return m
+}
+
+// chanShape is [1, C, 1, ...] of shape's rank (a fresh slice).
+func chanShape(shape []int) []int {
+	out := make([]int, len(shape))
+	for i := range out {
+		out[i] = 1
+	}
+	out[1] = shape[1]
+	return out
+}
+
+// batchNorm64 computes OpBatchNorm or OpBatchNormBack channel by channel
+// (norm64 over a channel's values gathered).
+func batchNorm64(n *Node, in [][]float64, _ [][]int, out []float64) {
+	nn, c := n.Shape[0], n.Shape[1]
+	l := len(out) / (nn * c)
+	at := func(ch int, src []float64) []float64 {
+		g := make([]float64, 0, nn*l)
+		for b := 0; b < nn; b++ {
+			g = append(g, src[(b*c+ch)*l:(b*c+ch+1)*l]...)
+		}
+		return g
+	}
+	for ch := 0; ch < c; ch++ {
+		x, o := at(ch, in[0]), make([]float64, nn*l)
+		var dy []float64
+		if len(in) > 1 {
+			dy = at(ch, in[1])
+		}
+		norm64(x, dy, o, float64(n.A), true)
+		for b := 0; b < nn; b++ {
+			copy(out[(b*c+ch)*l:(b*c+ch+1)*l], o[b*l:(b+1)*l])
+		}
+	}
+}
