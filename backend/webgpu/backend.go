@@ -186,6 +186,7 @@ func (b *Backend) Caps() backend.Caps {
 		DeviceTimer:    b.info.Timestamps,
 		Timer:          b.timerText(),
 		Unsupported:    b.info.Unsupported,
+		Composites:     nativeComposites,
 		LaterReads:     gpu.ReadsLater,
 	}
 }
