@@ -100,7 +100,7 @@ devices-test:
 
 # The packages that run in the browser must build for GOOS=js.
 wasm-check:
-	GOOS=js GOARCH=wasm $(GO) build ./core/ ./nn/ ./backend/... ./buffer/ ./data/ ./profile/ ./app/ ./examples/...
+	GOOS=js GOARCH=wasm $(GO) build ./core/ ./nn/ ./backend/... ./buffer/ ./data/ ./profile/ ./app/ ./examples/... ./metrics/ ./dp/
 	GOOS=js GOARCH=wasm $(GO) vet ./core/ ./nn/ ./backend/cpu/ ./profile/
 
 # The CPU backend's, nn's, the page's API's (package app's browser runner,
