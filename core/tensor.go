@@ -104,6 +104,7 @@ type extra struct {
 	sameDraw  *Tensor     // a recomputed draw: the numbers of this earlier one
 	constData []float32   // a Constant's values (never written)
 	inverse   *inverseMap // Gather's gradient by these constant indices
+	custom    *custom     // Custom's: Backward calls the user's gradient
 }
 
 // more returns t's extra fields, made on first use, to be set.
