@@ -110,3 +110,26 @@ func (c *custom) grads(n *Tensor, ins []*Tensor, g *Tensor) []*Tensor {
 	}
 	return gs
 }
+
+// HookGrad returns x, unchanged, with a backward hook on it (PyTorch's
+// Tensor.register_hook, as a new tensor rather than a change to x):
+// Backward calls fn with the gradient that flows into x through the
+// result, and passes on what fn returns instead (nil passes the gradient
+// on unchanged), which must have x's shape. fn records ops: like any
+// Backward it runs once per Backward lazily, and once per recording in a
+// Capture or nn.CaptureStep, whose replays run the ops it recorded
+// without calling it (reading a value there fails the step with
+// ErrCapture). When x requires no gradient fn is never called.
+func HookGrad(x *Tensor, fn func(grad *Tensor) *Tensor) *Tensor {
+	if fn == nil {
+		panic("core.HookGrad: nil hook")
+	}
+	return Custom("HookGrad",
+		func(in []*Tensor) *Tensor { return in[0] },
+		func(_ []*Tensor, _, g *Tensor) []*Tensor {
+			if r := fn(g); r != nil {
+				return []*Tensor{r}
+			}
+			return []*Tensor{g}
+		}, x)
+}

@@ -26,3 +26,19 @@ func ExampleCustom() {
 	fmt.Println(v, g)
 	// Output: [0.099975586 1000.5 -2.71875] [2 2 2]
 }
+
+// A backward hook that reads nothing and halves the gradient flowing into
+// x through h.
+func ExampleHookGrad() {
+	dev, _ := core.Open("cpu")
+	defer dev.Close()
+	x := dev.Param([]float32{1, 2}, 2)
+	h := core.HookGrad(x, func(g *core.Tensor) *core.Tensor { return core.Scale(g, 0.5) })
+	loss := core.Sum(core.Mul(h, h)) // gradient 2x, halved
+	if err := loss.Backward(); err != nil {
+		panic(err)
+	}
+	g, _ := x.Grad().Data()
+	fmt.Println(g)
+	// Output: [1 2]
+}
