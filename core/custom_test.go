@@ -222,3 +222,23 @@ func TestCustomPanics(t *testing.T) {
 		}()
 	}
 }
+
+// TestCustomLetsInputsGo: once differentiated and run, a Custom's result
+// no longer holds its inputs (its recipe), as any node's.
+func TestCustomLetsInputsGo(t *testing.T) {
+	dev := open(t)
+	x := dev.Param([]float32{1.4, -0.6}, 2)
+	y := steRound(x).Keep()
+	if y.customOp() == nil {
+		t.Fatal("no custom record before the Backward: the test would not test it")
+	}
+	if err := Sum(y).Backward(); err != nil {
+		t.Fatal(err)
+	}
+	if err := dev.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if y.customOp() != nil {
+		t.Error("the run kept the custom op's inputs after its Backward")
+	}
+}

@@ -392,4 +392,7 @@ func (t *Tensor) check(op string, i int) {
 func (t *Tensor) dropInputs() {
 	t.inputs = nil
 	t.in = [2]*Tensor{}
+	if t.x != nil {
+		t.x.custom = nil // a Custom's inputs are its recipe too
+	}
 }
