@@ -106,6 +106,9 @@ func (t *Tensor) Backward() error {
 			if n.op == backend.OpAttention {
 				all = attentionVJP(n, order[i].inputs, g, order[i].needs)
 			}
+			if c := n.customOp(); c != nil {
+				all = c.grads(n, order[i].inputs, g)
+			}
 			for k, in := range order[i].inputs {
 				if !order[i].needs[k] {
 					continue // no work for inputs without gradient (data, labels)
@@ -196,6 +199,8 @@ func topo(t *Tensor) ([]walked, error) {
 		ckpt := n.ckptSeg() != nil && n.state() == statePending
 		if ckpt {
 			ins = n.ckptSeg().ext
+		} else if c := n.customOp(); c != nil {
+			ins = c.ins // differentiated through the user's backward
 		}
 		inSlab = append(inSlab, ins...)
 		needSlab = append(needSlab, make([]bool, len(ins))...)

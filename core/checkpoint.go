@@ -133,6 +133,24 @@ func (s *segment) recompute(m *gmode) ([]walked, *Tensor) {
 			c.more().sameDraw = n // the same numbers: lowered at n's place in the stream
 		}
 		n.dev.mu.Unlock()
+		if cu := n.customOp(); cu != nil {
+			// a Custom's copy is differentiated through its backward, from
+			// the copies of its inputs
+			cins := make([]*Tensor, len(cu.ins))
+			needs = make([]bool, len(cu.ins))
+			for k, x := range cu.ins {
+				if cx := copies[x]; cx != nil {
+					cins[k] = cx
+				} else {
+					cins[k] = x
+				}
+				needs[k] = cins[k].requiresGrad
+			}
+			n.dev.lock()
+			c.more().custom = &custom{name: cu.name, ins: cins, backward: cu.backward}
+			n.dev.mu.Unlock()
+			ins = cins
+		}
 		copies[n] = c
 		order = append(order, walked{t: c, inputs: ins, needs: needs})
 	}

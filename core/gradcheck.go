@@ -99,6 +99,10 @@ func Gradcheck(f func() *Tensor, params []*Tensor, opt *GradcheckOptions) error 
 		} else {
 			analytic[i] = make([]float32, p.Len()) // it does not reach the output
 		}
+	}
+	// dropped after all are read: parameters may share one gradient tensor
+	// (Add's inputs get the same one), which ZeroGrad releases
+	for _, p := range params {
 		p.ZeroGrad()
 	}
 

@@ -48,3 +48,16 @@ func ExampleGradcheck() {
 	fmt.Println(err)
 	// Output: <nil>
 }
+
+// TestGradcheckSharedGradient: two parameters summed get one gradient
+// tensor; reading the second must not find it released by the first's
+// ZeroGrad.
+func TestGradcheckSharedGradient(t *testing.T) {
+	dev := open(t)
+	a, b := dev.Param([]float32{1, 2}, 2), dev.Param([]float32{3, -1}, 2)
+	x := dev.Tensor([]float32{0.5, -2}, 2)
+	f := func() *Tensor { return Sum(Mul(Tanh(Add(a, b)), x)) }
+	if err := Gradcheck(f, []*Tensor{a, b}, nil); err != nil {
+		t.Fatal(err)
+	}
+}

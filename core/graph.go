@@ -667,6 +667,13 @@ func (d *Device) keepSet() int {
 					mark(in)
 				}
 			}
+			if c := t.customOp(); c != nil {
+				for _, in := range c.ins { // the user's backward reads them
+					if in.state() == statePending {
+						mark(in)
+					}
+				}
+			}
 		}
 	}
 	// Another goroutine's pending values are kept whether consumed or not:

@@ -104,6 +104,7 @@ type extra struct {
 	sameDraw  *Tensor     // a recomputed draw: the numbers of this earlier one
 	constData []float32   // a Constant's values (never written)
 	inverse   *inverseMap // Gather's gradient by these constant indices
+	custom    *custom     // Custom's: Backward calls the user's gradient
 }
 
 // more returns t's extra fields, made on first use, to be set.
@@ -391,4 +392,7 @@ func (t *Tensor) check(op string, i int) {
 func (t *Tensor) dropInputs() {
 	t.inputs = nil
 	t.in = [2]*Tensor{}
+	if t.x != nil {
+		t.x.custom = nil // a Custom's inputs are its recipe too
+	}
 }

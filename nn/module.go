@@ -3,7 +3,8 @@
 //
 //   - Layers (Module): Linear, Sequential, Func, LayerNorm, RMSNorm,
 //     Embedding, Flatten, Conv1d, Conv2d, MaxPool1d/2d, AvgPool1d/2d,
-//     BatchNorm (1d and 2d, with running statistics as Buffers);
+//     BatchNorm (1d and 2d, with running statistics as Buffers), LSTM
+//     and GRU; Hooked, for forward and gradient hooks around a module;
 //     initializers (Initializer: GlorotUniform,
 //     GlorotNormal, KaimingUniform, KaimingNormal, Normal, Uniform,
 //     Constant, Values), drawn on the host from a seeded NewRNG.

@@ -515,6 +515,32 @@ func movementCases() []opCase {
 					is = append(is, b.inst(0))
 				}
 			}
+			// slices at offsets of 12 and 36 bytes read by unary ops, a
+			// product and a sum (an LSTM's gates): ggml-vulkan's kernels
+			// other than the binary ones assert that a source starts at
+			// the storage-buffer offset alignment, and aborted. Whole
+			// numbers, so that the product and the sum are exact.
+			for _, start := range []int{1, 3} {
+				for _, op := range []backend.Op{backend.OpNeg, backend.OpReLU, backend.OpAbs, backend.OpMatMul, backend.OpSum} {
+					var b builder
+					xs := make([]float32, 9*3)
+					for i := range xs {
+						xs[i] = float32(r.IntN(9) - 4)
+					}
+					x := b.arg(xs, 9, 3)
+					s := b.node(backend.Node{Op: backend.OpSliceRows, In: []int{x}, Start: start, Shape: []int{3, 3}})
+					switch op {
+					case backend.OpMatMul:
+						w := b.arg([]float32{1, -2, 3, 0, -1, 2}, 3, 2)
+						b.out(b.op(op, []int{3, 2}, s, w))
+					case backend.OpSum:
+						b.out(b.node(backend.Node{Op: op, In: []int{s}, Axis: 1, Shape: []int{3, 1}}))
+					default:
+						b.out(b.op(op, []int{3, 3}, s))
+					}
+					is = append(is, b.inst(0))
+				}
+			}
 			return is
 		}},
 		{"concat_rows", "exact", func(r *rand.Rand) []instance {

@@ -21,14 +21,18 @@ import (
 // device is one opened ggml backend (CPU or Vulkan). ggml backends are not
 // safe for concurrent use, so every call into ggml holds mu.
 type device struct {
-	mu     sync.Mutex
-	name   string
-	desc   string
-	isCPU  bool
-	be     C.ggml_backend_t
-	dummy  C.ggml_backend_buffer_t // placeholder memory for unbound args at Compile
-	caps   backend.Caps
-	closed bool
+	mu    sync.Mutex
+	name  string
+	desc  string
+	isCPU bool
+	be    C.ggml_backend_t
+	// viewAlign: the byte alignment a view's offset must have for every
+	// kernel to read it (ggml-vulkan's storage-buffer offset alignment;
+	// 0 where any offset does, ggml-cpu)
+	viewAlign C.size_t
+	dummy     C.ggml_backend_buffer_t // placeholder memory for unbound args at Compile
+	caps      backend.Caps
+	closed    bool
 	// getRowsBack: the device runs GGML_OP_GET_ROWS_BACK (ggml-cpu does,
 	// ggml-vulkan does not); ScatterAddRows then avoids a one-hot matmul.
 	getRowsBack bool
@@ -50,6 +54,9 @@ type device struct {
 
 func newDevice(name, desc string, be C.ggml_backend_t, isCPU bool) (*device, error) {
 	d := &device{name: name, desc: desc, isCPU: isCPU, be: be}
+	if !isCPU {
+		d.viewAlign = C.ggml_backend_get_alignment(be)
+	}
 	d.dummy = C.ggml_backend_alloc_buffer(be, 256)
 	if d.dummy == nil {
 		C.ggml_backend_free(be)

@@ -635,7 +635,14 @@ func (l *lowering) lowerNode(i int, n *backend.Node) (tensor, []tensor, error) {
 		for k := r; k < 4; k++ {
 			nb[k] = nb[k-1] * C.size_t(w[k-1])
 		}
-		return C.ggml_view_4d(ctx, x, w[0], w[1], w[2], w[3], nb[1], nb[2], nb[3], off), nil, nil
+		v := C.ggml_view_4d(ctx, x, w[0], w[1], w[2], w[3], nb[1], nb[2], nb[3], off)
+		if a := l.d.viewAlign; a > 1 && v.view_offs%a != 0 {
+			// ggml-vulkan's kernels but the binary ones and copies assert
+			// that a source starts at the alignment, and abort: a copy
+			// (which reads any offset) starts where they can read it
+			v = C.ggml_cont(ctx, v)
+		}
+		return v, nil, nil
 	case n.Op == backend.OpConcatRows:
 		return C.ggml_concat(ctx, l.in(n, 0), l.in(n, 1), C.int(len(n.Shape)-1)), nil, nil
 	case n.Op == backend.OpGetRows:
