@@ -120,7 +120,8 @@ func TestFlags(t *testing.T) {
 
 // TestFits: a size over the budget is refused before anything is
 // allocated, naming what it needs and the sizes that fit; one buffer over
-// the device's largest is refused too; tiny fits.
+// the device's largest is refused too (not the logits: they are computed
+// in chunks that fit); tiny fits.
 func TestFits(t *testing.T) {
 	c := models.GPT2Sizes["124M"]
 	err := checkFits("124M", c, 8, 64, budget{Bytes: 2 << 30, Where: "the page's wasm memory"})
@@ -132,6 +133,17 @@ func TestFits(t *testing.T) {
 	err = checkFits("124M", c, 8, 64, budget{Bytes: 1 << 40, Elems: 1 << 24})
 	if err == nil || !strings.Contains(err.Error(), "needs a buffer of 38597376 floats, over the 16777216") {
 		t.Errorf("124M with buffers of 2^24 floats: %v, want the embedding's buffer refused", err)
+	}
+	// the logits of 124M at batch 4, ctx 1024 (206M floats) over a largest
+	// buffer of 64M floats: GPT2.Loss computes them in chunks of 1335 rows
+	if err := checkFits("124M", c, 4, 1024, budget{Bytes: 80 << 30, Elems: 1 << 26}); err != nil {
+		t.Errorf("124M at batch 4, ctx 1024 with 80 GiB and buffers of 2^26 floats: %v", err)
+	}
+	if total, largest := stepFloats(c, 4, 1024, 1<<26); largest != 1335*50257 || total > 12<<30/4 {
+		t.Errorf("124M at batch 4, ctx 1024 in chunks: %d floats in all, %d in the largest buffer; want under 12 GiB of floats and a chunk's logits, 1335 rows of 50257", total, largest)
+	}
+	if err := checkFits("124M", c, 4, 1024, budget{Bytes: 8 << 30, Elems: 1 << 26}); err == nil || !strings.Contains(err.Error(), "needs about 1") {
+		t.Errorf("124M at batch 4, ctx 1024 in 8 GiB: %v, want it refused for its memory", err)
 	}
 	if err := checkFits("tiny", models.GPT2Sizes["tiny"], 8, 64, budget{Bytes: 2 << 30, Elems: 1 << 26}); err != nil {
 		t.Errorf("tiny: %v", err)
