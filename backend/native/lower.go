@@ -79,6 +79,11 @@ type lowering struct {
 
 type outCopy struct{ end, node int }
 
+// vkMaxOffsetAlign is the largest minStorageBufferOffsetAlignment Vulkan
+// allows (bytes): a view whose offset is a multiple of it is aligned on
+// every device.
+const vkMaxOffsetAlign = 256
+
 // randLeaf is a rand_uniform value that ggml-vulkan cannot compute (it runs
 // no custom ops): a tensor of the constant buffer that every Run fills on
 // the host from the state arg (a 32-byte read, then the values' upload),
@@ -635,7 +640,15 @@ func (l *lowering) lowerNode(i int, n *backend.Node) (tensor, []tensor, error) {
 		for k := r; k < 4; k++ {
 			nb[k] = nb[k-1] * C.size_t(w[k-1])
 		}
-		return C.ggml_view_4d(ctx, x, w[0], w[1], w[2], w[3], nb[1], nb[2], nb[3], off), nil, nil
+		v := C.ggml_view_4d(ctx, x, w[0], w[1], w[2], w[3], nb[1], nb[2], nb[3], off)
+		if !l.d.isCPU && v.view_offs%vkMaxOffsetAlign != 0 {
+			// Most ggml-vulkan kernels bind their operands at the view's
+			// offset and assert it aligned (init_pushconst_tensor_offsets):
+			// rows 5.. of a [16, 24] table or of labels aborted the
+			// process. A copy starts at its own, aligned, buffer.
+			v = C.ggml_cont(ctx, v)
+		}
+		return v, nil, nil
 	case n.Op == backend.OpConcatRows:
 		return C.ggml_concat(ctx, l.in(n, 0), l.in(n, 1), C.int(len(n.Shape)-1)), nil, nil
 	case n.Op == backend.OpGetRows:
