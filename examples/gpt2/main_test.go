@@ -8,10 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/ag-go/ag/app"
 	"github.com/ag-go/ag/core"
 	"github.com/ag-go/ag/internal/testdev"
 	"github.com/ag-go/ag/models"
@@ -180,5 +182,47 @@ func TestCheckpoint(t *testing.T) {
 	b := fixed.FindStringSubmatch(out.String())
 	if a == nil || b == nil || a[1] != b[1] || !strings.Contains(out.String(), "loaded "+ckpt) {
 		t.Errorf("fixed-batch loss saved %v, loaded %v: want the same\n%s", a, b, out.String())
+	}
+}
+
+// TestOutputs: the page's ag.outputs (app.Outputter) are the logits of the
+// fixed batch's first 16 tokens, and a checkpoint saved and loaded into a
+// model of another seed gives them back bit for bit.
+func TestOutputs(t *testing.T) {
+	var _ app.Outputter = (*Model)(nil)
+	dev := openDev(t)
+	o := Options{Size: "tiny", Vocab: 300, Ctx: 24, Batch: 2, LR: 1e-3, Seed: 1}
+	m, err := New(dev, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := m.Outputs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) != 16*300 {
+		t.Fatalf("%d outputs, want 16 positions of 300 logits", len(want))
+	}
+	var buf bytes.Buffer
+	if err := m.Save(&buf); err != nil {
+		t.Fatal(err)
+	}
+	o.Seed = 2
+	m2, err := New(dev, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := m2.Outputs(); slices.Equal(got, want) {
+		t.Fatal("seed 2 gives seed 1's outputs: the comparison below shows nothing")
+	}
+	if err := m2.Load(&buf); err != nil {
+		t.Fatal(err)
+	}
+	got, err := m2.Outputs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("outputs after the checkpoint's round trip differ: %v... want %v...", got[:4], want[:4])
 	}
 }
