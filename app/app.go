@@ -151,6 +151,14 @@ type Sampler interface {
 	Sample() (string, error)
 }
 
+// Outputter is a Trainer that can give its raw outputs on a fixed input,
+// without training (a language model's logits of a fixed prompt, dropout
+// off): ag.outputs() returns them, so that a model in the page can be
+// compared value by value with the same weights run natively.
+type Outputter interface {
+	Outputs() ([]float32, error)
+}
+
 // Execution modes of a ModeStepper's StepMode: the three the profile page
 // compares.
 const (

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -295,5 +296,53 @@ func TestTrainMode(t *testing.T) {
 	want := `[captured  eager] [captured captured   eager eager profile lazy profile lazy]`
 	if g := fmt.Sprint(got.set, " ", got.ran); g != want {
 		t.Errorf("modes set and steps run: %s, want %s", g, want)
+	}
+}
+
+// outLine is line with Outputs: its weight and bias.
+type outLine struct{ line }
+
+func (l *outLine) Outputs() ([]float32, error) {
+	w, err := l.lin.W.Data()
+	if err != nil {
+		return nil, err
+	}
+	b, err := l.lin.B.Data()
+	return append(w, b...), err
+}
+
+// The page's ag.outputs: an Outputter's values after training, and a
+// refusal naming the app whose Trainer is not one.
+func TestSessionOutputs(t *testing.T) {
+	s := newSession(&lineSpec, "test")
+	if _, err := s.outputs(); !errors.Is(err, errNoModel) {
+		t.Errorf("outputs before build: %v, want errNoModel", err)
+	}
+	if _, err := s.build(nil, "cpu"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.outputs(); err == nil || !strings.Contains(err.Error(), "line has no outputs to show (its Trainer is not an app.Outputter)") {
+		t.Errorf("outputs of a plain Trainer: %v, want a refusal", err)
+	}
+	s.dev.Close()
+	spec := lineSpec
+	spec.Build = func(dev *core.Device, cfg Config) (Trainer, error) {
+		tr, err := lineSpec.Build(dev, cfg)
+		if err != nil {
+			return nil, err
+		}
+		return &outLine{*tr.(*line)}, nil
+	}
+	s = newSession(&spec, "test")
+	if _, err := s.build(nil, "cpu"); err != nil {
+		t.Fatal(err)
+	}
+	defer s.dev.Close()
+	if _, err := s.train(300, "", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	out, err := s.outputs()
+	if err != nil || len(out) != 2 || math.Abs(float64(out[0])-2) > 0.05 || math.Abs(float64(out[1])+1) > 0.05 {
+		t.Errorf("outputs after fitting y = 2x - 1: %v, %v; want about [2 -1]", out, err)
 	}
 }

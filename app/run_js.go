@@ -25,6 +25,7 @@ import (
 //	ag.train(steps, onProgress(step, loss, ms), {every, mode})  trains, reading the loss every `every` steps (1 by default; see UnreadStepper), a ModeTrainer's steps in mode (its default when not given); resolves with the losses and step times
 //	ag.eval()                        the metrics of an Evaluator
 //	ag.sample()                      the text of a Sampler
+//	ag.outputs()                     an Outputter's outputs, an array of numbers (each a float32 exactly)
 //	ag.profile({mode, steps})        profiles steps in one of Info.Modes
 //	ag.trace(mode?)                  the Chrome trace JSON of the last profile
 //	ag.save()                        a Checkpointer's state, a Uint8Array (the page downloads it)
@@ -144,6 +145,9 @@ func api(q *jsbridge.Queue, s *session) map[string]any {
 		}),
 		"sample": fn("sample", func([]js.Value) (job, error) {
 			return func() (any, error) { return s.sample() }, nil
+		}),
+		"outputs": fn("outputs", func([]js.Value) (job, error) {
+			return func() (any, error) { return s.outputs() }, nil
 		}),
 		"profile": fn("profile", func(args []js.Value) (job, error) {
 			mode, steps, err := pageapi.ProfileArgs(args, ModeCaptured)

@@ -286,6 +286,22 @@ func (s *session) sample() (string, error) {
 	return txt, nil
 }
 
+// outputs returns an Outputter's outputs.
+func (s *session) outputs() ([]float32, error) {
+	if s.tr == nil {
+		return nil, fmt.Errorf("outputs: %w", errNoModel)
+	}
+	o, ok := s.tr.(Outputter)
+	if !ok {
+		return nil, fmt.Errorf("outputs: %s has no outputs to show (its Trainer is not an app.Outputter)", s.spec.Name)
+	}
+	v, err := o.Outputs()
+	if err != nil {
+		return nil, fmt.Errorf("outputs %s on %s: %w", s.spec.Name, s.dev, err)
+	}
+	return v, nil
+}
+
 // save writes the Trainer's state (a Checkpointer's Save).
 func (s *session) save(w io.Writer) error {
 	c, err := s.checkpointer("save")

@@ -115,4 +115,7 @@ package backend
 //     the time it is asked, whatever is submitted after; every wait is
 //     called once; a backend bounds the reads it keeps in flight. webgpu
 //     implements it in both layers: Close completes the reads in flight
-//     natively and fails them in the browser.
+//     natively and fails them in the browser;
+//   - HostTaker (a backend whose buffers are host memory: cpu): Close
+//     takes each buffer's memory for the value's host copy instead of
+//     copying it.

@@ -3,9 +3,12 @@ package core
 import (
 	"errors"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ag-go/ag/backend"
 )
 
 func open(t *testing.T) *Device {
@@ -163,6 +166,35 @@ func TestCloseRescues(t *testing.T) {
 	}
 	if r, err := z.ReadAt(1, 2); err != nil || !slices.Equal(r, []float32{7, 8}) {
 		t.Errorf("ReadAt after reopen = %v, %v", r, err)
+	}
+}
+
+// On cpu (a backend.HostTaker) Close takes the buffers' memory instead of
+// copying it: a value of 64 MB costs no new 64 MB, and reads back the same.
+func TestCloseTakesHostBuffers(t *testing.T) {
+	dev := open(t)
+	if _, ok := dev.be.(backend.HostTaker); !ok {
+		t.Fatalf("the cpu backend is no backend.HostTaker")
+	}
+	const n = 16 << 20
+	z, err := dev.Zeros(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := z.WriteAt(n-2, []float32{7, 8}); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if err := dev.Close(); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	if a := after.TotalAlloc - before.TotalAlloc; a > 4*n/8 {
+		t.Errorf("Close of a value of %d MB allocated %d MB: copied, not taken", 4*n>>20, a>>20)
+	}
+	if r, err := z.ReadAt(n-3, 3); err != nil || !slices.Equal(r, []float32{0, 7, 8}) {
+		t.Errorf("ReadAt after Close = %v, %v", r, err)
 	}
 }
 

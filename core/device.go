@@ -289,10 +289,13 @@ func (d *Device) Close() error {
 	if err := d.syncLocked(nil, "Close"); err != nil {
 		return fmt.Errorf("core: Device.Close: pending work failed, nothing was freed: %w", err)
 	}
-	// Download everything before freeing anything, so a failure loses nothing.
+	// Download everything before freeing anything, so a failure loses
+	// nothing; a host backend's buffers are taken as they are, after the
+	// downloads (nothing can fail then).
+	taker, _ := d.be.(backend.HostTaker)
 	hosts := make(map[*storage][]float32, len(d.live))
 	for s := range d.live {
-		if s.buf == nil {
+		if s.buf == nil || taker != nil {
 			continue
 		}
 		h := make([]float32, s.n)
@@ -308,6 +311,23 @@ func (d *Device) Close() error {
 	for s, h := range hosts {
 		d.freeBuf(s.buf)
 		s.buf, s.host = nil, h
+	}
+	if taker != nil {
+		for s := range d.live {
+			if s.buf == nil {
+				continue
+			}
+			h, ok := taker.TakeHost(s.buf, s.n)
+			if !ok { // not the backend's own buffer: copied, as elsewhere
+				h = make([]float32, s.n)
+				if err := d.be.Read(s.buf, 0, h); err != nil {
+					return fmt.Errorf("core: Device.Close: moving a value of %d floats to the host failed: %w", s.n, err)
+				}
+				d.be.Free(s.buf)
+			}
+			d.count(false, s.n, "Close rescue")
+			s.buf, s.host = nil, h
+		}
 	}
 	d.drainFrees()
 	d.flushPool()

@@ -65,3 +65,12 @@ func ExampleLoadGPT2Safetensors() {
 	fmt.Println(err, rep.Ignored)
 	// Output: <nil> [transformer.h.0.attn.bias transformer.h.1.attn.bias lm_head.weight]
 }
+
+// GPT-2 small's logits at batch 4, context 1024 are 4096 rows of 50257:
+// 206M floats, over a WebGPU adapter's largest buffer of 2^26 floats
+// (256 MiB), so GPT2.Loss computes them 1335 rows at a time.
+func ExampleGPT2Config_LossChunkRows() {
+	c, _ := models.GPT2Size("124M")
+	fmt.Println(c.LossChunkRows(4*1024, 1<<26), c.LossChunkRows(64, 1<<26), c.LossChunkRows(4*1024, 0))
+	// Output: 1335 64 4096
+}

@@ -92,6 +92,10 @@ type GPT2 struct {
 	// it: a tokenizer with fewer tokens than the embedding has rows (a BPE
 	// learned from a small text) never makes the others.
 	SampleVocab int
+	// LossRows, when >= 1, caps the rows of logits Loss computes at once
+	// (it chunks them anyway where they exceed the device's largest
+	// buffer): a smaller step peak for a little recomputation.
+	LossRows int
 }
 
 // GPT2Block is one of GPT-2's transformer blocks:
@@ -149,6 +153,14 @@ func (g *GPT2) Forward(idx *core.Tensor) *core.Tensor {
 	if idx == nil || idx.Rank() != 2 || idx.Dim(1) > g.Config.Context {
 		panic(fmt.Sprintf("models.GPT2.Forward: tokens %v, want [batch, T] with T <= %d", idx, g.Config.Context))
 	}
+	x := g.hidden(idx)
+	var logits *core.Tensor
+	x.Device().Scope("lm_head", func() { logits = core.MatMulT(x, g.Wte.W, false, true) }) // tied: x·Wteᵀ
+	return logits
+}
+
+// hidden is Forward before the head: LnF's output [batch, T, Dim].
+func (g *GPT2) hidden(idx *core.Tensor) *core.Tensor {
 	dev := idx.Device()
 	var x *core.Tensor
 	dev.Scope("Embedding", func() {
@@ -158,10 +170,7 @@ func (g *GPT2) Forward(idx *core.Tensor) *core.Tensor {
 	for i, b := range g.Blocks {
 		dev.Scope(fmt.Sprintf("h%d", i), func() { x = b.Forward(x) })
 	}
-	x = g.LnF.Forward(x)
-	var logits *core.Tensor
-	dev.Scope("lm_head", func() { logits = core.MatMulT(x, g.Wte.W, false, true) }) // tied: x·Wteᵀ
-	return logits
+	return g.LnF.Forward(x)
 }
 
 // Forward applies the block to x [batch, T, Dim].
@@ -217,8 +226,28 @@ func (b *GPT2Block) SetTraining(on bool) {
 	b.Drop.SetTraining(on)
 }
 
+// LossChunkRows is how many rows (tokens) of logits GPT2.Loss computes at
+// once out of rows on a device whose largest buffer holds maxBufferElems
+// floats (0: no limit; core.Device.Info's MaxBufferElems): all of them
+// when their logits [rows, Vocab] fit one buffer, else as many as fit (at
+// least one).
+func (c GPT2Config) LossChunkRows(rows, maxBufferElems int) int {
+	if maxBufferElems <= 0 || c.Vocab < 1 || rows <= maxBufferElems/c.Vocab {
+		return rows
+	}
+	return max(1, maxBufferElems/c.Vocab)
+}
+
 // Loss is the mean cross-entropy of Forward(idx) against the next tokens
 // targets [batch, T].
+//
+// Where the logits [batch*T, Vocab] exceed the device's largest buffer
+// (GPT-2 small at batch 4, context 1024: 206M floats), or LossRows is set
+// and smaller, it computes them and their cross-entropy in chunks of rows
+// (LossChunkRows), each chunk's loss weighted by its share of the rows: the
+// same loss and gradients, within f32 rounding. Each chunk is a
+// core.Checkpoint, so its logits are not kept for the backward but
+// computed again there, one chunk at a time.
 func (g *GPT2) Loss(idx, targets *core.Tensor) *core.Tensor {
 	if idx == nil || targets == nil {
 		panic(fmt.Sprintf("models.GPT2.Loss: tokens %v, targets %v: want both", idx, targets))
@@ -226,9 +255,40 @@ func (g *GPT2) Loss(idx, targets *core.Tensor) *core.Tensor {
 	if !slices.Equal(targets.Shape(), idx.Shape()) {
 		panic(fmt.Sprintf("models.GPT2.Loss: targets %v, want the shape of the tokens %v", targets.Shape(), idx.Shape()))
 	}
-	logits := g.Forward(idx)
 	n := idx.Len()
-	return nn.CrossEntropyLoss(core.Reshape(logits, n, g.Config.Vocab), core.Reshape(targets, n), nn.ClassOptions{})
+	rows := g.Config.LossChunkRows(n, idx.Device().Info().MaxBufferElems)
+	if g.LossRows >= 1 {
+		rows = min(rows, g.LossRows)
+	}
+	if rows >= n {
+		logits := g.Forward(idx)
+		return nn.CrossEntropyLoss(core.Reshape(logits, n, g.Config.Vocab), core.Reshape(targets, n), nn.ClassOptions{})
+	}
+	if idx.Rank() != 2 || idx.Dim(1) > g.Config.Context {
+		panic(fmt.Sprintf("models.GPT2.Loss: tokens %v, want [batch, T] with T <= %d", idx, g.Config.Context))
+	}
+	x := core.Reshape(g.hidden(idx), n, g.Config.Dim)
+	y := core.Reshape(targets, n)
+	var loss *core.Tensor
+	idx.Device().Scope("lm_head", func() {
+		for from := 0; from < n; from += rows {
+			r := min(rows, n-from)
+			yc := core.SliceRows(y, from, r)
+			// kept instead, the chunks' logits would add up to all of
+			// them (GPT-2 small at batch 4, context 1024: 11.4 GiB at the
+			// peak, not 10.9)
+			l := core.Checkpoint(func(xc *core.Tensor) *core.Tensor {
+				return nn.CrossEntropyLoss(core.MatMulT(xc, g.Wte.W, false, true), yc, nn.ClassOptions{}) // tied: x·Wteᵀ
+			}, core.SliceRows(x, from, r))
+			l = core.Scale(l, float32(r)/float32(n)) // the chunk's mean, weighted by its rows
+			if loss == nil {
+				loss = l
+			} else {
+				loss = core.Add(loss, l)
+			}
+		}
+	})
+	return loss
 }
 
 // Params lists the parameters in GPT-2's order: Wte (the head's weight

@@ -3,8 +3,9 @@ package web_test
 // GPT-2 in the page (examples/gpt2): a text file given to the page's
 // picker, the tokenizer and the tiny size trained in the tab on the
 // pure-Go backend compiled to wasm, the checkpoint downloaded, loaded
-// natively and measured to the page's number, uploaded back, and a size
-// too large for the page refused before it is built.
+// natively and measured to the page's loss and logits, uploaded back, a
+// checkpoint made natively uploaded to the page's logits, and a size too
+// large for the page refused before it is built.
 
 import (
 	"bytes"
@@ -12,6 +13,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -87,12 +89,21 @@ func TestExampleGPT2(t *testing.T) {
 	}
 
 	// natively: the file's tokenizer and weights into models.GPT2 give the
-	// page's loss on the same batch (the pure-Go backend, native and wasm)
-	if got := nativeFixedLoss(t, data, vocab, ctx, batch); math.Abs(got-a) > 1e-3*math.Max(1, a) {
+	// page's loss on the same batch and the page's logits of the text's
+	// first 16 tokens, each of them (the pure-Go backend, native and wasm)
+	dev, err := core.Open("cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	g, ids := nativeGPT2(t, dev, data, vocab)
+	if got := nativeFixedLoss(t, dev, g, ids, ctx, batch); math.Abs(got-a) > 1e-3*math.Max(1, a) {
 		t.Errorf("downloaded checkpoint loaded natively: fixed-batch loss %.6f, the page's %.6f", got, a)
 	} else {
 		t.Logf("checkpoint of %d bytes: fixed-batch loss %.6f natively, %.6f in the page", len(data), got, a)
 	}
+	trained := pageOutputs(t, tb)
+	sameLogits(t, "page -> file -> native", trained, nativeLogits(t, dev, g, ids, ctx))
 
 	// uploaded back into a fresh model of the same form: the same loss
 	tb.do(t, chromedp.SetValue(chromedp.CSS("#p-seed"), "5"), chromedp.SetUploadFiles(chromedp.CSS("#f-load"), []string{ckpt}))
@@ -100,6 +111,29 @@ func TestExampleGPT2(t *testing.T) {
 	if m := eval[string](t, tb, `document.body.dataset.metrics`); !strings.Contains(m, strconv.FormatFloat(a, 'g', -1, 64)) {
 		t.Errorf("after uploading the checkpoint into a model of seed 5: the page's metrics %s, want the fixed-batch loss %g", m, a)
 	}
+	if got := pageOutputs(t, tb); !slices.Equal(got, trained) {
+		t.Errorf("after uploading the checkpoint into a model of seed 5: the page's logits differ from the trained model's")
+	}
+
+	// the other way: a model made natively (seed 7, untrained), saved with
+	// the page's tokenizer and uploaded, gives the page the native logits
+	other := models.NewGPT2(dev, g.Config, nn.NewRNG(7))
+	other.SetTraining(false)
+	f, err := safetensors.Read(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nativePath := filepath.Join(dir, "native.safetensors")
+	var nb bytes.Buffer
+	if err := nn.SaveSafetensors(&nb, other, nn.SaveOptions{Metadata: f.Metadata}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(nativePath, nb.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tb.do(t, chromedp.SetUploadFiles(chromedp.CSS("#f-load"), []string{nativePath}))
+	tb.wait(t, `document.body.dataset.loaded === "native.safetensors"`, 60*time.Second)
+	sameLogits(t, "native -> file -> page", pageOutputs(t, tb), nativeLogits(t, dev, other, ids, ctx))
 
 	// the measured profile of the step (a captured step: one mode)
 	tb.do(t, chromedp.SetValue(chromedp.CSS("#f-psteps"), "2"), chromedp.Click(chromedp.CSS("#btn-profile")))
@@ -136,12 +170,11 @@ func TestExampleGPT2(t *testing.T) {
 	t.Logf("page test wall time %.1f s", time.Since(t0).Seconds())
 }
 
-// nativeFixedLoss loads a checkpoint the page saved (GPT-2's keys, the
+// nativeGPT2 loads a checkpoint the page saved (GPT-2's keys, the
 // tokenizer in its metadata) into a tiny models.GPT2 on the native cpu
-// backend and returns its loss on the batch the page's Eval measures
-// (examples/gpt2's FixedBatch: the text's first batch*ctx tokens, end to
-// end), dropout off.
-func nativeFixedLoss(t *testing.T, data []byte, vocab, ctx, batch int) float64 {
+// backend, dropout off, and returns it with the text's tokens under the
+// checkpoint's tokenizer.
+func nativeGPT2(t *testing.T, dev *core.Device, data []byte, vocab int) (*models.GPT2, []int) {
 	t.Helper()
 	f, err := safetensors.Read(bytes.NewReader(data))
 	if err != nil {
@@ -151,28 +184,86 @@ func nativeFixedLoss(t *testing.T, data []byte, vocab, ctx, batch int) float64 {
 	if err != nil {
 		t.Fatalf("the checkpoint's tokenizer: %v", err)
 	}
-	dev, err := core.Open("cpu")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
 	cfg := models.GPT2Sizes["tiny"]
 	cfg.Vocab = vocab
 	g := models.NewGPT2(dev, cfg, nn.NewRNG(99))
 	if _, err := models.LoadGPT2Safetensors(bytes.NewReader(data), g); err != nil {
 		t.Fatal(err)
 	}
-	ids := tok.Encode([]byte(models.KeeperText))
+	g.SetTraining(false)
+	return g, tok.Encode([]byte(models.KeeperText))
+}
+
+// nativeFixedLoss is g's loss on the batch the page's Eval measures
+// (examples/gpt2's FixedBatch: the text's first batch*ctx tokens, end to
+// end).
+func nativeFixedLoss(t *testing.T, dev *core.Device, g *models.GPT2, ids []int, ctx, batch int) float64 {
+	t.Helper()
 	x, y := make([]float32, batch*ctx), make([]float32, batch*ctx)
 	n := len(ids) - 1
 	for i := range x {
 		x[i], y[i] = float32(ids[i%n]), float32(ids[i%n+1])
 	}
-	g.SetTraining(false)
 	var l float32
+	var err error
 	dev.NoGrad(func() { l, err = g.Loss(dev.Tensor(x, batch, ctx), dev.Tensor(y, batch, ctx)).Item() })
 	if err != nil {
 		t.Fatal(err)
 	}
 	return float64(l)
+}
+
+// nativeLogits are g's logits of the text's first n tokens, what the
+// page's ag.outputs() gives (examples/gpt2's Outputs).
+func nativeLogits(t *testing.T, dev *core.Device, g *models.GPT2, ids []int, n int) []float32 {
+	t.Helper()
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(ids[i])
+	}
+	var out []float32
+	var err error
+	dev.NoGrad(func() { out, err = g.Forward(dev.Tensor(x, 1, n)).Data() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// pageOutputs reads the page's ag.outputs() (each value a float32,
+// exactly, through JSON).
+func pageOutputs(t *testing.T, tb *tab) []float32 {
+	t.Helper()
+	v := eval[[]float64](t, tb, `ag.outputs()`)
+	out := make([]float32, len(v))
+	for i, x := range v {
+		out[i] = float32(x)
+	}
+	return out
+}
+
+// sameLogits checks the page's logits against native ones, each within
+// f32 tolerance (the wasm build's sums run in another order than the
+// native kernels'), and that they are not all alike (a model that learned
+// nothing would pass).
+func sameLogits(t *testing.T, what string, page, native []float32) {
+	t.Helper()
+	if len(page) != len(native) || len(page) == 0 {
+		t.Errorf("%s: %d logits in the page, %d natively", what, len(page), len(native))
+		return
+	}
+	worst, spread := 0.0, 0.0
+	for i := range page {
+		d := math.Abs(float64(page[i]-native[i])) / math.Max(1, math.Abs(float64(native[i])))
+		if d > 2e-5 { // 20x the worst seen (1e-6)
+			t.Errorf("%s: logit %d (position %d, token %d) %g in the page, %g natively", what, i, i/300, i%300, page[i], native[i])
+			return
+		}
+		worst = max(worst, d)
+		spread = max(spread, math.Abs(float64(native[i]-native[0])))
+	}
+	if spread < 0.1 {
+		t.Errorf("%s: the logits span %g: too alike to compare", what, spread)
+	}
+	t.Logf("%s: %d logits agree, worst relative difference %.2g", what, len(page), worst)
 }

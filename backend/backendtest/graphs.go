@@ -86,6 +86,24 @@ func graphCases() []graphCase {
 			return in
 		}),
 		checked("graph/train-step", trainStep),
+		// Rows 5.. (20 bytes into the labels, 100 into the logits) read by
+		// a softmax and a cross-entropy, as GPT2.Loss's chunks of rows
+		// read them: ggml-vulkan's kernels bind a view at its offset and
+		// asserted it aligned, aborting the process.
+		checked("graph/slice-rows-unaligned", func(r *rand.Rand) instance {
+			var b builder
+			x := b.arg(uniform(r, 16*5, -4, 4), 16, 5)
+			lab := make([]float32, 16)
+			for i := range lab {
+				lab[i] = float32(r.IntN(5))
+			}
+			y := b.arg(lab, 16)
+			xs := b.node(backend.Node{Op: backend.OpSliceRows, In: []int{x}, Start: 5, Shape: []int{11, 5}})
+			ys := b.node(backend.Node{Op: backend.OpSliceRows, In: []int{y}, Start: 5, Shape: []int{11}})
+			b.out(b.node(backend.Node{Op: backend.OpSoftmax, In: []int{xs}, Shape: []int{11, 5}}))
+			b.out(b.node(backend.Node{Op: backend.OpCrossEntropy, In: []int{xs, ys}, Shape: []int{}}))
+			return b.inst(0)
+		}),
 		{"graph/rebind-buffers", testRebind},
 		{"graph/node-timer", testNodeTimer},
 		{"graph/run-read", testRunReader},

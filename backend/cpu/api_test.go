@@ -97,6 +97,36 @@ type fakeBuf struct{}
 
 func (fakeBuf) Len() int { return 0 }
 
+// TakeHost hands over a buffer's first n values and frees it; a freed
+// buffer, a short one or another's are refused, untouched.
+func TestTakeHost(t *testing.T) {
+	c := New()
+	var _ backend.HostTaker = c
+	b, err := c.Alloc(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Write(b, 0, []float32{1, 2, 3, 4}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.TakeHost(b, 5); ok {
+		t.Errorf("took 5 values of a buffer of 4")
+	}
+	if _, ok := c.TakeHost(nil, 1); ok {
+		t.Errorf("took a nil buffer")
+	}
+	got, ok := c.TakeHost(b, 3)
+	if !ok || len(got) != 3 || cap(got) != 3 || got[0] != 1 || got[2] != 3 {
+		t.Errorf("TakeHost(b, 3) = %v (cap %d), %v; want [1 2 3]", got, cap(got), ok)
+	}
+	if _, ok := c.TakeHost(b, 1); ok {
+		t.Errorf("took a buffer twice")
+	}
+	if err := c.Read(b, 0, make([]float32, 1)); err == nil {
+		t.Errorf("read of a taken buffer: no error")
+	}
+}
+
 func TestRunErrors(t *testing.T) {
 	c := New()
 	b := &gb{}

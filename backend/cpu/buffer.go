@@ -66,6 +66,18 @@ func (c *CPU) Free(b backend.Buffer) {
 	}
 }
 
+// TakeHost frees b and hands its memory to the caller
+// (backend.HostTaker): a Go slice, it needs no copy to live on.
+func (c *CPU) TakeHost(b backend.Buffer, n int) ([]float32, bool) {
+	cb, ok := b.(*Buffer)
+	if !ok || cb == nil || cb.freed || n < 0 || n > len(cb.data) {
+		return nil, false
+	}
+	data := cb.data[:n:n]
+	cb.data, cb.freed = nil, true
+	return data, true
+}
+
 // Write copies src into b starting at element off.
 func (c *CPU) Write(b backend.Buffer, off int, src []float32) error {
 	cb, err := asBuffer("Write", b)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 
@@ -39,21 +40,29 @@ func deviceBudget(dev *core.Device) budget {
 }
 
 // stepFloats estimates, in floats, what training c on batches of batch
-// sequences of ctx tokens holds at the peak of a step: the weights, their
+// sequences of ctx tokens holds at the peak of a step on a device whose
+// largest buffer holds maxElems floats (0: no limit): the weights, their
 // gradients and AdamW's two moments (4 a parameter), and the activations
 // the backward keeps with their gradients - per block about 16 of width
 // Dim a token (the LayerNorms, q, k, v, the attention's output and
 // projection, the feed-forward's 4*Dim twice, the residuals) and the
 // attention's weights thrice (scores, softmax, dropout), then the logits
-// thrice (logits, softmax, their gradient). largest is the largest single
-// buffer: the embedding, the logits, one block's attention weights or
-// feed-forward weight.
-func stepFloats(c models.GPT2Config, batch, ctx int) (total, largest int64) {
+// thrice (logits, softmax, their gradient) - of all rows, or of one chunk
+// where GPT2.Loss chunks them (models.GPT2Config.LossChunkRows), with one
+// more embedding-sized gradient, a chunk's part of the head's. largest is
+// the largest single buffer: the embedding, the logits (a chunk's), one
+// block's attention weights or feed-forward weight.
+func stepFloats(c models.GPT2Config, batch, ctx int, maxElems int64) (total, largest int64) {
 	b, t, d, v := int64(batch), int64(ctx), int64(c.Dim), int64(c.Vocab)
 	h, l := int64(c.Heads), int64(c.Layers)
-	acts := l*(16*b*t*d+3*b*h*t*t) + 3*b*t*v + 2*b*t*d
+	rows := int64(c.LossChunkRows(batch*ctx, int(min(maxElems, math.MaxInt32))))
+	head := 3 * rows * v
+	if rows < b*t {
+		head += v * d
+	}
+	acts := l*(16*b*t*d+3*b*h*t*t) + head + 2*b*t*d
 	total = 4*int64(c.Params()) + acts
-	largest = max(v*d, b*t*v, b*h*t*t, 4*d*d, 4*b*t*d)
+	largest = max(v*d, rows*v, b*h*t*t, 4*d*d, 4*b*t*d)
 	return total, largest
 }
 
@@ -63,13 +72,13 @@ func stepFloats(c models.GPT2Config, batch, ctx int) (total, largest int64) {
 // this size.
 func checkFits(size string, c models.GPT2Config, batch, ctx int, bud budget) error {
 	fits := func(c models.GPT2Config, batch, ctx int) bool {
-		total, largest := stepFloats(c, batch, ctx)
+		total, largest := stepFloats(c, batch, ctx, bud.Elems)
 		return (bud.Bytes == 0 || 4*total <= bud.Bytes) && (bud.Elems == 0 || largest <= bud.Elems)
 	}
 	if fits(c, batch, ctx) {
 		return nil
 	}
-	total, largest := stepFloats(c, batch, ctx)
+	total, largest := stepFloats(c, batch, ctx, bud.Elems)
 	why := fmt.Sprintf("needs about %s (weights, gradients and Adam state %s, activations %s), over %s (%s)",
 		gib(4*total), gib(16*int64(c.Params())), gib(4*total-16*int64(c.Params())), bud.Where, gib(bud.Bytes))
 	if bud.Bytes == 0 || 4*total <= bud.Bytes {

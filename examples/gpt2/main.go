@@ -121,7 +121,7 @@ type Options struct {
 }
 
 // Model is GPT-2 with its tokenizer, data, optimizer and captured step:
-// an app.Trainer, Evaluator, Sampler, Counter, Describer and
+// an app.Trainer, Evaluator, Sampler, Counter, Describer, Outputter and
 // Checkpointer.
 type Model struct {
 	dev     *core.Device
@@ -238,6 +238,28 @@ func (m *Model) Eval() (app.Metrics, error) {
 		return nil, fmt.Errorf("gpt2: fixed-batch loss: %w", err)
 	}
 	return app.Metrics{"fixed-batch loss": float64(l)}, nil
+}
+
+// outputPositions is how many positions of the fixed batch's first
+// sequence Outputs gives the logits of (all of them when ctx is fewer).
+const outputPositions = 16
+
+// Outputs are the logits [n, Vocab], row by row, of the first n =
+// min(ctx, outputPositions) tokens of FixedBatch's first sequence, dropout
+// off (app.Outputter): what a test compares value by value between the
+// page and a checkpoint loaded natively. Causal, position t's logits do
+// not depend on the tokens after it.
+func (m *Model) Outputs() ([]float32, error) {
+	n := min(m.o.Ctx, outputPositions)
+	m.G.SetTraining(false)
+	defer m.G.SetTraining(true)
+	var out []float32
+	var err error
+	m.dev.NoGrad(func() { out, err = m.G.Forward(m.dev.Tensor(m.fixed[0][:n], 1, n)).Data() })
+	if err != nil {
+		return nil, fmt.Errorf("gpt2: outputs: %w", err)
+	}
+	return out, nil
 }
 
 // Params lists GPT-2's parameters (app.Counter).

@@ -8,10 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/ag-go/ag/app"
 	"github.com/ag-go/ag/core"
 	"github.com/ag-go/ag/internal/testdev"
 	"github.com/ag-go/ag/models"
@@ -120,7 +122,8 @@ func TestFlags(t *testing.T) {
 
 // TestFits: a size over the budget is refused before anything is
 // allocated, naming what it needs and the sizes that fit; one buffer over
-// the device's largest is refused too; tiny fits.
+// the device's largest is refused too (not the logits: they are computed
+// in chunks that fit); tiny fits.
 func TestFits(t *testing.T) {
 	c := models.GPT2Sizes["124M"]
 	err := checkFits("124M", c, 8, 64, budget{Bytes: 2 << 30, Where: "the page's wasm memory"})
@@ -132,6 +135,17 @@ func TestFits(t *testing.T) {
 	err = checkFits("124M", c, 8, 64, budget{Bytes: 1 << 40, Elems: 1 << 24})
 	if err == nil || !strings.Contains(err.Error(), "needs a buffer of 38597376 floats, over the 16777216") {
 		t.Errorf("124M with buffers of 2^24 floats: %v, want the embedding's buffer refused", err)
+	}
+	// the logits of 124M at batch 4, ctx 1024 (206M floats) over a largest
+	// buffer of 64M floats: GPT2.Loss computes them in chunks of 1335 rows
+	if err := checkFits("124M", c, 4, 1024, budget{Bytes: 80 << 30, Elems: 1 << 26}); err != nil {
+		t.Errorf("124M at batch 4, ctx 1024 with 80 GiB and buffers of 2^26 floats: %v", err)
+	}
+	if total, largest := stepFloats(c, 4, 1024, 1<<26); largest != 1335*50257 || total > 12<<30/4 {
+		t.Errorf("124M at batch 4, ctx 1024 in chunks: %d floats in all, %d in the largest buffer; want under 12 GiB of floats and a chunk's logits, 1335 rows of 50257", total, largest)
+	}
+	if err := checkFits("124M", c, 4, 1024, budget{Bytes: 8 << 30, Elems: 1 << 26}); err == nil || !strings.Contains(err.Error(), "needs about 1") {
+		t.Errorf("124M at batch 4, ctx 1024 in 8 GiB: %v, want it refused for its memory", err)
 	}
 	if err := checkFits("tiny", models.GPT2Sizes["tiny"], 8, 64, budget{Bytes: 2 << 30, Elems: 1 << 26}); err != nil {
 		t.Errorf("tiny: %v", err)
@@ -168,5 +182,47 @@ func TestCheckpoint(t *testing.T) {
 	b := fixed.FindStringSubmatch(out.String())
 	if a == nil || b == nil || a[1] != b[1] || !strings.Contains(out.String(), "loaded "+ckpt) {
 		t.Errorf("fixed-batch loss saved %v, loaded %v: want the same\n%s", a, b, out.String())
+	}
+}
+
+// TestOutputs: the page's ag.outputs (app.Outputter) are the logits of the
+// fixed batch's first 16 tokens, and a checkpoint saved and loaded into a
+// model of another seed gives them back bit for bit.
+func TestOutputs(t *testing.T) {
+	var _ app.Outputter = (*Model)(nil)
+	dev := openDev(t)
+	o := Options{Size: "tiny", Vocab: 300, Ctx: 24, Batch: 2, LR: 1e-3, Seed: 1}
+	m, err := New(dev, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := m.Outputs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) != 16*300 {
+		t.Fatalf("%d outputs, want 16 positions of 300 logits", len(want))
+	}
+	var buf bytes.Buffer
+	if err := m.Save(&buf); err != nil {
+		t.Fatal(err)
+	}
+	o.Seed = 2
+	m2, err := New(dev, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := m2.Outputs(); slices.Equal(got, want) {
+		t.Fatal("seed 2 gives seed 1's outputs: the comparison below shows nothing")
+	}
+	if err := m2.Load(&buf); err != nil {
+		t.Fatal(err)
+	}
+	got, err := m2.Outputs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("outputs after the checkpoint's round trip differ: %v... want %v...", got[:4], want[:4])
 	}
 }
