@@ -186,7 +186,6 @@ func (b *Backend) Caps() backend.Caps {
 		DeviceTimer:    b.info.Timestamps,
 		Timer:          b.timerText(),
 		Unsupported:    b.info.Unsupported,
-		Composites:     nativeComposites,
 		LaterReads:     gpu.ReadsLater,
 	}
 }

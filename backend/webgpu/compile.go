@@ -148,8 +148,8 @@ func (p *program) plan(fp *plan.Fusion) (*plan.Plan, error) {
 	}
 	o := fp.Options()
 	o.CopiesAtEnd = true
-	// plan.Expand decomposed the composites but nativeComposites
-	o.Composites, o.Unsupported, o.Device = nativeComposites, p.b.info.Unsupported, p.b.info.Name
+	// no native composite yet: plan.Expand decomposes them first
+	o.Unsupported, o.Device = p.b.info.Unsupported, p.b.info.Name
 	o.Limits = plan.Limits{
 		MaxStoreElems: int(p.b.info.MaxBuffer / 4),
 		MaxIndexElems: math.MaxUint32, // kernels index with u32

@@ -92,12 +92,6 @@ func (p *program) lower(g *backend.Graph, i int, locs []loc) error {
 			return p.unpackRows(i, n.Op == backend.OpUnpackBF16, in(0), out, s[0], n.Shape[1], s[1])
 		}
 		p.halves(i, unpackKernel(n.Op == backend.OpUnpackBF16), out, in(0), ne, false)
-	case n.Op == backend.OpSumSquares:
-		ins, sizes := make([]bref, len(n.In)), make([]int, len(n.In))
-		for k := range n.In {
-			ins[k], sizes[k] = in(k), backend.NumElems(inShape(k))
-		}
-		p.sumSquares(i, ins, sizes, out)
 	default:
 		backend.Unknown("webgpu.lower", n.Op) // sum and max lower through lowerFused
 	}
