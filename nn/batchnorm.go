@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/ag-go/ag/backend"
 	"github.com/ag-go/ag/core"
 )
 
@@ -118,14 +119,29 @@ func (b *BatchNorm) Forward(x *core.Tensor) *core.Tensor {
 	var y *core.Tensor
 	dev.Scope(b.name, func() {
 		dev.Composite(b.name, func() {
-			if training {
-				// one composite op, its gradient through the batch's
-				// statistics another
+			switch {
+			case training && dev.Info().Native(backend.OpBatchNorm):
+				// one composite op (a ggml-cpu kernel), its gradient
+				// through the batch's statistics another; the running
+				// statistics' batch moments are primitives of their own
 				y = core.BatchNorm(x, b.Eps)
 				if b.Momentum > 0 {
-					b.update(x, bshape, n)
+					var mu, v *core.Tensor
+					dev.NoGrad(func() { mu, _, v = b.moments(x, bshape) })
+					b.update(mu, v, n)
 				}
-			} else {
+			case training:
+				// where the device would decompose the composite, its
+				// primitives share the moments with the running update:
+				// on an H100 the composite's decomposition and the
+				// moments made again cost webgpu's convnet step 8-10%
+				// (bench/results/h100-2026-12-06-s25c.txt)
+				mu, d, v := b.moments(x, bshape)
+				y = core.Mul(d, core.Pow(core.AddScalar(v, b.Eps), -0.5))
+				if b.Momentum > 0 {
+					b.update(mu, v, n)
+				}
+			default:
 				d := core.Sub(x, core.Reshape(b.RunningMean, bshape...))
 				v := core.Reshape(b.RunningVar, bshape...)
 				y = core.Mul(d, core.Pow(core.AddScalar(v, b.Eps), -0.5))
@@ -145,22 +161,10 @@ func (b *BatchNorm) Forward(x *core.Tensor) *core.Tensor {
 // (d + m*x) made an Inf statistic NaN at the next batch, and its velocity,
 // shared by both statistics, carried a bad batch's Inf into the next
 // good batch's mean as 0*Inf.) The op's weights and second moment are
-// scratch with lr 0: they may turn NaN, and nothing reads them. The
-// batch's mean and biased variance (two passes) are primitives here, as
-// the normalization's composite has one output.
-func (b *BatchNorm) update(x *core.Tensor, bshape []int, n int) {
-	dev := x.Device()
+// scratch with lr 0: they may turn NaN, and nothing reads them.
+func (b *BatchNorm) update(mu, v *core.Tensor, n int) {
+	dev := mu.Device()
 	dev.NoGrad(func() {
-		// the mean over every axis but the channels': [N, C, rest] summed
-		// along the contiguous rest, then over N (two passes, the first
-		// over rows)
-		mean := func(t *core.Tensor) *core.Tensor {
-			t3 := core.Reshape(t, t.Dim(0), b.c, -1)
-			return core.Reshape(core.MeanAxis(core.MeanAxis(t3, 2, true), 0, true), bshape...)
-		}
-		mu := mean(x)
-		d := core.Sub(x, mu)
-		v := mean(core.Mul(d, d))
 		// [lr 0, beta1 1-m, beta2 1, eps 1, wd 0, 1, 1]: constants of the graph
 		one := dev.Full(1, 2)
 		hp := core.Concat(0, dev.Full(0, 1), dev.Full(1-b.Momentum, 1), one, dev.Full(0, 1), one)
@@ -169,6 +173,20 @@ func (b *BatchNorm) update(x *core.Tensor, bshape []int, n int) {
 		core.AdamWUpdate(b.scratchW, bm, b.RunningMean, b.scratchV, hp)
 		core.AdamWUpdate(b.scratchW, core.Scale(bv, float32(n)/float32(n-1)), b.RunningVar, b.scratchV, hp)
 	})
+}
+
+// moments returns the batch's per-channel mean and biased variance, shaped
+// bshape ([1, C, 1, ...]), and x minus the mean: the mean over every axis
+// but the channels', [N, C, rest] summed along the contiguous rest, then
+// over N, and the variance in a second pass over the centred values.
+func (b *BatchNorm) moments(x *core.Tensor, bshape []int) (mu, d, v *core.Tensor) {
+	mean := func(t *core.Tensor) *core.Tensor {
+		t3 := core.Reshape(t, t.Dim(0), b.c, -1)
+		return core.Reshape(core.MeanAxis(core.MeanAxis(t3, 2, true), 0, true), bshape...)
+	}
+	mu = mean(x)
+	d = core.Sub(x, mu)
+	return mu, d, mean(core.Mul(d, d))
 }
 
 // Params returns the gain and the bias (none without an affine part).

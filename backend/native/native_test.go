@@ -314,8 +314,9 @@ func TestNativeComposites(t *testing.T) {
 		t.Fatalf("nativeOps() = %v: fewer lowerings than the %d files composite_*.go register", want, len(files))
 	}
 	// Composites a device has no kernel for, so its probe drops them (their
-	// decomposition runs): none now (ggml-vulkan's col2im is col2imAcc).
-	lacks := map[string][]backend.Op{}
+	// decomposition runs): ggml-vulkan runs no custom op, and its batch
+	// norm is the decomposition (see composite_batchnorm.go).
+	lacks := map[string][]backend.Op{VulkanName: {backend.OpBatchNorm, backend.OpBatchNormBack}}
 	for _, name := range devices(t) {
 		t.Run(name, func(t *testing.T) {
 			caps := open(t, name).Caps()
