@@ -13,11 +13,20 @@ import "fmt"
 //
 // Intermediates count as the backend reports them where it does (webgpu),
 // else as planned for the run (EstimateMemory's Intermediates: an upper
-// bound where a backend fuses).
+// bound where a backend fuses), planned when a program compiles under a
+// budget: setting one drops the cached programs, so that the next runs
+// compile and plan anew. A Capture recorded before the budget was set
+// keeps its program, whose planned intermediates then count as none: set
+// the budget before capturing.
 func (d *Device) SetMemoryBudget(bytes uint64) (prev uint64) {
 	d.lock()
 	defer d.mu.Unlock()
 	prev, d.budget = d.budget, bytes
+	if prev == 0 && bytes > 0 {
+		for c := &d.progs; c.head.next != &c.head; {
+			c.evict(c.head.next)
+		}
+	}
 	return prev
 }
 

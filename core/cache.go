@@ -34,7 +34,7 @@ type progEntry struct {
 	// nodes of them) to the graph's (plan.Expand); nil when none was.
 	origin     []int
 	nodes      int
-	planned    uint64 // the plan's intermediates, where prog reports no memory (SetMemoryBudget)
+	planned    uint64 // the plan's intermediates, where prog reports no memory and a budget was set (SetMemoryBudget)
 	cache      *progCache
 	prev, next *progEntry
 }

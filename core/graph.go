@@ -504,10 +504,10 @@ func (d *Device) compile(key string, g *backend.Graph) (*progEntry, error) {
 	d.stats.Compiles++
 	e := d.progs.put(key, prog, d.gen)
 	e.origin, e.nodes = origin, len(xg.Nodes)
-	if e.bytes == 0 {
+	if d.budget > 0 && e.bytes == 0 {
 		// a program that does not report its memory: its planned
-		// intermediates count against a memory budget at each run (planned
-		// once here, so that a budget set later knows them too)
+		// intermediates count against the budget at each run (the backend
+		// plans them too, so only where a budget asks for them)
 		if pl, err := plan.Make(xg, plan.Options{Composites: d.caps.Composites}); err == nil {
 			e.planned = pl.SlotBytes
 		}

@@ -377,12 +377,7 @@ func (l *Conv2d) Forward(x *core.Tensor) *core.Tensor {
 }
 
 // Params returns W and, with a bias, B.
-func (l *Conv2d) Params() []*core.Tensor {
-	if l.B == nil {
-		return []*core.Tensor{l.W}
-	}
-	return []*core.Tensor{l.W, l.B}
-}
+func (l *Conv2d) Params() []*core.Tensor { return weightBias(l.W, l.B) }
 
 // Conv1d is a 1-D convolution of an input [N, C, L] with W [OC, C/Groups,
 // K] plus a bias [OC], giving [N, OC, OL] with OL = (L + 2*Padding -
@@ -430,9 +425,4 @@ func (l *Conv1d) Forward(x *core.Tensor) *core.Tensor {
 }
 
 // Params returns W and, with a bias, B.
-func (l *Conv1d) Params() []*core.Tensor {
-	if l.B == nil {
-		return []*core.Tensor{l.W}
-	}
-	return []*core.Tensor{l.W, l.B}
-}
+func (l *Conv1d) Params() []*core.Tensor { return weightBias(l.W, l.B) }

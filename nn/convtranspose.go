@@ -192,12 +192,7 @@ func (l *ConvTranspose2d) Forward(x *core.Tensor) *core.Tensor {
 }
 
 // Params returns W and, with a bias, B.
-func (l *ConvTranspose2d) Params() []*core.Tensor {
-	if l.B == nil {
-		return []*core.Tensor{l.W}
-	}
-	return []*core.Tensor{l.W, l.B}
-}
+func (l *ConvTranspose2d) Params() []*core.Tensor { return weightBias(l.W, l.B) }
 
 // ConvTranspose1d is a 1-D transposed convolution (PyTorch's
 // nn.ConvTranspose1d with groups 1) of an input [N, IC, L] with W [IC,
@@ -244,9 +239,4 @@ func (l *ConvTranspose1d) Forward(x *core.Tensor) *core.Tensor {
 }
 
 // Params returns W and, with a bias, B.
-func (l *ConvTranspose1d) Params() []*core.Tensor {
-	if l.B == nil {
-		return []*core.Tensor{l.W}
-	}
-	return []*core.Tensor{l.W, l.B}
-}
+func (l *ConvTranspose1d) Params() []*core.Tensor { return weightBias(l.W, l.B) }

@@ -130,13 +130,16 @@ func (l *Linear) Forward(x *core.Tensor) *core.Tensor {
 	return y
 }
 
-// Params returns W and, with a bias, b.
-func (l *Linear) Params() []*core.Tensor {
-	if l.B == nil {
-		return []*core.Tensor{l.W}
+// weightBias is a layer's parameters: w and, unless nil, its bias b.
+func weightBias(w, b *core.Tensor) []*core.Tensor {
+	if b == nil {
+		return []*core.Tensor{w}
 	}
-	return []*core.Tensor{l.W, l.B}
+	return []*core.Tensor{w, b}
 }
+
+// Params returns W and, with a bias, b.
+func (l *Linear) Params() []*core.Tensor { return weightBias(l.W, l.B) }
 
 // Func makes a parameterless Module of an op, e.g. nn.Func(core.ReLU).
 type Func func(*core.Tensor) *core.Tensor
