@@ -78,12 +78,18 @@ vet:
 	$(GO) vet $(TAGS) ./...
 	test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 
+# CRASH runs each test binary through scripts/crashtrace.sh: a crash on a
+# thread that C made (lavapipe's workers, ggml's) leaves no Go trace, so the
+# wrapper prints every thread's stack from the core; the binaries keep their
+# symbols for it (go test strips them otherwise).
+CRASH := -exec $(CURDIR)/scripts/crashtrace.sh -ldflags='-s=false -w=false'
+
 # -timeout is a hang guard, not a speed check: a package's binary may take
 # 10x its quiet time on a loaded 2-core machine (ggml-vulkan's conformance on
 # lavapipe took over 30 min with the machine ~8x oversubscribed), and CI has
 # 90 min for the whole cold run.
 unit:
-	$(TEST_ENV) $(GO) test $(TAGS) -count=1 -timeout 60m -skip '^TestAdversarial$$' ./...
+	$(TEST_ENV) $(GO) test $(TAGS) $(CRASH) -count=1 -timeout 60m -skip '^TestAdversarial$$' ./...
 
 # The adversarial suite (internal/adversary): every bad input on every
 # backend, one summary line per backend; the defects it finds fail it.
@@ -96,7 +102,7 @@ adversarial:
 DEVICES := webgpu $(if $(HAVE_GGML),ggml-cpu ggml-vulkan)
 devices-test:
 	set -e; for d in $(DEVICES); do echo "== nn, dp, buffer, data, models, examples on $$d"; \
-	  AG_TEST_DEVICE=$$d $(TEST_ENV) $(GO) test $(TAGS) -count=1 -timeout 60m ./nn/ ./dp/ ./buffer/ ./data/ ./models/ ./examples/...; done
+	  AG_TEST_DEVICE=$$d $(TEST_ENV) $(GO) test $(TAGS) $(CRASH) -count=1 -timeout 60m ./nn/ ./dp/ ./buffer/ ./data/ ./models/ ./examples/...; done
 
 # The packages that run in the browser must build for GOOS=js.
 wasm-check:

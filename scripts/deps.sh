@@ -2,14 +2,15 @@
 # Installs, when missing, what `make test` needs on Debian/Ubuntu: Mesa's
 # lavapipe (Vulkan on the CPU, for the WebGPU and ggml-Vulkan tests), Chromium
 # (browser tests, SwiftShader WebGPU), Node (the CPU backend's tests under
-# GOOS=js, make wasm-test), and the ggml build tools. Needs root;
+# GOOS=js, make wasm-test), the ggml build tools, and gdb (scripts/crashtrace.sh
+# reads a crashed test's core with it). Needs root;
 # without root it only says what is missing.
 #   scripts/deps.sh          what make test needs
 #   scripts/deps.sh peers    what make bench-peers needs: Debian's PyTorch and the
 #                            threaded OpenBLAS (without it PyTorch runs on the
 #                            reference BLAS, ~10x slower, and the comparison is void)
 set -euo pipefail
-pkgs=(mesa-vulkan-drivers libvulkan1 libvulkan-dev chromium nodejs cmake g++ glslc glslang-tools spirv-headers libgomp1)
+pkgs=(mesa-vulkan-drivers libvulkan1 libvulkan-dev chromium nodejs cmake g++ glslc glslang-tools spirv-headers libgomp1 gdb)
 [ "${1:-}" = peers ] && pkgs=(python3-torch libopenblas0-pthread)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -939,3 +939,52 @@ const char *ag_custom_name(const struct ggml_tensor *t) {
 	}
 	return "other";
 }
+
+// extent is the bytes from t's first element to past its last, through its
+// strides (ggml_nbytes for the unquantized types ag uses); 0 when empty.
+static size_t extent(const struct ggml_tensor *t, const size_t nb[4]) {
+	size_t n = ggml_type_size(t->type);
+	for (int i = 0; i < GGML_MAX_DIMS; i++) {
+		if (t->ne[i] <= 0) {
+			return 0;
+		}
+		n += (size_t)(t->ne[i] - 1) * nb[i];
+	}
+	return n;
+}
+
+int ag_check_extents(struct ggml_cgraph *gf, char *err, size_t errlen) {
+	int n = ggml_graph_n_nodes(gf);
+	for (int i = 0; i < n; i++) {
+		struct ggml_tensor *t = ggml_graph_node(gf, i);
+		for (int s = -1; s < GGML_MAX_SRC; s++) {
+			const struct ggml_tensor *x = s < 0 ? t : t->src[s];
+			if (x == NULL || x->view_src == NULL) {
+				continue;
+			}
+			size_t need = x->view_offs + extent(x, x->nb), have = ggml_nbytes(x->view_src);
+			if (need > have) {
+				snprintf(err, errlen,
+				         "%s (%s of node %d, %s) [%lld %lld %lld %lld] strides [%zu %zu %zu %zu] from byte %zu reaches byte %zu of a tensor of %zu",
+				         x->name, s < 0 ? "itself" : "a source", i, ggml_op_desc(t), (long long)x->ne[0], (long long)x->ne[1],
+				         (long long)x->ne[2], (long long)x->ne[3], x->nb[0], x->nb[1], x->nb[2], x->nb[3], x->view_offs, need, have);
+				return -1;
+			}
+		}
+		if (t->op == GGML_OP_ACC || t->op == GGML_OP_SET) {
+			// src1 written into src0 at the strides and offset of the op's
+			// parameters (ggml_acc_impl: nb1, nb2, nb3, offset as int32)
+			const int32_t *p = (const int32_t *)t->op_params;
+			const struct ggml_tensor *b = t->src[1];
+			size_t nb[4] = {ggml_type_size(b->type), (size_t)p[0], (size_t)p[1], (size_t)p[2]};
+			size_t need = (size_t)p[3] + extent(b, nb), have = ggml_nbytes(t->src[0]);
+			if (need > have) {
+				snprintf(err, errlen, "%s of node %d writes [%lld %lld %lld %lld] at strides [%zu %zu %zu] from byte %d up to byte %zu of a tensor of %zu",
+				         ggml_op_desc(t), i, (long long)b->ne[0], (long long)b->ne[1], (long long)b->ne[2], (long long)b->ne[3], nb[1], nb[2],
+				         nb[3], p[3], need, have);
+				return -1;
+			}
+		}
+	}
+	return 0;
+}

@@ -189,4 +189,13 @@ void ag_rand_uniform_fill(float *dst, int64_t e0, int64_t e1, const float *state
 // ("transpose", ..., "other" for one it does not know), NULL for other ops.
 const char *ag_custom_name(const struct ggml_tensor *t);
 
+// ag_check_extents finds a tensor of gf (a node or one of its sources) whose
+// view reaches past the memory it views, or an acc or set that writes past
+// its destination: 0, or -1 with it described in err. ggml checks a view
+// against its source as if it were contiguous, not through its strides, and
+// ggml-vulkan's kernels without robustness (im2col, set_rows, ...) and
+// lavapipe's copies then read or write outside the buffer: a crash on a
+// driver thread, with no Go trace.
+int ag_check_extents(struct ggml_cgraph *gf, char *err, size_t errlen);
+
 #endif

@@ -79,6 +79,11 @@ func (d *device) lower(g *backend.Graph) (*lowering, error) {
 		l.free()
 		return nil, err
 	}
+	var msg [1024]C.char
+	if C.ag_check_extents(l.gf, &msg[0], C.size_t(len(msg))) != 0 {
+		l.free()
+		return nil, fmt.Errorf("a view past its memory (a bug in package native): %s", C.GoString(&msg[0]))
+	}
 	return l, nil
 }
 
