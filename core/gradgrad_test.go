@@ -229,3 +229,63 @@ func ExampleGrad() {
 	fmt.Printf("%.4f\n", gw) // PyTorch 1.13: [2.2671, -2.5680, 5.7258]
 	// Output: [2.2671 -2.5680 5.7258]
 }
+
+// TestWithGrad: a WithGrad view of data is an input Grad accepts, lazily
+// and eagerly (where its graph is gone once it ran), and Backward leaves
+// it and its data alone.
+func TestWithGrad(t *testing.T) {
+	for _, eager := range []bool{false, true} {
+		dev := open(t)
+		dev.SetEager(eager)
+		w := dev.Param([]float32{2, -1}, 2)
+		x := dev.Tensor([]float32{0.5, 3}, 2).WithGrad()
+		y := Sum(Mul(Mul(x, x), w)) // dy/dx = 2xw
+		g, err := Grad(y, []*Tensor{x}, &GradOptions{CreateGraph: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := Sum(g[0]).Backward(); err != nil { // d/dw sum(2xw) = 2x
+			t.Fatal(err)
+		}
+		gv, err := g[0].Data()
+		if err != nil {
+			t.Fatal(err)
+		}
+		wv, err := w.Grad().Data()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !near(gv, []float32{2, -6}, 1e-6) || !near(wv, []float32{1, 6}, 1e-6) || x.Grad() != nil {
+			t.Errorf("eager %v: dy/dx = %v (want [2 -6]), w's gradient %v (want [1 6]), x's %v (want none)", eager, gv, wv, x.Grad())
+		}
+	}
+	dev := open(t)
+	var v *Tensor
+	dev.NoGrad(func() { v = dev.Tensor([]float32{1}, 1).WithGrad() })
+	if _, err := Grad(Sum(v), []*Tensor{v}, nil); err == nil || !strings.Contains(err.Error(), "does not require grad") {
+		t.Errorf("WithGrad inside NoGrad: err = %v, want does not require grad", err)
+	}
+}
+
+// The gradient of a function of data with respect to the data, as a
+// gradient penalty takes it.
+func ExampleTensor_WithGrad() {
+	dev, _ := Open("cpu")
+	defer dev.Close()
+	x := dev.Tensor([]float32{0, 1, 2}, 3).WithGrad()
+	g, _ := Grad(Sum(Mul(x, x)), []*Tensor{x}, nil)
+	v, _ := g[0].Data()
+	fmt.Println(v)
+	// Output: [0 2 4]
+}
+
+// Checking the second derivative of an op of your own: squareplus, as in
+// Gradcheck's example.
+func ExampleGradGradcheck() {
+	dev, _ := Open("cpu")
+	defer dev.Close()
+	x := dev.Param([]float32{-2, -0.5, 0, 0.5, 2}, 5)
+	squareplus := func(x *Tensor) *Tensor { return Scale(Add(x, Sqrt(AddScalar(Mul(x, x), 4))), 0.5) }
+	fmt.Println(GradGradcheck(func() *Tensor { return Sum(Mul(squareplus(x), x)) }, []*Tensor{x}, nil))
+	// Output: <nil>
+}

@@ -211,7 +211,9 @@ func (d *Device) push(t *Tensor, shape []int, fn string, grad bool, ins ...*Tens
 		needGrad = needGrad || in.requiresGrad
 	}
 	m := d.modeOf(t.g)
-	t.requiresGrad = grad && needGrad && (m == nil || m.noGrad == 0)
+	// (a t that comes requiring grad is WithGrad's view: it does, though
+	// its input does not)
+	t.requiresGrad = (t.requiresGrad || grad && needGrad) && (m == nil || m.noGrad == 0)
 	t.pass = profile.PassForward
 	if m != nil {
 		t.pass, t.scope = m.pass, m.scope

@@ -60,8 +60,15 @@ func TestGradGradDevice(t *testing.T) {
 // D(real) + lambda*(||grad_x D(xhat)|| - 1)^2, the gradient by Grad with
 // CreateGraph) for a few SGD steps on the device under test and compares
 // losses, penalties, the first step's gradients and the final parameters
-// with PyTorch 1.13's in float64 (testdata/make_gradpen_torch.py).
+// with PyTorch 1.13's in float64 (testdata/make_gradpen_torch.py): xhat a
+// parameter, a WithGrad view of data, and the same in a CaptureStep.
 func TestGradientPenaltyTorch(t *testing.T) {
+	for _, mode := range []string{"param", "WithGrad", "captured"} {
+		t.Run(mode, func(t *testing.T) { gradientPenaltyTorch(t, mode) })
+	}
+}
+
+func gradientPenaltyTorch(t *testing.T, mode string) {
 	dev := openDev(t)
 	f32 := func(v []float64) []float32 {
 		out := make([]float32, len(v))
@@ -75,7 +82,7 @@ func TestGradientPenaltyTorch(t *testing.T) {
 	critic := Sequential{l1, Func(core.Tanh), l2}
 	named := map[string]*core.Tensor{"w1": l1.W, "b1": l1.B, "w2": l2.W, "b2": l2.B}
 	opt := NewSGD(critic.Params(), gpLR, 0)
-	real, fake := dev.Tensor(f32(gpReal), gpB, gpIn), dev.Tensor(f32(gpFake), gpB, gpIn)
+	real, fake := f32(gpReal), f32(gpFake)
 	xhat := make([]float32, len(gpReal))
 	for i := range xhat {
 		e := gpEps[i/gpIn]
@@ -90,21 +97,41 @@ func TestGradientPenaltyTorch(t *testing.T) {
 			}
 		}
 	}
-	for step := range gpSteps {
-		opt.ZeroGrad()
-		x := dev.Param(xhat, gpB, gpIn)
+	var pen *core.Tensor
+	loss := func(in []*core.Tensor) *core.Tensor {
+		x := in[2]
+		if mode != "param" {
+			x = x.WithGrad()
+		}
 		g, err := core.Grad(core.Sum(critic.Forward(x)), []*core.Tensor{x}, &core.GradOptions{CreateGraph: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		norm := core.Sqrt(core.SumAxis(core.Mul(g[0], g[0]), 1, false))
-		pen := core.Mean(core.Pow(core.AddScalar(norm, -1), 2))
-		loss := core.Add(core.Sub(core.Mean(critic.Forward(fake)), core.Mean(critic.Forward(real))), core.Scale(pen, gpLambda))
+		pen = core.Mean(core.Pow(core.AddScalar(norm, -1), 2))
+		return core.Add(core.Sub(core.Mean(critic.Forward(in[1])), core.Mean(critic.Forward(in[0]))), core.Scale(pen, gpLambda))
+	}
+	step := CaptureStep(opt, loss)
+	for i := range gpSteps {
+		if mode == "captured" {
+			lv, err := step.Step(core.In(real, gpB, gpIn), core.In(fake, gpB, gpIn), core.In(xhat, gpB, gpIn))
+			if err != nil {
+				t.Fatal(err)
+			}
+			check("loss", []float32{lv}, gpLosses[i:i+1], 1e-5)
+			continue
+		}
+		opt.ZeroGrad()
+		x := dev.Tensor(xhat, gpB, gpIn)
+		if mode == "param" {
+			x = dev.Param(xhat, gpB, gpIn)
+		}
+		l := loss([]*core.Tensor{dev.Tensor(real, gpB, gpIn), dev.Tensor(fake, gpB, gpIn), x})
 		pen.Keep()
-		if err := loss.Backward(); err != nil {
+		if err := l.Backward(); err != nil {
 			t.Fatal(err)
 		}
-		if step == 0 {
+		if i == 0 {
 			for name, p := range named {
 				pg, err := p.Grad().Data()
 				if err != nil {
@@ -116,7 +143,7 @@ func TestGradientPenaltyTorch(t *testing.T) {
 		if err := opt.Step(); err != nil {
 			t.Fatal(err)
 		}
-		lv, err := loss.Item()
+		lv, err := l.Item()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,8 +151,8 @@ func TestGradientPenaltyTorch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		check("loss", []float32{lv}, gpLosses[step:step+1], 1e-5)
-		check("penalty", []float32{pv}, gpPenalties[step:step+1], 1e-5)
+		check("loss", []float32{lv}, gpLosses[i:i+1], 1e-5)
+		check("penalty", []float32{pv}, gpPenalties[i:i+1], 1e-5)
 	}
 	for name, p := range named {
 		v, err := p.Data()
@@ -133,5 +160,64 @@ func TestGradientPenaltyTorch(t *testing.T) {
 			t.Fatal(err)
 		}
 		check("final "+name, v, gpFinal[name], 1e-5)
+	}
+}
+
+// TestGradPenaltyCaptured: a loss with a penalty on its own gradient
+// (Grad with CreateGraph, here with respect to the weights) trains the
+// same lazily and in a CaptureStep, which records the Grad once and
+// replays it, on the device under test.
+func TestGradPenaltyCaptured(t *testing.T) {
+	dev := openDev(t)
+	xs := []float32{0.3, -1, 0.8, 0.1, -0.4, 1.2, 0.9, -0.7}
+	ys := []float32{0.5, -0.2, 0.1, 0.7}
+	run := func(captured bool) []float32 {
+		m := Sequential{
+			&Linear{W: dev.Param([]float32{0.4, -0.6, 0.2, 0.9, 0.3, -0.5}, 2, 3), B: dev.Param([]float32{0.1, 0, -0.1}, 3)},
+			Func(core.Tanh),
+			&Linear{W: dev.Param([]float32{0.7, -0.3, 0.5}, 3, 1), B: dev.Param([]float32{0.2}, 1)},
+		}
+		opt := NewSGD(m.Params(), 0.1, 0)
+		loss := func(in []*core.Tensor) *core.Tensor {
+			l := MSELoss(m.Forward(in[0]), in[1])
+			g, err := core.Grad(l, []*core.Tensor{m[0].(*Linear).W}, &core.GradOptions{CreateGraph: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return core.Add(l, core.Scale(core.SumSquares(g[0]), 0.5))
+		}
+		step := CaptureStep(opt, loss)
+		for range 3 {
+			if captured {
+				if _, err := step.Step(core.In(xs, 4, 2), core.In(ys, 4, 1)); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			opt.ZeroGrad()
+			if err := loss([]*core.Tensor{dev.Tensor(xs, 4, 2), dev.Tensor(ys, 4, 1)}).Backward(); err != nil {
+				t.Fatal(err)
+			}
+			if err := opt.Step(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		v, err := m[0].(*Linear).W.Data()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	lazy, capt := run(false), run(true)
+	start := []float32{0.4, -0.6, 0.2, 0.9, 0.3, -0.5}
+	moved := false
+	for i := range lazy {
+		if math.Abs(float64(lazy[i]-capt[i])) > 1e-5 {
+			t.Fatalf("on %s: lazily %v, captured %v", testDevice(), lazy, capt)
+		}
+		moved = moved || math.Abs(float64(lazy[i]-start[i])) > 1e-3
+	}
+	if !moved {
+		t.Errorf("on %s: the weights %v did not move from %v", testDevice(), lazy, start)
 	}
 }
