@@ -32,22 +32,29 @@ func TestGradGradDevice(t *testing.T) {
 	mlp := func(act func(*core.Tensor) *core.Tensor) Module {
 		return MLP(dev, []int{3, 4, 2}, act, r)
 	}
+	seqTarget := dev.Tensor(data(2, 3, 4), 2, 3, 4)
 	for _, tc := range []struct {
 		name string
 		m    Module
 		loss func(y *core.Tensor) *core.Tensor
+		in   []int // the input's shape; nil: [5 3]
 	}{
-		{"MLP tanh MSE", mlp(core.Tanh), func(y *core.Tensor) *core.Tensor { return MSELoss(y, target) }},
-		{"MLP sigmoid MSE", mlp(core.Sigmoid), func(y *core.Tensor) *core.Tensor { return MSELoss(y, target) }},
-		{"MLP relu MSE", mlp(core.ReLU), func(y *core.Tensor) *core.Tensor { return MSELoss(y, target) }},
-		{"MLP gelu SoftmaxCrossEntropy", mlp(core.GELU), func(y *core.Tensor) *core.Tensor { return SoftmaxCrossEntropy(y, labels) }},
-		{"MLP GELUErf CrossEntropyLoss", mlp(core.GELUErf), func(y *core.Tensor) *core.Tensor { return CrossEntropyLoss(y, labels, ClassOptions{}) }},
+		{"MLP tanh MSE", mlp(core.Tanh), func(y *core.Tensor) *core.Tensor { return MSELoss(y, target) }, nil},
+		{"MLP sigmoid MSE", mlp(core.Sigmoid), func(y *core.Tensor) *core.Tensor { return MSELoss(y, target) }, nil},
+		{"MLP relu MSE", mlp(core.ReLU), func(y *core.Tensor) *core.Tensor { return MSELoss(y, target) }, nil},
+		{"MLP gelu SoftmaxCrossEntropy", mlp(core.GELU), func(y *core.Tensor) *core.Tensor { return SoftmaxCrossEntropy(y, labels) }, nil},
+		{"MLP GELUErf CrossEntropyLoss", mlp(core.GELUErf), func(y *core.Tensor) *core.Tensor { return CrossEntropyLoss(y, labels, ClassOptions{}) }, nil},
 		{"LayerNorm softmax CrossEntropy", Sequential{NewLinear(dev, 3, 2, true, r), NewLayerNorm(dev, 2, 1e-5, true)},
-			func(y *core.Tensor) *core.Tensor { return CrossEntropy(core.Softmax(y), core.Softmax(target)) }},
-		{"RMSNorm MSE", Sequential{NewLinear(dev, 3, 2, true, r), NewRMSNorm(dev, 2, 1e-5)}, func(y *core.Tensor) *core.Tensor { return MSELoss(y, target) }},
-		{"BatchNorm1d MSE", Sequential{NewLinear(dev, 3, 2, true, r), NewBatchNorm1d(dev, 2, 1e-5, 0.1, true)}, func(y *core.Tensor) *core.Tensor { return MSELoss(y, target) }},
+			func(y *core.Tensor) *core.Tensor { return CrossEntropy(core.Softmax(y), core.Softmax(target)) }, nil},
+		{"RMSNorm MSE", Sequential{NewLinear(dev, 3, 2, true, r), NewRMSNorm(dev, 2, 1e-5)}, func(y *core.Tensor) *core.Tensor { return MSELoss(y, target) }, nil},
+		{"BatchNorm1d MSE", Sequential{NewLinear(dev, 3, 2, true, r), NewBatchNorm1d(dev, 2, 1e-5, 0.1, true)}, func(y *core.Tensor) *core.Tensor { return MSELoss(y, target) }, nil},
+		{"MultiHeadAttention causal MSE", NewMultiHeadAttention(dev, 4, 2, true, 0, r), func(y *core.Tensor) *core.Tensor { return MSELoss(y, seqTarget) }, []int{2, 3, 4}},
 	} {
-		x := dev.Param(data(5, 3), 5, 3)
+		shape := tc.in
+		if shape == nil {
+			shape = []int{5, 3}
+		}
+		x := dev.Param(data(shape...), shape...)
 		params := append(tc.m.Params(), x)
 		f := func() *core.Tensor { return tc.loss(tc.m.Forward(x)) }
 		if err := core.GradGradcheck(f, params, &core.GradcheckOptions{Tol: 5e-3}); err != nil {
