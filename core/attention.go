@@ -231,7 +231,7 @@ func attentionVJP(n *Tensor, in []*Tensor, g *Tensor, needs []bool) []*Tensor {
 		// MaskedSoftmax's gradient (w's rows that attend nothing are 0,
 		// and so is their gradient), then the scores' products.
 		dw := MatMulT(g, v, false, true)
-		ds := w.dev.gradOp("AttentionGrad", backend.OpSoftmaxExtBack, slices.Clone(w.shape), attrs{A: scale}, w, dw)
+		ds := w.dev.recordGrad("AttentionGrad", backend.OpSoftmaxExtBack, slices.Clone(w.shape), attrs{A: scale}, false, w, dw)
 		if needs[0] {
 			grads[0] = MatMul(ds, k)
 		}

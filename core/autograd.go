@@ -17,7 +17,10 @@ import (
 // together with the forward and any optimizer update.
 //
 // Each node is differentiated once: a second Backward through the same nodes
-// is an error, like PyTorch without retain_graph.
+// is an error, like PyTorch without retain_graph. Grad with RetainGraph or
+// CreateGraph leaves them to a Backward after it (a gradient penalty's
+// loss); Backward always records constants, so use Grad with CreateGraph
+// for a gradient to differentiate again.
 func (t *Tensor) Backward() error {
 	if t == nil {
 		return fmt.Errorf("core: Backward of a nil tensor")

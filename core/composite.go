@@ -47,18 +47,6 @@ func noGrad(n *Tensor, _ []*Tensor, _ *Tensor, _ int) *Tensor {
 	panic(fmt.Sprintf("core: the gradient of %v is not implemented", n.op))
 }
 
-// gradOp records the gradient op of a composite (one of the *Back
-// composites, which have no gradient of their own): as that one op, or,
-// while Grad records a gradient that is differentiated again
-// (GradOptions.CreateGraph), as its decomposition in ops that have
-// gradients, so that a second derivative flows through it.
-func (d *Device) gradOp(fn string, op backend.Op, shape []int, attr attrs, ins ...*Tensor) *Tensor {
-	if !d.creatingGraph() {
-		return d.recordGrad(fn, op, shape, attr, false, ins...)
-	}
-	return d.decomposed(fn, op, shape, attr, ins...)
-}
-
 // creatingGraph reports whether the calling goroutine is inside a Grad
 // with CreateGraph.
 func (d *Device) creatingGraph() bool {

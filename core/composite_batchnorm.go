@@ -30,7 +30,7 @@ func BatchNorm(x *Tensor, eps float32) *Tensor {
 var _ = defineComposite(backend.OpBatchNorm, composite{
 	// through the batch's mean and variance, one composite as the forward
 	grad: func(n *Tensor, in []*Tensor, g *Tensor, _ int) *Tensor {
-		return g.dev.gradOp("BatchNormGrad", backend.OpBatchNormBack, slices.Clone(in[0].shape), attrs{A: n.attr.A}, in[0], g)
+		return g.dev.recordGrad("BatchNormGrad", backend.OpBatchNormBack, slices.Clone(in[0].shape), attrs{A: n.attr.A}, false, in[0], g)
 	},
 })
 

@@ -26,7 +26,7 @@ var _ = defineComposite(backend.OpCrossEntropy, composite{
 		if k == 1 {
 			return nil // the labels
 		}
-		return g.dev.gradOp("CrossEntropyGrad", backend.OpCrossEntropyBack, slices.Clone(in[0].shape), attrs{}, in[0], in[1], g)
+		return g.dev.recordGrad("CrossEntropyGrad", backend.OpCrossEntropyBack, slices.Clone(in[0].shape), attrs{}, false, in[0], in[1], g)
 	},
 	labels: func(t *Tensor) (*Tensor, int) { return t.inputs[1], t.inputs[0].shape[1] },
 })

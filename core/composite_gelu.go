@@ -19,7 +19,7 @@ func GELU(x *Tensor) *Tensor {
 
 var _ = defineComposite(backend.OpGELU, composite{
 	grad: func(_ *Tensor, in []*Tensor, g *Tensor, _ int) *Tensor {
-		return g.dev.gradOp("GELUGrad", backend.OpGELUBack, slices.Clone(in[0].shape), attrs{}, in[0], g)
+		return g.dev.recordGrad("GELUGrad", backend.OpGELUBack, slices.Clone(in[0].shape), attrs{}, false, in[0], g)
 	},
 })
 

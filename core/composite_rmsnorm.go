@@ -25,7 +25,7 @@ func RMSNorm(x *Tensor, eps float32) *Tensor {
 var _ = defineComposite(backend.OpRMSNorm, composite{
 	// one composite for the backward too: ggml fuses it as well
 	grad: func(n *Tensor, in []*Tensor, g *Tensor, _ int) *Tensor {
-		return g.dev.gradOp("RMSNormGrad", backend.OpRMSNormBack, slices.Clone(in[0].shape), attrs{A: n.attr.A}, in[0], g)
+		return g.dev.recordGrad("RMSNormGrad", backend.OpRMSNormBack, slices.Clone(in[0].shape), attrs{A: n.attr.A}, false, in[0], g)
 	},
 })
 

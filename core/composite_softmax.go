@@ -43,7 +43,7 @@ var _ = defineComposite(backend.OpSoftmaxExt, composite{
 		if k == 1 {
 			a = 1
 		}
-		d := g.dev.gradOp("MaskedSoftmaxGrad", backend.OpSoftmaxExtBack, slices.Clone(n.shape), attrs{A: a}, n, g)
+		d := g.dev.recordGrad("MaskedSoftmaxGrad", backend.OpSoftmaxExtBack, slices.Clone(n.shape), attrs{A: a}, false, n, g)
 		return unbroadcast(d, in[k].shape)
 	},
 })

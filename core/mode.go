@@ -31,7 +31,7 @@ type gmode struct {
 	noGrad int
 	// createGraph: Grad records a gradient that is differentiable itself
 	// (GradOptions.CreateGraph), so composites' gradient ops are recorded
-	// as their decompositions (see Device.gradOp).
+	// as their decompositions (see Device.recordGrad).
 	createGraph bool
 	pass        profile.Pass
 	// timed: the time since mark (the mode's start or its last op) is the
