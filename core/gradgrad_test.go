@@ -205,6 +205,15 @@ func TestGradGradcheckFails(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "core.GradGradcheck: core.Gradcheck: ") {
 		t.Errorf("a detached gradient: err = %v, want mismatches", err)
 	}
+	// the same backward with its factor attached: a Custom's backward is
+	// recorded with gradients under CreateGraph
+	good := func(in *Tensor) *Tensor {
+		return Custom("square", func(in []*Tensor) *Tensor { return Mul(in[0], in[0]) },
+			func(in []*Tensor, _, g *Tensor) []*Tensor { return []*Tensor{Mul(g, Scale(in[0], 2))} }, in)
+	}
+	if err := GradGradcheck(func() *Tensor { return weighted(Mul(good(x), x), 1) }, []*Tensor{x}, nil); err != nil {
+		t.Errorf("a Custom's differentiable backward: %v", err)
+	}
 }
 
 // A gradient penalty, as WGAN-GP's: the loss adds (||dD/dx|| - 1)^2, and
