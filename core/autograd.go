@@ -17,7 +17,10 @@ import (
 // together with the forward and any optimizer update.
 //
 // Each node is differentiated once: a second Backward through the same nodes
-// is an error, like PyTorch without retain_graph.
+// is an error, like PyTorch without retain_graph. Grad with RetainGraph or
+// CreateGraph leaves them to a Backward after it (a gradient penalty's
+// loss); Backward always records constants, so use Grad with CreateGraph
+// for a gradient to differentiate again.
 func (t *Tensor) Backward() error {
 	if t == nil {
 		return fmt.Errorf("core: Backward of a nil tensor")
@@ -30,6 +33,7 @@ func (t *Tensor) Backward() error {
 	// timed mode charges the time between ops to the next op.
 	m, restore := d.withMode(func(m *gmode) {
 		m.noGrad++
+		m.createGraph = false // a Backward inside a Grad's hook records constants
 		m.pass = profile.PassBackward
 		if profiling() {
 			m.timed, m.mark = true, time.Now()
@@ -41,14 +45,38 @@ func (t *Tensor) Backward() error {
 		d.mu.Unlock()
 		return fmt.Errorf("core: Backward of %v: it does not depend on any tensor that requires grad", t)
 	}
-	order, err := topo(t)
+	r := &gradRun{fn: "core: Backward", user: "Backward"}
+	order, err := topo(t, r)
 	d.mu.Unlock()
 	if err != nil {
 		return err
 	}
+	r.walk(t, order, m)
+	return nil
+}
 
+// gradRun is one walk of the gradient: Backward's, into the leaves'
+// Grad, or Grad's, to its inputs.
+type gradRun struct {
+	fn   string // the errors' prefix: "core: Backward" or "core.Grad"
+	user string // the seed's call in profiles
+	// stop, for Grad, are the tensors whose gradients it returns: the
+	// walk ends there, and other leaves are left out; got receives them.
+	// nil for Backward, which accumulates into every leaf that requires
+	// grad.
+	stop map[*Tensor]bool
+	got  map[*Tensor]*Tensor
+	// retain leaves the walked nodes differentiable again (Grad with
+	// RetainGraph or CreateGraph); create records the gradient with
+	// gradients on (CreateGraph).
+	retain, create bool
+}
+
+// walk records the gradient of t over order (topo's), seeded with ones.
+func (r *gradRun) walk(t *Tensor, order []walked, m *gmode) {
+	d := t.dev
 	// the seed, and the sums into the leaves' gradients: one call
-	m.user, m.callOpen = "Backward", true
+	m.user, m.callOpen = r.user, true
 	// sized once: grown, it allocated at every step
 	grads := make(map[*Tensor]*Tensor, len(order))
 	grads[t] = d.Full(1, t.shape...)
@@ -61,12 +89,18 @@ func (t *Tensor) Backward() error {
 			if g == nil {
 				continue
 			}
+			if r.stop[n] {
+				r.got[n] = g // complete: every consumer of n came later in order
+			}
 			if n.isLeaf() {
+				if r.stop != nil {
+					continue
+				}
 				d.lock()
 				prev := n.grad
 				d.mu.Unlock()
 				sum := g
-				m.user, m.scope, m.callOpen = "Backward", "", false
+				m.user, m.scope, m.callOpen = r.user, "", false
 				if prev != nil {
 					sum = Add(prev, g)
 				}
@@ -84,13 +118,15 @@ func (t *Tensor) Backward() error {
 				inner, c := n.ckptSeg().recompute(m)
 				grads[c] = g
 				walk(inner)
-				d.lock()
-				// The originals are differentiated through the copy: a run
-				// need not keep them for this Backward.
-				for _, o := range n.ckptSeg().nodes {
-					o.backwarded = true
+				if !r.retain {
+					d.lock()
+					// The originals are differentiated through the copy: a run
+					// need not keep them for this Backward.
+					for _, o := range n.ckptSeg().nodes {
+						o.backwarded = true
+					}
+					d.mu.Unlock()
 				}
-				d.mu.Unlock()
 				continue
 			}
 			// The gradient's nodes belong to the op and layer they differentiate
@@ -130,13 +166,14 @@ func (t *Tensor) Backward() error {
 			if n.callHead {
 				m.callOpen = false // the call began here: its gradient is done
 			}
-			d.lock()
-			n.backwarded = true
-			d.mu.Unlock()
+			if !r.retain {
+				d.lock()
+				n.backwarded = true
+				d.mu.Unlock()
+			}
 		}
 	}
 	walk(order)
-	return nil
 }
 
 func (t *Tensor) isLeaf() bool { return t.op == backend.OpInvalid }
@@ -155,7 +192,7 @@ type walked struct {
 // Visited nodes are marked with a new generation rather than kept in a map,
 // and the walked nodes' lists are cut from two shared slices: Backward runs
 // every lazy step, over every node.
-func topo(t *Tensor) ([]walked, error) {
+func topo(t *Tensor, r *gradRun) ([]walked, error) {
 	d := t.dev
 	// Sized for the pending graph, which the walk mostly covers: grown
 	// from nothing they were a tenth of a lazy step's allocations.
@@ -179,24 +216,31 @@ func topo(t *Tensor) ([]walked, error) {
 		}
 		n.consumedGen = gen
 		if n.isLeaf() {
-			n.gradLive = true
-			order = append(order, walked{t: n})
-			return true, nil
+			// Grad's walk reaches only its inputs, Backward's every leaf
+			n.gradLive = r.stop == nil || r.stop[n]
+			if n.gradLive {
+				order = append(order, walked{t: n})
+			}
+			return n.gradLive, nil
 		}
 		if n.backwarded {
-			return false, fmt.Errorf("core: Backward: %v was already differentiated by an earlier Backward", n)
+			return false, fmt.Errorf("%s: %v was already differentiated by an earlier Backward (or a Grad without RetainGraph)", r.fn, n)
 		}
 		if n.state() == stateFailed {
-			return false, fmt.Errorf("core: Backward: %v was dropped by a failed run: %w", n, n.failure())
+			return false, fmt.Errorf("%s: %v was dropped by a failed run: %w", r.fn, n, n.failure())
 		}
 		if n.inputs == nil {
-			return false, fmt.Errorf("core: Backward: the graph of %v is gone (its values were not kept)", n)
+			return false, fmt.Errorf("%s: the graph of %v is gone (its values were not kept)", r.fn, n)
 		}
 		ins := n.inputs
 		// A checkpointed value not yet run: Backward recomputes its segment
 		// from the segment's inputs. Once run, the run kept what the
 		// segment's own backward needs (see keepSet): that is cheaper.
 		ckpt := n.ckptSeg() != nil && n.state() == statePending
+		if ckpt && r.create {
+			// its recomputed copy is recorded without gradients
+			return false, fmt.Errorf("%s: CreateGraph through the Checkpoint segment of %v: not supported (differentiate the segment without Checkpoint)", r.fn, n)
+		}
 		if ckpt {
 			ins = n.ckptSeg().ext
 		} else if c := n.customOp(); c != nil {
@@ -210,9 +254,9 @@ func topo(t *Tensor) ([]walked, error) {
 		for k, in := range ins {
 			switch in.state() {
 			case stateSpent:
-				return false, fmt.Errorf("core: Backward: %v needs %v, which was not kept", n, in)
+				return false, fmt.Errorf("%s: %v needs %v, which was not kept", r.fn, n, in)
 			case stateFailed:
-				return false, fmt.Errorf("core: Backward: %v needs %v, which was dropped by a failed run: %w", n, in, in.failure())
+				return false, fmt.Errorf("%s: %v needs %v, which was dropped by a failed run: %w", r.fn, n, in, in.failure())
 			}
 			l, err := visit(in)
 			if err != nil {
@@ -221,6 +265,7 @@ func topo(t *Tensor) ([]walked, error) {
 			w.needs[k] = l
 			live = live || l
 		}
+		live = live || r.stop[n] // an input of Grad computed from others
 		n.gradLive = live
 		if live {
 			order = append(order, w)
@@ -228,7 +273,9 @@ func topo(t *Tensor) ([]walked, error) {
 		return live, nil
 	}
 	live, err := visit(t)
-	if err == nil && !live {
+	if err == nil && !live && r.stop != nil {
+		err = fmt.Errorf("%s: %v does not depend on any of the inputs", r.fn, t)
+	} else if err == nil && !live {
 		err = fmt.Errorf("core: Backward of %v: every parameter it depends on is frozen (SetRequiresGrad(false))", t)
 	}
 	return order, err

@@ -2,8 +2,10 @@ package core
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/ag-go/ag/backend"
+	"github.com/ag-go/ag/core/internal/goid"
 )
 
 // A composite op of the IR (backend.Composite) is declared in backend with
@@ -43,4 +45,38 @@ func compositeOf(op backend.Op) *composite {
 // gradients off): asking for it is a bug.
 func noGrad(n *Tensor, _ []*Tensor, _ *Tensor, _ int) *Tensor {
 	panic(fmt.Sprintf("core: the gradient of %v is not implemented", n.op))
+}
+
+// creatingGraph reports whether the calling goroutine is inside a Grad
+// with CreateGraph.
+func (d *Device) creatingGraph() bool {
+	d.lock()
+	defer d.mu.Unlock()
+	m := d.modeOf(goid.Get())
+	return m != nil && m.createGraph
+}
+
+// decomposed records composite op over ins as the primitive nodes of its
+// decomposition (backend.Decompose), each a core node with its own
+// gradient: the value is the one the backends that do not lower op
+// natively compute.
+func (d *Device) decomposed(fn string, op backend.Op, shape []int, attr attrs, ins ...*Tensor) *Tensor {
+	n := attr.node()
+	n.Op, n.Shape = op, shape
+	vals := slices.Clone(ins)
+	idx := make([]int, len(ins))
+	shapes := make([][]int, len(ins))
+	for k, in := range ins {
+		idx[k], shapes[k] = k, in.shape
+	}
+	out := backend.Decompose(&n, idx, shapes, func(p backend.Node) int {
+		pin := make([]*Tensor, len(p.In))
+		for k, i := range p.In {
+			pin[k] = vals[i]
+		}
+		a := attrs{A: p.A, B: p.B, Axis: int32(p.Axis), Start: p.Start, Perm: p.Perm, TransA: p.TransA, TransB: p.TransB}
+		vals = append(vals, d.push(&Tensor{op: p.Op, attr: a}, p.Shape, fn, true, pin...))
+		return len(vals) - 1
+	})
+	return vals[out]
 }

@@ -189,3 +189,57 @@ func Gradcheck(f func() *Tensor, params []*Tensor, opt *GradcheckOptions) error 
 	}
 	return nil
 }
+
+// GradGradcheck checks second derivatives, as PyTorch's gradgradcheck: the
+// gradient of h = sum_i <dy/dp_i, v_i>, where y is f's one-element output,
+// dy/dp_i comes from Grad with CreateGraph and the v_i are fixed
+// pseudo-random weights in [-1, 1], against central finite differences of
+// h, which Gradcheck takes of the recorded gradient graph in float64. So
+// it checks every op's gradient of the gradient under f (a Hessian-vector
+// product), on params' device. The rules and costs of Gradcheck apply
+// (f is called twice, small shapes).
+func GradGradcheck(f func() *Tensor, params []*Tensor, opt *GradcheckOptions) error {
+	if f == nil || len(params) == 0 {
+		return fmt.Errorf("core.GradGradcheck: nil function or no parameters")
+	}
+	needTensors("GradGradcheck", params...)
+	d := params[0].dev
+	var gerr error
+	h := func() *Tensor {
+		y := f()
+		gs, err := Grad(y, params, &GradOptions{CreateGraph: true})
+		if err != nil {
+			gerr = err
+			return y // Gradcheck's own checks pass or fail on it; gerr is returned
+		}
+		// every param enters with weight 0, so that a gradient constant in
+		// the params (y linear in them) checks as a zero second derivative
+		// rather than failing as a loss that depends on no parameter
+		var h *Tensor
+		for _, p := range params {
+			t := Scale(Sum(p), 0)
+			if h == nil {
+				h = t
+			} else {
+				h = Add(h, t)
+			}
+		}
+		for i, g := range gs {
+			v := make([]float32, g.Len())
+			for k := range v {
+				// fixed, distinct per element: a plain sum hides transposes
+				v[k] = float32(math.Sin(float64(1+k)*1.7 + float64(i)))
+			}
+			h = Add(h, Sum(Mul(g, d.Tensor(v, g.shape...))))
+		}
+		return h
+	}
+	err := Gradcheck(h, params, opt)
+	if gerr != nil {
+		return fmt.Errorf("core.GradGradcheck: %w", gerr)
+	}
+	if err != nil {
+		return fmt.Errorf("core.GradGradcheck: %w", err)
+	}
+	return nil
+}

@@ -145,7 +145,16 @@ func (d *Device) record(fn string, op backend.Op, shape []int, attr attrs, ins .
 
 // recordGrad is record for ops whose result may carry a gradient (grad) or
 // never does (OpMax, OneHot: no gradient flows through them).
+//
+// A composite recorded without gradient is a composite's gradient op (the
+// *Back composites, which have none of their own): while Grad records a
+// gradient that is differentiated again (GradOptions.CreateGraph), it is
+// recorded as its decomposition in ops that have gradients instead, so
+// that a second derivative flows through it.
 func (d *Device) recordGrad(fn string, op backend.Op, shape []int, attr attrs, grad bool, ins ...*Tensor) *Tensor {
+	if !grad && op.IsComposite() && d.creatingGraph() {
+		return d.decomposed(fn, op, shape, attr, ins...)
+	}
 	return d.push(&Tensor{op: op, shape: shape, attr: attr}, nil, fn, grad, ins...)
 }
 
@@ -211,7 +220,9 @@ func (d *Device) push(t *Tensor, shape []int, fn string, grad bool, ins ...*Tens
 		needGrad = needGrad || in.requiresGrad
 	}
 	m := d.modeOf(t.g)
-	t.requiresGrad = grad && needGrad && (m == nil || m.noGrad == 0)
+	// (a t that comes requiring grad is WithGrad's view: it does, though
+	// its input does not)
+	t.requiresGrad = (t.requiresGrad || grad && needGrad) && (m == nil || m.noGrad == 0)
 	t.pass = profile.PassForward
 	if m != nil {
 		t.pass, t.scope = m.pass, m.scope

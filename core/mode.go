@@ -29,7 +29,11 @@ import (
 // records with.
 type gmode struct {
 	noGrad int
-	pass   profile.Pass
+	// createGraph: Grad records a gradient that is differentiable itself
+	// (GradOptions.CreateGraph), so composites' gradient ops are recorded
+	// as their decompositions (see Device.recordGrad).
+	createGraph bool
+	pass        profile.Pass
 	// timed: the time since mark (the mode's start or its last op) is the
 	// create time of the next op: a Backward's walk between the ops it
 	// records belongs to making them.

@@ -651,7 +651,9 @@ func vjp(n *Tensor, in []*Tensor, g *Tensor, k int) *Tensor {
 // distinct f32 values is never 0, and Sign sees its subnormals); an
 // infinite bound is compared on its own, since Inf - Inf is NaN.
 func passMask(x, n *Tensor, lo, hi float32) *Tensor {
-	nan := Clamp(x, 0, 0) // 0, or NaN where x is: added to the mask
+	// 0, or NaN where x is: added to the mask; detached, or a gradient
+	// differentiated again (Grad's CreateGraph) got Clamp's 1 at x = 0
+	nan := Clamp(detach("Clamp", x), 0, 0)
 	loInf, hiInf := math.IsInf(float64(lo), 0), math.IsInf(float64(hi), 0)
 	var m *Tensor
 	switch {

@@ -257,6 +257,18 @@ func (t *Tensor) Detach() *Tensor {
 	return detach("Detach", t)
 }
 
+// WithGrad returns a view of t (no copy, no kernel) that requires grad, so
+// that Grad can differentiate with respect to it: a gradient penalty's
+// input, as PyTorch's x.requires_grad_() before torch.autograd.grad. It is
+// not a parameter: Backward gives it no Grad, and stops there unless t
+// itself requires grad. Inside NoGrad it is t's plain view.
+func (t *Tensor) WithGrad() *Tensor {
+	needTensors("WithGrad", t)
+	// requiring grad before push, which keeps that outside NoGrad: an eager
+	// run then keeps the view's graph, as a lazy one does
+	return t.dev.push(&Tensor{op: backend.OpReshape, requiresGrad: true}, t.shape, "WithGrad", false, t)
+}
+
 // Op returns the name of the op that produced t ("data" for data, "param"
 // for parameters).
 func (t *Tensor) Op() string {
