@@ -200,6 +200,12 @@ func New(dev *core.Device, o Options) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gpt2: -size: %w", err)
 	}
+	defLR, okLR := sizeLR[o.Size]
+	defWarmup, okWarmup := sizeWarmup[o.Size]
+	if !okLR || !okWarmup {
+		// a size added to models.GPT2Sizes without its defaults here
+		return nil, fmt.Errorf("gpt2: size %s has no default learning rate or warm-up (sizeLR, sizeWarmup)", o.Size)
+	}
 	if o.Text == "" {
 		o.Text, o.TextName = models.KeeperText, "models.KeeperText"
 	}
@@ -248,10 +254,10 @@ func New(dev *core.Device, o Options) (*Model, error) {
 	m.built += fmt.Sprintf("parameters: %d (%.1fs to initialise)", cfg.Params(), time.Since(start).Seconds())
 	lr, warmup := o.LR, o.Warmup
 	if lr < 0 {
-		lr = sizeLR[o.Size]
+		lr = defLR
 	}
 	if warmup < 0 {
-		warmup = sizeWarmup[o.Size]
+		warmup = defWarmup
 	}
 	m.built += fmt.Sprintf("\nAdamW: lr %g after %d steps of warm-up, betas 0.9 and 0.95, weight decay 0.1, gradients clipped to norm 1", lr, warmup)
 	// GPT-3's and nanoGPT's AdamW: beta2 0.95 follows the loss faster

@@ -297,3 +297,19 @@ func TestUnigramCrossing(t *testing.T) {
 		t.Errorf("Train's output lacks %q:\n%s", want, out.String())
 	}
 }
+
+// TestSizeDefaults: every size has its learning rate and warm-up, and
+// 124M's are GPT-3's (6e-4) after 50 steps.
+func TestSizeDefaults(t *testing.T) {
+	for name := range models.GPT2Sizes {
+		if _, ok := sizeLR[name]; !ok {
+			t.Errorf("size %s has no sizeLR", name)
+		}
+		if _, ok := sizeWarmup[name]; !ok {
+			t.Errorf("size %s has no sizeWarmup", name)
+		}
+	}
+	if sizeLR["124M"] != 6e-4 || sizeWarmup["124M"] != 50 {
+		t.Errorf("124M: lr %g, warm-up %d: want 6e-4 and 50", sizeLR["124M"], sizeWarmup["124M"])
+	}
+}
