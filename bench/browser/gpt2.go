@@ -308,10 +308,11 @@ func runGPT2(o Options) error {
 	rep := &GPT2Report{Command: strings.Join(os.Args, " "), AgRev: agRev, GPUMode: o.GPU, Go: runtime.Version(),
 		Started: time.Now().UTC().Format(time.RFC3339), Config: cfg, TextBytes: len(text)}
 
-	chromeLog, err := os.Create(filepath.Join(tmp, "chrome.log"))
+	logPath := filepath.Join(tmp, "chrome.log")
 	if o.ChromeLog != "" {
-		chromeLog, err = os.Create(o.ChromeLog)
+		logPath = o.ChromeLog
 	}
+	chromeLog, err := os.Create(logPath)
 	if err != nil {
 		return fmt.Errorf("-chrome-log: %w", err)
 	}
