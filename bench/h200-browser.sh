@@ -29,6 +29,22 @@
 # and .chr/btwasm.tar.xz instead of agbrow and agnat.gz:
 #      bash bench/h200-browser.sh tests
 # (`bash bench/h200-browser.sh testbins` rebuilds just those two.)
+#
+# GPT-2 in the page beside native and PyTorch (issue 41): here
+#   bash bench/h200-browser.sh prepare-gpt2
+# packs .chr/gpt2.tar.xz (about 10 MB): the harness (browserbench -gpt2),
+# examples/gpt2 as gpt2.wasm with wasm_exec.js and natively, and the
+# training text (GOROOT/src's Go files, 4 MB). On the GPU machine, after
+# the Chromium parts p00 and p01 (calls 1 and 2 above), one call carrying
+# .chr/p02 .chr/extra.tar.xz .chr/run-chr.sh .chr/gpt2.tar.xz and .run:
+#   bash bench/h200-browser.sh gpt2
+# trains GPT-2 (G2_SIZE, default 124M, at G2_CTX 1024, G2_BATCH 4 or the
+# largest batch the page fits) in the page on WebGPU, G2_STEPS (10) steps
+# timed after the warm-up; then natively on webgpu with the page's batch
+# for G2_NATIVE_STEPS (300) steps, the same 10 timed after 5; prints both
+# step times, their ratio (goal <= 1.3) and the step at which the native
+# smoothed loss fell below the text's unigram entropy; then PyTorch's step
+# of the same model (bench/torch_gpt.py --gpt2; G2_TORCH= skips it).
 set -euo pipefail
 
 prepare() {
@@ -157,11 +173,62 @@ run() {
   done
 }
 
+# prepare_gpt2 packs .chr/gpt2.tar.xz for `gpt2` (see the top).
+prepare_gpt2() {
+  local d=/tmp/ag-gpt2-pack rev
+  rm -rf "$d" && mkdir -p "$d/webdist" .chr
+  GOOS=js GOARCH=wasm go build -trimpath -o "$d/webdist/gpt2.wasm" ./examples/gpt2
+  cp "$(go env GOROOT)/lib/wasm/wasm_exec.js" "$d/webdist/"
+  rev=$(git rev-parse --short=12 HEAD)
+  if [ -n "$(git status --porcelain --untracked-files=no)" ]; then rev="$rev+dirty"; fi
+  echo "$rev" >"$d/webdist/ag-rev.txt"
+  CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$d/browserbench" ./bench/browser
+  go build -trimpath -ldflags="-s -w" -o "$d/gpt2" ./examples/gpt2
+  # the text: GOROOT/src's Go files (tests and testdata left out), in a
+  # fixed order, cut at G2_TEXT_BYTES
+  find "$(go env GOROOT)/src" -name '*.go' ! -name '*_test.go' ! -path '*/testdata/*' | LC_ALL=C sort | xargs cat 2>/dev/null |
+    head -c "${G2_TEXT_BYTES:-4000000}" >"$d/text.txt" 2>/dev/null || true
+  tar -C "$d" -cf - . | xz -6 -T2 >.chr/gpt2.tar.xz
+  ls -la .chr/gpt2.tar.xz && du -sh "$d"/*
+}
+
+# gpt2 runs issue 41's measurement (see the top); G2_OUT_JSON names the
+# report (default $OUT/gpt2.json).
+gpt2() {
+  # G2_LOCAL=1 tries it here: Chromium from PATH with SwiftShader (no -gpu),
+  # nothing unpacked, PyTorch on the CPU ($PYTHON: Debian's /usr/bin/python3)
+  local chr=/opt/chr/run.sh gpu=-gpu tdev="--device cuda --cuda-graph" py=${PYTHON:-python3}
+  if [ -n "${G2_LOCAL:-}" ]; then chr=$(command -v chromium) gpu= tdev="--device cpu"; else unpack; fi
+  local out=${OUT:-/tmp} g=${G2_DIR:-/root/g2}
+  rm -rf "$g" && mkdir -p "$g" && tar -C "$g" -xJf .chr/gpt2.tar.xz
+  local size=${G2_SIZE:-124M} ctx=${G2_CTX:-1024} batch=${G2_BATCH:-4} vocab=${G2_VOCAB:-50257} rc=0
+  local json=${G2_OUT_JSON:-$out/gpt2.json}
+  (cd "$g" && timeout "${G2_TIMEOUT:-480}" ./browserbench -gpt2 "$size" -ctx "$ctx" -batch "$batch" -vocab "$vocab" -steps "${G2_STEPS:-10}" \
+    -native-steps "${G2_NATIVE_STEPS:-300}" -text "$g/text.txt" -wasm "$g/webdist" -native "$g/gpt2" \
+    $gpu -chromium "$chr" -chrome-log "$out/gpt2-chrome.log" -json "$json" ${G2_ARGS:-}) || rc=$?
+  echo "browserbench -gpt2: rc=$rc"
+  if [ -n "${G2_TORCH-1}" ]; then
+    # the batch the page trained at (the native run's too)
+    batch=$("$py" -c "import json,sys; p=json.load(open(sys.argv[1])).get('page') or {}; print(p.get('batch') or $batch)" "$json" 2>/dev/null || echo "$batch")
+    local gpt
+    gpt=$("$py" -c "print({'tiny':'2x64','mini':'4x256','124M':'12x768','355M':'24x1024','774M':'36x1280','1558M':'48x1600'}['$size'])")
+    echo "pytorch: python3 bench/torch_gpt.py --gpt2 --vocab $vocab --gpt $gpt --ctx $ctx --batch $batch $tdev --reps 10"
+    if (cd bench && "$py" torch_gpt.py --gpt2 --vocab "$vocab" --gpt "$gpt" --ctx "$ctx" --batch "$batch" $tdev --reps 10 >"$out/gpt2-torch.json"); then
+      "$py" -c "import json,sys; j=json.load(open(sys.argv[1])); [print('pytorch %s %s on %s: %s, %d parameters, batch %d, ctx %d: median %.2f ms/step, min %.2f' % (j['version'], r['kind'], j['device'], r['mode'], r['params'], r['batch'], r['context'], r['median_ms'], r['min_ms'])) for r in j['results']]" "$out/gpt2-torch.json"
+    else
+      echo "torch_gpt.py: rc=$?"
+    fi
+  fi
+  return $rc
+}
+
 case "${1:-}" in
 prepare) prepare ;;
+prepare-gpt2) prepare_gpt2 ;;
+gpt2) gpt2 ;;
 extras) extras "${2:-}" ;;
 run) run ;;
 tests) tests ;;
 testbins) testbins ;;
-*) echo "usage: $0 prepare|extras|testbins|run|tests (see the comment at the top)" >&2; exit 2 ;;
+*) echo "usage: $0 prepare|extras|testbins|run|tests|prepare-gpt2|gpt2 (see the comment at the top)" >&2; exit 2 ;;
 esac

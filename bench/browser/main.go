@@ -27,6 +27,10 @@
 //
 // The machines are noisy: compare ratios of one round, not numbers of
 // different runs.
+//
+// -gpt2 SIZE (gpt2.go) runs GPT-2 instead: examples/gpt2 trained on -text
+// in the page and natively with the same settings, their step times side
+// by side (issue 41).
 package main
 
 import (
@@ -67,7 +71,17 @@ type Options struct {
 	GPU                 bool   // real-GPU flags (gpuFlags); the adapter must be a GPU
 	Probe               bool   // only report the WebGPU adapter
 	Timeout, Load       time.Duration
-	NoInstall, Verbose  bool
+	// the -gpt2 mode (gpt2.go)
+	GPT2               string // the size; "" runs the MLP benchmark
+	Ctx, BPE           int
+	Vocab              int    // embedding rows
+	Text               string // the training text
+	Native             string // the native examples/gpt2 binary
+	NativeDevice       string
+	PageDevice         string
+	NativeSteps        int
+	NativeWarmup       int
+	NoInstall, Verbose bool
 }
 
 // Report is the JSON the command writes.
@@ -147,8 +161,22 @@ func main() {
 	flag.DurationVar(&o.Load, "load-timeout", time.Minute, "limit for a page to load")
 	flag.BoolVar(&o.NoInstall, "no-install", false, "fail instead of running npm ci when node_modules lacks a file")
 	flag.BoolVar(&o.Verbose, "v", false, "echo the pages' console")
+	flag.StringVar(&o.GPT2, "gpt2", "", "instead of the MLP against tfjs: GPT-2 of this size (examples/gpt2: tiny, mini, 124M...) trained on -text in the page on WebGPU (-batch, or the largest batch the page fits; -steps timed after the warm-up), then natively with the same settings (-native); prints both step times and their ratio, and the native loss against the text's unigram entropy")
+	flag.IntVar(&o.Ctx, "ctx", 1024, "-gpt2: tokens per training sequence")
+	flag.IntVar(&o.Vocab, "vocab", 50257, "-gpt2: embedding rows (GPT-2's 50257 keeps 124M's parameter count)")
+	flag.IntVar(&o.BPE, "bpe", 8192, "-gpt2: the most tokens of the BPE learned from the text")
+	flag.StringVar(&o.Text, "text", "", "-gpt2: the training text (a file)")
+	flag.StringVar(&o.Native, "native", "", "-gpt2: the native examples/gpt2 binary (default: built from the checkout beside gpt2.wasm)")
+	flag.StringVar(&o.NativeDevice, "native-device", "webgpu", "-gpt2: the native run's device")
+	flag.StringVar(&o.PageDevice, "page-device", "webgpu", "-gpt2: the page's device: webgpu, or cpu (the pure-Go backend in wasm)")
+	flag.IntVar(&o.NativeSteps, "native-steps", 300, "-gpt2: the native run's steps (the loss against the unigram entropy)")
+	flag.IntVar(&o.NativeWarmup, "native-warmup", 5, "-gpt2: the native steps before the -steps timed against the page's")
 	flag.Parse()
 	o.AgDevices, o.AgModes, o.TfjsBackends = list(agDevices), list(agModes), list(tfjsBackends)
+	run := run
+	if o.GPT2 != "" {
+		run = runGPT2
+	}
 	if err := run(o); err != nil {
 		fmt.Fprintf(os.Stderr, "bench/browser: %v\n", err)
 		os.Exit(1)
@@ -316,7 +344,7 @@ func run(o Options) error {
 	if nodeModules == "" {
 		nodeModules = filepath.Join(tmp, "no-node-modules") // served empty
 	}
-	base, stopServer, err := serve(handler(buildDir, nodeModules))
+	base, stopServer, err := serve(handler(buildDir, nodeModules, ""))
 	if err != nil {
 		return err
 	}

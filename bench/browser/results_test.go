@@ -181,7 +181,7 @@ func TestHandler(t *testing.T) {
 	os.WriteFile(filepath.Join(build, "ag.wasm"), []byte("\x00asm"), 0o644)
 	os.MkdirAll(filepath.Join(nm, "pkg"), 0o755)
 	os.WriteFile(filepath.Join(nm, "pkg", "a.js"), []byte("1"), 0o644)
-	srv := httptest.NewServer(handler(build, nm))
+	srv := httptest.NewServer(handler(build, nm, ""))
 	defer srv.Close()
 	for _, c := range []struct {
 		path, ctype string

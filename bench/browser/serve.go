@@ -123,11 +123,12 @@ func checkWasmDir(dir, what string) error {
 // commit ag.wasm was built from.
 const agRevFile = "ag-rev.txt"
 
-// handler serves the pages at /, the wasm build at /build/ and the npm
-// packages at /node_modules/. Every answer is cross-origin isolated
+// handler serves the pages at /, the wasm build at /build/, the npm
+// packages at /node_modules/ and, when text is not "", that file at /text
+// (the -gpt2 mode's training text). Every answer is cross-origin isolated
 // (COOP/COEP), which tfjs's wasm backend needs for its threads; ag's page
 // gets the same headers so both run under the same conditions.
-func handler(buildDir, nodeModules string) http.Handler {
+func handler(buildDir, nodeModules, text string) http.Handler {
 	pages, err := fs.Sub(static, "static")
 	if err != nil {
 		panic(fmt.Sprintf("handler: embedded static/: %v", err)) // cannot happen: the folder is embedded
@@ -136,6 +137,9 @@ func handler(buildDir, nodeModules string) http.Handler {
 	mux.Handle("/build/", http.StripPrefix("/build/", http.FileServer(http.Dir(buildDir))))
 	mux.Handle("/node_modules/", http.StripPrefix("/node_modules/", http.FileServer(http.Dir(nodeModules))))
 	mux.Handle("/", http.FileServerFS(pages))
+	if text != "" {
+		mux.HandleFunc("/text", func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, text) })
+	}
 	var mu sync.Mutex
 	reported := map[string]bool{}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

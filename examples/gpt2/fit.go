@@ -12,9 +12,10 @@ import (
 
 // wasmBudget bounds a model in the page: its Go runs in wasm32, whose
 // linear memory ends at 4 GiB, and Go's collector lets the heap grow to
-// about twice the live data (see examples/mlp's memoryBudget); on WebGPU
-// the values live on the GPU, but closing the device (a switch back to
-// cpu) brings them all into the same heap.
+// about twice the live data (see examples/mlp's memoryBudget). On WebGPU
+// the values live on the GPU and it does not apply; but closing the device
+// (a switch back to cpu) brings them all into the heap, which a model past
+// this budget does not survive.
 const wasmBudget = 2 << 30
 
 // budget is what a model may take on a device: Bytes in all (0: unknown)
@@ -25,7 +26,11 @@ type budget struct {
 }
 
 // deviceBudget reads dev's free memory (core.Device.Memory) and its
-// largest buffer (Caps.MaxBufferElems); in wasm, at most wasmBudget.
+// largest buffer (Caps.MaxBufferElems); in wasm on the cpu device, at most
+// wasmBudget. WebGPU in the page keeps the values in GPU buffers, not in
+// the wasm heap, so there its own limits apply: without them GPT-2 124M
+// (2 GB of weights, gradients and Adam state alone) could never train in
+// a page (issue 41).
 func deviceBudget(dev *core.Device) budget {
 	b := budget{Elems: int64(dev.Info().MaxBufferElems), Where: dev.Name() + "'s free memory"}
 	if free, _, err := dev.Memory(); err == nil {
@@ -33,7 +38,7 @@ func deviceBudget(dev *core.Device) budget {
 	} else {
 		b.Where = dev.Name() + " (its memory unknown)"
 	}
-	if runtime.GOARCH == "wasm" && (b.Bytes == 0 || b.Bytes > wasmBudget) {
+	if runtime.GOARCH == "wasm" && dev.Name() != "webgpu" && (b.Bytes == 0 || b.Bytes > wasmBudget) {
 		b.Bytes, b.Where = wasmBudget, "the page's wasm memory (wasm32's 4 GiB, half of it for Go's collector)"
 	}
 	return b

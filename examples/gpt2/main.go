@@ -7,9 +7,11 @@
 //	ag serve -app ./examples/gpt2    # the same in the page
 //	go run ./examples/gpt2 -size 124M -steps 1 -ctx 64 -batch 1 -device cpu -text README.md
 //
-// The tokenizer is learned from the text (-vocab tokens at most) unless
-// GPT-2's own files are given (-vocab-json encoder.json or vocab.json,
-// -merges merges.txt). -size sets the architecture, -vocab the number of
+// The tokenizer is learned from the text (-bpe tokens at most, 8192 by
+// default: on 4 MB of Go source every token then occurs about 160 times on
+// average, where GPT-2's 50257 would leave many seen a handful of times)
+// unless GPT-2's own files are given (-vocab-json encoder.json or
+// vocab.json, -merges merges.txt). -size sets the architecture, -vocab the number of
 // embedding rows: 50257 by default, GPT-2's, so -size 124M has GPT-2
 // small's 124,439,808 parameters whatever the text. A small text stops the
 // BPE early, when no pair of tokens repeats (README.md gives under two
@@ -17,8 +19,11 @@
 // samples draw only the tokenizer's ids. -ctx is the length of the training sequences; the
 // position table keeps the size's context (1024 rows at 124M).
 //
-// It is an app.Spec: natively it prints the tokenizer and the architecture,
-// "parameters: N", the loss as it trains and a sample at the end; `ag serve
+// It is an app.Spec: natively it prints the tokenizer, the unigram entropy
+// of the text's tokens (the loss of a model that ignores the context) and
+// the architecture, "parameters: N", the loss as it trains (with the
+// smoothed loss and, once it is below the unigram entropy, the step it
+// fell below) and a sample at the end; `ag serve
 // -app ./examples/gpt2` trains it in the page, from a text file picked or
 // dropped there. A size whose weights, gradients, Adam state and
 // activations do not fit the device's free memory (in the page, the wasm
@@ -39,8 +44,11 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
+	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -64,10 +72,12 @@ var Spec = app.Spec{
 	Steps:    200,
 	Params: []app.Param{
 		app.ChoiceParam("size", "tiny", "architecture: tiny (2x64), mini (4x256), 124M (GPT-2 small), 355M, 774M, 1558M", sizeNames...),
-		{Name: "vocab", Default: 50257, Min: 1, Max: 1 << 20, Int: true, Doc: "embedding rows (at least the tokenizer's tokens), and the most tokens the BPE learned from the text may have"},
+		{Name: "vocab", Default: 50257, Min: 1, Max: 1 << 20, Int: true, Doc: "embedding rows (at least the tokenizer's tokens)"},
+		{Name: "bpe", Default: 8192, Min: 256, Max: 1 << 20, Int: true, Doc: "the most tokens the BPE learned from the text may have (at most -vocab)"},
 		{Name: "ctx", Default: 64, Min: 1, Max: 1 << 20, Int: true, Doc: "tokens per training sequence (at most the size's context)"},
 		{Name: "batch", Default: 8, Min: 1, Max: 4096, Int: true, Doc: "sequences per step"},
-		{Name: "lr", Default: 1e-3, Min: 0, Max: 1, Doc: "AdamW learning rate (after a 20-step warm-up)"},
+		{Name: "lr", Default: -1, Min: -1, Max: 1, Doc: "AdamW learning rate after the warm-up; -1 is the size's (sizeLR: 6e-4 at 124M)"},
+		{Name: "warmup", Default: -1, Min: -1, Max: 1 << 20, Int: true, Doc: "steps of linear learning-rate warm-up from a tenth; -1 is the size's (20, 50 from 124M up)"},
 		{Name: "dropout", Default: -1, Min: -1, Max: 0.99, Doc: "dropout probability; -1 keeps the size's (0.1)"},
 		{Name: "seed", Default: 1, Min: 0, Max: 1 << 31, Int: true, Doc: "weight, data and dropout seed"},
 		{Name: "sample", Default: 40, Min: 0, Max: 4096, Int: true, Doc: "tokens per sample"},
@@ -80,8 +90,8 @@ var Spec = app.Spec{
 	},
 	Checkpoint: true,
 	BuildInput: func(dev *core.Device, in app.Input) (app.Trainer, error) {
-		o := Options{Size: in.Choice("size"), Vocab: in.Int("vocab"), Ctx: in.Int("ctx"), Batch: in.Int("batch"),
-			LR: in.Float32("lr"), Dropout: in.Float("dropout"), Seed: uint64(in.Int("seed")), Sample: in.Int("sample"),
+		o := Options{Size: in.Choice("size"), Vocab: in.Int("vocab"), BPE: in.Int("bpe"), Ctx: in.Int("ctx"), Batch: in.Int("batch"),
+			LR: in.Float32("lr"), Warmup: in.Int("warmup"), Dropout: in.Float("dropout"), Seed: uint64(in.Int("seed")), Sample: in.Int("sample"),
 			Prompt: in.String("prompt")}
 		if f := in.File("text"); f.Name != "" {
 			if len(f.Data) == 0 {
@@ -101,13 +111,15 @@ type Options struct {
 	Text      string  // the training text; "" is models.KeeperText
 	TextName  string  // what to call it in the output
 	Size      string  // a name of models.GPT2Sizes
-	Vocab     int     // embedding rows, and the most tokens a learned BPE gets
+	Vocab     int     // embedding rows
+	BPE       int     // the most tokens a learned BPE gets (0: Vocab); at most Vocab
 	VocabJSON string  // GPT-2's encoder.json / vocab.json, with Merges
 	Merges    string  // GPT-2's merges.txt
 	Ctx       int     // tokens per training sequence
 	Batch     int     // sequences per step
 	Steps     int     // training steps (Train's)
-	LR        float32 // AdamW's learning rate, after a linear warm-up
+	LR        float32 // AdamW's learning rate, after a linear warm-up; < 0: the size's (sizeLR)
+	Warmup    int     // steps of the warm-up; < 0: the size's (sizeWarmup)
 	Dropout   float64 // -1 keeps the size's
 	Seed      uint64
 	Sample    int    // tokens per sample
@@ -136,7 +148,48 @@ type Model struct {
 	step    *nn.StepCapture
 	samples int
 	built   string
+
+	unigram  float64 // the unigram entropy of ids, nats per token
+	smooth   float64 // the training loss, smoothed (lossSmoothing)
+	steps    int     // steps taken
+	crossed  int     // the first step whose smoothed loss is below unigram; 0: none yet
+	crossMsg string  // what Train prints when it crosses
 }
+
+// lossSmoothing is the weight of the past in the smoothed training loss
+// (an exponential moving average over about ten steps, bias-corrected):
+// one batch's loss is noisy, and a single lucky batch below the unigram
+// entropy says little.
+const lossSmoothing = 0.9
+
+// UnigramEntropy is the entropy, in nats per token, of the tokens' own
+// frequencies in ids: the loss of the best model that ignores the context
+// (it predicts every token with its frequency). A language model's loss
+// below it shows that it uses the context.
+func UnigramEntropy(ids []int) float64 {
+	count := map[int]int{}
+	for _, id := range ids {
+		count[id]++
+	}
+	// summed in id order: the same bits on every run (a map's order is not)
+	n, h := float64(len(ids)), 0.0
+	for _, id := range slices.Sorted(maps.Keys(count)) {
+		p := float64(count[id]) / n
+		h -= p * math.Log(p)
+	}
+	return h
+}
+
+// sizeLR is each size's learning rate: GPT-3's (Brown et al. 2020, table
+// 2.1: 6e-4 at 125M, 3e-4 at 350M, 2.5e-4 at 760M, 2e-4 at 1.3B), which
+// nanoGPT and llm.c use for GPT-2 124M too; the small sizes learn at
+// 1e-3 (tested: examples/gpt2's TestUnigramCrossing).
+var sizeLR = map[string]float32{"tiny": 1e-3, "mini": 1e-3, "124M": 6e-4, "355M": 3e-4, "774M": 2.5e-4, "1558M": 2e-4}
+
+// sizeWarmup is each size's warm-up in steps: short, since a run here is
+// hundreds of steps, not GPT-2's hundreds of thousands; longer from 124M
+// up, whose first updates at the full rate are the least stable.
+var sizeWarmup = map[string]int{"tiny": 20, "mini": 20, "124M": 50, "355M": 50, "774M": 50, "1558M": 50}
 
 // New makes the model of o on dev: first the memory check (checkFits:
 // nothing is allocated for a size that does not fit), then the tokenizer
@@ -146,6 +199,12 @@ func New(dev *core.Device, o Options) (*Model, error) {
 	cfg, err := models.GPT2Size(o.Size)
 	if err != nil {
 		return nil, fmt.Errorf("gpt2: -size: %w", err)
+	}
+	defLR, okLR := sizeLR[o.Size]
+	defWarmup, okWarmup := sizeWarmup[o.Size]
+	if !okLR || !okWarmup {
+		// a size added to models.GPT2Sizes without its defaults here
+		return nil, fmt.Errorf("gpt2: size %s has no default learning rate or warm-up (sizeLR, sizeWarmup)", o.Size)
 	}
 	if o.Text == "" {
 		o.Text, o.TextName = models.KeeperText, "models.KeeperText"
@@ -182,6 +241,8 @@ func New(dev *core.Device, o Options) (*Model, error) {
 		return nil, fmt.Errorf("gpt2: %s is %d tokens, too short for -ctx %d: %w", o.TextName, len(m.ids), o.Ctx, err)
 	}
 	m.fixed = FixedBatch(m.ids, o.Batch, o.Ctx)
+	m.unigram = UnigramEntropy(m.ids)
+	m.built += fmt.Sprintf("unigram entropy of the training tokens: %.4f nats/token (the loss of a model that ignores the context)\n", m.unigram)
 	if err := dev.Seed(o.Seed); err != nil {
 		return nil, fmt.Errorf("gpt2: %w", err)
 	}
@@ -191,7 +252,22 @@ func New(dev *core.Device, o Options) (*Model, error) {
 	m.built += fmt.Sprintf("gpt2 %s on %s: %d layers, width %d, %d heads, context %d, vocabulary %d, dropout %g\n",
 		o.Size, dev, cfg.Layers, cfg.Dim, cfg.Heads, cfg.Context, cfg.Vocab, cfg.Dropout)
 	m.built += fmt.Sprintf("parameters: %d (%.1fs to initialise)", cfg.Params(), time.Since(start).Seconds())
-	opt := nn.WithSchedule(nn.NewAdamW(m.G.Params(), o.LR, 0.01), nn.LinearWarmup(20, 0.1))
+	lr, warmup := o.LR, o.Warmup
+	if lr < 0 {
+		lr = defLR
+	}
+	if warmup < 0 {
+		warmup = defWarmup
+	}
+	m.built += fmt.Sprintf("\nAdamW: lr %g after %d steps of warm-up, betas 0.9 and 0.95, weight decay 0.1, gradients clipped to norm 1", lr, warmup)
+	// GPT-3's and nanoGPT's AdamW: beta2 0.95 follows the loss faster
+	// than Adam's 0.999 in a short run
+	adam := nn.NewAdamW(m.G.Params(), lr, 0.1)
+	adam.Beta2 = 0.95
+	var opt nn.Optimizer = adam
+	if warmup > 0 {
+		opt = nn.WithSchedule(adam, nn.LinearWarmup(warmup, 0.1))
+	}
 	m.step = nn.CaptureStep(opt, func(in []*core.Tensor) *core.Tensor { return m.G.Loss(in[0], in[1]) })
 	m.step.MaxGradNorm = 1
 	return m, nil
@@ -201,10 +277,27 @@ func New(dev *core.Device, o Options) (*Model, error) {
 // "parameters: N" (app.Describer).
 func (m *Model) Built() string { return m.built }
 
-// Step runs one captured training step on the next batch.
+// Step runs one captured training step on the next batch, and notes the
+// first step whose smoothed loss is below the unigram entropy.
 func (m *Model) Step() (float32, error) {
 	x, y := m.batches.Next()
-	return m.step.Step(core.In(x, m.o.Batch, m.o.Ctx), core.In(y, m.o.Batch, m.o.Ctx))
+	l, err := m.step.Step(core.In(x, m.o.Batch, m.o.Ctx), core.In(y, m.o.Batch, m.o.Ctx))
+	if err != nil {
+		return l, err
+	}
+	m.steps++
+	m.smooth = lossSmoothing*m.smooth + (1-lossSmoothing)*float64(l)
+	if s := m.smoothed(); m.crossed == 0 && s < m.unigram {
+		m.crossed = m.steps
+		m.crossMsg = fmt.Sprintf("step %d: the smoothed training loss %.4f is below the unigram entropy %.4f", m.steps, s, m.unigram)
+	}
+	return l, nil
+}
+
+// smoothed is the smoothed training loss, bias-corrected (NaN before the
+// first step).
+func (m *Model) smoothed() float64 {
+	return m.smooth / (1 - math.Pow(lossSmoothing, float64(m.steps)))
 }
 
 // FixedBatch is the batch Eval measures: the inputs and targets of the
@@ -237,7 +330,14 @@ func (m *Model) Eval() (app.Metrics, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gpt2: fixed-batch loss: %w", err)
 	}
-	return app.Metrics{"fixed-batch loss": float64(l)}, nil
+	r := app.Metrics{"fixed-batch loss": float64(l), "unigram entropy": m.unigram}
+	if m.steps > 0 {
+		r["smoothed loss"] = m.smoothed()
+	}
+	if m.crossed > 0 {
+		r["step below unigram entropy"] = float64(m.crossed)
+	}
+	return r, nil
 }
 
 // outputPositions is how many positions of the fixed batch's first
@@ -338,6 +438,7 @@ func (m *Model) Load(r io.Reader) error {
 			return fmt.Errorf("gpt2: load: %s is %d tokens with the checkpoint's tokenizer, too short for -ctx %d: %w", m.o.TextName, len(ids), m.o.Ctx, err)
 		}
 		m.tok, m.ids, m.batches, m.how = tok, ids, b, "the checkpoint's"
+		m.unigram = UnigramEntropy(ids)
 		m.fixed = FixedBatch(ids, m.o.Batch, m.o.Ctx)
 		m.G.SampleVocab = tok.Size()
 	}
@@ -371,6 +472,10 @@ func Train(dev *core.Device, o Options, out io.Writer) error {
 		loss, err := m.Step()
 		if err != nil {
 			return fmt.Errorf("gpt2: step %d: %w", i, err)
+		}
+		if m.crossMsg != "" {
+			fmt.Fprintln(out, m.crossMsg)
+			m.crossMsg = ""
 		}
 		if i == 1 || i%every == 0 || i == o.Steps {
 			now := time.Now()
@@ -433,12 +538,16 @@ func tokenizer(o Options) (*bpe.Tokenizer, string, error) {
 		}
 		return tok, "read from " + o.VocabJSON + " and " + o.Merges, nil
 	}
-	tok, err := bpe.Train([]byte(o.Text), o.Vocab)
-	if err != nil {
-		return nil, "", fmt.Errorf("gpt2: -vocab: %w", err)
+	n := o.Vocab
+	if o.BPE > 0 {
+		n = min(n, o.BPE)
 	}
-	how := fmt.Sprintf("learned from the text, at most %d", o.Vocab)
-	if tok.Size() < o.Vocab {
+	tok, err := bpe.Train([]byte(o.Text), n)
+	if err != nil {
+		return nil, "", fmt.Errorf("gpt2: -vocab %d, -bpe %d: %w", o.Vocab, o.BPE, err)
+	}
+	how := fmt.Sprintf("learned from the text, at most %d", n)
+	if tok.Size() < n {
 		how += ": no pair repeats past that"
 	}
 	return tok, how, nil

@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -224,5 +225,91 @@ func TestOutputs(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("outputs after the checkpoint's round trip differ: %v... want %v...", got[:4], want[:4])
+	}
+}
+
+// TestUnigramEntropy: uniform over k tokens is ln k nats; one token
+// repeated, 0; frequencies 1/2, 1/4, 1/4 give 1.5 ln 2.
+func TestUnigramEntropy(t *testing.T) {
+	for _, c := range []struct {
+		ids  []int
+		want float64
+	}{
+		{[]int{0, 1, 2, 3, 4}, math.Log(5)},
+		{[]int{7, 7, 7}, 0},
+		{[]int{1, 1, 2, 3}, 1.5 * math.Log(2)},
+	} {
+		if got := UnigramEntropy(c.ids); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("UnigramEntropy(%v) = %g, want %g", c.ids, got, c.want)
+		}
+	}
+}
+
+// TestUnigramCrossing trains the tiny size with the size's learning rate
+// and warm-up (Options' -1s) on models.KeeperText until its smoothed loss
+// falls below the unigram entropy of the text's tokens - within 300 steps
+// - and checks that Eval and Train report the step. (On 4 MB of Go source,
+// the command's defaults crossed at step 137 of tiny on the cpu.)
+func TestUnigramCrossing(t *testing.T) {
+	dev := openDev(t)
+	o := Options{Size: "tiny", Vocab: 512, BPE: 512, Ctx: 32, Batch: 8, LR: -1, Warmup: -1, Dropout: -1, Seed: 1}
+	m, err := New(dev, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := UnigramEntropy(m.ids); m.unigram != want || !strings.Contains(m.Built(), fmt.Sprintf("unigram entropy of the training tokens: %.4f nats/token", want)) {
+		t.Errorf("unigram entropy %g, want %g, in Built:\n%s", m.unigram, want, m.Built())
+	}
+	if !strings.Contains(m.Built(), "AdamW: lr 0.001 after 20 steps of warm-up") {
+		t.Errorf("Built does not name tiny's lr and warm-up:\n%s", m.Built())
+	}
+	var first float32
+	for i := 1; i <= 300 && m.crossed == 0; i++ {
+		l, err := m.Step()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 {
+			first = l
+		}
+	}
+	if !(float64(first) > m.unigram+1) {
+		t.Fatalf("first loss %g, unigram entropy %g: want the untrained model well above it (the test shows nothing otherwise)", first, m.unigram)
+	}
+	if m.crossed == 0 {
+		t.Fatalf("the smoothed loss %g did not fall below the unigram entropy %g in 300 steps", m.smoothed(), m.unigram)
+	}
+	t.Logf("unigram entropy %.4f: the smoothed loss crossed it at step %d (first loss %.4f)", m.unigram, m.crossed, first)
+	mets, err := m.Eval()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mets["step below unigram entropy"] != float64(m.crossed) || !(mets["smoothed loss"] < m.unigram) || mets["unigram entropy"] != m.unigram {
+		t.Errorf("metrics %v: want the crossing step %d, the smoothed loss below the entropy %g", mets, m.crossed, m.unigram)
+	}
+	// Train says it on the step it happens
+	var out bytes.Buffer
+	o.Steps = m.crossed
+	if err := Train(dev, o, &out); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("step %d: the smoothed training loss", m.crossed); !strings.Contains(out.String(), want) {
+		t.Errorf("Train's output lacks %q:\n%s", want, out.String())
+	}
+}
+
+// TestSizeDefaults: every size has its learning rate and warm-up, and
+// 124M's are GPT-3's (6e-4) after 50 steps.
+func TestSizeDefaults(t *testing.T) {
+	for name := range models.GPT2Sizes {
+		if _, ok := sizeLR[name]; !ok {
+			t.Errorf("size %s has no sizeLR", name)
+		}
+		if _, ok := sizeWarmup[name]; !ok {
+			t.Errorf("size %s has no sizeWarmup", name)
+		}
+	}
+	if sizeLR["124M"] != 6e-4 || sizeWarmup["124M"] != 50 {
+		t.Errorf("124M: lr %g, warm-up %d: want 6e-4 and 50", sizeLR["124M"], sizeWarmup["124M"])
 	}
 }
