@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/ag-go/ag/backend"
@@ -512,73 +513,133 @@ func Pad(x *Tensor, mode PadMode, value float32, pads ...int) *Tensor {
 // (-0 and +0 are equal), and NaN sorts as the largest value (last
 // ascending, first descending; NaNs among themselves by index).
 //
-// It is a composite: each element's rank is the count of the elements of
-// its row that go before it (an n x n comparison per row of n), and a
-// scatter of the indices to their ranks. That is O(n^2) work and memory
-// per row: fine for rows up to a few thousand, not beyond (the axis must
-// be shorter than 2^24, as ArgMax's).
+// It is a composite: a bitonic sorting network over the row padded to a
+// power of two P, log2(P)(log2(P)+1)/2 stages, each a gather of every
+// element's partner (a Constant permutation), an exact comparison and a
+// select. That is O(n log^2 n) work and O(n) memory per row of n (the
+// axis must be at most 2^20 long, for the sort keys to stay exact in f32).
 func Argsort(x *Tensor, axis int, descending bool) *Tensor {
 	axis = argAxis("Argsort", x, axis)
+	if n := x.shape[axis]; n > maxSortLen {
+		panic(fmt.Sprintf("core.Argsort: %d elements along axis %d of %v: at most %d sort (the keys are exact in f32 up to there)", n, axis, x.shape, maxSortLen))
+	}
 	defer x.dev.composite("Argsort")()
-	return alongLast(detach("Argsort", x), axis, func(x *Tensor) *Tensor {
+	return alongFront(detach("Argsort", x), axis, func(x *Tensor) *Tensor {
 		return argsortRows(x, descending)
 	})
 }
 
-// argsortRows is Argsort along the last axis.
+// maxSortLen is the longest axis Argsort sorts: its keys reach 12 times
+// the padded length, which must stay below 2^24.
+const maxSortLen = 1 << 20
+
+// argsortRows is Argsort along the first axis.
+//
+// Each element carries three keys, compared in order: its group g (-1,
+// 0, 1 for -Inf, finite, +Inf; NaN beyond the infinities, 2 ascending or
+// -2 descending; 3 for the padding, which sorts last and is dropped), its
+// value clamped to the finite range, and its index. The group and the
+// index share one exact whole number t = W*g + index (W = 2P > any index
+// difference), and the values are compared as cmpSign does (the
+// difference of the clamped values plus that of the values times 2^64,
+// normal where the first is subnormal), so the order is Greater's exactly.
+// Descending sorts the negated values ascending, which keeps ties in
+// index order.
 func argsortRows(x *Tensor, descending bool) *Tensor {
-	n := x.shape[x.Rank()-1]
+	n := x.shape[0]
 	if n == 1 {
 		return x.dev.Full(0, x.shape...)
 	}
-	b := x.Len() / n
-	checkShape("Argsort", []int{b, n, n})
-	// order is the sign of x_j - x_i (cmpSign, Greater's comparison, on
-	// the values with NaN as 0) plus 8 times nan(x_j) - nan(x_i), which
-	// outweighs it (|cmpSign| <= 3): NaN the largest, two NaNs equal.
+	b, shape := x.Len()/n, x.shape
+	x = Reshape(x, n, b)
+	p := 1
+	for p < n {
+		p *= 2
+	}
+	w := float32(2 * p)
 	nan := isNaN(x)
-	clean := keep(Affine(nan, -1, 1), x)
-	order := Add(cmpSign("Argsort", Reshape(clean, b, 1, n), Reshape(clean, b, n, 1)),
-		Scale(Sub(Reshape(nan, b, 1, n), Reshape(nan, b, n, 1)), 8))
-	// x_j goes before x_i when it orders first, or on a tie when j < i:
-	// half a unit from the triangle j < i breaks ties, and one comparison
-	// of the sum decides.
-	tri := x.dev.constant(fmt.Sprintf("argsort ties %d %v", n, descending), func() []float32 {
-		v := make([]float32, n*n)
-		for i := range n {
-			for j := range i {
-				v[i*n+j] = 0.5
-				if !descending {
-					v[i*n+j] = -0.5
+	c := keep(Affine(nan, -1, 1), x) // NaN as -0, its place set by g
+	nanGroup := float32(2)
+	if descending {
+		c, nanGroup = Neg(c), -2
+	}
+	a := Clamp(c, -maxF32, maxF32)
+	g := Add(Sign(Sub(c, a)), Scale(nan, nanGroup))
+	iota := x.dev.constant(fmt.Sprintf("argsort iota %d", n), func() []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(i)
+		}
+		return v
+	}, n, 1)
+	t := Add(Scale(g, w), iota)
+	if p > n {
+		pad := x.dev.constant(fmt.Sprintf("argsort pad %d %d", n, p), func() []float32 {
+			v := make([]float32, p-n)
+			for i := range v {
+				v[i] = 3*w + float32(n+i)
+			}
+			return v
+		}, p-n, 1)
+		zeros := x.dev.Full(0, p-n, b)
+		a = ConcatRows(a, zeros)
+		t = ConcatRows(t, Add(zeros, pad))
+	}
+	fa := Clamp(Scale(a, 0x1p64), -maxF32, maxF32)
+	// Bitonic merge stages: in stage (k, j) element i meets i^j; it keeps
+	// the smaller of the two when it is the lower of the pair (i&j == 0)
+	// in an ascending block (i&k == 0) or the upper in a descending one,
+	// else the larger: the sign of the comparison times bitSign(j) times
+	// bitSign(k) says whether it takes its partner.
+	for k := 2; k <= p; k *= 2 {
+		for j := k / 2; j >= 1; j /= 2 {
+			perm := x.dev.constant(fmt.Sprintf("argsort xor %d of %d", j, p), func() []float32 {
+				v := make([]float32, p)
+				for i := range v {
+					v[i] = float32(i ^ j)
 				}
+				return v
+			}, p)
+			pt, pa, pfa := Gather(t, perm), Gather(a, perm), Gather(fa, perm)
+			d := Sub(pt, t)
+			// s < 0 where the partner orders before this element: the
+			// group-and-index difference d, outweighed (but for the
+			// group) by P times the sign of the value comparison.
+			s := Add(d, Scale(Sign(Add(Sub(pa, a), Sub(pfa, fa))), float32(p)))
+			s = Mul(s, bitSign(x.dev, j, p))
+			if k < p {
+				s = Mul(s, bitSign(x.dev, k, p))
+			}
+			take := inside(s, float32(math.Inf(-1)), -0.5)
+			stay := Affine(take, -1, 1)
+			t = Add(t, Mul(take, d)) // whole numbers: exact
+			a = Add(keep(take, pa), keep(stay, a))
+			fa = Add(keep(take, pfa), keep(stay, fa))
+		}
+	}
+	// The first n hold the elements (the padding sorted last): the index
+	// is t - W*g, with g counted back from thresholds of t.
+	t = SliceRows(t, 0, n)
+	g = x.dev.Full(-2, n, b)
+	for grp := -1; grp <= 2; grp++ {
+		g = Add(g, inside(t, float32(grp)*w-0.5, inf))
+	}
+	return Reshape(Sub(t, Scale(g, w)), shape...)
+}
+
+// bitSign is the [p, 1] Constant that is -1 at the indices i with i&bit
+// set and 1 elsewhere.
+func bitSign(d *Device, bit, p int) *Tensor {
+	return d.constant(fmt.Sprintf("argsort bit %d of %d", bit, p), func() []float32 {
+		v := make([]float32, p)
+		for i := range v {
+			v[i] = 1
+			if i&bit != 0 {
+				v[i] = -1
 			}
 		}
 		return v
-	}, 1, n, n)
-	var before *Tensor
-	if descending {
-		before = inside(Add(order, tri), 0.25, 64)
-	} else {
-		before = inside(Add(order, tri), -64, -0.25)
-	}
-	rank := sumKeep("Argsort", before, 2) // [b, n, 1]
-	// Element i of row r lands at r*n + rank: a scatter of the indices i.
-	rowBase := x.dev.constant(fmt.Sprintf("argsort rows %d %d", b, n), func() []float32 {
-		v := make([]float32, b)
-		for r := range v {
-			v[r] = float32(r * n)
-		}
-		return v
-	}, b, 1, 1)
-	iota := x.dev.constant(fmt.Sprintf("argsort iota %d %d", b, n), func() []float32 {
-		v := make([]float32, b*n)
-		for k := range v {
-			v[k] = float32(k % n)
-		}
-		return v
-	}, b*n)
-	at := Reshape(Add(rank, rowBase), b*n)
-	return Reshape(scatterAddRows(iota, at, b*n), x.shape...)
+	}, p, 1)
 }
 
 // Sort returns x sorted along axis (negative counts from the end) and the
