@@ -89,6 +89,21 @@ func ExampleOneCycle() {
 	// Output: 0.0040 0.0520 0.1000 0.0950 0.0812 0.0611 0.0389 0.0188 0.0050 0.0000
 }
 
+func ExampleWithOneCycle() {
+	dev := openCPU()
+	defer dev.Close()
+	w := dev.Param([]float32{0}, 1)
+	// PyTorch's OneCycleLR(max_lr=0.1, total_steps=10) on Adam: the rate
+	// as OneCycle, beta1 cycled from 0.95 down to 0.85 and back.
+	opt := nn.WithOneCycle(nn.NewAdam([]*core.Tensor{w}, 0.1), 10, nn.OneCycleOptions{})
+	for step := 1; step <= 10; step++ {
+		h := opt.Hyper(step)
+		fmt.Printf("%.3f/%.3f ", h[0], h[1]) // lr/beta1
+	}
+	fmt.Println()
+	// Output: 0.004/0.950 0.052/0.900 0.100/0.850 0.095/0.855 0.081/0.869 0.061/0.889 0.039/0.911 0.019/0.931 0.005/0.945 0.000/0.950
+}
+
 func ExampleReduceLROnPlateau() {
 	plateau := nn.NewReduceLROnPlateau(0.1)
 	plateau.Patience = 1
