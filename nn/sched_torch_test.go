@@ -87,7 +87,9 @@ func TestOneCycleMomentumMatchesTorch(t *testing.T) {
 	}
 	checkPanics(t, []panicCase{
 		{"no momentum", "nn.WithOneCycle: optimizer *nn.Adagrad has no momentum to cycle",
-			func() { WithOneCycle(NewAdagrad([]*core.Tensor{dev.Param([]float32{0}, 1)}, 0.1), 10, OneCycleOptions{}) }},
+			func() {
+				WithOneCycle(NewAdagrad([]*core.Tensor{dev.Param([]float32{0}, 1)}, 0.1), 10, OneCycleOptions{})
+			}},
 		{"base above max", "nn.OneCycleMomentum: base momentum 0.9, max momentum 0.8",
 			func() { OneCycleMomentum(10, OneCycleOptions{BaseMomentum: 0.9, MaxMomentum: 0.8}) }},
 		{"max 1", "want 0 <= base <= max < 1", func() { OneCycleMomentum(10, OneCycleOptions{MaxMomentum: 1}) }},
