@@ -18,7 +18,8 @@
 //     ExponentialLR, CosineAnnealing, CosineAnnealingWarmRestarts,
 //     LinearWarmup, WarmupCosine, OneCycle, Sequence, Chain;
 //     WithOneCycle, which also cycles the momentum as PyTorch's OneCycleLR;
-//     ReduceLROnPlateau, fed a metric each epoch); EMA, a moving average
+//     ReduceLROnPlateau, fed a metric each epoch, whose state
+//     WithReduceLROnPlateau keeps in state files); EMA, a moving average
 //     of the weights to evaluate with; ClipGradNorm for
 //     clipping in any step, CaptureStep for captured steps. Each updates
 //     the parameters that have a gradient: one frozen with

@@ -1,6 +1,7 @@
 package nn_test
 
 import (
+	"bytes"
 	"fmt"
 
 	"github.com/ag-go/ag/core"
@@ -116,6 +117,32 @@ func ExampleReduceLROnPlateau() {
 	}
 	fmt.Println()
 	// Output: 0.1 0.1 0.1 0.010000000000000002 0.010000000000000002 0.010000000000000002 0.0010000000000000002
+}
+
+func ExampleWithReduceLROnPlateau() {
+	dev := openCPU()
+	defer dev.Close()
+	w := dev.Param([]float32{0}, 1)
+	plateau := nn.NewReduceLROnPlateau(0.1)
+	plateau.Patience = 1
+	opt := nn.WithReduceLROnPlateau(nn.NewAdam([]*core.Tensor{w}, 0.1), plateau)
+	for _, valLoss := range []float64{1, 0.5, 0.5, 0.5} {
+		if _, err := plateau.Step(valLoss); err != nil {
+			panic(err)
+		}
+	}
+	// The state file carries the scheduler's state: a fresh one resumes.
+	var file bytes.Buffer
+	if err := nn.SaveState(&file, nn.Sequential{&nn.Linear{W: w}}, opt); err != nil {
+		panic(err)
+	}
+	resumed := nn.NewReduceLROnPlateau(0.1)
+	opt2 := nn.WithReduceLROnPlateau(nn.NewAdam([]*core.Tensor{w}, 0.1), resumed)
+	if err := nn.LoadState(&file, nn.Sequential{&nn.Linear{W: w}}, opt2); err != nil {
+		panic(err)
+	}
+	fmt.Printf("%.3g %v\n", resumed.LR(), resumed.ScheduleState()["best"])
+	// Output: 0.01 0.5
 }
 
 func ExampleCaptureStepAccumulated() {

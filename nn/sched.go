@@ -166,6 +166,24 @@ type Scheduled struct {
 	// not a factor; OneCycleMomentum), which replaces the optimizer's own
 	// in its hyperparameters: the optimizer must be a MomentumHyperer.
 	Momentum Schedule
+	// State, unless nil, is the scheduler whose state the schedule reads
+	// (WithReduceLROnPlateau sets it): SaveState writes it with the
+	// wrapped optimizer's state and LoadState restores it.
+	State StatefulSchedule
+}
+
+// StatefulSchedule is a scheduler whose state is more than the step count
+// (ReduceLROnPlateau), kept in state files through Scheduled.State.
+type StatefulSchedule interface {
+	// ScheduleKind names it in state files.
+	ScheduleKind() string
+	// ScheduleState returns its state as named values (±Inf allowed).
+	ScheduleState() map[string]float64
+	// CheckScheduleState reports whether a state can be set, naming the
+	// first value that cannot; LoadState asks before it changes anything.
+	CheckScheduleState(map[string]float64) error
+	// SetScheduleState sets a state, changing nothing if it is refused.
+	SetScheduleState(map[string]float64) error
 }
 
 // MomentumHyperer is implemented by optimizers with a momentum that
