@@ -516,7 +516,7 @@ func Pad(x *Tensor, mode PadMode, value float32, pads ...int) *Tensor {
 // It is a composite: a bitonic sorting network over the row padded to a
 // power of two P, log2(P)(log2(P)+1)/2 stages, each a gather of every
 // element's partner (a Constant permutation), an exact comparison and a
-// select. That is O(n log^2 n) work and O(n) memory per row of n (the
+// select, about 20 elementwise ops. That is O(n log^2 n) work and O(n) memory per row of n (the
 // axis must be at most 2^20 long, for the sort keys to stay exact in f32).
 func Argsort(x *Tensor, axis int, descending bool) *Tensor {
 	axis = argAxis("Argsort", x, axis)
@@ -529,22 +529,31 @@ func Argsort(x *Tensor, axis int, descending bool) *Tensor {
 	})
 }
 
-// maxSortLen is the longest axis Argsort sorts: its keys reach 12 times
-// the padded length, which must stay below 2^24.
+// maxSortLen is the longest axis Argsort sorts: its keys' differences
+// reach 11 times the padded length, which must stay below 2^24.
 const maxSortLen = 1 << 20
 
 // argsortRows is Argsort along the first axis.
 //
-// Each element carries three keys, compared in order: its group g (-1,
-// 0, 1 for -Inf, finite, +Inf; NaN beyond the infinities, 2 ascending or
-// -2 descending; 3 for the padding, which sorts last and is dropped), its
-// value clamped to the finite range, and its index. The group and the
-// index share one exact whole number t = W*g + index (W = 2P > any index
-// difference), and the values are compared as cmpSign does (the
-// difference of the clamped values plus that of the values times 2^64,
-// normal where the first is subnormal), so the order is Greater's exactly.
-// Descending sorts the negated values ascending, which keeps ties in
-// index order.
+// Each element carries an order key of three parts, compared in turn: its
+// value, as two finite f32 numbers v1 and v2 (below), its group g (-1, 0,
+// 1 for -Inf, finite, +Inf; NaN beyond the infinities, 2 ascending or -2
+// descending; 3 for the padding, which sorts last and is dropped), and
+// its index. The group and the index share one exact whole number t =
+// W*g + index (W = 2P > any index difference). Descending sorts the
+// negated values ascending, which keeps ties in index order.
+//
+// The value a (clamped to the finite range; ±maxF32 at NaN and the
+// padding, in the direction of their group, so that the value never
+// contradicts the group) is held as v1 = a*2^-24 and v2 = a*2^64 clamped
+// to ±2^126: the two differences have the sign of a's (or are 0), their
+// sum is finite, and it is 0 only where a equals its partner (±0 equal)
+// and at least 2^-85 in size elsewhere (v2's where both are below 2^62,
+// so no subnormal difference is flushed; v1's above). Comparing the sum
+// plus (difference of t)*2^-110, which is at most 2^-86 in size and never
+// subnormal, orders by value, then group, then index: the order of
+// cmpSign (Greater) exactly, in finite arithmetic every device agrees on.
+// The select is take*partner + (1-take)*self, exact for finite values.
 func argsortRows(x *Tensor, descending bool) *Tensor {
 	n := x.shape[0]
 	if n == 1 {
@@ -558,13 +567,14 @@ func argsortRows(x *Tensor, descending bool) *Tensor {
 	}
 	w := float32(2 * p)
 	nan := isNaN(x)
-	c := keep(Affine(nan, -1, 1), x) // NaN as -0, its place set by g
-	nanGroup := float32(2)
+	c := keep(Affine(nan, -1, 1), x) // NaN as -0, its place set below
+	nanGroup, nanValue := float32(2), float32(maxF32)
 	if descending {
-		c, nanGroup = Neg(c), -2
+		c, nanGroup, nanValue = Neg(c), -2, -maxF32
 	}
 	a := Clamp(c, -maxF32, maxF32)
 	g := Add(Sign(Sub(c, a)), Scale(nan, nanGroup))
+	a = Add(a, Scale(nan, nanValue))
 	iota := x.dev.constant(fmt.Sprintf("argsort iota %d", n), func() []float32 {
 		v := make([]float32, n)
 		for i := range v {
@@ -573,6 +583,8 @@ func argsortRows(x *Tensor, descending bool) *Tensor {
 		return v
 	}, n, 1)
 	t := Add(Scale(g, w), iota)
+	v1 := Scale(a, 0x1p-24)
+	v2 := Clamp(Scale(a, 0x1p64), -0x1p126, 0x1p126)
 	if p > n {
 		pad := x.dev.constant(fmt.Sprintf("argsort pad %d %d", n, p), func() []float32 {
 			v := make([]float32, p-n)
@@ -581,16 +593,15 @@ func argsortRows(x *Tensor, descending bool) *Tensor {
 			}
 			return v
 		}, p-n, 1)
-		zeros := x.dev.Full(0, p-n, b)
-		a = ConcatRows(a, zeros)
-		t = ConcatRows(t, Add(zeros, pad))
+		t = ConcatRows(t, Add(x.dev.Full(0, p-n, b), pad))
+		v1 = ConcatRows(v1, x.dev.Full(maxF32*0x1p-24, p-n, b))
+		v2 = ConcatRows(v2, x.dev.Full(0x1p126, p-n, b))
 	}
-	fa := Clamp(Scale(a, 0x1p64), -maxF32, maxF32)
 	// Bitonic merge stages: in stage (k, j) element i meets i^j; it keeps
 	// the smaller of the two when it is the lower of the pair (i&j == 0)
 	// in an ascending block (i&k == 0) or the upper in a descending one,
-	// else the larger: the sign of the comparison times bitSign(j) times
-	// bitSign(k) says whether it takes its partner.
+	// else the larger: the comparison times bitSign(j) times bitSign(k) is
+	// negative where it takes its partner.
 	for k := 2; k <= p; k *= 2 {
 		for j := k / 2; j >= 1; j /= 2 {
 			perm := x.dev.constant(fmt.Sprintf("argsort xor %d of %d", j, p), func() []float32 {
@@ -600,21 +611,18 @@ func argsortRows(x *Tensor, descending bool) *Tensor {
 				}
 				return v
 			}, p)
-			pt, pa, pfa := Gather(t, perm), Gather(a, perm), Gather(fa, perm)
+			pt, p1, p2 := Gather(t, perm), Gather(v1, perm), Gather(v2, perm)
 			d := Sub(pt, t)
-			// s < 0 where the partner orders before this element: the
-			// group-and-index difference d, outweighed (but for the
-			// group) by P times the sign of the value comparison.
-			s := Add(d, Scale(Sign(Add(Sub(pa, a), Sub(pfa, fa))), float32(p)))
+			s := Add(Add(Sub(p1, v1), Sub(p2, v2)), Scale(d, 0x1p-110))
 			s = Mul(s, bitSign(x.dev, j, p))
 			if k < p {
 				s = Mul(s, bitSign(x.dev, k, p))
 			}
-			take := inside(s, float32(math.Inf(-1)), -0.5)
+			take := inside(s, float32(math.Inf(-1)), 0) // s is finite and never 0
 			stay := Affine(take, -1, 1)
 			t = Add(t, Mul(take, d)) // whole numbers: exact
-			a = Add(keep(take, pa), keep(stay, a))
-			fa = Add(keep(take, pfa), keep(stay, fa))
+			v1 = Add(Mul(take, p1), Mul(stay, v1))
+			v2 = Add(Mul(take, p2), Mul(stay, v2))
 		}
 	}
 	// The first n hold the elements (the padding sorted last): the index

@@ -131,21 +131,31 @@ func TestTensorOpsDevice(t *testing.T) {
 			return got[row*C+i]
 		}
 		for _, desc := range []bool{false, true} {
-			ai := core.Argsort(in, sz.axis, desc)
+			// Each is a sorting network of its own: the long rows (slow on
+			// lavapipe) get Sort only, which is Argsort and a gather.
 			vals, ti := core.Sort(in, sz.axis, desc)
-			_, ki := core.TopK(in, C/3, sz.axis, desc)
-			if err := dev.Sync(ai, vals, ti, ki); err != nil {
+			ai, ki := ti, (*core.Tensor)(nil)
+			ts := []*core.Tensor{vals, ti}
+			if C < 1000 {
+				ai = core.Argsort(in, sz.axis, desc)
+				_, ki = core.TopK(in, C/3, sz.axis, desc)
+				ts = append(ts, ai, ki)
+			}
+			if err := dev.Sync(ts...); err != nil {
 				t.Fatal(err)
 			}
 			var got [4][]float32
 			for k, x := range []*core.Tensor{ai, vals, ti, ki} {
+				if x == nil {
+					continue
+				}
 				var err error
 				if got[k], err = x.Data(); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if !slices.Equal(ai.Shape(), shape) {
-				t.Errorf("Argsort %v: shape %v, want %v", sz, ai.Shape(), shape)
+			if !slices.Equal(ti.Shape(), shape) {
+				t.Errorf("Sort %v: shape %v, want %v", sz, ti.Shape(), shape)
 			}
 			for row := range R {
 				v := av[row*C : (row+1)*C]
@@ -174,7 +184,7 @@ func TestTensorOpsDevice(t *testing.T) {
 						t.Errorf("Sort %v (descending %v) row %d position %d: index %g (Argsort %g), value %g, want %d, %g", sz, desc, row, i, gs, gi, gv, w, wv)
 						break
 					}
-					if i < C/3 {
+					if ki != nil && i < C/3 {
 						var gk float32
 						if sz.axis == 0 {
 							gk = got[3][i*R+row]
