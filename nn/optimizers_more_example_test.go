@@ -119,6 +119,16 @@ func ExampleReduceLROnPlateau() {
 	// Output: 0.1 0.1 0.1 0.010000000000000002 0.010000000000000002 0.010000000000000002 0.0010000000000000002
 }
 
+func ExampleOneCycleMomentum() {
+	// The momentum of PyTorch's OneCycleLR over 5 updates, three-phase.
+	m := nn.OneCycleMomentum(5, nn.OneCycleOptions{ThreePhase: true, PctStart: 0.4})
+	for t := range 5 {
+		fmt.Printf("%.3f ", m(t))
+	}
+	fmt.Println()
+	// Output: 0.950 0.850 0.950 0.950 0.950
+}
+
 func ExampleWithReduceLROnPlateau() {
 	dev := openCPU()
 	defer dev.Close()
