@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/ag-go/ag/backend"
@@ -512,73 +513,141 @@ func Pad(x *Tensor, mode PadMode, value float32, pads ...int) *Tensor {
 // (-0 and +0 are equal), and NaN sorts as the largest value (last
 // ascending, first descending; NaNs among themselves by index).
 //
-// It is a composite: each element's rank is the count of the elements of
-// its row that go before it (an n x n comparison per row of n), and a
-// scatter of the indices to their ranks. That is O(n^2) work and memory
-// per row: fine for rows up to a few thousand, not beyond (the axis must
-// be shorter than 2^24, as ArgMax's).
+// It is a composite: a bitonic sorting network over the row padded to a
+// power of two P, log2(P)(log2(P)+1)/2 stages, each a gather of every
+// element's partner (a Constant permutation), an exact comparison and a
+// select, about 20 elementwise ops. That is O(n log^2 n) work and O(n) memory per row of n (the
+// axis must be at most 2^20 long, for the sort keys to stay exact in f32).
 func Argsort(x *Tensor, axis int, descending bool) *Tensor {
 	axis = argAxis("Argsort", x, axis)
+	if n := x.shape[axis]; n > maxSortLen {
+		panic(fmt.Sprintf("core.Argsort: %d elements along axis %d of %v: at most %d sort (the keys are exact in f32 up to there)", n, axis, x.shape, maxSortLen))
+	}
 	defer x.dev.composite("Argsort")()
-	return alongLast(detach("Argsort", x), axis, func(x *Tensor) *Tensor {
+	return alongFront(detach("Argsort", x), axis, func(x *Tensor) *Tensor {
 		return argsortRows(x, descending)
 	})
 }
 
-// argsortRows is Argsort along the last axis.
+// maxSortLen is the longest axis Argsort sorts: its keys' differences
+// reach 11 times the padded length, which must stay below 2^24.
+const maxSortLen = 1 << 20
+
+// argsortRows is Argsort along the first axis.
+//
+// Each element carries an order key of three parts, compared in turn: its
+// value, as two finite f32 numbers v1 and v2 (below), its group g (-1, 0,
+// 1 for -Inf, finite, +Inf; NaN beyond the infinities, 2 ascending or -2
+// descending; 3 for the padding, which sorts last and is dropped), and
+// its index. The group and the index share one exact whole number t =
+// W*g + index (W = 2P > any index difference). Descending sorts the
+// negated values ascending, which keeps ties in index order.
+//
+// The value a (clamped to the finite range; ±maxF32 at NaN and the
+// padding, in the direction of their group, so that the value never
+// contradicts the group) is held as v1 = a*2^-24 and v2 = a*2^64 clamped
+// to ±2^126: the two differences have the sign of a's (or are 0), their
+// sum is finite, and it is 0 only where a equals its partner (±0 equal)
+// and at least 2^-85 in size elsewhere (v2's where both are below 2^62,
+// so no subnormal difference is flushed; v1's above). Comparing the sum
+// plus (difference of t)*2^-110, which is at most 2^-86 in size and never
+// subnormal, orders by value, then group, then index: the order of
+// cmpSign (Greater) exactly, in finite arithmetic every device agrees on.
+// The select is take*partner + (1-take)*self, exact for finite values.
 func argsortRows(x *Tensor, descending bool) *Tensor {
-	n := x.shape[x.Rank()-1]
+	n := x.shape[0]
 	if n == 1 {
 		return x.dev.Full(0, x.shape...)
 	}
-	b := x.Len() / n
-	checkShape("Argsort", []int{b, n, n})
-	// order is the sign of x_j - x_i (cmpSign, Greater's comparison, on
-	// the values with NaN as 0) plus 8 times nan(x_j) - nan(x_i), which
-	// outweighs it (|cmpSign| <= 3): NaN the largest, two NaNs equal.
+	b, shape := x.Len()/n, x.shape
+	x = Reshape(x, n, b)
+	p := 1
+	for p < n {
+		p *= 2
+	}
+	w := float32(2 * p)
 	nan := isNaN(x)
-	clean := keep(Affine(nan, -1, 1), x)
-	order := Add(cmpSign("Argsort", Reshape(clean, b, 1, n), Reshape(clean, b, n, 1)),
-		Scale(Sub(Reshape(nan, b, 1, n), Reshape(nan, b, n, 1)), 8))
-	// x_j goes before x_i when it orders first, or on a tie when j < i:
-	// half a unit from the triangle j < i breaks ties, and one comparison
-	// of the sum decides.
-	tri := x.dev.constant(fmt.Sprintf("argsort ties %d %v", n, descending), func() []float32 {
-		v := make([]float32, n*n)
-		for i := range n {
-			for j := range i {
-				v[i*n+j] = 0.5
-				if !descending {
-					v[i*n+j] = -0.5
+	c := keep(Affine(nan, -1, 1), x) // NaN as -0, its place set below
+	nanGroup, nanValue := float32(2), float32(maxF32)
+	if descending {
+		c, nanGroup, nanValue = Neg(c), -2, -maxF32
+	}
+	a := Clamp(c, -maxF32, maxF32)
+	g := Add(Sign(Sub(c, a)), Scale(nan, nanGroup))
+	a = Add(a, Scale(nan, nanValue))
+	iota := x.dev.constant(fmt.Sprintf("argsort iota %d", n), func() []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(i)
+		}
+		return v
+	}, n, 1)
+	t := Add(Scale(g, w), iota)
+	v1 := Scale(a, 0x1p-24)
+	v2 := Clamp(Scale(a, 0x1p64), -0x1p126, 0x1p126)
+	if p > n {
+		pad := x.dev.constant(fmt.Sprintf("argsort pad %d %d", n, p), func() []float32 {
+			v := make([]float32, p-n)
+			for i := range v {
+				v[i] = 3*w + float32(n+i)
+			}
+			return v
+		}, p-n, 1)
+		t = ConcatRows(t, Add(x.dev.Full(0, p-n, b), pad))
+		v1 = ConcatRows(v1, x.dev.Full(maxF32*0x1p-24, p-n, b))
+		v2 = ConcatRows(v2, x.dev.Full(0x1p126, p-n, b))
+	}
+	// Bitonic merge stages: in stage (k, j) element i meets i^j; it keeps
+	// the smaller of the two when it is the lower of the pair (i&j == 0)
+	// in an ascending block (i&k == 0) or the upper in a descending one,
+	// else the larger: the comparison times bitSign(j) times bitSign(k) is
+	// negative where it takes its partner.
+	for k := 2; k <= p; k *= 2 {
+		for j := k / 2; j >= 1; j /= 2 {
+			perm := x.dev.constant(fmt.Sprintf("argsort xor %d of %d", j, p), func() []float32 {
+				v := make([]float32, p)
+				for i := range v {
+					v[i] = float32(i ^ j)
 				}
+				return v
+			}, p)
+			pt, p1, p2 := Gather(t, perm), Gather(v1, perm), Gather(v2, perm)
+			d := Sub(pt, t)
+			s := Add(Add(Sub(p1, v1), Sub(p2, v2)), Scale(d, 0x1p-110))
+			s = Mul(s, bitSign(x.dev, j, p))
+			if k < p {
+				s = Mul(s, bitSign(x.dev, k, p))
+			}
+			take := inside(s, float32(math.Inf(-1)), 0) // s is finite and never 0
+			stay := Affine(take, -1, 1)
+			t = Add(t, Mul(take, d)) // whole numbers: exact
+			v1 = Add(Mul(take, p1), Mul(stay, v1))
+			v2 = Add(Mul(take, p2), Mul(stay, v2))
+		}
+	}
+	// The first n hold the elements (the padding sorted last): the index
+	// is t - W*g, with g counted back from thresholds of t.
+	t = SliceRows(t, 0, n)
+	g = x.dev.Full(-2, n, b)
+	for grp := -1; grp <= 2; grp++ {
+		g = Add(g, inside(t, float32(grp)*w-0.5, inf))
+	}
+	return Reshape(Sub(t, Scale(g, w)), shape...)
+}
+
+// bitSign is the [p, 1] Constant that is -1 at the indices i with i&bit
+// set and 1 elsewhere.
+func bitSign(d *Device, bit, p int) *Tensor {
+	return d.constant(fmt.Sprintf("argsort bit %d of %d", bit, p), func() []float32 {
+		v := make([]float32, p)
+		for i := range v {
+			v[i] = 1
+			if i&bit != 0 {
+				v[i] = -1
 			}
 		}
 		return v
-	}, 1, n, n)
-	var before *Tensor
-	if descending {
-		before = inside(Add(order, tri), 0.25, 64)
-	} else {
-		before = inside(Add(order, tri), -64, -0.25)
-	}
-	rank := sumKeep("Argsort", before, 2) // [b, n, 1]
-	// Element i of row r lands at r*n + rank: a scatter of the indices i.
-	rowBase := x.dev.constant(fmt.Sprintf("argsort rows %d %d", b, n), func() []float32 {
-		v := make([]float32, b)
-		for r := range v {
-			v[r] = float32(r * n)
-		}
-		return v
-	}, b, 1, 1)
-	iota := x.dev.constant(fmt.Sprintf("argsort iota %d %d", b, n), func() []float32 {
-		v := make([]float32, b*n)
-		for k := range v {
-			v[k] = float32(k % n)
-		}
-		return v
-	}, b*n)
-	at := Reshape(Add(rank, rowBase), b*n)
-	return Reshape(scatterAddRows(iota, at, b*n), x.shape...)
+	}, p, 1)
 }
 
 // Sort returns x sorted along axis (negative counts from the end) and the

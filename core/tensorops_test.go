@@ -3,6 +3,8 @@ package core
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -76,6 +78,8 @@ func TestTensorOpsPanics(t *testing.T) {
 		{"topk-k", "core.TopK: k = 5 for axis 2 of shape [2 3 4], want 1..4", func() { TopK(x, 5, -1, true) }},
 		{"topk-zero", "core.TopK: k = 0 for axis 0 of shape [2 3 4], want 1..2", func() { TopK(x, 0, 0, true) }},
 		{"argsort-axis", "core.Argsort: axis -4 out of range for shape [2 3 4]", func() { Argsort(x, -4, false) }},
+		{"argsort-long", "core.Argsort: 1048577 elements along axis 1 of [1 1048577]: at most 1048576 sort",
+			func() { Argsort(x.dev.Full(0, 1, 1<<20+1), -1, false) }},
 	} {
 		func() {
 			defer func() {
@@ -86,5 +90,56 @@ func TestTensorOpsPanics(t *testing.T) {
 			}()
 			c.f()
 		}()
+	}
+}
+
+// TestArgsortLengths sorts rows of every length 1..70 (powers of two and
+// the lengths between, padded), both ways, with ties, -0 and +0, NaN,
+// infinities and the largest finite values, against a stable host sort.
+func TestArgsortLengths(t *testing.T) {
+	dev := open(t)
+	r := rand.New(rand.NewPCG(1, 2))
+	pick := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.Copysign(0, -1)), 0, maxF32, -maxF32, 1, -1, 0.5}
+	for n := 1; n <= 70; n++ {
+		const rows = 3
+		v := make([]float32, rows*n)
+		for i := range v {
+			v[i] = pick[r.IntN(len(pick))]
+		}
+		for _, desc := range []bool{false, true} {
+			got, err := Argsort(dev.Tensor(v, rows, n), 1, desc).Data()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for row := range rows {
+				x := v[row*n : (row+1)*n]
+				want := make([]int, n)
+				for i := range want {
+					want[i] = i
+				}
+				// before: x[a] goes before x[b] (NaN the largest).
+				before := func(a, b float32) bool {
+					if desc {
+						a, b = b, a
+					}
+					return a < b || a == a && b != b
+				}
+				slices.SortStableFunc(want, func(i, j int) int {
+					switch {
+					case before(x[i], x[j]):
+						return -1
+					case before(x[j], x[i]):
+						return 1
+					}
+					return 0
+				})
+				for i, w := range want {
+					if got[row*n+i] != float32(w) {
+						t.Errorf("n %d descending %v row %d: %v, want %v (values %v)", n, desc, row, got[row*n:(row+1)*n], want, x)
+						break
+					}
+				}
+			}
+		}
 	}
 }

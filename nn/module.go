@@ -17,7 +17,9 @@
 //     parameter groups; WithSchedule for learning-rate schedules (StepLR,
 //     ExponentialLR, CosineAnnealing, CosineAnnealingWarmRestarts,
 //     LinearWarmup, WarmupCosine, OneCycle, Sequence, Chain;
-//     ReduceLROnPlateau, fed a metric each epoch); EMA, a moving average
+//     WithOneCycle, which also cycles the momentum as PyTorch's OneCycleLR;
+//     ReduceLROnPlateau, fed a metric each epoch, whose state
+//     WithReduceLROnPlateau keeps in state files); EMA, a moving average
 //     of the weights to evaluate with; ClipGradNorm for
 //     clipping in any step, CaptureStep for captured steps. Each updates
 //     the parameters that have a gradient: one frozen with

@@ -141,11 +141,15 @@ func (o *SGD) Step() error {
 // Hyper returns [lr, momentum, weight decay]; with Nesterov, followed by
 // the hyperparameters of its two fused ops: [1, 0, 1-momentum] (the
 // velocity's) and [lr, 0, 0] (the weights').
-func (o *SGD) Hyper(int) []float32 {
+func (o *SGD) Hyper(step int) []float32 { return o.HyperMomentum(step, float64(o.Momentum)) }
+
+// HyperMomentum is Hyper with momentum m (Scheduled.Momentum).
+func (o *SGD) HyperMomentum(_ int, m float64) []float32 {
+	mom := float32(m)
 	if o.Nesterov {
-		return []float32{o.LR, o.Momentum, o.WeightDecay, 1, 0, 1 - o.Momentum, o.LR, 0, 0}
+		return []float32{o.LR, mom, o.WeightDecay, 1, 0, 1 - mom, o.LR, 0, 0}
 	}
-	return []float32{o.LR, o.Momentum, o.WeightDecay}
+	return []float32{o.LR, mom, o.WeightDecay}
 }
 
 // LRIndices are the positions of the learning rate in Hyper's values.
@@ -307,13 +311,18 @@ func (o *Adam) Step() error {
 // Hyper returns [lr, beta1, beta2, eps, weight decay, 1/(1-beta1^t),
 // 1/(1-beta2^t)] for step t; with L2, the decoupled decay (index 4) is 0
 // and the L2 decay follows as an 8th value.
-func (o *Adam) Hyper(t int) []float32 {
-	bc1 := 1 / (1 - math.Pow(float64(o.Beta1), float64(t)))
+func (o *Adam) Hyper(t int) []float32 { return o.HyperMomentum(t, float64(o.Beta1)) }
+
+// HyperMomentum is Hyper with beta1 = m (Scheduled.Momentum), the first
+// bias correction 1/(1-m^t) with it, as PyTorch's Adam computes it from
+// the beta1 of the step (OneCycleLR changes it every step).
+func (o *Adam) HyperMomentum(t int, m float64) []float32 {
+	bc1 := 1 / (1 - math.Pow(m, float64(t)))
 	bc2 := 1 / (1 - math.Pow(float64(o.Beta2), float64(t)))
 	if o.L2 {
-		return []float32{o.LR, o.Beta1, o.Beta2, o.Eps, 0, float32(bc1), float32(bc2), o.WeightDecay}
+		return []float32{o.LR, float32(m), o.Beta2, o.Eps, 0, float32(bc1), float32(bc2), o.WeightDecay}
 	}
-	return []float32{o.LR, o.Beta1, o.Beta2, o.Eps, o.WeightDecay, float32(bc1), float32(bc2)}
+	return []float32{o.LR, float32(m), o.Beta2, o.Eps, o.WeightDecay, float32(bc1), float32(bc2)}
 }
 
 // Update records the fused AdamW update of every parameter with a gradient.

@@ -48,6 +48,14 @@ var torchOptimCases = map[string]func(p []*core.Tensor) Optimizer{
 		o.WeightDecay = 0.1
 		return o
 	},
+	"adamw-onecycle": func(p []*core.Tensor) Optimizer {
+		return WithOneCycle(NewAdamW(p, 0.05, 0.1), 8, OneCycleOptions{})
+	},
+	"sgd-nesterov-onecycle": func(p []*core.Tensor) Optimizer {
+		o := NewSGD(p, 0.05, 0.9)
+		o.Nesterov = true
+		return WithOneCycle(o, 8, OneCycleOptions{PctStart: 0.4, BaseMomentum: 0.8, MaxMomentum: 0.9, Linear: true})
+	},
 }
 
 var optimGoldenW0 = []float64{0.5, -0.3, 1.2, 0.0, -2.0, 0.8}

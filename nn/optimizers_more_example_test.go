@@ -1,6 +1,7 @@
 package nn_test
 
 import (
+	"bytes"
 	"fmt"
 
 	"github.com/ag-go/ag/core"
@@ -89,6 +90,21 @@ func ExampleOneCycle() {
 	// Output: 0.0040 0.0520 0.1000 0.0950 0.0812 0.0611 0.0389 0.0188 0.0050 0.0000
 }
 
+func ExampleWithOneCycle() {
+	dev := openCPU()
+	defer dev.Close()
+	w := dev.Param([]float32{0}, 1)
+	// PyTorch's OneCycleLR(max_lr=0.1, total_steps=10) on Adam: the rate
+	// as OneCycle, beta1 cycled from 0.95 down to 0.85 and back.
+	opt := nn.WithOneCycle(nn.NewAdam([]*core.Tensor{w}, 0.1), 10, nn.OneCycleOptions{})
+	for step := 1; step <= 10; step++ {
+		h := opt.Hyper(step)
+		fmt.Printf("%.3f/%.3f ", h[0], h[1]) // lr/beta1
+	}
+	fmt.Println()
+	// Output: 0.004/0.950 0.052/0.900 0.100/0.850 0.095/0.855 0.081/0.869 0.061/0.889 0.039/0.911 0.019/0.931 0.005/0.945 0.000/0.950
+}
+
 func ExampleReduceLROnPlateau() {
 	plateau := nn.NewReduceLROnPlateau(0.1)
 	plateau.Patience = 1
@@ -101,6 +117,42 @@ func ExampleReduceLROnPlateau() {
 	}
 	fmt.Println()
 	// Output: 0.1 0.1 0.1 0.010000000000000002 0.010000000000000002 0.010000000000000002 0.0010000000000000002
+}
+
+func ExampleOneCycleMomentum() {
+	// The momentum of PyTorch's OneCycleLR over 5 updates, three-phase.
+	m := nn.OneCycleMomentum(5, nn.OneCycleOptions{ThreePhase: true, PctStart: 0.4})
+	for t := range 5 {
+		fmt.Printf("%.3f ", m(t))
+	}
+	fmt.Println()
+	// Output: 0.950 0.850 0.950 0.950 0.950
+}
+
+func ExampleWithReduceLROnPlateau() {
+	dev := openCPU()
+	defer dev.Close()
+	w := dev.Param([]float32{0}, 1)
+	plateau := nn.NewReduceLROnPlateau(0.1)
+	plateau.Patience = 1
+	opt := nn.WithReduceLROnPlateau(nn.NewAdam([]*core.Tensor{w}, 0.1), plateau)
+	for _, valLoss := range []float64{1, 0.5, 0.5, 0.5} {
+		if _, err := plateau.Step(valLoss); err != nil {
+			panic(err)
+		}
+	}
+	// The state file carries the scheduler's state: a fresh one resumes.
+	var file bytes.Buffer
+	if err := nn.SaveState(&file, nn.Sequential{&nn.Linear{W: w}}, opt); err != nil {
+		panic(err)
+	}
+	resumed := nn.NewReduceLROnPlateau(0.1)
+	opt2 := nn.WithReduceLROnPlateau(nn.NewAdam([]*core.Tensor{w}, 0.1), resumed)
+	if err := nn.LoadState(&file, nn.Sequential{&nn.Linear{W: w}}, opt2); err != nil {
+		panic(err)
+	}
+	fmt.Printf("%.3g %v\n", resumed.LR(), resumed.ScheduleState()["best"])
+	// Output: 0.01 0.5
 }
 
 func ExampleCaptureStepAccumulated() {

@@ -13,8 +13,9 @@ import (
 // pass before bad epochs count again. A NaN metric is a bad epoch.
 //
 // Its rate is state, not a function of the step count: Schedule gives a
-// Schedule for WithSchedule that reads it, and a resumed run must restore
-// it (LR, SetLR) besides the optimizer's state file.
+// Schedule for WithSchedule that reads it. WithReduceLROnPlateau wraps an
+// optimizer so that SaveState and LoadState keep that state (best, bad
+// epochs, cooldown, rate) in the optimizer's state file.
 type ReduceLROnPlateau struct {
 	// Max: a higher metric is better (PyTorch's mode="max"); else lower.
 	Max bool
@@ -108,4 +109,62 @@ func (p *ReduceLROnPlateau) SetLR(lr float64) {
 // made with, for WithSchedule: every update reads it, whatever the step.
 func (p *ReduceLROnPlateau) Schedule() Schedule {
 	return func(int) float64 { return p.lr / p.base }
+}
+
+// WithReduceLROnPlateau wraps o with p's rate (p made with o's learning
+// rate) and keeps p in Scheduled.State, so that SaveState writes p's state
+// (best, bad epochs, cooldown, rate) into o's state file and LoadState
+// restores it: a resumed run continues as the uninterrupted one would.
+func WithReduceLROnPlateau(o Optimizer, p *ReduceLROnPlateau) *Scheduled {
+	if p == nil {
+		panic("nn.WithReduceLROnPlateau: nil scheduler")
+	}
+	s := WithSchedule(o, p.Schedule())
+	s.State = p
+	return s
+}
+
+// ScheduleKind is "reduce_lr_on_plateau".
+func (p *ReduceLROnPlateau) ScheduleKind() string { return "reduce_lr_on_plateau" }
+
+// ScheduleState returns the state that Step changes and the rate it was
+// made with: best (±Inf before the first epoch), num_bad_epochs,
+// cooldown_counter, epochs, lr and base_lr. Its settings (Factor,
+// Patience, ...) are the program's, not state.
+func (p *ReduceLROnPlateau) ScheduleState() map[string]float64 {
+	return map[string]float64{"best": p.best, "num_bad_epochs": float64(p.bad), "cooldown_counter": float64(p.cooldownLeft),
+		"epochs": float64(p.n), "lr": p.lr, "base_lr": p.base}
+}
+
+// CheckScheduleState reports whether st is a state ScheduleState could
+// have returned, naming the first value that is not.
+func (p *ReduceLROnPlateau) CheckScheduleState(st map[string]float64) error {
+	if len(st) != 6 {
+		return fmt.Errorf("reduce_lr_on_plateau state has %d values, want 6 (best, num_bad_epochs, cooldown_counter, epochs, lr, base_lr)", len(st))
+	}
+	for _, k := range []string{"num_bad_epochs", "cooldown_counter", "epochs"} {
+		if v, ok := st[k]; !ok || !(v >= 0 && v <= 1<<31 && v == math.Trunc(v)) {
+			return fmt.Errorf("reduce_lr_on_plateau state %q is %g (present %t), want a whole number >= 0", k, v, ok)
+		}
+	}
+	if v, ok := st["best"]; !ok || math.IsNaN(v) {
+		return fmt.Errorf("reduce_lr_on_plateau state \"best\" is %g (present %t), want a number", v, ok)
+	}
+	for _, k := range []string{"lr", "base_lr"} {
+		if v, ok := st[k]; !ok || !(v >= 0) || math.IsInf(v, 0) || k == "base_lr" && v == 0 {
+			return fmt.Errorf("reduce_lr_on_plateau state %q is %g (present %t), want a finite value >= 0 (base_lr > 0)", k, v, ok)
+		}
+	}
+	return nil
+}
+
+// SetScheduleState restores a state of ScheduleState, changing nothing if
+// CheckScheduleState refuses it.
+func (p *ReduceLROnPlateau) SetScheduleState(st map[string]float64) error {
+	if err := p.CheckScheduleState(st); err != nil {
+		return fmt.Errorf("nn.ReduceLROnPlateau.SetScheduleState: %w", err)
+	}
+	p.best, p.bad, p.cooldownLeft = st["best"], int(st["num_bad_epochs"]), int(st["cooldown_counter"])
+	p.n, p.lr, p.base = int(st["epochs"]), st["lr"], st["base_lr"]
+	return nil
 }

@@ -162,6 +162,37 @@ type LRIndexer interface {
 type Scheduled struct {
 	Optimizer
 	Schedule Schedule
+	// Momentum, unless nil, gives the momentum of each update (a value,
+	// not a factor; OneCycleMomentum), which replaces the optimizer's own
+	// in its hyperparameters: the optimizer must be a MomentumHyperer.
+	Momentum Schedule
+	// State, unless nil, is the scheduler whose state the schedule reads
+	// (WithReduceLROnPlateau sets it): SaveState writes it with the
+	// wrapped optimizer's state and LoadState restores it.
+	State StatefulSchedule
+}
+
+// StatefulSchedule is a scheduler whose state is more than the step count
+// (ReduceLROnPlateau), kept in state files through Scheduled.State.
+type StatefulSchedule interface {
+	// ScheduleKind names it in state files.
+	ScheduleKind() string
+	// ScheduleState returns its state as named values (±Inf allowed).
+	ScheduleState() map[string]float64
+	// CheckScheduleState reports whether a state can be set, naming the
+	// first value that cannot; LoadState asks before it changes anything.
+	CheckScheduleState(map[string]float64) error
+	// SetScheduleState sets a state, changing nothing if it is refused.
+	SetScheduleState(map[string]float64) error
+}
+
+// MomentumHyperer is implemented by optimizers with a momentum that
+// Scheduled.Momentum can set (SGD's Momentum, Adam's Beta1).
+type MomentumHyperer interface {
+	// HyperMomentum is Hyper(step) with momentum m in place of the
+	// optimizer's own, and whatever derives from it (Adam's bias
+	// correction) computed from m.
+	HyperMomentum(step int, m float64) []float32
 }
 
 // WithSchedule wraps o with the schedule s.
@@ -190,8 +221,7 @@ func lrIndices(o Optimizer) []int {
 
 // Hyper is the wrapped optimizer's, with the learning rate scaled.
 func (s *Scheduled) Hyper(step int) []float32 {
-	h := s.Optimizer.Hyper(step)
-	f := s.Factor(step)
+	h, f := s.hyper(step), s.Factor(step)
 	if math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
 		// Hyper has no error; a NaN rate makes the update NaN, which Step
 		// then reports through the optimizer's own checks where it can.
@@ -203,13 +233,40 @@ func (s *Scheduled) Hyper(step int) []float32 {
 	return h
 }
 
-// Step records the next update with the scheduled rate.
+// hyper is the wrapped optimizer's Hyper, with the scheduled momentum if
+// there is one (NaN where it cannot be used: Step reports why).
+func (s *Scheduled) hyper(step int) []float32 {
+	if s.Momentum == nil {
+		return s.Optimizer.Hyper(step)
+	}
+	mh, ok := s.Optimizer.(MomentumHyperer)
+	m := s.Momentum(step - 1)
+	if !ok || !(m >= 0 && m < 1) {
+		h := s.Optimizer.Hyper(step)
+		for i := range h {
+			h[i] = float32(math.NaN())
+		}
+		return h
+	}
+	return mh.HyperMomentum(step, m)
+}
+
+// Step records the next update with the scheduled rate (and momentum).
 func (s *Scheduled) Step() error {
 	if err := checkOptimizer("Scheduled.Step", s.Optimizer); err != nil {
 		return err
 	}
-	if f := s.Factor(s.StepCount() + 1); math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
-		return fmt.Errorf("nn.Scheduled.Step: the schedule gives factor %g for update %d, want a finite value >= 0", f, s.StepCount()+1)
+	next := s.StepCount() + 1
+	if f := s.Factor(next); math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
+		return fmt.Errorf("nn.Scheduled.Step: the schedule gives factor %g for update %d, want a finite value >= 0", f, next)
+	}
+	if s.Momentum != nil {
+		if _, ok := s.Optimizer.(MomentumHyperer); !ok {
+			return fmt.Errorf("nn.Scheduled.Step: a momentum schedule, but optimizer %T has no momentum to set (it is not an nn.MomentumHyperer)", s.Optimizer)
+		}
+		if m := s.Momentum(next - 1); !(m >= 0 && m < 1) {
+			return fmt.Errorf("nn.Scheduled.Step: the momentum schedule gives %g for update %d, want a value in [0, 1)", m, next)
+		}
 	}
 	return DefaultStep(s)
 }

@@ -2,6 +2,7 @@ package nn
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/ag-go/ag/core"
@@ -44,6 +45,65 @@ func TestOneCycleMatchesTorch(t *testing.T) {
 		if got := s(len(want) + 5); got != s(len(want)) {
 			t.Errorf("%s: factor after the cycle %g, want update total's %g", name, got, s(len(want)))
 		}
+	}
+}
+
+// TestOneCycleMomentumMatchesTorch compares OneCycleMomentum with the
+// momentum PyTorch's OneCycleLR sets (testdata/make_sched_torch.py), and
+// the momentum WithOneCycle puts into each update's hyperparameters.
+func TestOneCycleMomentumMatchesTorch(t *testing.T) {
+	cases := map[string]struct {
+		adam bool
+		o    OneCycleOptions
+	}{
+		"sgd-cos":          {false, OneCycleOptions{}},
+		"adam-three-phase": {true, OneCycleOptions{ThreePhase: true, BaseMomentum: 0.8, MaxMomentum: 0.9}},
+		"sgd-linear":       {false, OneCycleOptions{Linear: true, PctStart: 0.25}},
+	}
+	if len(cases) != len(torchOneCycleMomentum) {
+		t.Fatalf("%d cases, %d fixtures", len(cases), len(torchOneCycleMomentum))
+	}
+	dev := openDev(t)
+	for name, c := range cases {
+		want := torchOneCycleMomentum[name]
+		m := OneCycleMomentum(len(want), c.o)
+		p := []*core.Tensor{dev.Param([]float32{0}, 1)}
+		var opt Optimizer = NewSGD(p, 0.1, 0)
+		if c.adam {
+			opt = NewAdam(p, 0.1)
+		}
+		s := WithOneCycle(opt, len(want), c.o)
+		for i, w := range want {
+			if got := m(i); !relClose(got, w, 1e-12) {
+				t.Errorf("%s: update %d: momentum %.17g, PyTorch %.17g", name, i, got, w)
+			}
+			if got := s.Hyper(i + 1)[1]; got != float32(m(i)) {
+				t.Errorf("%s: Hyper(%d) momentum %.9g, want %.9g", name, i+1, got, float32(m(i)))
+			}
+		}
+		if off := WithOneCycle(opt, len(want), OneCycleOptions{NoCycleMomentum: true}); off.Momentum != nil {
+			t.Errorf("%s: NoCycleMomentum set a momentum schedule", name)
+		}
+	}
+	checkPanics(t, []panicCase{
+		{"no momentum", "nn.WithOneCycle: optimizer *nn.Adagrad has no momentum to cycle",
+			func() {
+				WithOneCycle(NewAdagrad([]*core.Tensor{dev.Param([]float32{0}, 1)}, 0.1), 10, OneCycleOptions{})
+			}},
+		{"base above max", "nn.OneCycleMomentum: base momentum 0.9, max momentum 0.8",
+			func() { OneCycleMomentum(10, OneCycleOptions{BaseMomentum: 0.9, MaxMomentum: 0.8}) }},
+		{"max 1", "want 0 <= base <= max < 1", func() { OneCycleMomentum(10, OneCycleOptions{MaxMomentum: 1}) }},
+		{"total", "nn.OneCycle: total 1", func() { OneCycleMomentum(1, OneCycleOptions{}) }},
+	})
+	// A momentum schedule over an optimizer without one fails at Step.
+	w := dev.Param([]float32{1}, 1)
+	s := WithSchedule(NewAdagrad([]*core.Tensor{w}, 0.1), OneCycle(10, OneCycleOptions{}))
+	s.Momentum = OneCycleMomentum(10, OneCycleOptions{})
+	if err := core.Sum(core.Mul(w, w)).Backward(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Step(); err == nil || !strings.Contains(err.Error(), "has no momentum to set") {
+		t.Errorf("Step with a momentum schedule over Adagrad: %v", err)
 	}
 }
 

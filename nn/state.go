@@ -11,6 +11,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/ag-go/ag/core"
@@ -21,7 +22,8 @@ import (
 //	magic   8 bytes  "AGSTATE1"
 //	hlen    uint32   length of the header
 //	header  hlen     JSON: {"version":1, "tensors":[{"name","shape"}...],
-//	                 "optimizer":{"kind","step","hyper":{...}} (optional)}
+//	                 "optimizer":{"kind","step","hyper":{...}} (optional),
+//	                 "schedule":{"kind","state":{...}} (optional)}
 //	data             the tensors' float32 values, in header order
 //
 // Tensors are the model's Params in order ("param.0", ...), then its
@@ -29,8 +31,11 @@ import (
 // writes none, so its files are what they were before buffers existed),
 // then the optimizer's state ("adam.m.0", ..., "adam.v.0", ... or "sgd.vel.0", ...).
 // "hyper" holds exactly the optimizer's hyperparameters: adam lr, beta1,
-// beta2, eps, weight_decay; sgd lr, momentum, weight_decay. The file ends
-// with the data.
+// beta2, eps, weight_decay; sgd lr, momentum, weight_decay. "schedule"
+// is written for a Scheduled optimizer with a State (a StatefulSchedule:
+// ReduceLROnPlateau's "reduce_lr_on_plateau"), its values as strings of
+// strconv's shortest float64 form, which round-trip exactly and spell the
+// infinities JSON lacks ("+Inf"). The file ends with the data.
 const stateMagic = "AGSTATE1"
 
 // ErrStateMismatch is wrapped by every error of LoadState that refuses a
@@ -56,9 +61,64 @@ func corrupt(format string, args ...any) error {
 }
 
 type stateHeader struct {
-	Version   int           `json:"version"`
-	Tensors   []stateTensor `json:"tensors"`
-	Optimizer *stateOpt     `json:"optimizer,omitempty"`
+	Version   int            `json:"version"`
+	Tensors   []stateTensor  `json:"tensors"`
+	Optimizer *stateOpt      `json:"optimizer,omitempty"`
+	Schedule  *stateSchedule `json:"schedule,omitempty"`
+}
+
+type stateSchedule struct {
+	Kind  string            `json:"kind"`
+	State map[string]string `json:"state"`
+}
+
+// scheduleOf returns the StatefulSchedule of a Scheduled o (or of one it
+// wraps), or nil.
+func scheduleOf(o Optimizer) StatefulSchedule {
+	s, ok := o.(*Scheduled)
+	if !ok {
+		return nil
+	}
+	if s.State != nil {
+		return s.State
+	}
+	return scheduleOf(s.Optimizer)
+}
+
+// encodeSchedule is st's state as the file holds it.
+func encodeSchedule(st StatefulSchedule) *stateSchedule {
+	m := map[string]string{}
+	for k, v := range st.ScheduleState() {
+		m[k] = strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	return &stateSchedule{st.ScheduleKind(), m}
+}
+
+// decodeSchedule checks the file's schedule against st (both absent, or
+// the same kind with a state st accepts) and returns its values.
+func decodeSchedule(h *stateSchedule, st StatefulSchedule) (map[string]float64, error) {
+	switch {
+	case h == nil && st == nil:
+		return nil, nil
+	case h == nil:
+		return nil, fmt.Errorf("nn.LoadState: file has no schedule state, loading into a %s schedule: %w", st.ScheduleKind(), ErrStateMismatch)
+	case st == nil:
+		return nil, fmt.Errorf("nn.LoadState: file has a %q schedule state, loading into an optimizer without one (Scheduled.State): %w", h.Kind, ErrStateMismatch)
+	case h.Kind != st.ScheduleKind():
+		return nil, fmt.Errorf("nn.LoadState: file has a %q schedule state, loading into a %s schedule: %w", h.Kind, st.ScheduleKind(), ErrStateMismatch)
+	}
+	vals := map[string]float64{}
+	for _, k := range slices.Sorted(maps.Keys(h.State)) {
+		v, err := strconv.ParseFloat(h.State[k], 64)
+		if err != nil {
+			return nil, corrupt("schedule %q: value %q = %q is not a number", h.Kind, k, h.State[k])
+		}
+		vals[k] = v
+	}
+	if err := st.CheckScheduleState(vals); err != nil {
+		return nil, corrupt("schedule %q: %v", h.Kind, err)
+	}
+	return vals, nil
 }
 
 type stateTensor struct {
@@ -130,7 +190,7 @@ func checkpointer(fn string, opt Optimizer) (Checkpointer, error) {
 		return nil, nil
 	}
 	if s, ok := opt.(*Scheduled); ok {
-		return checkpointer(fn, s.Optimizer) // a schedule is a function of the step count: nothing to save
+		return checkpointer(fn, s.Optimizer) // a schedule's own state, if any, is Scheduled.State's
 	}
 	c, ok := opt.(Checkpointer)
 	if !ok {
@@ -210,7 +270,9 @@ func hyperOK(h, want map[string]float64) bool {
 
 // SaveState writes the model's parameters and buffers (see Buffered) and,
 // when opt is not nil, the optimizer's state, step count and
-// hyperparameters. It syncs the device.
+// hyperparameters, and the state of its schedule where that is more than
+// the step count (Scheduled.State: WithReduceLROnPlateau). It syncs the
+// device.
 // It refuses hyperparameters LoadState would refuse (NaN, a negative LR,
 // ...), so that every file it writes can be loaded.
 func SaveState(w io.Writer, m Module, o Optimizer) error {
@@ -237,6 +299,9 @@ func SaveState(w io.Writer, m Module, o Optimizer) error {
 		}
 		step := opt.StepCount()
 		h.Optimizer = &stateOpt{opt.Kind(), &step, hyper}
+	}
+	if st := scheduleOf(o); st != nil {
+		h.Schedule = encodeSchedule(st)
 	}
 	hj, err := json.Marshal(h)
 	if err != nil {
@@ -270,7 +335,8 @@ func SaveState(w io.Writer, m Module, o Optimizer) error {
 
 // LoadState reads a file written by SaveState into the model's parameters
 // and buffers and, when opt is not nil, the optimizer (state, step count and
-// hyperparameters). It reads r to its end.
+// hyperparameters) and its schedule's state (Scheduled.State, which the
+// file must have exactly when opt has one). It reads r to its end.
 //
 // Everything is checked before anything is changed: the magic, the version,
 // the header's length (bounded by what the model's header can take, before
@@ -304,6 +370,10 @@ func LoadState(r io.Reader, m Module, o Optimizer) error {
 	if err := checkHeader(h, names, shapes, opt); err != nil {
 		return err
 	}
+	sched, err := decodeSchedule(h.Schedule, scheduleOf(o))
+	if err != nil {
+		return err
+	}
 	vals, err := readData(br, names, shapes)
 	if err != nil {
 		return err
@@ -322,6 +392,11 @@ func LoadState(r io.Reader, m Module, o Optimizer) error {
 	if opt != nil {
 		opt.SetStepCount(*h.Optimizer.Step)
 		opt.SetHyperparameters(h.Optimizer.Hyper)
+	}
+	if sched != nil {
+		if err := scheduleOf(o).SetScheduleState(sched); err != nil {
+			return fmt.Errorf("nn.LoadState: %w", err) // checked above: a StatefulSchedule that changed its mind
+		}
 	}
 	return nil
 }

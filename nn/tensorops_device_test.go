@@ -88,50 +88,114 @@ func TestTensorOpsDevice(t *testing.T) {
 	}
 
 	// Larger random inputs against host truth: rows long enough for
-	// workgroup boundaries, many ties, NaN and infinities.
+	// workgroup boundaries and for many stages of Argsort's sorting
+	// network (2500 pads to 4096), many ties (-0 among +0), NaN,
+	// infinities, the largest finite values, and normal values near 2^-126
+	// whose differences are subnormal (which devices may flush to 0: the
+	// order must not). The long rows lie along axis 0.
 	r := rand.New(rand.NewPCG(5, 6))
-	const R, C = 3, 300
-	av := make([]float32, R*C)
-	for i := range av {
-		av[i] = float32(r.IntN(41) - 20)
-		switch r.IntN(30) {
-		case 0:
-			av[i] = nan
-		case 1:
-			av[i] = inf
-		case 2:
-			av[i] = -inf
-		}
-	}
-	for _, desc := range []bool{false, true} {
-		idx, err := core.Argsort(dev.Tensor(av, R, C), -1, desc).Data()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for row := range R {
-			v := av[row*C : (row+1)*C]
-			want := make([]int, C)
-			for i := range want {
-				want[i] = i
+	for _, sz := range []struct{ R, C, axis int }{{3, 300, -1}, {2, 2500, 0}} {
+		R, C := sz.R, sz.C
+		av := make([]float32, R*C) // row-major [R, C]: the rows to sort
+		for i := range av {
+			av[i] = float32(r.IntN(41) - 20)
+			switch r.IntN(30) {
+			case 0:
+				av[i] = nan
+			case 1:
+				av[i] = inf
+			case 2:
+				av[i] = -inf
+			case 3:
+				av[i] = negz
+			case 4:
+				av[i] = float32(r.IntN(3)-1) * math.MaxFloat32
+			case 5:
+				av[i] = float32(r.IntN(2)*2-1) * 0x1p-126 * (1 + float32(r.IntN(8))/8)
 			}
-			key := func(f float32) float64 { // NaN the largest
-				if f != f {
-					return math.Inf(1)
+		}
+		in, shape := dev.Tensor(av, R, C), []int{R, C}
+		if sz.axis == 0 {
+			tv := make([]float32, R*C)
+			for i := range R {
+				for j := range C {
+					tv[j*R+i] = av[i*C+j]
 				}
-				return float64(f)
 			}
-			sort.SliceStable(want, func(a, b int) bool {
-				ka, kb := key(v[want[a]]), key(v[want[b]])
-				na, nb := v[want[a]] != v[want[a]], v[want[b]] != v[want[b]]
-				if desc {
-					return ka > kb || na && !nb
+			in, shape = dev.Tensor(tv, C, R), []int{C, R}
+		}
+		at := func(got []float32, row, i int) float32 { // element i of sorted row
+			if sz.axis == 0 {
+				return got[i*R+row]
+			}
+			return got[row*C+i]
+		}
+		for _, desc := range []bool{false, true} {
+			// Each is a sorting network of its own: the long rows (slow on
+			// lavapipe) get Sort only, which is Argsort and a gather.
+			vals, ti := core.Sort(in, sz.axis, desc)
+			ai, ki := ti, (*core.Tensor)(nil)
+			ts := []*core.Tensor{vals, ti}
+			if C < 1000 {
+				ai = core.Argsort(in, sz.axis, desc)
+				_, ki = core.TopK(in, C/3, sz.axis, desc)
+				ts = append(ts, ai, ki)
+			}
+			if err := dev.Sync(ts...); err != nil {
+				t.Fatal(err)
+			}
+			var got [4][]float32
+			for k, x := range []*core.Tensor{ai, vals, ti, ki} {
+				if x == nil {
+					continue
 				}
-				return ka < kb || nb && !na
-			})
-			for i, w := range want {
-				if idx[row*C+i] != float32(w) {
-					t.Errorf("Argsort(descending %v) row %d position %d: %g, want %d", desc, row, i, idx[row*C+i], w)
-					break
+				var err error
+				if got[k], err = x.Data(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !slices.Equal(ti.Shape(), shape) {
+				t.Errorf("Sort %v: shape %v, want %v", sz, ti.Shape(), shape)
+			}
+			for row := range R {
+				v := av[row*C : (row+1)*C]
+				want := make([]int, C)
+				for i := range want {
+					want[i] = i
+				}
+				key := func(f float32) float64 { // NaN the largest
+					if f != f {
+						return math.Inf(1)
+					}
+					return float64(f)
+				}
+				sort.SliceStable(want, func(a, b int) bool {
+					ka, kb := key(v[want[a]]), key(v[want[b]])
+					na, nb := v[want[a]] != v[want[a]], v[want[b]] != v[want[b]]
+					if desc {
+						return ka > kb || na && !nb
+					}
+					return ka < kb || nb && !na
+				})
+				for i, w := range want {
+					gi, gs, gv := at(got[0], row, i), at(got[2], row, i), at(got[1], row, i)
+					wv := v[w]
+					if gi != float32(w) || gs != float32(w) || math.Float32bits(gv) != math.Float32bits(wv) && !(gv != gv && wv != wv) {
+						t.Errorf("Sort %v (descending %v) row %d position %d: index %g (Argsort %g), value %g, want %d, %g", sz, desc, row, i, gs, gi, gv, w, wv)
+						break
+					}
+					if ki != nil && i < C/3 {
+						var gk float32
+						if sz.axis == 0 {
+							gk = got[3][i*R+row]
+						} else {
+							gk = got[3][row*(C/3)+i]
+						}
+						if gk != float32(w) {
+							t.Errorf("TopK %v (largest %v) row %d position %d: index %g, want %d", sz, desc, row, i, gk, w)
+							break
+						}
+					}
 				}
 			}
 		}

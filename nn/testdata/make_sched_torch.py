@@ -23,6 +23,19 @@ def onecycle(max_lr, total, **kw):
     return lrs
 
 
+def onecycle_momentum(adam, max_lr, total, **kw):
+    p = [torch.zeros(1, requires_grad=True)]
+    o = torch.optim.Adam(p, lr=max_lr) if adam else opt(max_lr)
+    s = torch.optim.lr_scheduler.OneCycleLR(o, max_lr=max_lr, total_steps=total, **kw)
+    ms = []
+    for _ in range(total):
+        g = o.param_groups[0]
+        ms.append(g["betas"][0] if adam else g["momentum"])
+        o.step()
+        s.step()
+    return ms
+
+
 # the metric fed each epoch: falls, stalls, rises a little, falls, stalls
 METRIC = [1.0, 0.8, 0.7, 0.7, 0.69995, 0.71, 0.72, 0.5, 0.5, 0.5, 0.5, 0.5, 0.49, 0.5, 0.5, 0.5, 0.5, 0.5,
           0.5, 0.5, float("nan"), 0.5, 0.5, 0.5, 0.5]
@@ -54,6 +67,14 @@ print('\t"cos": %s,' % golist(onecycle(0.1, 20)))
 print('\t"linear": %s,' % golist(onecycle(0.1, 20, anneal_strategy="linear", pct_start=0.25, div_factor=10, final_div_factor=100)))
 print('\t"three-phase": %s,' % golist(onecycle(0.5, 23, three_phase=True, pct_start=0.3)))
 print('\t"short": %s,' % golist(onecycle(1.0, 7, pct_start=0.5)))
+print("}")
+print()
+print("// torchOneCycleMomentum holds the momentum (SGD's; Adam's beta1) that")
+print("// PyTorch's OneCycleLR sets, update by update.")
+print("var torchOneCycleMomentum = map[string][]float64{")
+print('\t"sgd-cos": %s,' % golist(onecycle_momentum(False, 0.1, 20)))
+print('\t"adam-three-phase": %s,' % golist(onecycle_momentum(True, 0.1, 23, three_phase=True, base_momentum=0.8, max_momentum=0.9)))
+print('\t"sgd-linear": %s,' % golist(onecycle_momentum(False, 0.1, 20, anneal_strategy="linear", pct_start=0.25)))
 print("}")
 print()
 print("// plateauMetric is the metric fed to ReduceLROnPlateau each epoch.")
