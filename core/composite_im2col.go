@@ -86,12 +86,20 @@ func col2imByRows(g, rows *Tensor, x []int, w backend.Window) *Tensor {
 // one row per window element, added back into the image (the padding
 // dropped), by core's inverse tables where they apply.
 func foldRows(v, rows *Tensor, x []int, w backend.Window) *Tensor {
+	return foldPadded(v, rows, x[0], x, w)
+}
+
+// foldPadded is foldRows for a table of the windows of images of the
+// batch ib (x[0] or 1) into the padded rows [HP*WP*ib, ...]: v [len(rows),
+// C*N/ib], so a table of one image folds rows of every image and channel at
+// a pixel.
+func foldPadded(v, rows *Tensor, ib int, x []int, w backend.Window) *Tensor {
 	nb, c, h, wd := x[0], x[1], x[2], x[3]
 	hp, wp := h+2*w.PH, wd+2*w.PW
-	if inv := inverseOf(rows, hp*wp*nb); inv != nil {
+	if inv := inverseOf(rows, hp*wp*ib); inv != nil {
 		v = inv.gather(v)
 	} else {
-		v = scatterAddRows(v, rows, hp*wp*nb)
+		v = scatterAddRows(v, rows, hp*wp*ib)
 	}
 	v = Reshape(v, hp, wp, nb, c)
 	if w.PH > 0 {

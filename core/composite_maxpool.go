@@ -30,23 +30,41 @@ func MaxPool2d(x, rows *Tensor, w backend.Window) *Tensor {
 }
 
 var _ = defineComposite(backend.OpMaxPool2d, composite{
+	// The windows are gathered, and the gradient folded back, as rows of
+	// every image and channel at one pixel ([HP*WP, N*C], by a table of
+	// one image's windows: poolRows), not of one image's channels ([HP*WP*N,
+	// C] by the layer's table): ggml-vulkan's get_rows gives each row a
+	// workgroup of 512 lanes, so the convnet's rows of 32 channels kept 32
+	// of them busy (2.9 ms of a 21 ms H100 step in its GET_ROWS,
+	// GGML_VK_PERF_LOGGER); the values and the first maximum are the same.
 	grad: func(n *Tensor, in []*Tensor, g *Tensor, k int) *Tensor {
 		if k == 1 {
 			return nil // the index table
 		}
-		x, rows := in[0], in[1]
+		x := in[0]
 		p := n.attr.Perm
 		w := backend.Window{KH: p[0], KW: p[1], SH: p[2], SW: p[3], PH: p[4], PW: p[5], DH: p[6], DW: p[7]}
-		nb, c, oh, ow := n.shape[0], n.shape[1], n.shape[2], n.shape[3]
-		m, kk := nb*oh*ow, w.KH*w.KW
-		win := Reshape(Gather(padRowsOf(detach("MaxPool2d", x), w), rows), m, kk, c)
+		nb, c, h, wd := x.shape[0], x.shape[1], x.shape[2], x.shape[3]
+		oh, ow := n.shape[2], n.shape[3]
+		m, kk, nc := oh*ow, w.KH*w.KW, nb*c
+		rows := poolRows(x.dev, w, h, wd)
+		padded := Reshape(padRowsOf(detach("MaxPool2d", x), w), (h+2*w.PH)*(wd+2*w.PW), nc)
+		win := Reshape(Gather(padded, rows), m, kk, nc)
 		// MaxAxis's gradient over the windows: to the first maximum
 		_, v, down := firstMax("MaxPool2d", win, 1)
 		first := inside(Sub(down, v), -0.5, 0.5)
-		gw := Reshape(Permute(g, 0, 2, 3, 1), m, 1, c)
-		return foldRows(Reshape(keep(first, gw), m*kk, c), rows, x.shape, w)
+		gw := Reshape(Permute(g, 2, 3, 0, 1), m, 1, nc)
+		return foldPadded(Reshape(keep(first, gw), m*kk, nc), rows, 1, x.shape, w)
 	},
 })
+
+// poolRows is the window table of one image of h x wd pixels,
+// w.Rows(1, h, wd) (each window element's pixel in the padded image), a
+// Constant made once per device, window and size.
+func poolRows(d *Device, w backend.Window, h, wd int) *Tensor {
+	oh, ow := w.Out(h, wd)
+	return d.constant(fmt.Sprintf("pool rows %v %dx%d", w.Attr(), h, wd), func() []float32 { return w.Rows(1, h, wd) }, oh*ow*w.KH*w.KW)
+}
 
 // padRowsOf is backend's padRows in core ops: x [N, C, H, W] padded with
 // -Inf and moved to rows [HP*WP*N, C] in Window.Rows' order.

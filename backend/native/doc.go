@@ -33,6 +33,10 @@
 // the device's clamp has the sign step (patches/0007), three otherwise.
 // AdamW's 8th hyperparameter, the gradient's scale (gradient clipping), is
 // read by ggml's opt_step_adamw itself on both devices (patches/0009).
+// A maximum along an axis is pooled in place on ggml-vulkan, its NaN test
+// an average pool, never a sum_rows of millions of short rows (a workgroup
+// each); ggml-vulkan's f32 get_rows runs one invocation per element, not a
+// 512-lane workgroup per row (patches/0011: keep's rows of one element).
 //
 // On ggml-cpu, whose mul_mat needs both operands contiguous along K, two
 // custom ops (ag_ggml.c) replace ggml's slow paths: A^T B (weight

@@ -119,8 +119,10 @@ func tensorsFor(n *backend.Node) int {
 		return 64 // the composite path, its mask and a long-K split (attention.go)
 	case backend.OpSGD:
 		return 24
-	case backend.OpPowConst, backend.OpGetRows, backend.OpOneHot, backend.OpLogSoftmax, backend.OpInside, backend.OpMax, backend.OpMaximum, backend.OpKeep:
+	case backend.OpPowConst, backend.OpGetRows, backend.OpOneHot, backend.OpLogSoftmax, backend.OpInside, backend.OpKeep:
 		return 24
+	case backend.OpMax, backend.OpMaximum:
+		return 32 // nanAxisMax's two-stage pools and its -Inf and NaN fixes
 	case backend.OpMatMul, backend.OpScatterAddRows, backend.OpSum:
 		// a product split along K (mulMat: ~20 tensors) after its
 		// operands' copies; a short axis summed as adds (sumShortAxis: 2
@@ -1046,20 +1048,30 @@ const (
 
 // rowMax is the maximum along ne0, through a max pool whose window is a row
 // (ggml has no max reduction). Its start value is -FLT_MAX, so a row of
-// -Inf gives -FLT_MAX. On a GPU device rows longer than maxPoolWindow take
-// the maximum of windows of that length first: padding the row by w-1 on
-// both sides (padded places are skipped) makes the windows cover any row
-// length, the first holding element 0 alone.
+// -Inf gives -FLT_MAX (see poolAxis).
 func (l *lowering) rowMax(x tensor) tensor {
-	L := int(x.ne[0])
+	return l.poolAxis(x, 0, C.GGML_OP_POOL_MAX)
+}
+
+// poolAxis pools the contiguous x along its ggml dim d (0 or 1) by op, one
+// window covering the whole axis: [1, ne1, ...] or [ne0, 1, ...], one
+// invocation per result on ggml-vulkan (its pool shader). On a GPU device
+// an axis longer than maxPoolWindow takes windows of that length first:
+// padding the axis by w-1 on both sides (padded places are skipped) makes
+// the windows cover any length, the first holding element 0 alone.
+func (l *lowering) poolAxis(x tensor, d int, op C.enum_ggml_op_pool) tensor {
+	L := int(x.ne[d])
 	pool := func(t tensor, w, pad int) tensor {
-		return C.ggml_pool_2d(l.ctx, t, C.GGML_OP_POOL_MAX, C.int(w), 1, C.int(w), 1, C.float(pad), 0)
+		if d == 0 {
+			return C.ggml_pool_2d(l.ctx, t, op, C.int(w), 1, C.int(w), 1, C.float(pad), 0)
+		}
+		return C.ggml_pool_2d(l.ctx, t, op, 1, C.int(w), 1, C.int(w), 0, C.float(pad))
 	}
 	if l.d.isCPU || L <= maxPoolWindow {
 		return pool(x, L, 0)
 	}
 	part := pool(x, maxPoolWindow, maxPoolWindow-1)
-	return pool(part, int(part.ne[0]), 0)
+	return pool(part, int(part.ne[d]), 0)
 }
 
 func (l *lowering) lowerReduce(n *backend.Node) tensor {
@@ -1068,32 +1080,59 @@ func (l *lowering) lowerReduce(n *backend.Node) tensor {
 	if n.Op == backend.OpSum {
 		return l.reshape(l.sumAxis(x, d), n.Shape)
 	}
+	if !l.d.isCPU {
+		return l.reshape(l.nanAxisMax(x, d), n.Shape)
+	}
 	return l.reshape(l.nanRowMax(l.toFront(x, d)), n.Shape)
 }
 
 // nanRowMax is the maximum along ne0 as ir.go defines it: NaN if the row
-// holds one, -Inf for a row of -Inf. ggml-cpu runs ag_row_max. On
-// ggml-vulkan the max pool of rowMax skips NaN and -Inf (it starts at
-// -FLT_MAX), so its result r is taken times 2 where it is -FLT_MAX (a row
-// of -Inf: 2*-FLT_MAX = -Inf; a row whose true maximum is -FLT_MAX reads
-// -Inf too, the one value this gets wrong), and times 1 + 0*sum(tanh(x)),
-// which is 1 unless the row holds a NaN (tanh maps ±Inf to ±1, so only a
-// NaN makes the sum NaN). (Halving x for the pool and doubling its result
-// did the first without a comparison, but flushed maxima near the smallest
-// normal to 0 on devices without subnormals: NVIDIA's.) Nine ggml nodes (13
-// with an unpatched step): OpMax is rare (core's MaxAxis).
+// holds one, -Inf for a row of -Inf. ggml-cpu runs ag_row_max; a GPU
+// device nanAxisMax.
 func (l *lowering) nanRowMax(x tensor) tensor {
 	if l.d.isCPU {
 		ne := x.ne
 		ne[0] = 1
 		return l.custom(C.ggml_custom_op_t(C.ag_row_max), ne, x)
 	}
-	return l.poolFix(l.rowMax(x), C.ggml_sum_rows(l.ctx, C.ggml_tanh(l.ctx, x)))
+	return l.nanAxisMax(x, 0)
+}
+
+// nanAxisMax is nanRowMax along ggml dim d on a GPU device, the result
+// keeping d with size 1: pools over x in its own layout (dims merged so d
+// is ne0 or ne1), with no permuted copy. The max pool skips NaN and -Inf
+// (it starts at -FLT_MAX), so its result r is taken times 2 where it is
+// -FLT_MAX (a row of -Inf: 2*-FLT_MAX = -Inf; a row whose true maximum is
+// -FLT_MAX reads -Inf too, the one value this gets wrong), and times 1 +
+// 0*avg(tanh(x)), which is 1 unless the row holds a NaN (tanh maps ±Inf to
+// ±1, so only a NaN makes the average NaN). (Halving x for the pool and
+// doubling its result did the first without a comparison, but flushed
+// maxima near the smallest normal to 0 on devices without subnormals:
+// NVIDIA's.) The NaN test was a sum_rows of the tanhs, which gives each row
+// a workgroup of a subgroup's lanes: the convnet's max-pool gradient took
+// the maximum of 1.6M rows of 4 and (Maximum's pairs) 6.4M rows of 2 that
+// way, most of 29 SUM_ROWS' 9.7 ms of a 21 ms step on an H100
+// (GGML_VK_PERF_LOGGER); the average pool is one invocation per row, as the
+// max pool. About ten ggml nodes (14 with an unpatched step).
+func (l *lowering) nanAxisMax(x tensor, d int) tensor {
+	x = l.contiguous(x)
+	if d >= 2 {
+		ne := x.ne
+		inner := ne[0] * ne[1]
+		if d == 2 {
+			x = C.ggml_reshape_3d(l.ctx, x, inner, ne[2], ne[3])
+		} else {
+			x = C.ggml_reshape_2d(l.ctx, x, inner*ne[2], ne[3])
+		}
+		d = 1
+	}
+	return l.poolFix(l.poolAxis(x, d, C.GGML_OP_POOL_MAX), l.poolAxis(C.ggml_tanh(l.ctx, x), d, C.GGML_OP_POOL_AVG))
 }
 
 // poolFix turns r, the maxima of ggml's max pool (which starts at -FLT_MAX
 // and skips NaN), into ir.go's: -Inf where r is -FLT_MAX, NaN where tanhs,
-// a sum of the tanh of the pooled values (NaN only where one is NaN), is.
+// a sum or average of the tanh of the pooled values (NaN only where one is
+// NaN), is.
 func (l *lowering) poolFix(r, tanhs tensor) tensor {
 	// low is 2 exactly where r is -FLT_MAX (r + FLT_MAX is 0), else 1
 	// (r >= -FLT_MAX, no NaN), whichever way the device's step treats 0.
