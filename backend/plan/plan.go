@@ -62,6 +62,10 @@ type Options struct {
 	// which core plans around); Make fails on them, naming Device.
 	Unsupported []backend.Op
 	Device      string
+	// KernelRank is the largest rank the kernels take (Caps.KernelRank;
+	// 0: backend.NativeRank); Make fails on a node above it, which
+	// Expand should have lowered.
+	KernelRank int
 	// CopiesAtEnd copies the outputs that cannot be computed in place after
 	// the last kernel (WebGPU: after the compute pass) rather than right
 	// after their node.
@@ -122,6 +126,9 @@ func Make(g *backend.Graph, o Options) (*Plan, error) {
 		}
 		if op.IsComposite() && !slices.Contains(o.Composites, op) {
 			return nil, fmt.Errorf("plan.Make: node %d: composite %v is not lowered natively here (plan.Expand decomposes it before Compile)", i, op)
+		}
+		if r := (backend.Caps{KernelRank: o.KernelRank}).Rank(); len(g.Nodes[i].Shape) > r {
+			return nil, fmt.Errorf("plan.Make: node %d (%v %v): rank %d, above the %d this backend's kernels take (plan.Expand lowers it before Compile)", i, op, g.Nodes[i].Shape, len(g.Nodes[i].Shape), r)
 		}
 	}
 	n := len(g.Nodes)
