@@ -250,6 +250,9 @@ func Reshape(x *Tensor, shape ...int) *Tensor {
 	needTensors("Reshape", x)
 	var buf [backend.MaxRank]int // scratch: recordShaped copies it (messages print copies)
 	shape = append(buf[:0], shape...)
+	if len(shape) > backend.MaxRank {
+		panic(fmt.Sprintf("core.Reshape: %v cannot become %v: %d dimensions, more than backend.MaxRank = %d", x.shape, slices.Clone(shape), len(shape), backend.MaxRank))
+	}
 	infer, known := -1, 1
 	for i, s := range shape {
 		switch {
@@ -264,7 +267,10 @@ func Reshape(x *Tensor, shape ...int) *Tensor {
 	if infer >= 0 && x.Len()%known == 0 {
 		shape[infer] = x.Len() / known
 	}
-	if err := backend.CheckShape(shape); err != nil || backend.NumElems(shape) != x.Len() {
+	if err := backend.CheckShape(shape); err != nil {
+		panic(fmt.Sprintf("core.Reshape: %v cannot become %v: %v", x.shape, slices.Clone(shape), err))
+	}
+	if backend.NumElems(shape) != x.Len() {
 		panic(fmt.Sprintf("core.Reshape: %v (%d elements) cannot become %v", x.shape, x.Len(), slices.Clone(shape)))
 	}
 	if slices.Equal(shape, x.shape) {
