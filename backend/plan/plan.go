@@ -12,6 +12,11 @@
 // their own, where each kernel runs and what it reads, so the rules stay
 // one. The backend generates the fused kernels.
 //
+// Expand (expand.go) runs before Compile: it decomposes the composites a
+// backend has no kernel for and lowers nodes above the rank its kernels
+// take (rank.go: tensors have up to backend.MaxRank dimensions, kernels
+// backend.NativeRank unless Caps.KernelRank says more).
+//
 // DispatchLimits (dispatch.go) is the arithmetic a GPU backend lowers a
 // node with: workgroup grids folded within the device's per-dimension
 // limit, and the bound ranges a node over a buffer larger than one storage
