@@ -22,7 +22,8 @@ func init() { backend.Register(rankRef, -1, backendtest.ReferenceDriver(rankRef)
 // every lowering: a broadcast alternating axis by axis (6 groups), a
 // permute that needs a chain, reductions along inner axes, batched
 // matmuls with 3 batch dimensions, a rank-5 by rank-2 matmul (Linear's),
-// slices and a concatenation along an inner axis, softmax.
+// slices and a concatenation along an inner axis, softmax; and core's
+// composites at those ranks (norms, attention, cumsum, pads, gathers).
 func rankModel(x, y, w *core.Tensor) []*core.Tensor {
 	a := core.Tanh(core.Add(core.Mul(x, y), y)) // x [2,3,2,3,2,3] * y [2,1,2,1,2,1]
 	p := core.Permute(a, 2, 4, 0, 5, 1, 3)
@@ -36,6 +37,21 @@ func rankModel(x, y, w *core.Tensor) []*core.Tensor {
 		core.MatMul(a5, w),                               // [..., 6] x [6, 4]
 		core.Concat(3, core.Narrow(a, 3, 1, 2), core.Slice(a, 3, 0, 3, 2)),
 		core.Softmax(core.Reshape(p, 2, 2, 2, 3, 9)),
+		// core's composites over them
+		core.Cumsum(a, 2),
+		core.Flip(a, 1, 4),
+		core.Roll(a, 3, 1),
+		core.Pad(a5, core.PadConstant, 0.5, 1, 0, 0, 2),
+		core.IndexSelect(a, 2, a.Device().Tensor([]float32{1, 0, 1}, 3)),
+		core.Repeat(core.Reshape(y, 2, 2, 2), 1, 1, 3, 1, 1, 2),
+		core.Var(a, 1, 1, true),
+		core.LayerNorm(a5, 1e-5),
+		core.RMSNorm(a, 1e-5),
+		core.SoftmaxAxis(a, 2),
+		core.LogSoftmax(a5),
+		core.Attention(a5, a5, a5, &core.AttentionOptions{Causal: true}),
+		core.SumTo(a, 2, 1, 2, 1, 2, 1),
+		core.Maximum(a, core.Neg(y)),
 	}
 }
 
