@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/ag-go/ag/backend"
 )
@@ -299,8 +300,8 @@ func (l *lowerer) expand(x int, s, to []int) int {
 // permute appends the permutation perm of node x of out (of logical shape
 // s, giving to). Axes of size 1 drop out and runs of input axes that stay
 // adjacent and in order merge; when more groups than the kernels' rank
-// remain, the permutation runs as a chain of block moves, each a permute
-// of at most 4 groups (prefix, block, middle, suffix).
+// remain, the permutation runs as the shortest chain of permutes of at
+// most 4 contiguous groups each (chainOf).
 func (l *lowerer) permute(x int, s, perm, to []int) int {
 	// the input axes kept, in output order
 	var order []int
@@ -352,34 +353,153 @@ func (l *lowerer) permute(x int, s, perm, to []int) int {
 		}
 		return l.add(backend.Node{Op: backend.OpPermute, In: []int{l.view(x, size)}, Shape: gTo, Perm: q})
 	}
-	// block moves: cur is the order of the groups in x now
-	cur := make([]int, len(q))
-	for k := range cur {
-		cur[k] = k
-	}
-	prod := func(gs []int) int {
-		p := 1
-		for _, g := range gs {
-			p *= size[g]
+	// a chain of permutes of at most 4 contiguous groups each, the
+	// fewest that reach q (chainOf); cur is the order of the groups in x
+	cur := identity(len(q))
+	for _, mv := range chainOf(q) {
+		in := make([]int, len(mv.cuts)-1)
+		segs := make([][]int, len(in))
+		for k := range in {
+			segs[k] = cur[mv.cuts[k]:mv.cuts[k+1]]
+			in[k] = 1
+			for _, g := range segs[k] {
+				in[k] *= size[g]
+			}
 		}
-		return p
-	}
-	for k := 0; k < len(q); k++ {
-		pos := slices.Index(cur, q[k])
-		if pos == k {
-			continue
+		out := make([]int, len(in))
+		var next []int
+		for k, p := range mv.perm {
+			out[k] = in[p]
+			next = append(next, segs[p]...)
 		}
-		n := 1 // the block: the groups q[k:] already in that order at pos
-		for k+n < len(q) && pos+n < len(cur) && cur[pos+n] == q[k+n] {
-			n++
-		}
-		pre, mid, blk, suf := cur[:k], cur[k:pos], cur[pos:pos+n], cur[pos+n:]
-		in := []int{prod(pre), prod(mid), prod(blk), prod(suf)}
-		x = l.add(backend.Node{Op: backend.OpPermute, In: []int{l.view(x, in)},
-			Shape: []int{in[0], in[2], in[1], in[3]}, Perm: []int{0, 2, 1, 3}})
-		cur = slices.Concat(pre, blk, mid, suf)
+		x = l.add(backend.Node{Op: backend.OpPermute, In: []int{l.view(x, in)}, Shape: out, Perm: slices.Clone(mv.perm)})
+		cur = next
 	}
 	return x
+}
+
+// move is one permute of a chain: the sequence cut at cuts (from 0 to
+// its length) into at most 4 contiguous segments, reordered by perm.
+type move struct{ cuts, perm []int }
+
+// chainTrees caches chainTree by the number of groups.
+var chainTrees sync.Map
+
+// step is how chainTree reached an order: from order prev by mv.
+type step struct {
+	prev int
+	mv   move
+}
+
+// encode packs an order of at most 8 groups into an int, 3 bits a group.
+func encode(s []int) int {
+	k := 0
+	for _, g := range s {
+		k = k<<3 | g
+	}
+	return k
+}
+
+// chainOf returns the shortest chain of moves that turns the order
+// 0..len(q)-1 into q. Every move copies the tensor once, so fewer is
+// faster.
+func chainOf(q []int) []move {
+	tree := chainTree(len(q))
+	var chain []move
+	start := encode(identity(len(q)))
+	for k := encode(q); k != start; k = tree[k].prev {
+		chain = append(chain, tree[k].mv)
+	}
+	slices.Reverse(chain)
+	return chain
+}
+
+func identity(n int) []int {
+	s := make([]int, n)
+	for k := range s {
+		s[k] = k
+	}
+	return s
+}
+
+// chainTree is a breadth-first search from the order 0..n-1 over the n!
+// orders (720 for 6 groups), each move a permute of at most 4 contiguous
+// segments: for every order, the step that first reached it.
+func chainTree(n int) map[int]step {
+	if t, ok := chainTrees.Load(n); ok {
+		return t.(map[int]step)
+	}
+	var moves []move
+	for _, cuts := range cutSets(n) {
+		for _, perm := range perms(len(cuts) - 1) {
+			moves = append(moves, move{cuts, perm})
+		}
+	}
+	start := identity(n)
+	tree := map[int]step{encode(start): {prev: -1}}
+	s := make([]int, 0, n)
+	for frontier := [][]int{start}; len(frontier) > 0; {
+		var next [][]int
+		for _, cur := range frontier {
+			for _, mv := range moves {
+				s = s[:0]
+				for _, p := range mv.perm {
+					s = append(s, cur[mv.cuts[p]:mv.cuts[p+1]]...)
+				}
+				k := encode(s)
+				if _, ok := tree[k]; ok {
+					continue
+				}
+				tree[k] = step{encode(cur), mv}
+				next = append(next, slices.Clone(s))
+			}
+		}
+		frontier = next
+	}
+	chainTrees.Store(n, tree)
+	return tree
+}
+
+// cutSets are the ways to cut a sequence of n into 2 to 4 contiguous
+// segments: the cut positions with 0 and n at the ends.
+func cutSets(n int) [][]int {
+	var out [][]int
+	var rec func(cuts []int)
+	rec = func(cuts []int) {
+		last := cuts[len(cuts)-1]
+		if len(cuts) > 1 {
+			out = append(out, append(slices.Clone(cuts), n))
+		}
+		if len(cuts) == backend.NativeRank {
+			return
+		}
+		for c := last + 1; c < n; c++ {
+			rec(append(slices.Clone(cuts), c))
+		}
+	}
+	rec([]int{0})
+	return out
+}
+
+// perms are the permutations of 0..k-1 but the identity.
+func perms(k int) [][]int {
+	var out [][]int
+	var rec func(p []int, used int)
+	rec = func(p []int, used int) {
+		if len(p) == k {
+			if !slices.IsSorted(p) {
+				out = append(out, slices.Clone(p))
+			}
+			return
+		}
+		for i := range k {
+			if used&(1<<i) == 0 {
+				rec(append(p, i), used|1<<i)
+			}
+		}
+	}
+	rec(nil, 0)
+	return out
 }
 
 // attention lowers fused attention: the batch axes (all but the last
