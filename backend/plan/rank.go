@@ -31,9 +31,8 @@ type lowerer struct {
 // lowerRank returns g with every node of rank above kernelRank, or
 // reading one, rewritten into nodes of rank <= backend.NativeRank, and
 // origin naming for each node of the result the node of g it comes from;
-// g itself and nil when no node is above kernelRank. The graph is assumed
-// valid and free of composites above the rank (Expand decomposes them
-// first).
+// g itself and nil when no node is above kernelRank or g is invalid.
+// Composites above the rank are left (Expand decomposes them first).
 func lowerRank(g *backend.Graph, kernelRank int) (*backend.Graph, []int) {
 	high := make([]bool, len(g.Nodes))
 	some := false
@@ -47,7 +46,9 @@ func lowerRank(g *backend.Graph, kernelRank int) (*backend.Graph, []int) {
 		}
 		some = some || high[i]
 	}
-	if !some {
+	if !some || g.Validate() != nil {
+		// an invalid graph (rank 7 included) stays as it is: Make names
+		// what is wrong with it, where a lowering might hide it
 		return g, nil
 	}
 	l := &lowerer{g: g, out: &backend.Graph{NumArgs: g.NumArgs, Nodes: make([]backend.Node, 0, 2*len(g.Nodes))},

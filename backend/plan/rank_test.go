@@ -375,3 +375,17 @@ func TestChainOf(t *testing.T) {
 		t.Errorf("a reversal of 6 groups: %d permutes %+v, want 2", len(c), c)
 	}
 }
+
+// TestLowerRankInvalid: an invalid graph is not lowered (a rank-7 arg
+// would become a valid 4-d one): Make refuses it, naming the limit.
+func TestLowerRankInvalid(t *testing.T) {
+	b := &builder{}
+	b.out(b.op(backend.OpNeg, []int{1, 1, 1, 1, 1, 2, 2}, b.arg(1, 1, 1, 1, 1, 2, 2)))
+	lg, origin := Expand(&b.g, backend.Caps{})
+	if lg != &b.g || origin != nil {
+		t.Fatalf("Expand rewrote a graph of rank 7:\n%s", lg)
+	}
+	if _, err := Make(lg, Options{}); err == nil || !strings.Contains(err.Error(), "backend.MaxRank = 6") {
+		t.Errorf("Make of rank 7: %v, want the limit named", err)
+	}
+}
