@@ -42,6 +42,10 @@ type Caps struct {
 	// Timer says how its NodeTimer times nodes, for people reading a
 	// profile ("timestamp queries per kernel"); "" when it has none.
 	Timer string
+	// KernelRank is the largest rank its kernels take (0: NativeRank);
+	// plan.Expand lowers the nodes above it. Only the float64 reference
+	// takes MaxRank: one lowering for every device keeps them identical.
+	KernelRank int
 	// LaterReads is true when its LaterReader returns before the values
 	// are in (WebGPU in the browser); elsewhere core reads when asked,
 	// folding the read into the run where the program can (RunReader).
@@ -60,6 +64,14 @@ func (c Caps) Supports(op Op) bool {
 
 // Native reports whether the composite op runs natively (Composites).
 func (c Caps) Native(op Op) bool { return slices.Contains(c.Composites, op) }
+
+// Rank is KernelRank, NativeRank when unset.
+func (c Caps) Rank() int {
+	if c.KernelRank > 0 {
+		return c.KernelRank
+	}
+	return NativeRank
+}
 
 // RunInfo is what one Program.Run measured.
 type RunInfo struct {

@@ -91,6 +91,11 @@ package backend
 //   - Run: bind the args, run the kernels in order (one submission where
 //     the device allows), make the plan's output copies.
 //
+// Its kernels see ranks up to NativeRank (4) only: core and the suite
+// call plan.Expand before Compile, which lowers ranks 5 and 6 (MaxRank)
+// into nodes of rank 4 at most, and plan.Make refuses a node above
+// Caps.KernelRank.
+//
 // backend/cpu is the smallest complete example (compile.go, program.go,
 // buffer.go, driver.go around its kernel files). Register the driver in an
 // init with a priority (see PriorityWebGPU), add it to backend/all, and run

@@ -101,7 +101,8 @@ import (
 type Op uint8
 
 // The op set. Every value is f32; index operands are f32 holding whole numbers
-// (exact below 2^24). Shapes are row-major with up to 4 dimensions; a rank-0
+// (exact below 2^24). Shapes are row-major with up to MaxRank (6) dimensions
+// (a backend's kernels see at most NativeRank, 4: see plan.Expand); a rank-0
 // shape is a scalar. "Broadcast" means numpy rules on right-aligned shapes.
 const (
 	OpInvalid Op = iota
@@ -652,8 +653,15 @@ func (n *Node) AttrText() string {
 // Variadic is OpInfo.Inputs of an op that takes one or more inputs.
 const Variadic = -1
 
-// MaxRank is the largest rank of a tensor.
-const MaxRank = 4
+// MaxRank is the largest rank of a tensor, in core and in a Graph.
+const MaxRank = 6
+
+// NativeRank is the largest rank a backend's kernels take unless its
+// Caps.KernelRank says more (ggml has 4 dimensions, WebGPU's kernels 4):
+// plan.Expand rewrites the nodes above it into nodes of rank at most
+// NativeRank (plan/rank.go), so that every rank up to MaxRank runs on
+// every backend with the same values.
+const NativeRank = 4
 
 // MaxElems bounds the elements of one tensor (2^46, 256 TiB of f32): no
 // device holds more, and products of sizes, byte counts and offsets computed
@@ -667,7 +675,7 @@ func CheckShape(shape []int) error {
 	// The messages print copies: shape may be scratch memory on the
 	// caller's stack (core's Reshape), which printing it would move to the heap.
 	if len(shape) > MaxRank {
-		return fmt.Errorf("shape %v has %d dimensions, at most %d are supported", slices.Clone(shape), len(shape), MaxRank)
+		return fmt.Errorf("shape %v has %d dimensions, more than backend.MaxRank = %d", slices.Clone(shape), len(shape), MaxRank)
 	}
 	n := 1
 	for _, d := range shape {

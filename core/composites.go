@@ -301,7 +301,7 @@ func Concat(axis int, ts ...*Tensor) *Tensor {
 
 // Stack joins tensors of one shape along a new axis (0..rank; negative
 // counts from the end of the result's axes), so the result has rank + 1
-// dimensions (at most 4).
+// dimensions (at most backend.MaxRank, 6).
 func Stack(axis int, ts ...*Tensor) *Tensor {
 	if len(ts) == 0 {
 		panic("core.Stack: no tensors")

@@ -24,7 +24,7 @@ func binary(fn string, op backend.Op, a, b *Tensor) *Tensor {
 	if slices.Equal(a.shape, b.shape) {
 		return a.dev.record(fn, op, a.shape, attrs{}, a, b) // shared, as in unary
 	}
-	var buf [4]int // scratch: recordShaped copies it
+	var buf [backend.MaxRank]int // scratch: recordShaped copies it
 	s, err := backend.AppendBroadcastShape(buf[:0], a.shape, b.shape)
 	if err != nil {
 		panic(fmt.Sprintf("core.%s: %v", fn, err))
@@ -199,7 +199,7 @@ func normAxis(fn string, x *Tensor, axis int) int {
 
 // sumKeep sums along axis keeping the rank (the IR's OpSum).
 func sumKeep(fn string, x *Tensor, axis int) *Tensor {
-	var buf [4]int // scratch: recordShaped copies it
+	var buf [backend.MaxRank]int // scratch: recordShaped copies it
 	s := append(buf[:0], x.shape...)
 	s[axis] = 1
 	return x.dev.recordShaped(fn, backend.OpSum, s, attrs{Axis: int32(axis)}, x)
@@ -248,8 +248,11 @@ func MeanAxis(x *Tensor, axis int, keepDim bool) *Tensor {
 // Reshape views x with a new shape of the same size; one dimension may be -1.
 func Reshape(x *Tensor, shape ...int) *Tensor {
 	needTensors("Reshape", x)
-	var buf [4]int // scratch: recordShaped copies it (messages print copies)
+	var buf [backend.MaxRank]int // scratch: recordShaped copies it (messages print copies)
 	shape = append(buf[:0], shape...)
+	if len(shape) > backend.MaxRank {
+		panic(fmt.Sprintf("core.Reshape: %v cannot become %v: %d dimensions, more than backend.MaxRank = %d", x.shape, slices.Clone(shape), len(shape), backend.MaxRank))
+	}
 	infer, known := -1, 1
 	for i, s := range shape {
 		switch {
@@ -264,7 +267,10 @@ func Reshape(x *Tensor, shape ...int) *Tensor {
 	if infer >= 0 && x.Len()%known == 0 {
 		shape[infer] = x.Len() / known
 	}
-	if err := backend.CheckShape(shape); err != nil || backend.NumElems(shape) != x.Len() {
+	if err := backend.CheckShape(shape); err != nil {
+		panic(fmt.Sprintf("core.Reshape: %v cannot become %v: %v", x.shape, slices.Clone(shape), err))
+	}
+	if backend.NumElems(shape) != x.Len() {
 		panic(fmt.Sprintf("core.Reshape: %v (%d elements) cannot become %v", x.shape, x.Len(), slices.Clone(shape)))
 	}
 	if slices.Equal(shape, x.shape) {
@@ -350,7 +356,7 @@ func Gather(x, idx *Tensor) *Tensor {
 	if idx.Rank() != 1 {
 		panic(fmt.Sprintf("core.Gather: indices of shape %v, want 1-D", idx.shape))
 	}
-	var buf [4]int // scratch: recordShaped copies it
+	var buf [backend.MaxRank]int // scratch: recordShaped copies it
 	s := append(buf[:0], x.shape...)
 	s[0] = idx.shape[0]
 	return x.dev.recordShaped("Gather", backend.OpGetRows, s, attrs{}, x, idx)
@@ -358,7 +364,7 @@ func Gather(x, idx *Tensor) *Tensor {
 
 // scatterAddRows is Gather's adjoint: rows of src added into a zero [rows, ...].
 func scatterAddRows(src, idx *Tensor, rows int) *Tensor {
-	var buf [4]int // scratch: recordShaped copies it
+	var buf [backend.MaxRank]int // scratch: recordShaped copies it
 	s := append(buf[:0], src.shape...)
 	s[0] = rows
 	return src.dev.recordShaped("scatterAddRows", backend.OpScatterAddRows, s, attrs{}, src, idx)
@@ -464,7 +470,7 @@ func matmul(a, b *Tensor, transA, transB bool) *Tensor {
 	if k != k2 {
 		panic(fmt.Sprintf("core.MatMul: inner dimensions differ: %v (trans %t) x %v (trans %t)", a.shape, transA, b.shape, transB))
 	}
-	var buf [4]int // scratch: recordShaped copies it
+	var buf [backend.MaxRank]int // scratch: recordShaped copies it
 	s := append(buf[:0], a.shape...)
 	s[r-2], s[r-1] = m, n
 	return a.dev.recordShaped("MatMul", backend.OpMatMul, s, attrs{TransA: transA, TransB: transB}, a, b)

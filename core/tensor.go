@@ -38,9 +38,11 @@ const (
 
 var stateNames = [...]string{statePending: "pending", stateRealized: "realized", stateSpent: "spent", stateReleased: "released", stateFailed: "failed"}
 
-// Tensor is a handle to an f32 value of up to 4 dimensions, row-major, on a
-// Device: either a realized value (device memory, or host memory while the
-// device is closed) or a pending node of the device's lazy graph.
+// Tensor is a handle to an f32 value of up to backend.MaxRank (6) dimensions,
+// row-major, on a Device: either a realized value (device memory, or host
+// memory while the device is closed) or a pending node of the device's lazy
+// graph. Ranks 5 and 6 run on every backend as nodes of rank 4 at most
+// (plan.Expand lowers them).
 //
 // Tensors are created by Device.Tensor, Device.Param, Device.Zeros and the op
 // functions of this package. Like their Device, they are safe for concurrent

@@ -357,7 +357,7 @@ func Roll(x *Tensor, axis, shift int) *Tensor {
 // Repeat tiles x reps[d] times along each axis d, as PyTorch's repeat:
 // len(reps) must be at least x's rank, x counting as having leading axes
 // of size 1 for the extra ones, and the result (whose shape is x's times
-// reps) has at most 4 dimensions. The gradient sums the copies.
+// reps) has at most backend.MaxRank (6) dimensions. The gradient sums the copies.
 func Repeat(x *Tensor, reps ...int) *Tensor {
 	needTensors("Repeat", x)
 	if len(reps) < x.Rank() {

@@ -69,7 +69,7 @@ func TestTensorOpsPanics(t *testing.T) {
 		{"flip-twice", "core.Flip: axis -1 given twice (axes [2 -1])", func() { Flip(x, 2, -1) }},
 		{"repeat-short", "core.Repeat: 2 repetitions [2 2] for shape [2 3 4]: want one per axis at least", func() { Repeat(x, 2, 2) }},
 		{"repeat-zero", "core.Tile: repetitions [1 0 1] for shape [2 3 4]: each must be >= 1", func() { Tile(x, 1, 0, 1) }},
-		{"repeat-rank", "core.Repeat: shape [2 1 2 3 8] has 5 dimensions, at most 4", func() { Repeat(x, 2, 1, 1, 1, 2) }},
+		{"repeat-rank", "core.Repeat: shape [2 1 1 1 2 3 8] has 7 dimensions, more than backend.MaxRank = 6", func() { Repeat(x, 2, 1, 1, 1, 1, 1, 2) }},
 		{"pad-odd", "core.Pad: 3 pads [1 1 1] for shape [2 3 4]", func() { Pad(x, PadConstant, 0, 1, 1, 1) }},
 		{"pad-negative", "core.Pad: pad -1 of [0 -1] is negative", func() { Pad(x, PadConstant, 0, 0, -1) }},
 		{"pad-reflect", "core.Pad: reflect pad 3 of axis 1 of shape [2 3 4]: want < 3", func() { Pad(x, PadReflect, 0, 1, 1, 3, 0) }},

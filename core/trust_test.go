@@ -223,7 +223,7 @@ func TestMessages(t *testing.T) {
 	wantIn(t, mustPanic(t, func() { Add(x, nil) }), "core.Add: input 1 is nil")
 	wantIn(t, mustPanic(t, func() { MatMul(nil, x) }), "core.MatMul: input 0 is nil")
 	wantIn(t, mustPanic(t, func() { ReLU(nil) }), "core.ReLU: input 0 is nil")
-	wantIn(t, mustPanic(t, func() { Expand(x, 1, 1, 1, 2, 2) }), "core.Expand", "5 dimensions")
+	wantIn(t, mustPanic(t, func() { Expand(x, 1, 1, 1, 1, 1, 2, 2) }), "core.Expand", "7 dimensions")
 	other := open(t)
 	msg := mustPanic(t, func() { Add(x, other.Tensor([]float32{1, 2}, 2)) })
 	wantIn(t, msg, fmt.Sprintf("cpu#%d", dev.id), fmt.Sprintf("cpu#%d", other.id))

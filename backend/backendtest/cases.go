@@ -299,6 +299,7 @@ func opCases() []opCase {
 	cs = append(cs, specialCases()...)
 	cs = append(cs, compositeCases()...)
 	cs = append(cs, everyOpCases()...)
+	cs = append(cs, rankCases()...)
 	return cs
 }
 

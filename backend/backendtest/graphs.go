@@ -343,7 +343,7 @@ func testInvalid(t *testing.T, s *suite) {
 		"unknown op":   {NumArgs: 1, Nodes: []backend.Node{arg(0, 3), {Op: backend.Op(200), In: []int{0}, Shape: []int{3}}}},
 		"output range": {NumArgs: 1, Nodes: []backend.Node{arg(0, 3)}, Outputs: []backend.Output{{Node: 0, Arg: 4}}},
 		"matmul K":     {NumArgs: 2, Nodes: []backend.Node{arg(0, 3, 4), arg(1, 5, 2), {Op: backend.OpMatMul, In: []int{0, 1}, Shape: []int{3, 2}}}},
-		"rank 5":       {NumArgs: 1, Nodes: []backend.Node{arg(0, 1, 1, 1, 1, 2)}},
+		"rank 7":       {NumArgs: 1, Nodes: []backend.Node{arg(0, 1, 1, 1, 1, 1, 1, 2)}},
 		"adamw state not arg": {NumArgs: 4, Nodes: []backend.Node{arg(0, 3), arg(1, 3), arg(2, 3), arg(3, 7),
 			{Op: backend.OpNeg, In: []int{2}, Shape: []int{3}}, {Op: backend.OpAdamW, In: []int{0, 1, 4, 2, 3}, Shape: []int{3}}}},
 	}

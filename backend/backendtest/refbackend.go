@@ -39,9 +39,11 @@ func (d refDriver) Available() backend.Availability {
 }
 
 // Caps declares every composite native: Eval computes each from its
-// float64 definition (the suite's decomposed cases check Decompose).
+// float64 definition (the suite's decomposed cases check Decompose); and
+// every rank: Eval computes ranks 5 and 6 as they are, the values the
+// other backends' lowered graphs (plan.Expand) are checked against.
 func (r *refBackend) Caps() backend.Caps {
-	return backend.Caps{Name: r.name, Device: "host", Composites: composites}
+	return backend.Caps{Name: r.name, Device: "host", Composites: composites, KernelRank: backend.MaxRank}
 }
 
 // composites are the composite ops of the IR.

@@ -3,19 +3,54 @@ package plan
 import "github.com/ag-go/ag/backend"
 
 // Expand returns g with every composite op that caps does not run natively
-// (Caps.Composites) replaced by its decomposition (backend.Decompose), and
-// origin, which names for each node of the result the node of g it comes
-// from (a composite's primitives all name the composite), so that a
-// caller can fold per-node times back onto g's nodes. When there is nothing
-// to expand it returns g itself and a nil origin. g is not modified; the
-// result shares no slices with it that a later Expand would write.
+// (Caps.Composites) replaced by its decomposition (backend.Decompose), then
+// every node above the rank its kernels take (Caps.Rank) rewritten into
+// nodes of rank at most backend.NativeRank (rank.go; a composite above
+// it is decomposed first), and origin, which names for each node of the
+// result the node of g it comes from (a composite's primitives all name
+// the composite), so that a caller can fold per-node times back onto g's
+// nodes. When there is nothing to do it returns g itself and a nil origin.
+// g is not modified; the result shares no slices with it that a later
+// Expand would write.
 //
 // Callers expand before Compile (core, backendtest): a backend sees only
-// the composites it declared.
+// the composites it declared and the ranks it takes.
 func Expand(g *backend.Graph, caps backend.Caps) (*backend.Graph, []int) {
+	xg, origin := decompose(g, caps)
+	lg, lorigin := lowerRank(xg, caps.Rank())
+	switch {
+	case lorigin == nil:
+		return xg, origin
+	case origin == nil:
+		return lg, lorigin
+	}
+	for k, j := range lorigin {
+		lorigin[k] = origin[j]
+	}
+	return lg, lorigin
+}
+
+// decompose is Expand's first part: the composites caps does not run
+// natively, or not at their rank, replaced by their decompositions.
+func decompose(g *backend.Graph, caps backend.Caps) (*backend.Graph, []int) {
+	native := func(i int) bool {
+		n := &g.Nodes[i]
+		if !caps.Native(n.Op) {
+			return false
+		}
+		if len(n.Shape) > caps.Rank() {
+			return false
+		}
+		for _, j := range n.In {
+			if len(g.Nodes[j].Shape) > caps.Rank() {
+				return false
+			}
+		}
+		return true
+	}
 	todo := false
 	for i := range g.Nodes {
-		if op := g.Nodes[i].Op; op.IsComposite() && !caps.Native(op) {
+		if g.Nodes[i].Op.IsComposite() && !native(i) {
 			todo = true
 			break
 		}
@@ -38,7 +73,7 @@ func Expand(g *backend.Graph, caps backend.Caps) (*backend.Graph, []int) {
 			origin = append(origin, i)
 			return len(out.Nodes) - 1
 		}
-		if n.Op.IsComposite() && !caps.Native(n.Op) {
+		if n.Op.IsComposite() && !native(i) {
 			at[i] = backend.Decompose(&n, in, shapes, add)
 			continue
 		}

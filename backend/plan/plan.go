@@ -12,6 +12,11 @@
 // their own, where each kernel runs and what it reads, so the rules stay
 // one. The backend generates the fused kernels.
 //
+// Expand (expand.go) runs before Compile: it decomposes the composites a
+// backend has no kernel for and lowers nodes above the rank its kernels
+// take (rank.go: tensors have up to backend.MaxRank dimensions, kernels
+// backend.NativeRank unless Caps.KernelRank says more).
+//
 // DispatchLimits (dispatch.go) is the arithmetic a GPU backend lowers a
 // node with: workgroup grids folded within the device's per-dimension
 // limit, and the bound ranges a node over a buffer larger than one storage
@@ -62,6 +67,10 @@ type Options struct {
 	// which core plans around); Make fails on them, naming Device.
 	Unsupported []backend.Op
 	Device      string
+	// KernelRank is the largest rank the kernels take (Caps.KernelRank;
+	// 0: backend.NativeRank); Make fails on a node above it, which
+	// Expand should have lowered.
+	KernelRank int
 	// CopiesAtEnd copies the outputs that cannot be computed in place after
 	// the last kernel (WebGPU: after the compute pass) rather than right
 	// after their node.
@@ -122,6 +131,9 @@ func Make(g *backend.Graph, o Options) (*Plan, error) {
 		}
 		if op.IsComposite() && !slices.Contains(o.Composites, op) {
 			return nil, fmt.Errorf("plan.Make: node %d: composite %v is not lowered natively here (plan.Expand decomposes it before Compile)", i, op)
+		}
+		if r := (backend.Caps{KernelRank: o.KernelRank}).Rank(); len(g.Nodes[i].Shape) > r {
+			return nil, fmt.Errorf("plan.Make: node %d (%v %v): rank %d, above the %d this backend's kernels take (plan.Expand lowers it before Compile)", i, op, g.Nodes[i].Shape, len(g.Nodes[i].Shape), r)
 		}
 	}
 	n := len(g.Nodes)
