@@ -253,22 +253,9 @@ func runGPT2(o Options) error {
 			return fmt.Errorf("-json %s: %w", o.JSON, err)
 		}
 	}
-	extra, err := parseChromeArgs(o.ChromeArgs)
+	bcfg, flags, exe, tmp, err := chromeSetup(o.ChromeArgs, o.Chromium, o.GPU, "ag-bench-gpt2-")
 	if err != nil {
 		return err
-	}
-	bcfg := browserConfig{GPU: o.GPU, Extra: extra}
-	var flags []string
-	for _, f := range effectiveFlags(bcfg) {
-		flags = append(flags, f.String())
-	}
-	exe, err := chromiumPath(o.Chromium)
-	if err != nil {
-		return err
-	}
-	tmp, err := os.MkdirTemp("", "ag-bench-gpt2-")
-	if err != nil {
-		return fmt.Errorf("temporary folder: %w", err)
 	}
 	defer os.RemoveAll(tmp)
 	buildDir, native, agRev := filepath.Join(tmp, "build"), o.Native, ""

@@ -266,22 +266,9 @@ func run(o Options) error {
 			return fmt.Errorf("-ag-modes: %q: want captured, lazy or eager", m)
 		}
 	}
-	extra, err := parseChromeArgs(o.ChromeArgs)
+	bcfg, flags, exe, tmp, err := chromeSetup(o.ChromeArgs, o.Chromium, o.GPU, "ag-bench-browser-")
 	if err != nil {
 		return err
-	}
-	bcfg := browserConfig{GPU: o.GPU, Extra: extra}
-	flags := []string{}
-	for _, f := range effectiveFlags(bcfg) {
-		flags = append(flags, f.String())
-	}
-	exe, err := chromiumPath(o.Chromium)
-	if err != nil {
-		return err
-	}
-	tmp, err := os.MkdirTemp("", "ag-bench-browser-")
-	if err != nil {
-		return fmt.Errorf("temporary folder: %w", err)
 	}
 	defer os.RemoveAll(tmp)
 	logPath, logName := o.ChromeLog, o.ChromeLog
@@ -539,4 +526,27 @@ func logTail(path string, n int, gpuOnly bool) string {
 		return "(nothing)"
 	}
 	return strings.Join(lines, "\n")
+}
+
+// chromeSetup is what a run needs before it starts Chromium: the browser's
+// configuration from -chrome-args and -gpu, the flags that adds (as the
+// report lists them), the executable, and a temporary folder (named with
+// prefix) that the caller removes.
+func chromeSetup(chromeArgs, chromium string, gpu bool, prefix string) (bcfg browserConfig, flags []string, exe, tmp string, err error) {
+	extra, err := parseChromeArgs(chromeArgs)
+	if err != nil {
+		return bcfg, nil, "", "", err
+	}
+	bcfg = browserConfig{GPU: gpu, Extra: extra}
+	flags = []string{}
+	for _, f := range effectiveFlags(bcfg) {
+		flags = append(flags, f.String())
+	}
+	if exe, err = chromiumPath(chromium); err != nil {
+		return bcfg, nil, "", "", err
+	}
+	if tmp, err = os.MkdirTemp("", prefix); err != nil {
+		return bcfg, nil, "", "", fmt.Errorf("temporary folder: %w", err)
+	}
+	return bcfg, flags, exe, tmp, nil
 }
