@@ -6,15 +6,16 @@
 # handler does not report signals on threads it does not run, so the core
 # is the only witness. Nothing changes for a binary that exits normally.
 ulimit -c unlimited 2>/dev/null || true
-"$@" &
-pid=$!
-wait $pid
+# In the foreground: a background job of a non-interactive shell ignores
+# SIGINT and SIGQUIT, so Ctrl-C and go test's SIGQUIT on a hung binary
+# would not reach it.
+"$@"
 rc=$?
 if [ "$rc" -gt 128 ]; then
   echo "crashtrace: $(basename "$1") in $PWD died of signal $((rc - 128))" >&2
-  core=core
-  [ -f core.$pid ] && core=core.$pid # kernel.core_uses_pid
-  if [ ! -f "$core" ]; then
+  # core, or core.PID with kernel.core_uses_pid: the newest
+  core=$(ls -t core core.[0-9]* 2>/dev/null | head -1)
+  if [ -z "$core" ] || [ ! -f "$core" ]; then
     echo "crashtrace: no core file here (core_pattern: $(cat /proc/sys/kernel/core_pattern 2>/dev/null); ulimit -c: $(ulimit -c))" >&2
   elif ! command -v gdb >/dev/null; then
     echo "crashtrace: a core file but no gdb to read it (apt-get install gdb)" >&2
