@@ -62,11 +62,14 @@ vulkan:
 # `make test` re-invokes make after the ggml build so TAGS/CGO flags see it.
 # go test shows nothing of a passing package, so the skips that remain
 # (opt-in diagnostics, capabilities a backend lacks) are collected in a file
-# (AG_SKIP_LOG) and listed at the end, pass or fail.
+# (AG_SKIP_LOG) and listed at the end, pass or fail; so is the crash site of
+# a test binary that died of a signal (AG_CRASH_LOG), the last thing printed
+# before the verdict because a CI log may keep only its beginning and end.
 test: deps vulkan
-	@log=$$(mktemp); trap 'rm -f "$$log"' EXIT; \
-	AG_SKIP_LOG="$$log" $(MAKE) --no-print-directory REQUIRE_INSTALLED=1 test-devices vet unit adversarial devices-test wasm-check wasm-test; rc=$$?; \
+	@log=$$(mktemp); crash=$$(mktemp); trap 'rm -f "$$log" "$$crash"' EXIT; \
+	AG_SKIP_LOG="$$log" AG_CRASH_LOG="$$crash" $(MAKE) --no-print-directory REQUIRE_INSTALLED=1 test-devices vet unit adversarial devices-test wasm-check wasm-test; rc=$$?; \
 	echo "== skipped ($$(sort -u "$$log" | wc -l), see backend/backendtest/testenv):"; sort -u "$$log"; \
+	if [ -s "$$crash" ]; then echo "== crashed test binaries (scripts/crashtrace.sh; their full stacks are above):"; cat "$$crash"; fi; \
 	[ $$rc = 0 ] && echo "== make test: passed; every required device ran" || echo "== make test: FAILED"; \
 	exit $$rc
 
