@@ -1,8 +1,9 @@
 #!/bin/bash
 # ggml-vulkan with its tensor-core (cooperative-matrix) shaders on the H200: the native conformance
 # (f32 x f32 must stay f32: ggml/patches/*.coopmat.patch) and matmul, the MLP step and the transformer step in f32 and f16 precision.
-# Build and carry as bench/h200.sh says, but link the coopmat build of ggml (AG_GGML_COOPMAT=1: a glslc
-# built from Debian trixie's sources and Vulkan 1.4 headers, backend/native/ggml/glslc.sh; cold about an hour on 2 shared cores, then cached):
+# Build and carry as bench/h200.sh says, but link the coopmat build of ggml (what `make vulkan` builds on a machine
+# whose GPU offers VK_KHR_cooperative_matrix; AG_GGML_COOPMAT=1 forces it on this CPU machine; Debian trixie's
+# glslc and Vulkan 1.4 headers from backend/native/ggml/glslc.sh in seconds, then 13-17 min of shaders, cached):
 #   P=$(AG_GGML_COOPMAT=1 bash backend/native/ggml/build.sh); export CGO_CFLAGS=-I$P/include CGO_LDFLAGS=-L$P/lib
 #   go build -tags ggml -ldflags="-s -w" -o .run/ag ./cmd/ag && go test -c -tags ggml -ldflags="-s -w" -o .run/native.test ./backend/native/
 # then on the GPU machine from the repository root: bash bench/h200-coopmat.sh (results in $OUT)

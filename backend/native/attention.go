@@ -46,9 +46,9 @@ type maskKey struct {
 // attention skips masked keys too, but a lone +Inf score comes out finite
 // there). ggml-vulkan runs ggml_flash_attn_ext where the device can
 // (subgroup shuffle and vote), else the composite of matmuls and a masked
-// softmax. Its kernel is ggml's scalar one, f32 throughout: this build's
-// glslc has no cooperative matrices, whose kernels would round q and k to
-// f16 (to be checked against the tolerance if that changes). Head sizes
+// softmax. Its kernel is ggml's scalar one, f32 throughout, in the coopmat
+// build too (patches/*.coopmat.patch keep f32 flash attention off the
+// cooperative-matrix kernels, which would round q and k to f16). Head sizes
 // are padded with zeros to a multiple of 8, and a single query to two,
 // so that ggml does not split the keys among workgroups: that merge
 // clamps Inf, and on NVIDIA NaN, to finite values.

@@ -53,9 +53,11 @@
 // GGML_VK_VISIBLE_DEVICES=0 selects one; Open sets GGML_VK_DISABLE_F16=1
 // so f32 matmuls stay f32 (AG_GGML_VK_F16=1 keeps ggml's f16 tiles: on an
 // H200 without matrix cores no faster, ~5e-5 relative error instead of
-// ~1e-7), and on lavapipe LP_NUM_THREADS=1 (see driver.go). A ggml built
-// with AG_GGML_COOPMAT=1 (ggml/build.sh) has ggml-vulkan's tensor-core
-// (cooperative-matrix) shaders too: f16-precision matmuls use them on a
+// ~1e-7), and on lavapipe LP_NUM_THREADS=1 (see driver.go). `make vulkan`
+// on a machine whose Vulkan GPU offers VK_KHR_cooperative_matrix builds ggml
+// with its tensor-core (cooperative-matrix) shaders (ggml/build.sh,
+// AG_GGML_COOPMAT=auto; 1 or 0 forces it either way): f16-precision
+// matmuls use them on a
 // device that has them, f32 ones and flash attention stay on the fp32
 // shaders (which GGML_VK_DISABLE_F16 alone would not ensure:
 // ggml/patches/*.coopmat.patch). For experiments: AG_GGML_MM_ROWS (0: never

@@ -9,16 +9,22 @@
 # patches/*.patch (each says why), built with CMake, and a stamp records
 # success: a second run with the same version and patches costs seconds.
 #
-# Usage: build.sh [--print-prefix]
+# Usage: build.sh [--print-prefix | --coopmat-probe]
+#   --print-prefix   print where the build goes (or went), building nothing
+#   --coopmat-probe  list the Vulkan GPUs here and whether each offers
+#                    VK_KHR_cooperative_matrix; exit 0 when one does
 #   AG_CACHE     cache root (default $HOME/.cache/ag)
 #   AG_GGML_JOBS parallel compile jobs (default 2)
-#   AG_GGML_COOPMAT=1  also compile ggml's cooperative-matrix (tensor-core)
-#                matmul and flash-attention shaders: builds a newer glslc and
-#                takes newer Vulkan headers with glslc.sh (cold: 13-37 min
-#                more, once), applies patches/*.coopmat.patch too, and
-#                installs into its own prefix (ggml-ollama-<version>-coopmat-*).
-#                Without it nothing changes: bookworm's glslc and headers,
-#                which know no coopmat, and the usual prefix.
+#   AG_GGML_COOPMAT  auto (default): also compile ggml's cooperative-matrix
+#                (tensor-core) matmul and flash-attention shaders where a
+#                Vulkan GPU here offers VK_KHR_cooperative_matrix; 1: always;
+#                0: never. A coopmat build takes Debian trixie's glslc and
+#                Vulkan 1.4 headers from glslc.sh (seconds, once), applies
+#                patches/*.coopmat.patch too, takes 13-17 min more when cold,
+#                and installs into its own prefix
+#                (ggml-ollama-<version>-coopmat-*). Without it nothing
+#                changes: bookworm's glslc and headers, which know no
+#                coopmat, and the usual prefix.
 set -euo pipefail
 
 VERSION=v0.17.4
@@ -34,14 +40,112 @@ CMAKE_OPTS=(-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DGGML_VULKAN=ON 
 hash_inputs() {
   { echo "$VERSION ${CMAKE_OPTS[*]}"; cat "$HERE/CMakeLists.txt" "${PATCHES[@]}"; } | sha256sum | cut -c1-12
 }
-COOPMAT="${AG_GGML_COOPMAT:-0}"
+# coopmat_probe prints "coopmat NAME" or "none NAME" for each Vulkan device
+# that is not CPU-type (lavapipe's cooperative matrices, where offered, are
+# emulated) and succeeds when one offers VK_KHR_cooperative_matrix. It is
+# compiled once into the cache with the system's C compiler and libvulkan;
+# it needs no ggml. No compiler, no libvulkan or no Vulkan driver: no
+# coopmat.
+coopmat_probe() {
+  local dir="$CACHE/coopmat-probe" bin
+  bin="$dir/probe-$(sha256sum "$HERE/build.sh" | cut -c1-12)"
+  if [[ ! -x "$bin" ]]; then
+    mkdir -p "$dir"
+    cat >"$dir/probe.c" <<'PROBE'
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <vulkan/vulkan.h>
+
+int main(void) {
+	VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO, .apiVersion = VK_API_VERSION_1_1};
+	VkInstanceCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, .pApplicationInfo = &app};
+	VkInstance inst;
+	VkResult r = vkCreateInstance(&ci, NULL, &inst);
+	if (r != VK_SUCCESS) {
+		fprintf(stderr, "coopmat_probe: vkCreateInstance: VkResult %d\n", (int)r);
+		return 2;
+	}
+	uint32_t n = 0;
+	vkEnumeratePhysicalDevices(inst, &n, NULL);
+	VkPhysicalDevice *devs = calloc(n ? n : 1, sizeof *devs);
+	vkEnumeratePhysicalDevices(inst, &n, devs);
+	int found = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		VkPhysicalDeviceProperties p;
+		vkGetPhysicalDeviceProperties(devs[i], &p);
+		if (p.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU) {
+			continue;
+		}
+		uint32_t m = 0;
+		vkEnumerateDeviceExtensionProperties(devs[i], NULL, &m, NULL);
+		VkExtensionProperties *ext = calloc(m ? m : 1, sizeof *ext);
+		vkEnumerateDeviceExtensionProperties(devs[i], NULL, &m, ext);
+		int has = 0;
+		for (uint32_t k = 0; k < m; k++) {
+			if (strcmp(ext[k].extensionName, "VK_KHR_cooperative_matrix") == 0) {
+				has = 1;
+			}
+		}
+		free(ext);
+		printf("%s %s\n", has ? "coopmat" : "none", p.deviceName);
+		found |= has;
+	}
+	free(devs);
+	vkDestroyInstance(inst, NULL);
+	return found ? 0 : 1;
+}
+PROBE
+    gcc -O1 -o "$bin" "$dir/probe.c" -lvulkan 2>/dev/null || return 2
+  fi
+  "$bin" 2>/dev/null
+}
+
+# AG_GGML_COOPMAT: 1 builds ggml's cooperative-matrix shaders, 0 does not,
+# auto (the default) does where a Vulkan GPU here offers
+# VK_KHR_cooperative_matrix: a GPU user's `make vulkan` gets the tensor-core
+# matmuls, a machine with lavapipe alone (CI) keeps the plain build.
+if [[ "${1:-}" == "--coopmat-probe" ]]; then
+  rc=0
+  coopmat_probe || rc=$?
+  case $rc in
+  0) ;;
+  1) echo "(no Vulkan GPU here offers VK_KHR_cooperative_matrix)" ;;
+  *) echo "(no answer: the probe needs gcc, libvulkan-dev and a Vulkan loader)" ;;
+  esac
+  exit $rc
+fi
+COOPMAT="${AG_GGML_COOPMAT:-auto}"
+case "$COOPMAT" in
+auto | 0 | 1) ;;
+*)
+  echo "ggml build: AG_GGML_COOPMAT=$COOPMAT: want auto, 0 or 1" >&2
+  exit 2
+  ;;
+esac
+COOPMAT_WHY="AG_GGML_COOPMAT=$COOPMAT"
+if [[ "$COOPMAT" == auto ]]; then
+  if devs=$(coopmat_probe); then
+    COOPMAT=1
+    COOPMAT_WHY="a Vulkan device offers VK_KHR_cooperative_matrix: $(echo "$devs" | sed -n 's/^coopmat //p' | paste -sd, -)"
+  else
+    COOPMAT=0
+    COOPMAT_WHY="no Vulkan GPU here offers VK_KHR_cooperative_matrix (AG_GGML_COOPMAT=1 builds them anyway)"
+  fi
+fi
 if [[ "$COOPMAT" == 1 ]]; then
-  # glslc.sh's folder name carries its own hash; patches/*.coopmat.patch
+  # The shaders depend on glslc's and the headers' versions (glslc.sh's
+  # stamp, without its date), not on the folder; patches/*.coopmat.patch
   # apply to this build only (each says why).
   GLSLC_DIR="$(bash "$HERE/glslc.sh" --print-path)"
+  if [[ ! -f "$GLSLC_DIR/.built" && "${1:-}" != "--print-prefix" ]]; then
+    echo "ggml build: coopmat ($COOPMAT_WHY): glslc and Vulkan headers from glslc.sh" >&2
+    GLSLC_DIR="$(bash "$HERE/glslc.sh")"
+  fi
+  GLSLC_ID="$(sed 's/, installed .*//' "$GLSLC_DIR/.built" 2>/dev/null || echo "glslc not installed yet")"
   PATCHES=("$HERE"/patches/*.patch)
   hash_inputs() {
-    { echo "$VERSION ${CMAKE_OPTS[*]} coopmat $(basename "$GLSLC_DIR")"; cat "$HERE/CMakeLists.txt" "${PATCHES[@]}"; } | sha256sum | cut -c1-12
+    { echo "$VERSION ${CMAKE_OPTS[*]} coopmat $GLSLC_ID"; cat "$HERE/CMakeLists.txt" "${PATCHES[@]}"; } | sha256sum | cut -c1-12
   }
   PREFIX="$CACHE/ggml-ollama-$VERSION-coopmat-$(hash_inputs)"
 else
@@ -60,7 +164,7 @@ if [[ "${1:-}" == "--print-prefix" ]]; then
   exit 0
 fi
 if [[ $# -gt 0 ]]; then
-  echo "usage: $0 [--print-prefix]" >&2
+  echo "usage: $0 [--print-prefix | --coopmat-probe]" >&2
   exit 2
 fi
 
@@ -98,10 +202,8 @@ if [[ ${#missing[@]} -gt 0 ]]; then
   exit 1
 fi
 
+log "coopmat shaders: $([[ "$COOPMAT" == 1 ]] && echo yes || echo no) ($COOPMAT_WHY)"
 if [[ "$COOPMAT" == 1 ]]; then
-  # Builds glslc on the first run (long), prints its folder in a second later.
-  log "coopmat build: glslc and Vulkan headers from glslc.sh"
-  GLSLC_DIR="$(bash "$HERE/glslc.sh")"
   # The new glslc compiles the coopmat shaders; the headers (1.4.309) declare
   # VK_KHR_cooperative_matrix / VK_NV_cooperative_matrix2 for ggml-vulkan.cpp
   # and are the only Vulkan include folder of this build; the library linked

@@ -42,3 +42,50 @@ func TestFindMatchesMake(t *testing.T) {
 		}
 	}
 }
+
+// The default build (AG_GGML_COOPMAT unset: auto) is the coopmat build
+// where a Vulkan GPU here offers VK_KHR_cooperative_matrix, the plain build
+// elsewhere (CI's lavapipe), as build.sh's own probe decides; an explicit
+// 0 or 1 is obeyed either way, and a value other than auto, 0 or 1 is
+// refused.
+func TestCoopmatDefault(t *testing.T) {
+	prefix := func(mode string) (string, error) {
+		cmd := exec.Command("bash", "build.sh", "--print-prefix")
+		cmd.Env = append(os.Environ(), "AG_GGML_COOPMAT="+mode)
+		if mode == "" {
+			cmd.Env = append(os.Environ(), "AG_GGML_COOPMAT=auto")
+		}
+		out, err := cmd.Output()
+		return strings.TrimSpace(string(out)), err
+	}
+	plain, err := prefix("0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	coop, err := prefix("1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	auto, err := prefix("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain == coop || !strings.Contains(coop, "-coopmat-") || strings.Contains(plain, "-coopmat-") {
+		t.Fatalf("prefixes: AG_GGML_COOPMAT=0 %s, =1 %s: want two, the second named coopmat", plain, coop)
+	}
+	// build.sh's own probe; CI's machine has lavapipe alone, so there auto
+	// is plain.
+	probe := exec.Command("bash", "build.sh", "--coopmat-probe")
+	out, perr := probe.Output()
+	want := plain
+	if perr == nil {
+		want = coop
+	}
+	t.Logf("probe: %q (%v)", strings.TrimSpace(string(out)), perr)
+	if auto != want {
+		t.Errorf("AG_GGML_COOPMAT=auto gives %s, want %s (the probe says %q, %v)", auto, want, out, perr)
+	}
+	if _, err := prefix("yes"); err == nil {
+		t.Errorf("AG_GGML_COOPMAT=yes was accepted")
+	}
+}
