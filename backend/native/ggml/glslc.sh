@@ -58,7 +58,13 @@ need() { command -v "$1" >/dev/null 2>&1 || missing+=("$1 (Debian package $2)");
 need apt-get apt
 need dpkg-deb dpkg
 need sha256sum coreutils
-[[ -f /usr/share/keyrings/debian-archive-keyring.gpg ]] || missing+=("/usr/share/keyrings/debian-archive-keyring.gpg (Debian package debian-archive-keyring)")
+KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
+if [[ ! -f "$KEYRING" && "$(id -u)" == 0 ]] && command -v apt-get >/dev/null; then
+  # Ubuntu lacks Debian's keys by default; apt checks trixie's list with them.
+  log "installing debian-archive-keyring (Debian's archive keys)"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debian-archive-keyring >&2 || true
+fi
+[[ -f "$KEYRING" ]] || missing+=("$KEYRING (Debian package debian-archive-keyring)")
 if [[ ${#missing[@]} -gt 0 ]]; then
   echo "glslc: missing:" >&2
   printf '  %s\n' "${missing[@]}" >&2
@@ -69,7 +75,7 @@ fi
 # A private apt: trixie's package list in the cache, nothing of the system's
 # sources or lists read or written.
 mkdir -p "$APTDIR/lists/partial" "$APTDIR/archives/partial"
-echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian $SUITE main" >"$APTDIR/sources.list"
+echo "deb [signed-by=$KEYRING] http://deb.debian.org/debian $SUITE main" >"$APTDIR/sources.list"
 APT=(-o Dir::Etc::sourcelist="$APTDIR/sources.list" -o Dir::Etc::sourceparts=- -o Dir::State::Lists="$APTDIR/lists"
   -o Dir::Cache::archives="$APTDIR/archives" -o Dir::Cache="$APTDIR" -o APT::Get::List-Cleanup=0 -o Debug::NoLocking=1 -o APT::Sandbox::User=root)
 versions() {
