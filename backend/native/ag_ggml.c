@@ -895,8 +895,37 @@ bool ag_node_clock_cb(void *data) {
 static int ag_log_min = GGML_LOG_LEVEL_WARN;
 static int ag_log_last = GGML_LOG_LEVEL_NONE;
 
+// ag_matrix_cores holds what ggml-vulkan's device line said of matrix
+// cores for each device index ("none", "KHR_coopmat", "NV_coopmat2"); the
+// line is logged once, when ggml-vulkan first lists its devices, whatever
+// level is shown.
+static char ag_matrix_cores[AG_VK_MAX_DEVICES][32];
+
+static void ag_note_matrix_cores(const char *text) {
+    const char *p = strstr(text, "matrix cores: ");
+    unsigned idx;
+    if (p == NULL || sscanf(text, "ggml_vulkan: %u =", &idx) != 1 || idx >= AG_VK_MAX_DEVICES) {
+        return;
+    }
+    p += strlen("matrix cores: ");
+    size_t n = strcspn(p, "\r\n");
+    if (n >= sizeof ag_matrix_cores[idx]) {
+        n = sizeof ag_matrix_cores[idx] - 1;
+    }
+    memcpy(ag_matrix_cores[idx], p, n);
+    ag_matrix_cores[idx][n] = 0;
+}
+
+const char *ag_vk_matrix_cores(int dev) {
+    if (dev < 0 || dev >= AG_VK_MAX_DEVICES) {
+        return "";
+    }
+    return ag_matrix_cores[dev];
+}
+
 static void ag_log(enum ggml_log_level level, const char *text, void *user) {
     (void)user;
+    ag_note_matrix_cores(text);
     if (level == GGML_LOG_LEVEL_CONT) {
         level = ag_log_last;
     } else {

@@ -65,6 +65,12 @@ void ag_transpose(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 // (a ggml_log_level) are dropped.
 void ag_log_init(int min_level);
 
+// ag_vk_matrix_cores returns what ggml-vulkan logged of device dev's matrix
+// cores: "none", "KHR_coopmat" or "NV_coopmat2" (its cooperative-matrix
+// shaders are built and the device has them), or "" before ggml-vulkan has
+// listed its devices.
+const char *ag_vk_matrix_cores(int dev);
+
 // ag_matmul_tn is a ggml custom op (ggml-cpu only): dst[M,N] = A^T B for
 // A = dst->src[0] stored [K,M] and B = dst->src[1] stored [K,N] (row-major,
 // rows contiguous; K may span ne1..ne3 where the rows are evenly strided

@@ -49,8 +49,16 @@ type device struct {
 	// drawsPhilox: rand_uniform is drawn on the device (probeDraw:
 	// ggml-vulkan's arange with patch 0010); else a leaf the host fills.
 	drawsPhilox bool
+	// matrixCores: what ggml-vulkan said of the device's matrix cores
+	// ("KHR_coopmat", "NV_coopmat2"; "none" or "" without them, or in a
+	// ggml built without its cooperative-matrix shaders): f16 matmuls then
+	// run on them, and are left whole (mmSplitRows).
+	matrixCores string
 	slabs       slabPool // small buffers (see slab.go)
 }
+
+// coopmat reports whether ggml runs f16 matmuls on d's matrix cores.
+func (d *device) coopmat() bool { return d.matrixCores != "" && d.matrixCores != "none" }
 
 func newDevice(name, desc string, be C.ggml_backend_t, isCPU bool) (*device, error) {
 	d := &device{name: name, desc: desc, isCPU: isCPU, be: be}

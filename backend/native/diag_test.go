@@ -191,7 +191,7 @@ func TestDiagMatMul(t *testing.T) {
 				maxRel = max(maxRel, math.Abs(float64(out[i*s.n+j])-want)/scale)
 			}
 			fmt.Printf("DIAG matmul rows=%-4s %-9s M%-5d K%-5d N%-5d split %-3d median %8.1f us min %8.1f us %6.2f TFLOP/s relerr %.1e\n",
-				variant, s.label, s.m, s.k, s.n, d.mmSplitRows(s.m, s.n), float64(med)/1e3, float64(slices.Min(times))/1e3,
+				variant, s.label, s.m, s.k, s.n, d.mmSplitRows(s.m, s.n, false), float64(med)/1e3, float64(slices.Min(times))/1e3,
 				2*float64(s.m)*float64(s.k)*float64(s.n)/float64(med)/1e3, maxRel)
 			p.Release()
 		}

@@ -209,7 +209,11 @@ func (d vulkanDriver) Open() (backend.Backend, error) {
 		C.ggml_backend_free(be)
 		return nil, fmt.Errorf("native: %s: ggml_backend_vk_get_device_description(0) threw %s", VulkanName, C.GoString(&msg[0]))
 	}
-	return newDevice(VulkanName, C.GoString(&desc[0])+" (Vulkan)", be, false)
+	dev, err := newDevice(VulkanName, C.GoString(&desc[0])+" (Vulkan)", be, false)
+	if dev != nil {
+		dev.matrixCores = C.GoString(C.ag_vk_matrix_cores(0))
+	}
+	return dev, err
 }
 
 // vkDeviceCount is the number of Vulkan devices ggml uses. Its first call

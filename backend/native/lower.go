@@ -1356,7 +1356,7 @@ func (l *lowering) matMul(a, b tensor, transA, transB, half bool) tensor {
 	}
 	M, N := int(y.ne[1]), int(x.ne[1])
 	flat := y.ne[2] == 1 && y.ne[3] == 1 && x.ne[2] == 1 && x.ne[3] == 1
-	if rows := l.d.mmSplitRows(M, N); rows > 0 && flat && y.ne[0] <= maxMatmulK && bool(C.ggml_is_contiguous(y)) {
+	if rows := l.d.mmSplitRows(M, N, half); rows > 0 && flat && y.ne[0] <= maxMatmulK && bool(C.ggml_is_contiguous(y)) {
 		// Split y's M rows into M/rows matmuls of one batch (x broadcast):
 		// the same memory, but ggml-vulkan picks its tile size from the
 		// smaller of the two row counts, so the GPU gets enough workgroups.

@@ -24,8 +24,15 @@ const mmRowsEnv = "AG_GGML_MM_ROWS"
 // (f32, median of 20 runs): 256x1024x1024 258 us whole, 100 us at rows 64,
 // 90 us at rows 32; 1024^3 279 us whole, 122 us at rows 64, 132 us at rows
 // 32; 4096^3 stays whole (1024 large tiles already).
-func (d *device) mmSplitRows(M, N int) int {
-	if d.isCPU {
+//
+// An f16 matmul (half) on matrix cores stays whole: ggml's cooperative-
+// matrix shaders tile differently, and split they starved. On an H100
+// (GPT 12x768, ctx 512, batch 8, f16, GGML_VK_PERF_LOGGER) the split
+// weight gradients (768 x 32 x 4096, 24 a batch) ran at 13.5 TFLOP/s and
+// the split forward products (768 x 64 x 768, 64 a batch) at 77, where an
+// unsplit 3072 x 4096 x 768 ran at 224 (bench/results/h100-2026-12-06-s27a).
+func (d *device) mmSplitRows(M, N int, half bool) int {
+	if d.isCPU || half && d.coopmat() {
 		return 0
 	}
 	rows := 0

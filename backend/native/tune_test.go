@@ -93,3 +93,38 @@ func TestLongSums(t *testing.T) {
 		}
 	}
 }
+
+// ggml-vulkan's device line says what matrix cores the device has, and the
+// device keeps it (lavapipe: none); an f16 matmul is left whole only on
+// matrix cores (mmSplitRows), where ggml's cooperative-matrix shaders run it.
+func TestMatrixCores(t *testing.T) {
+	for _, name := range devices(t) {
+		d := open(t, name).(*device)
+		if d.isCPU {
+			if d.matrixCores != "" || d.coopmat() {
+				t.Errorf("%s: matrixCores %q, coopmat %t: want none on the CPU", name, d.matrixCores, d.coopmat())
+			}
+			continue
+		}
+		if d.matrixCores == "" {
+			t.Fatalf("%s: matrixCores is empty: ggml-vulkan's device line (\"... | matrix cores: ...\") was not read", name)
+		}
+		t.Logf("%s (%s): matrix cores %q", name, d.desc, d.matrixCores)
+		const M, N = 768, 768 // a split shape (rows 32) without matrix cores
+		if r := d.mmSplitRows(M, N, false); r == 0 {
+			t.Errorf("%s: f32 %dx%d matmul not split (rows %d)", name, M, N, r)
+		}
+		if r, r32 := d.mmSplitRows(M, N, true), d.mmSplitRows(M, N, false); d.coopmat() && r != 0 || !d.coopmat() && r != r32 {
+			t.Errorf("%s (matrix cores %q): f16 split rows %d, f32 %d", name, d.matrixCores, r, r32)
+		}
+		saved := d.matrixCores
+		d.matrixCores = "KHR_coopmat"
+		if r := d.mmSplitRows(M, N, true); r != 0 {
+			t.Errorf("%s as if with matrix cores: f16 %dx%d matmul split into rows of %d", name, M, N, r)
+		}
+		if r := d.mmSplitRows(M, N, false); r == 0 {
+			t.Errorf("%s as if with matrix cores: f32 %dx%d matmul left whole", name, M, N)
+		}
+		d.matrixCores = saved
+	}
+}
