@@ -1398,6 +1398,12 @@ func (l *lowering) halfSource(j int) (tensor, bool) {
 	nd := &l.g.Nodes[j]
 	switch nd.Op {
 	case backend.OpRoundF16:
+		// The round's own f16 cast (lowerUnary: f16, then back to f32):
+		// every product of it shares that one copy, made where the round
+		// is, instead of a cast of its input of its own.
+		if v := l.val[j]; v != nil && v.op == C.GGML_OP_CPY && v.src[0] != nil && v.src[0]._type == C.GGML_TYPE_F16 {
+			return v.src[0], true
+		}
 		return C.ggml_cast(l.ctx, l.in(nd, 0), C.GGML_TYPE_F16), true
 	case backend.OpUnpackF16:
 		if l.g.Nodes[nd.In[0]].Op != backend.OpPackF16 {
