@@ -24,14 +24,7 @@ func TestHalfMatMulOperands(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			be := open(t, name)
 			d := be.(*device)
-			g := &backend.Graph{NumArgs: 3, Nodes: []backend.Node{
-				{Op: backend.OpArg, Arg: 0, Shape: []int{8, 16}},
-				{Op: backend.OpArg, Arg: 1, Shape: []int{16, 4}},
-				{Op: backend.OpPackF16, In: []int{0}, Shape: []int{64}},
-				{Op: backend.OpUnpackF16, In: []int{2}, Shape: []int{8, 16}},
-				{Op: backend.OpRoundF16, In: []int{1}, Shape: []int{16, 4}},
-				{Op: backend.OpMatMul, In: []int{3, 4}, Shape: []int{8, 4}},
-			}, Outputs: []backend.Output{{Node: 5, Arg: 2}}}
+			g := halfProducts(1)
 			rng := rand.New(rand.NewPCG(4, 4))
 			runAndCompare(t, be, g, [][]float32{randVals(rng, 8*16), randVals(rng, 16*4), make([]float32, 8*4)}, 1e-5)
 			if c := loweredOps(t, d, g); !strings.Contains(c, " f16]=1") {
@@ -65,20 +58,6 @@ func TestHalfRoundSharedCast(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			be := open(t, name)
 			d := be.(*device)
-			graph := func(products int) *backend.Graph {
-				g := &backend.Graph{NumArgs: 2 + products, Nodes: []backend.Node{
-					{Op: backend.OpArg, Arg: 0, Shape: []int{8, 16}},
-					{Op: backend.OpArg, Arg: 1, Shape: []int{16, 4}},
-					{Op: backend.OpPackF16, In: []int{0}, Shape: []int{64}},
-					{Op: backend.OpUnpackF16, In: []int{2}, Shape: []int{8, 16}},
-					{Op: backend.OpRoundF16, In: []int{1}, Shape: []int{16, 4}},
-				}}
-				for p := 0; p < products; p++ {
-					g.Nodes = append(g.Nodes, backend.Node{Op: backend.OpMatMul, In: []int{3, 4}, Shape: []int{8, 4}})
-					g.Outputs = append(g.Outputs, backend.Output{Node: len(g.Nodes) - 1, Arg: 2 + p})
-				}
-				return g
-			}
 			cpys := func(g *backend.Graph) int {
 				c := loweredOps(t, d, g)
 				m := regexp.MustCompile(`CPY=(\d+)`).FindStringSubmatch(c)
@@ -88,15 +67,33 @@ func TestHalfRoundSharedCast(t *testing.T) {
 				n, _ := strconv.Atoi(m[1])
 				return n
 			}
-			one, three := cpys(graph(1)), cpys(graph(3))
+			one, three := cpys(halfProducts(1)), cpys(halfProducts(3))
 			// The outputs go straight into their args: no copy grows with
 			// the products (each cast its own: 5 and 7 copies).
 			if three != one {
-				t.Errorf("three f16 products of one round: %d CPY nodes, one product: %d; want the same (one shared cast): %s", three, one, loweredOps(t, d, graph(3)))
+				t.Errorf("three f16 products of one round: %d CPY nodes, one product: %d; want the same (one shared cast): %s", three, one, loweredOps(t, d, halfProducts(3)))
 			}
 			rng := rand.New(rand.NewPCG(5, 5))
-			g := graph(3)
+			g := halfProducts(3)
 			runAndCompare(t, be, g, [][]float32{randVals(rng, 8*16), randVals(rng, 16*4), make([]float32, 8*4), make([]float32, 8*4), make([]float32, 8*4)}, 1e-5)
 		})
 	}
+}
+
+// halfProducts is products matmuls of an activation stored in 16 bits
+// (unpack_f16 of a pack_f16 of arg 0, [8, 16]) by a weight rounded to f16
+// (round_f16 of arg 1, [16, 4]), each written to an arg of its own.
+func halfProducts(products int) *backend.Graph {
+	g := &backend.Graph{NumArgs: 2 + products, Nodes: []backend.Node{
+		{Op: backend.OpArg, Arg: 0, Shape: []int{8, 16}},
+		{Op: backend.OpArg, Arg: 1, Shape: []int{16, 4}},
+		{Op: backend.OpPackF16, In: []int{0}, Shape: []int{64}},
+		{Op: backend.OpUnpackF16, In: []int{2}, Shape: []int{8, 16}},
+		{Op: backend.OpRoundF16, In: []int{1}, Shape: []int{16, 4}},
+	}}
+	for p := 0; p < products; p++ {
+		g.Nodes = append(g.Nodes, backend.Node{Op: backend.OpMatMul, In: []int{3, 4}, Shape: []int{8, 4}})
+		g.Outputs = append(g.Outputs, backend.Output{Node: len(g.Nodes) - 1, Arg: 2 + p})
+	}
+	return g
 }
