@@ -102,16 +102,10 @@ adversarial:
 
 # The device-independent tests (nn, dp, buffer, data, models, the examples) again on every other backend
 # that runs here: WebGPU on lavapipe, and ggml's CPU and Vulkan devices.
-# On ggml-vulkan the packages run one at a time (-p 1): each is lavapipe's
-# workers plus ggml's spinning fence wait, and two at once oversubscribe a
-# 2-core machine. nn segfaulted there on a driver thread in 3 of the last
-# 7 CI-like runs, only with another package beside it (never in about 27
-# runs alone); the cause is not found, so this narrows the exposure and the crash
-# witness (CRASH) stays on to name the crash site if it comes back.
 DEVICES := webgpu $(if $(HAVE_GGML),ggml-cpu ggml-vulkan)
 devices-test:
 	set -e; for d in $(DEVICES); do echo "== nn, dp, buffer, data, models, examples on $$d"; \
-	  AG_TEST_DEVICE=$$d $(TEST_ENV) $(GO) test $(TAGS) $(CRASH) $$([ $$d = ggml-vulkan ] && echo -p 1) -count=1 -timeout 60m ./nn/ ./dp/ ./buffer/ ./data/ ./models/ ./examples/...; done
+	  AG_TEST_DEVICE=$$d $(TEST_ENV) $(GO) test $(TAGS) $(CRASH) -count=1 -timeout 60m ./nn/ ./dp/ ./buffer/ ./data/ ./models/ ./examples/...; done
 
 # The packages that run in the browser must build for GOOS=js.
 wasm-check:
