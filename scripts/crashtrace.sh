@@ -40,6 +40,7 @@ gdb -q -batch -nx -iex 'set auto-load off' -iex 'set print frame-arguments none'
   -ex 'echo == the crashing thread:\n' -ex 'bt 60' -ex 'echo == registers:\n' -ex 'info registers rip rsp rax rdi rsi' \
   -ex 'echo == every thread:\n' -ex 'thread apply all bt 30' \
   -ex 'echo == the signal:\n' -ex 'thread 1' -ex 'frame function runtime.sigtrampgo' -ex 'print/x info.siginfoFields' \
+  -ex 'echo == the libraries (to resolve a stripped driver frame later):\n' -ex 'info sharedlibrary' \
   "$1" "$core" >"$full" 2>&1
 rm -f "$core"
 # The crash site: the frames after "<signal handler called>" (before it are
