@@ -54,7 +54,10 @@ type device struct {
 	// ggml built without its cooperative-matrix shaders): f16 matmuls then
 	// run on them, and are left whole (mmSplitRows).
 	matrixCores string
-	slabs       slabPool // small buffers (see slab.go)
+	// software: a CPU-type Vulkan device (lavapipe), whose memory is never
+	// freed (see keeps).
+	software bool
+	slabs    slabPool // small buffers (see slab.go)
 }
 
 // coopmat reports whether ggml runs f16 matmuls on d's matrix cores.
@@ -154,13 +157,22 @@ func (d *device) Alloc(n int) (backend.Buffer, error) {
 
 // keepMemory, when set, makes Free, Program.Release and Close on a Vulkan
 // device forget their ggml objects without freeing them, so the memory lives
-// until the process ends. The tests set it on lavapipe (Mesa 22.3.6), whose
-// heap sometimes corrupts after a Vulkan buffer is freed and more work
-// follows (see main_test.go).
+// until the process ends. This package's tests set it on lavapipe (see
+// main_test.go); a device on a CPU-type Vulkan driver keeps its memory
+// anyway (device.software).
 var keepMemory bool
 
-// keeps reports whether d must not free ggml objects (see keepMemory).
-func (d *device) keeps() bool { return keepMemory && !d.isCPU }
+// keeps reports whether d must not free ggml objects: keepMemory, or a
+// CPU-type Vulkan device. Debian bookworm's lavapipe (Mesa 22.3.6) corrupts
+// its heap now and then when Vulkan memory is freed and more work follows:
+// glibc aborted with "double free or corruption (!prev)" in a free() on
+// lavapipe's own thread during a graph compute, and earlier with "corrupted
+// double-linked list", or the process died of SIGSEGV on that thread - in
+// about 1 of 3 runs of nn's tests on ggml-vulkan, never in this package's
+// tests, which keep their memory. Such a device is for testing (ggml skips
+// it unless GGML_VK_VISIBLE_DEVICES selects it), and a training loop
+// reuses its buffers (core's pool), so what is kept stays bounded there.
+func (d *device) keeps() bool { return (keepMemory || d.software) && !d.isCPU }
 
 func (d *device) Free(b backend.Buffer) {
 	nb, ok := b.(*buffer)

@@ -212,6 +212,7 @@ func (d vulkanDriver) Open() (backend.Backend, error) {
 	dev, err := newDevice(VulkanName, C.GoString(&desc[0])+" (Vulkan)", be, false)
 	if dev != nil {
 		dev.matrixCores = C.GoString(C.ag_vk_matrix_cores(0))
+		dev.software = selectedIsCPU()
 	}
 	return dev, err
 }

@@ -128,3 +128,26 @@ func TestMatrixCores(t *testing.T) {
 		d.matrixCores = saved
 	}
 }
+
+// A CPU-type Vulkan device (lavapipe) keeps its memory whatever the tests
+// set (see device.keeps); a GPU frees it.
+func TestSoftwareVulkanKeepsMemory(t *testing.T) {
+	saved := keepMemory
+	keepMemory = false
+	defer func() { keepMemory = saved }()
+	for _, name := range devices(t) {
+		d := open(t, name).(*device)
+		switch {
+		case d.isCPU:
+			if d.software || d.keeps() {
+				t.Errorf("%s: software %t, keeps %t: want neither on ggml-cpu", name, d.software, d.keeps())
+			}
+		case d.software != selectedIsCPU():
+			t.Errorf("%s (%s): software %t, but the selected device's type says %t", name, d.desc, d.software, selectedIsCPU())
+		case d.keeps() != d.software:
+			t.Errorf("%s (%s): keeps %t with software %t", name, d.desc, d.keeps(), d.software)
+		default:
+			t.Logf("%s (%s): software %t, keeps its memory %t", name, d.desc, d.software, d.keeps())
+		}
+	}
+}
