@@ -186,7 +186,9 @@ func (d vulkanDriver) Open() (backend.Backend, error) {
 	if os.Getenv(f16Env) != "1" {
 		os.Setenv("GGML_VK_DISABLE_F16", "1")
 	}
-	if _, set := os.LookupEnv(lpThreadsEnv); !set && selectedIsCPU() {
+	// One probe (a Vulkan instance of its own) for both uses below.
+	software := selectedIsCPU()
+	if _, set := os.LookupEnv(lpThreadsEnv); !set && software {
 		os.Setenv(lpThreadsEnv, "1")
 	}
 	n, err := vkDeviceCount()
@@ -212,7 +214,7 @@ func (d vulkanDriver) Open() (backend.Backend, error) {
 	dev, err := newDevice(VulkanName, C.GoString(&desc[0])+" (Vulkan)", be, false)
 	if dev != nil {
 		dev.matrixCores = C.GoString(C.ag_vk_matrix_cores(0))
-		dev.software = selectedIsCPU()
+		dev.software = software
 	}
 	return dev, err
 }
