@@ -70,12 +70,11 @@ func runShape(runs []sumRun) []int {
 // can. ggml-cpu: 1^T x, ag_matmul_tn with a ones column (exact products,
 // one running f32 sum per column); it reads its second source as R rows
 // of K floats nb[1] apart, which a contiguous x whose ne0 is K is (say
-// [K, T, B]) without a reshape node. ggml-vulkan: an average pool over x as a [K, R]
-// image with a window of all R rows, times R (the shader adds each term
-// times 1/R, a rounding per term), its window bounded as rowMax's
-// (maxPoolWindow); past that the transposed copy's row sums. (ggml-vulkan
+// [K, T, B]) without a reshape node. A GPU device: average pools over x as
+// a [K, R] image along its rows (poolStages: windows of poolStage, then
+// the rest), times what they divided by, in x's own layout (ggml-vulkan
 // has no out_prod, and its mul_mat rounds a strided (transposed) operand
-// to f16.)
+// to f16; the transposed copy's row sums cost a copy of x).
 func (l *lowering) colSums(x tensor, R, K int) tensor {
 	if l.d.isCPU {
 		if int(x.ne[0]) != K {
@@ -85,10 +84,6 @@ func (l *lowering) colSums(x tensor, R, K int) tensor {
 		src := [2]tensor{ones, x}
 		return C.ggml_custom_4d(l.ctx, C.GGML_TYPE_F32, C.int64_t(K), 1, 1, 1, &src[0], 2, C.ggml_custom_op_t(C.ag_matmul_tn), C.GGML_N_TASKS_MAX, nil)
 	}
-	x = l.reshape(x, []int{R, K})
-	if R <= maxPoolWindow {
-		p := C.ggml_pool_2d(l.ctx, x, C.GGML_OP_POOL_AVG, 1, C.int(R), 1, C.int(R), 0, 0)
-		return l.scaleBias(p, float32(R), 0)
-	}
-	return l.sumRows(l.transposed(x))
+	p, div := l.poolStages(l.reshape(x, []int{R, K}), 1, C.GGML_OP_POOL_AVG)
+	return l.scaleBias(p, float32(div), 0)
 }

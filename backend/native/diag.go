@@ -89,10 +89,18 @@ func dumpGraph(name string, l *lowering) {
 		for _, a := range l.args {
 			isArg[a.t] = true
 		}
+		ir := 0 // the IR node a ggml node was made for (nodeEnd)
 		for k := 0; k < nn; k++ {
 			t := C.ggml_graph_node(l.gf, C.int(k))
 			index[t] = k
-			fmt.Fprintf(os.Stderr, "  %3d %-14s [%d %d %d %d]", k, C.GoString(C.ggml_op_desc(t)), t.ne[0], t.ne[1], t.ne[2], t.ne[3])
+			for ir < len(l.nodeEnd) && k >= l.nodeEnd[ir] {
+				ir++
+			}
+			of := "out" // the copies into the outputs' args
+			if ir < len(l.g.Nodes) {
+				of = fmt.Sprintf("%d %s", ir, l.g.Nodes[ir].Op)
+			}
+			fmt.Fprintf(os.Stderr, "  %3d %-14s %s[%d %d %d %d] (IR %s)", k, C.GoString(C.ggml_op_desc(t)), C.GoString(C.ggml_type_name(t._type)), t.ne[0], t.ne[1], t.ne[2], t.ne[3], of)
 			for j := 0; j < 3 && t.src[j] != nil; j++ {
 				s := t.src[j]
 				name := "leaf"
@@ -101,7 +109,7 @@ func dumpGraph(name string, l *lowering) {
 				} else if isArg[s] {
 					name = "arg"
 				}
-				fmt.Fprintf(os.Stderr, " src%d=%s[%d %d]", j, name, s.ne[0], s.ne[1])
+				fmt.Fprintf(os.Stderr, " src%d=%s%s[%d %d]", j, name, C.GoString(C.ggml_type_name(s._type)), s.ne[0], s.ne[1])
 			}
 			fmt.Fprintln(os.Stderr)
 		}

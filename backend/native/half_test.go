@@ -80,6 +80,64 @@ func TestHalfRoundSharedCast(t *testing.T) {
 	}
 }
 
+// A round_f16 that only f16 products read is one copy (its f16 cast): the
+// cast back to f32 joins the graph only where another node reads it (an
+// add here) or the round is an output, and then both give its values.
+func TestHalfRoundBackCastOnDemand(t *testing.T) {
+	for _, name := range devices(t) {
+		if name != VulkanName {
+			continue // ggml-cpu multiplies f32: the rule is ggml-vulkan's
+		}
+		t.Run(name, func(t *testing.T) {
+			be := open(t, name)
+			d := be.(*device)
+			cpys := func(g *backend.Graph) int {
+				m := regexp.MustCompile(`CPY=(\d+)`).FindStringSubmatch(loweredOps(t, d, g))
+				if m == nil {
+					return 0
+				}
+				n, _ := strconv.Atoi(m[1])
+				return n
+			}
+			// round_f16 of arg 0 [8, 16] times round_f16 of arg 1 [16, 4]
+			// into arg 2; with add, round(arg 0) + arg 0 into arg 3 too;
+			// with out, round(arg 1) itself into arg 3.
+			build := func(add, out bool) *backend.Graph {
+				g := &backend.Graph{NumArgs: 3, Nodes: []backend.Node{
+					{Op: backend.OpArg, Arg: 0, Shape: []int{8, 16}},
+					{Op: backend.OpArg, Arg: 1, Shape: []int{16, 4}},
+					{Op: backend.OpRoundF16, In: []int{0}, Shape: []int{8, 16}},
+					{Op: backend.OpRoundF16, In: []int{1}, Shape: []int{16, 4}},
+					{Op: backend.OpMatMul, In: []int{2, 3}, Shape: []int{8, 4}},
+				}, Outputs: []backend.Output{{Node: 4, Arg: 2}}}
+				switch {
+				case add:
+					g.Nodes = append(g.Nodes, backend.Node{Op: backend.OpAdd, In: []int{2, 0}, Shape: []int{8, 16}})
+					g.Outputs, g.NumArgs = append(g.Outputs, backend.Output{Node: 5, Arg: 3}), 4
+				case out:
+					g.Outputs, g.NumArgs = append(g.Outputs, backend.Output{Node: 3, Arg: 3}), 4
+				}
+				return g
+			}
+			if c := cpys(build(false, false)); c != 2 {
+				t.Errorf("two rounds read by one f16 product: %d CPY nodes, want 2 (their f16 casts): %s", c, loweredOps(t, d, build(false, false)))
+			}
+			for _, tc := range []struct {
+				name     string
+				add, out bool
+				shape    int
+			}{{"read by an add", true, false, 8 * 16}, {"an output", false, true, 16 * 4}} {
+				g := build(tc.add, tc.out)
+				if c := cpys(g); c != 3 {
+					t.Errorf("%s: %d CPY nodes, want 3 (one cast back to f32): %s", tc.name, c, loweredOps(t, d, g))
+				}
+				rng := rand.New(rand.NewPCG(6, 6))
+				runAndCompare(t, be, g, [][]float32{randVals(rng, 8*16), randVals(rng, 16*4), make([]float32, 8*4), make([]float32, tc.shape)}, 1e-5)
+			}
+		})
+	}
+}
+
 // halfProducts is products matmuls of an activation stored in 16 bits
 // (unpack_f16 of a pack_f16 of arg 0, [8, 16]) by a weight rounded to f16
 // (round_f16 of arg 1, [16, 4]), each written to an arg of its own.

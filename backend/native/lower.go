@@ -122,7 +122,7 @@ func tensorsFor(n *backend.Node) int {
 	case backend.OpPowConst, backend.OpGetRows, backend.OpOneHot, backend.OpLogSoftmax, backend.OpInside, backend.OpKeep:
 		return 24
 	case backend.OpMax, backend.OpMaximum:
-		return 32 // nanAxisMax's two-stage pools and its -Inf and NaN fixes
+		return 40 // nanAxisMax's staged pools (7 each up to 2^31) and its -Inf and NaN fixes
 	case backend.OpMatMul, backend.OpScatterAddRows, backend.OpSum:
 		// a product split along K (mulMat: ~20 tensors) after its
 		// operands' copies; a short axis summed as adds (sumShortAxis: 2
@@ -320,6 +320,13 @@ func (l *lowering) build() error {
 		for _, e := range effects {
 			l.expand(e)
 		}
+		if n.Op == backend.OpRoundF16 && v.op == C.GGML_OP_CPY && v.src[0] != nil {
+			// Only the f16 cast here: the f16 products read it (halfSource),
+			// and the cast back to f32 joins the graph where a node reads it,
+			// so a round read by products alone costs one copy, not two. The
+			// cast it reads is never written, so a later place is as good.
+			v = v.src[0]
+		}
 		l.expand(v)
 		l.nodeEnd[i] = int(C.ggml_graph_n_nodes(l.gf))
 	}
@@ -332,6 +339,7 @@ func (l *lowering) build() error {
 			// The node computes straight into the arg: no copy node.
 			l.args = append(l.args, argLeaf{t: t, arg: o.Arg, elems: backend.NumElems(l.g.Nodes[o.Node].Shape), write: true})
 			C.ggml_set_output(t)
+			l.expand(t) // a round's f32 value may be in no node's inputs yet
 			continue
 		}
 		on := &l.g.Nodes[o.Node]
@@ -1034,8 +1042,9 @@ func (l *lowering) toFront(x tensor, d int) tensor {
 // extents are therefore reduced in two stages on a GPU device; ggml-cpu
 // has no such limit and keeps one.
 const (
-	// maxPoolWindow is the longest row one max pool window covers.
-	maxPoolWindow = 1024
+	// poolStage is the window of a GPU device's pools over a long axis
+	// (see poolStages), a power of two.
+	poolStage = 32
 	// sumChunk is the row length of a two-stage sum whose rows have no
 	// divisor in 64..1024 (they are padded with zeros to a multiple).
 	sumChunk = 1024
@@ -1054,24 +1063,43 @@ func (l *lowering) rowMax(x tensor) tensor {
 }
 
 // poolAxis pools the contiguous x along its ggml dim d (0 or 1) by op, one
-// window covering the whole axis: [1, ne1, ...] or [ne0, 1, ...], one
-// invocation per result on ggml-vulkan (its pool shader). On a GPU device
-// an axis longer than maxPoolWindow takes windows of that length first:
-// padding the axis by w-1 on both sides (padded places are skipped) makes
-// the windows cover any length, the first holding element 0 alone.
+// window covering the whole axis in the end: [1, ne1, ...] or [ne0, 1,
+// ...] (see poolStages).
 func (l *lowering) poolAxis(x tensor, d int, op C.enum_ggml_op_pool) tensor {
-	L := int(x.ne[d])
+	p, _ := l.poolStages(x, d, op)
+	return p
+}
+
+// poolStages pools x along its ggml dim d by op down to length 1 and
+// returns the result and, for an average, what its values are divided by
+// (each pool divides by its whole window). ggml-vulkan's pool shader is
+// one invocation per result, looping over its window: a long window with
+// few results is a few hundred serial loads per invocation on a GPU
+// mostly idle (on an H100 the MLP 8x4096 step's bias gradients, column
+// sums of [1024, 4096], took 2.5 ms of its 8.6 ms, and the GPT 12x768
+// step's row maxima of [512, 512] masks 3.2 ms). So on a GPU device an
+// axis longer than 2*poolStage is pooled in windows of poolStage first,
+// and again, until it is short; padding it by poolStage-1 on both sides
+// (padded places are skipped) makes the windows cover any length, the
+// first holding element 0 alone. The windows are powers of two but the
+// last: an average's divisions by them are exact.
+func (l *lowering) poolStages(x tensor, d int, op C.enum_ggml_op_pool) (tensor, float64) {
 	pool := func(t tensor, w, pad int) tensor {
 		if d == 0 {
 			return C.ggml_pool_2d(l.ctx, t, op, C.int(w), 1, C.int(w), 1, C.float(pad), 0)
 		}
 		return C.ggml_pool_2d(l.ctx, t, op, 1, C.int(w), 1, C.int(w), 0, C.float(pad))
 	}
-	if l.d.isCPU || L <= maxPoolWindow {
-		return pool(x, L, 0)
+	div := 1.0
+	for !l.d.isCPU && x.ne[d] > 2*poolStage {
+		pad := 0
+		if x.ne[d]%poolStage != 0 {
+			pad = poolStage - 1
+		}
+		x, div = pool(x, poolStage, pad), div*poolStage
 	}
-	part := pool(x, maxPoolWindow, maxPoolWindow-1)
-	return pool(part, int(part.ne[d]), 0)
+	L := int(x.ne[d])
+	return pool(x, L, 0), div * float64(L)
 }
 
 func (l *lowering) lowerReduce(n *backend.Node) tensor {
