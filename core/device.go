@@ -55,9 +55,10 @@ type Device struct {
 	poolMax       int64          // poolBytes, read from the device once
 	poolAdapts    bool           // the device's memory is unknown: poolFits sets poolMax
 	eager         bool
-	mmPrec        Precision          // SetMatMulPrecision
-	store         Precision          // SetActivationStorage
-	consts        map[string]*Tensor // shape-only Constants (see constant)
+	mmPrec        Precision            // SetMatMulPrecision
+	store         Precision            // SetActivationStorage
+	consts        map[string]*Tensor   // shape-only Constants (see constant)
+	rounds        map[roundKey]*Tensor // pending roundings of pending values (see roundedTo), emptied with d.pending
 	// grads are the leaves whose Grad a pending Backward replaced, with the
 	// gradient they had before: a failed run puts those back.
 	grads []gradUndo

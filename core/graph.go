@@ -486,6 +486,7 @@ func (d *Device) dropPending(err error) {
 	}
 	clear(d.pending)
 	d.pending = d.pending[:0]
+	clear(d.rounds)
 	// The gradients the dropped Backward would have produced are gone; the
 	// ones from before it are intact.
 	for i := len(d.grads) - 1; i >= 0; i-- {
@@ -562,6 +563,7 @@ func (d *Device) realize(lw *lowering, read *Tensor) {
 	}
 	clear(d.pending)
 	d.pending = d.pending[:0]
+	clear(d.rounds)
 	clear(d.grads) // emptied, not dropped: the next Backward fills it again
 	d.grads = d.grads[:0]
 }

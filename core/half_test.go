@@ -112,6 +112,63 @@ func TestMatMulPrecision(t *testing.T) {
 	}()
 }
 
+// A pending value read by several products is rounded once: x by its two
+// products, and the gradient of y by the four products of the backward
+// (each round is a copy, a kernel of its own). A realized value is rounded
+// anew: it may be a parameter an update changed since.
+func TestRoundOncePerValue(t *testing.T) {
+	dev := open(t)
+	prev, err := dev.SetMatMulPrecision(PrecisionF16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.SetMatMulPrecision(prev)
+	rounds := func() int {
+		dev.lock()
+		defer dev.mu.Unlock()
+		n := 0
+		for _, p := range dev.pending {
+			if p.op == backend.OpRoundF16 {
+				n++
+			}
+		}
+		return n
+	}
+	r := rand.New(rand.NewPCG(7, 7))
+	vals := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(r.NormFloat64())
+		}
+		return v
+	}
+	in, w1, w2 := dev.Param(vals(3*5), 3, 5), dev.Param(vals(5*4), 5, 4), dev.Param(vals(5*4), 5, 4)
+	x := Tanh(in).Keep() // read again after the run
+	y := Add(MatMul(x, w1), MatMul(x, w2))
+	if n := rounds(); n != 3 {
+		t.Errorf("forward: %d round_f16 nodes, want 3 (x once, w1, w2)", n)
+	}
+	if err := Sum(Mul(y, y)).Backward(); err != nil {
+		t.Fatal(err)
+	}
+	if n := rounds(); n != 4 {
+		t.Errorf("forward and backward: %d round_f16 nodes, want 4 (x, w1, w2, and the gradient of y once)", n)
+	}
+	got, err := in.Grad().Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, g := range got {
+		if math.IsNaN(float64(g)) || g == 0 {
+			t.Fatalf("in.Grad()[%d] = %v", i, g)
+		}
+	}
+	_ = MatMul(x, w1) // x ran: its round ran too, so a new one
+	if n := rounds(); n != 2 {
+		t.Errorf("after the run: %d round_f16 nodes, want 2 (x and w1 anew)", n)
+	}
+}
+
 // noBF16CPU is the cpu backend with ggml-vulkan's bf16 gap: round_bf16 and
 // unpack_bf16 are in its Caps.Unsupported, and graphs holding them do not
 // compile.

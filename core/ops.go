@@ -490,13 +490,43 @@ func roundOperands(a, b *Tensor) (*Tensor, *Tensor) {
 }
 
 // roundedTo rounds x with op (OpRoundF16, OpRoundBF16) unless it is that
-// rounding already (a gradient's matmul reuses a forward operand).
+// rounding already (a gradient's matmul reuses a forward operand), or x has
+// a rounding still to run: the q, k and v projections of one input and a
+// gradient's two products read one round, where each made a copy (a
+// kernel) of its own. Only a pending x: its value is fixed until it runs,
+// while a realized one may be a parameter an update changes in between.
 func roundedTo(x *Tensor, op backend.Op) *Tensor {
 	if x.op == op {
 		return x
 	}
-	defer x.dev.composite("MatMul")()
-	return unary(op.String(), op, x, 0, 0)
+	d := x.dev
+	shared := x.state() == statePending && !x.op.InPlace()
+	if shared {
+		d.lock()
+		r := d.rounds[roundKey{x, op}]
+		d.mu.Unlock()
+		if r != nil && r.state() == statePending {
+			return r
+		}
+	}
+	end := d.composite("MatMul")
+	r := unary(op.String(), op, x, 0, 0)
+	end()
+	if shared {
+		d.lock()
+		if d.rounds == nil {
+			d.rounds = map[roundKey]*Tensor{}
+		}
+		d.rounds[roundKey{x, op}] = r
+		d.mu.Unlock()
+	}
+	return r
+}
+
+// roundKey names a pending rounding: of value x by op (see roundedTo).
+type roundKey struct {
+	x  *Tensor
+	op backend.Op
 }
 
 // inf is +Inf as f32, for masks without an upper bound.
