@@ -148,6 +148,9 @@ func attentionWeights(scores, keep *Tensor, scale float32, maybeEmpty bool) *Ten
 		bias = d.Full(0, tq, tk)
 	case keep == d.cached(causalKey(tq, tk, 1, 0)):
 		bias = causalMask(d, tq, tk, 0, -maskedScore)
+		// Row i keeps keys 0..i: none is empty, and the rows' maxima and
+		// the product by them (a pass over all the weights) would be 1s.
+		maybeEmpty = false
 	default:
 		bias = Affine(keep, maskedScore, -maskedScore)
 	}

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/ag-go/ag/backend"
 )
 
 func init() {
@@ -326,4 +328,36 @@ func TestAttentionDropoutGradient(t *testing.T) {
 			t.Error(err)
 		}
 	})
+}
+
+// The causal mask has no empty row (row i keeps keys 0..i), so its
+// backward takes no row maxima of it and no product of the weights by
+// them (a pass over all the weights); a user's mask may have one, and
+// does take them.
+func TestAttentionCausalNoEmptyRows(t *testing.T) {
+	dev := open(t)
+	maxima := func(opt *AttentionOptions) int {
+		q := dev.Param(make([]float32, 2*4*3), 2, 4, 3)
+		if err := Sum(Attention(q, q, q, opt)).Backward(); err != nil {
+			t.Fatal(err)
+		}
+		dev.lock()
+		defer dev.mu.Unlock()
+		n := 0
+		for _, p := range dev.pending {
+			if p.op == backend.OpMax {
+				n++
+			}
+		}
+		dev.pending = dev.pending[:0] // not run: only its graph is asked about
+		clear(dev.rounds)
+		return n
+	}
+	if n := maxima(&AttentionOptions{Causal: true}); n != 0 {
+		t.Errorf("causal: %d max nodes in the backward, want 0", n)
+	}
+	mask := dev.Tensor([]float32{1, 1, 0, 1}, 1, 4)
+	if n := maxima(&AttentionOptions{Mask: mask}); n == 0 {
+		t.Errorf("a user's mask: no max node in the backward, want its rows' maxima")
+	}
 }
