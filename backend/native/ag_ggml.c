@@ -267,6 +267,13 @@ struct ggml_tensor *ag_clamp_to(struct ggml_context *ctx, struct ggml_tensor *a,
 	return r;
 }
 
+struct ggml_tensor *ag_gelu_back_vk(struct ggml_context *ctx, struct ggml_tensor *x, struct ggml_tensor *dy) {
+	struct ggml_tensor *r = ggml_silu_back(ctx, dy, x); // src0 the gradient, src1 x
+	const int32_t mode = 1;
+	memcpy(r->op_params, &mode, sizeof(mode));
+	return r;
+}
+
 void ag_relu(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
 	(void)userdata;
 	clamp_op(dst, ith, nth, 0.0f, INFINITY);

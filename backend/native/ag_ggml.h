@@ -85,6 +85,12 @@ void ag_matmul_tn(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 // (ggml-vulkan may reorder nodes) would see it clamped.
 struct ggml_tensor *ag_clamp_to(struct ggml_context *ctx, struct ggml_tensor *a, float lo, float hi);
 
+// ag_gelu_back_vk is GELU's gradient dy*gelu'(x) (tanh approximation) as
+// one ggml-vulkan node: a SILU_BACK whose op_params[0] = 1 selects the
+// GELU mode build.sh's patch 0012 gives its shader (ggml-cpu would compute
+// SiLU's: ag lowers it there only where probeGeluBack saw the mode).
+struct ggml_tensor *ag_gelu_back_vk(struct ggml_context *ctx, struct ggml_tensor *x, struct ggml_tensor *dy);
+
 // ag_relu, ag_clamp and ag_row_max are ggml custom ops (ggml-cpu only) with
 // the NaN semantics of backend/ir.go, which ggml-cpu's own relu, clamp and
 // max pool lack (they turn NaN into 0, hi and the row's other maximum):

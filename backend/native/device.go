@@ -49,6 +49,9 @@ type device struct {
 	// drawsPhilox: rand_uniform is drawn on the device (probeDraw:
 	// ggml-vulkan's arange with patch 0010); else a leaf the host fills.
 	drawsPhilox bool
+	// geluBack: gelu_back is one node (probeGeluBack: ggml-vulkan's
+	// silu_back in the GELU mode of patch 0012); else its 13-node form.
+	geluBack bool
 	// matrixCores: what ggml-vulkan said of the device's matrix cores
 	// ("KHR_coopmat", "NV_coopmat2"; "none" or "" without them, or in a
 	// ggml built without its cooperative-matrix shaders): f16 matmuls then
@@ -88,6 +91,7 @@ func newDevice(name, desc string, be C.ggml_backend_t, isCPU bool) (*device, err
 		d.clampKeepsNaN = d.probeClamp()
 		d.signStep = d.probeSignStep()
 		d.drawsPhilox = d.probeDraw()
+		d.geluBack = d.probeGeluBack()
 	}
 	d.stepStrict = d.probeStep()
 	d.caps.Composites = nativeOps() // composite_*.go; the probe below drops any a device refuses

@@ -37,6 +37,12 @@
 // an average pool, never a sum_rows of millions of short rows (a workgroup
 // each); ggml-vulkan's f32 get_rows runs one invocation per element, not a
 // 512-lane workgroup per row (patches/0011: keep's rows of one element).
+// A pool over a long axis (a maximum, a bias gradient's column sums) goes
+// in windows of 32 first, not one invocation per result looping over the
+// axis. GELU's gradient is one node where the device's silu_back has the
+// GELU mode of patches/0012 (checked at Open), 13 otherwise. Under f16
+// matmul precision a round's f16 cast is what its products read, and its
+// cast back to f32 is made only where another node reads it.
 //
 // On ggml-cpu, whose mul_mat needs both operands contiguous along K, two
 // custom ops (ag_ggml.c) replace ggml's slow paths: A^T B (weight

@@ -188,3 +188,58 @@ func (d *device) probeDraw() bool {
 	backend.RandUniformFill(want, key, counter, start, 0)
 	return slices.Equal(got, want)
 }
+
+// probeGeluBack reports whether the device computes gelu_back as one
+// silu_back node in the GELU mode of build.sh's patch 0012
+// (ag_gelu_back_vk): the composite's numbers within its tolerance, NaN
+// where the definition's is (±Inf, NaN), on values past where the gate
+// saturates. A driver or a ggml without the patch (whose silu_back is
+// SiLU's gradient) keeps the 13-node form.
+func (d *device) probeGeluBack() bool {
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	xs := []float32{nan, -inf, -1e20, -1e4, -30, -8, -3, -1, -0.5, -1e-3, 0, 1e-3, 0.5, 1, 3, 8, 30, 1e4, 1e20, inf}
+	dys := []float32{1, -2.5, 0.75}
+	var x, dy []float32
+	for _, g := range dys {
+		x, dy = append(x, xs...), append(dy, slices.Repeat([]float32{g}, len(xs))...)
+	}
+	ctx := C.ggml_init(C.struct_ggml_init_params{mem_size: 4*C.ggml_tensor_overhead() + C.ggml_graph_overhead(), no_alloc: true})
+	if ctx == nil {
+		return false
+	}
+	defer C.ggml_free(ctx)
+	tx := C.ggml_new_tensor_1d(ctx, C.GGML_TYPE_F32, C.int64_t(len(x)))
+	tdy := C.ggml_new_tensor_1d(ctx, C.GGML_TYPE_F32, C.int64_t(len(x)))
+	y := C.ag_gelu_back_vk(ctx, tx, tdy)
+	if !C.ggml_backend_supports_op(d.be, y) {
+		return false
+	}
+	gf := C.ggml_new_graph(ctx)
+	C.ggml_build_forward_expand(gf, y)
+	buf := C.ggml_backend_alloc_ctx_tensors(ctx, d.be)
+	if buf == nil {
+		return false
+	}
+	defer C.ggml_backend_buffer_free(buf)
+	C.ggml_backend_tensor_set(tx, unsafe.Pointer(&x[0]), 0, C.size_t(4*len(x)))
+	C.ggml_backend_tensor_set(tdy, unsafe.Pointer(&dy[0]), 0, C.size_t(4*len(dy)))
+	if C.ggml_backend_graph_compute(d.be, gf) != C.GGML_STATUS_SUCCESS {
+		return false
+	}
+	got := make([]float32, len(x))
+	C.ggml_backend_tensor_get(y, unsafe.Pointer(&got[0]), 0, C.size_t(4*len(got)))
+	in := [][]float64{make([]float64, len(x)), make([]float64, len(x))}
+	for i := range x {
+		in[0][i], in[1][i] = float64(x[i]), float64(dy[i])
+	}
+	want := make([]float64, len(x))
+	c := backend.CompositeOf(backend.OpGELUBack)
+	c.Eval(nil, in, nil, want)
+	for i, w := range want {
+		g := float64(got[i])
+		if math.IsNaN(w) != math.IsNaN(g) || !math.IsNaN(w) && !(math.Abs(g-w) <= c.Tol[0]+c.Tol[1]*math.Abs(w)) {
+			return false
+		}
+	}
+	return true
+}
