@@ -47,6 +47,17 @@ func loweredOps(t *testing.T, d *device, g *backend.Graph) string {
 	return l.opCounts()
 }
 
+// cpyNodes is how many CPY nodes g lowers to on d (casts and copies).
+func cpyNodes(t *testing.T, d *device, g *backend.Graph) int {
+	t.Helper()
+	m := regexp.MustCompile(`CPY=(\d+)`).FindStringSubmatch(loweredOps(t, d, g))
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
 // A round_f16 read by several f16 products is cast to f16 once, where the
 // round is: the products share the round's own f16 copy (each cast is a
 // ggml node, and on an H100 the f16 GPT step's 1390 copies took 18.9 ms).
@@ -58,15 +69,7 @@ func TestHalfRoundSharedCast(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			be := open(t, name)
 			d := be.(*device)
-			cpys := func(g *backend.Graph) int {
-				c := loweredOps(t, d, g)
-				m := regexp.MustCompile(`CPY=(\d+)`).FindStringSubmatch(c)
-				if m == nil {
-					return 0
-				}
-				n, _ := strconv.Atoi(m[1])
-				return n
-			}
+			cpys := func(g *backend.Graph) int { return cpyNodes(t, d, g) }
 			one, three := cpys(halfProducts(1)), cpys(halfProducts(3))
 			// The outputs go straight into their args: no copy grows with
 			// the products (each cast its own: 5 and 7 copies).
@@ -91,14 +94,7 @@ func TestHalfRoundBackCastOnDemand(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			be := open(t, name)
 			d := be.(*device)
-			cpys := func(g *backend.Graph) int {
-				m := regexp.MustCompile(`CPY=(\d+)`).FindStringSubmatch(loweredOps(t, d, g))
-				if m == nil {
-					return 0
-				}
-				n, _ := strconv.Atoi(m[1])
-				return n
-			}
+			cpys := func(g *backend.Graph) int { return cpyNodes(t, d, g) }
 			// round_f16 of arg 0 [8, 16] times round_f16 of arg 1 [16, 4]
 			// into arg 2; with add, round(arg 0) + arg 0 into arg 3 too;
 			// with out, round(arg 1) itself into arg 3.

@@ -161,32 +161,47 @@ func (d *device) probeUnary(ops []func(*C.struct_ggml_context, tensor) tensor, i
 func (d *device) probeDraw() bool {
 	const n, start = 4103, 3 // 1,026 blocks: two rows of workgroups, a partial last block
 	key, counter := uint64(0x0123456789abcdef), uint64(1)<<32-2
-	ctx := C.ggml_init(C.struct_ggml_init_params{mem_size: 4*C.ggml_tensor_overhead() + C.ggml_graph_overhead(), no_alloc: true})
+	got, ok := d.probeRun([][]float32{backend.RandState(key, counter)}, func(ctx *C.struct_ggml_context, in []tensor) tensor {
+		return C.ag_philox_op(ctx, in[0], n, 1, 1, 1, start)
+	})
+	want := make([]float32, n)
+	backend.RandUniformFill(want, key, counter, start, 0)
+	return ok && slices.Equal(got, want)
+}
+
+// probeRun computes one f32 node that build makes from 1-D f32 inputs
+// holding ins, on the device, and returns its values; ok is false where
+// the device refuses the node or the compute fails.
+func (d *device) probeRun(ins [][]float32, build func(*C.struct_ggml_context, []tensor) tensor) (out []float32, ok bool) {
+	ctx := C.ggml_init(C.struct_ggml_init_params{mem_size: C.size_t(len(ins)+2)*C.ggml_tensor_overhead() + C.ggml_graph_overhead(), no_alloc: true})
 	if ctx == nil {
-		return false
+		return nil, false
 	}
 	defer C.ggml_free(ctx)
-	st := C.ggml_new_tensor_1d(ctx, C.GGML_TYPE_F32, backend.RandStateLen)
-	y := C.ag_philox_op(ctx, st, n, 1, 1, 1, start)
+	ts := make([]tensor, len(ins))
+	for i, v := range ins {
+		ts[i] = C.ggml_new_tensor_1d(ctx, C.GGML_TYPE_F32, C.int64_t(len(v)))
+	}
+	y := build(ctx, ts)
 	if !C.ggml_backend_supports_op(d.be, y) {
-		return false
+		return nil, false
 	}
 	gf := C.ggml_new_graph(ctx)
 	C.ggml_build_forward_expand(gf, y)
 	buf := C.ggml_backend_alloc_ctx_tensors(ctx, d.be)
 	if buf == nil {
-		return false
+		return nil, false
 	}
 	defer C.ggml_backend_buffer_free(buf)
-	state := backend.RandState(key, counter)
-	C.ggml_backend_tensor_set(st, unsafe.Pointer(&state[0]), 0, C.size_t(4*len(state)))
-	if C.ggml_backend_graph_compute(d.be, gf) != C.GGML_STATUS_SUCCESS {
-		return false
+	for i, v := range ins {
+		C.ggml_backend_tensor_set(ts[i], unsafe.Pointer(&v[0]), 0, C.size_t(4*len(v)))
 	}
-	got, want := make([]float32, n), make([]float32, n)
-	C.ggml_backend_tensor_get(y, unsafe.Pointer(&got[0]), 0, C.size_t(4*n))
-	backend.RandUniformFill(want, key, counter, start, 0)
-	return slices.Equal(got, want)
+	if C.ggml_backend_graph_compute(d.be, gf) != C.GGML_STATUS_SUCCESS {
+		return nil, false
+	}
+	out = make([]float32, C.ggml_nelements(y))
+	C.ggml_backend_tensor_get(y, unsafe.Pointer(&out[0]), 0, C.size_t(4*len(out)))
+	return out, true
 }
 
 // probeGeluBack reports whether the device computes gelu_back as one
@@ -203,31 +218,12 @@ func (d *device) probeGeluBack() bool {
 	for _, g := range dys {
 		x, dy = append(x, xs...), append(dy, slices.Repeat([]float32{g}, len(xs))...)
 	}
-	ctx := C.ggml_init(C.struct_ggml_init_params{mem_size: 4*C.ggml_tensor_overhead() + C.ggml_graph_overhead(), no_alloc: true})
-	if ctx == nil {
+	got, ok := d.probeRun([][]float32{x, dy}, func(ctx *C.struct_ggml_context, in []tensor) tensor {
+		return C.ag_gelu_back_vk(ctx, in[0], in[1])
+	})
+	if !ok {
 		return false
 	}
-	defer C.ggml_free(ctx)
-	tx := C.ggml_new_tensor_1d(ctx, C.GGML_TYPE_F32, C.int64_t(len(x)))
-	tdy := C.ggml_new_tensor_1d(ctx, C.GGML_TYPE_F32, C.int64_t(len(x)))
-	y := C.ag_gelu_back_vk(ctx, tx, tdy)
-	if !C.ggml_backend_supports_op(d.be, y) {
-		return false
-	}
-	gf := C.ggml_new_graph(ctx)
-	C.ggml_build_forward_expand(gf, y)
-	buf := C.ggml_backend_alloc_ctx_tensors(ctx, d.be)
-	if buf == nil {
-		return false
-	}
-	defer C.ggml_backend_buffer_free(buf)
-	C.ggml_backend_tensor_set(tx, unsafe.Pointer(&x[0]), 0, C.size_t(4*len(x)))
-	C.ggml_backend_tensor_set(tdy, unsafe.Pointer(&dy[0]), 0, C.size_t(4*len(dy)))
-	if C.ggml_backend_graph_compute(d.be, gf) != C.GGML_STATUS_SUCCESS {
-		return false
-	}
-	got := make([]float32, len(x))
-	C.ggml_backend_tensor_get(y, unsafe.Pointer(&got[0]), 0, C.size_t(4*len(got)))
 	in := [][]float64{make([]float64, len(x)), make([]float64, len(x))}
 	for i := range x {
 		in[0][i], in[1][i] = float64(x[i]), float64(dy[i])
