@@ -19,7 +19,7 @@ func TestChromeArgs(t *testing.T) {
 	s := strings.Join(got, " ")
 	for _, want := range []string{
 		"--enable-features=NetworkService,NetworkServiceInProcess,Vulkan,Foo --use-vulkan=native --use-gl=angle --use-angle=gl-egl", // in place, features merged
-		"--disable-vulkan-surface (no --ignore-gpu-blocklist) --enable-webgpu-developer-features --disable-gpu-sandbox --enable-logging --disable-features=Translate,BlinkGenPropertyTrees,Bar",
+		"--disable-vulkan-surface (no --ignore-gpu-blocklist) --enable-webgpu-developer-features --disable-gpu-sandbox --enable-dawn-features=vulkan_enable_f16_on_nvidia --enable-logging --disable-features=Translate,BlinkGenPropertyTrees,Bar",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("flags %q lack %q", s, want)

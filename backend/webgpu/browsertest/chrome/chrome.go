@@ -98,7 +98,14 @@ const ChromedpFeatures = "NetworkService,NetworkServiceInProcess"
 //     backend ("vulkan") and type ("discrete GPU"), which the probe prints;
 //   - disable-gpu-sandbox: the GPU process may open /dev/nvidia* and an ICD
 //     outside the sandbox's allowed paths (as root --no-sandbox already
-//     covers it).
+//     covers it);
+//   - enable-dawn-features=vulkan_enable_f16_on_nvidia: Dawn refuses
+//     shader-f16 on every NVIDIA GPU unless this toggle is set (its Vulkan
+//     backend, crbug.com/42251215), and without shader-f16 it also drops
+//     the f16 configurations of chromium-experimental-subgroup-matrix; a
+//     page cannot set toggles (notes/TENSOR-CORES.md). ag's f16 tiles check
+//     their numbers at Open wherever the feature is offered. Not yet tried
+//     on a GPU in Chromium (session 28 had no browser call).
 func GPUSwitches() []Switch {
 	return []Switch{
 		{"enable-features", ChromedpFeatures + ",Vulkan"},
@@ -109,5 +116,6 @@ func GPUSwitches() []Switch {
 		{"ignore-gpu-blocklist", true},
 		{"enable-webgpu-developer-features", true},
 		{"disable-gpu-sandbox", true},
+		{"enable-dawn-features", "vulkan_enable_f16_on_nvidia"},
 	}
 }
