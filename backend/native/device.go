@@ -66,8 +66,10 @@ type device struct {
 // coopmat reports whether ggml runs f16 matmuls on d's matrix cores.
 func (d *device) coopmat() bool { return d.matrixCores != "" && d.matrixCores != "none" }
 
-func newDevice(name, desc string, be C.ggml_backend_t, isCPU bool) (*device, error) {
-	d := &device{name: name, desc: desc, isCPU: isCPU, be: be}
+// newDevice opens a device on be; software (a CPU-type Vulkan driver) is
+// known before the probes run, whose buffers keeps covers too.
+func newDevice(name, desc string, be C.ggml_backend_t, isCPU, software bool) (*device, error) {
+	d := &device{name: name, desc: desc, isCPU: isCPU, be: be, software: software}
 	if !isCPU {
 		d.viewAlign = C.ggml_backend_get_alignment(be)
 	}
@@ -177,6 +179,18 @@ var keepMemory bool
 // it unless GGML_VK_VISIBLE_DEVICES selects it), and a training loop
 // reuses its buffers (core's pool), so what is kept stays bounded there.
 func (d *device) keeps() bool { return (keepMemory || d.software) && !d.isCPU }
+
+// freeProbe frees a probe's buffer unless d keeps its memory. The probes
+// of Open computed and freed on lavapipe before the device knew it was
+// one: session 28's CI aborted with glibc's "malloc(): unsorted double
+// linked list corrupted" in the ggml_init of one probe, right after the
+// one before it had freed its buffer (core's tests open devices many
+// times).
+func (d *device) freeProbe(buf C.ggml_backend_buffer_t) {
+	if !d.keeps() {
+		C.ggml_backend_buffer_free(buf)
+	}
+}
 
 func (d *device) Free(b backend.Buffer) {
 	nb, ok := b.(*buffer)

@@ -211,10 +211,9 @@ func (d vulkanDriver) Open() (backend.Backend, error) {
 		C.ggml_backend_free(be)
 		return nil, fmt.Errorf("native: %s: ggml_backend_vk_get_device_description(0) threw %s", VulkanName, C.GoString(&msg[0]))
 	}
-	dev, err := newDevice(VulkanName, C.GoString(&desc[0])+" (Vulkan)", be, false)
+	dev, err := newDevice(VulkanName, C.GoString(&desc[0])+" (Vulkan)", be, false, software)
 	if dev != nil {
 		dev.matrixCores = C.GoString(C.ag_vk_matrix_cores(0))
-		dev.software = software
 	}
 	return dev, err
 }
@@ -243,7 +242,7 @@ func (cpuDriver) Open() (backend.Backend, error) {
 		return nil, fmt.Errorf("native: ggml_backend_cpu_init failed")
 	}
 	C.ggml_backend_cpu_set_n_threads(be, C.int(runtime.NumCPU()))
-	return newDevice(CPUName, cpuDescription()+" (ggml CPU)", be, true)
+	return newDevice(CPUName, cpuDescription()+" (ggml CPU)", be, true, false)
 }
 
 // cpuDescription is the CPU's model name as ggml's CPU device reports it.

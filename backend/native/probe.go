@@ -136,7 +136,7 @@ func (d *device) probeUnary(ops []func(*C.struct_ggml_context, tensor) tensor, i
 	if buf == nil {
 		return false
 	}
-	defer C.ggml_backend_buffer_free(buf)
+	defer d.freeProbe(buf)
 	C.ggml_backend_tensor_set(x, unsafe.Pointer(&in[0]), 0, C.size_t(4*len(in)))
 	if C.ggml_backend_graph_compute(d.be, gf) != C.GGML_STATUS_SUCCESS {
 		return false
@@ -192,7 +192,7 @@ func (d *device) probeRun(ins [][]float32, build func(*C.struct_ggml_context, []
 	if buf == nil {
 		return nil, false
 	}
-	defer C.ggml_backend_buffer_free(buf)
+	defer d.freeProbe(buf)
 	for i, v := range ins {
 		C.ggml_backend_tensor_set(ts[i], unsafe.Pointer(&v[0]), 0, C.size_t(4*len(v)))
 	}
