@@ -17,21 +17,14 @@ import (
 // activations core stored in 16 bits (unpack_f16 of a pack_f16), so that
 // SetActivationStorage does not take the backward's products off it.
 func TestHalfMatMulOperands(t *testing.T) {
-	for _, name := range devices(t) {
-		if name != VulkanName {
-			continue // ggml-cpu multiplies f32: the rule is ggml-vulkan's
+	onVulkan(t, func(t *testing.T, be backend.Backend, d *device) {
+		g := halfProducts(1)
+		rng := rand.New(rand.NewPCG(4, 4))
+		runAndCompare(t, be, g, [][]float32{randVals(rng, 8*16), randVals(rng, 16*4), make([]float32, 8*4)}, 1e-5)
+		if c := loweredOps(t, d, g); !strings.Contains(c, " f16]=1") {
+			t.Errorf("want one f16 matmul: %s", c)
 		}
-		t.Run(name, func(t *testing.T) {
-			be := open(t, name)
-			d := be.(*device)
-			g := halfProducts(1)
-			rng := rand.New(rand.NewPCG(4, 4))
-			runAndCompare(t, be, g, [][]float32{randVals(rng, 8*16), randVals(rng, 16*4), make([]float32, 8*4)}, 1e-5)
-			if c := loweredOps(t, d, g); !strings.Contains(c, " f16]=1") {
-				t.Errorf("want one f16 matmul: %s", c)
-			}
-		})
-	}
+	})
 }
 
 // loweredOps lowers g on d and returns its ggml op counts (opCounts).
@@ -45,6 +38,19 @@ func loweredOps(t *testing.T, d *device, g *backend.Graph) string {
 	}
 	defer l.free()
 	return l.opCounts()
+}
+
+// onVulkan runs f on the ggml-vulkan device of the tests: the rules these
+// tests check are its (ggml-cpu multiplies f32, and runs ag's own gelu_back).
+func onVulkan(t *testing.T, f func(t *testing.T, be backend.Backend, d *device)) {
+	for _, name := range devices(t) {
+		if name == VulkanName {
+			t.Run(name, func(t *testing.T) {
+				be := open(t, name)
+				f(t, be, be.(*device))
+			})
+		}
+	}
 }
 
 // cpyNodes is how many CPY nodes g lowers to on d (casts and copies).
@@ -62,76 +68,62 @@ func cpyNodes(t *testing.T, d *device, g *backend.Graph) int {
 // round is: the products share the round's own f16 copy (each cast is a
 // ggml node, and on an H100 the f16 GPT step's 1390 copies took 18.9 ms).
 func TestHalfRoundSharedCast(t *testing.T) {
-	for _, name := range devices(t) {
-		if name != VulkanName {
-			continue // ggml-cpu multiplies f32: the rule is ggml-vulkan's
+	onVulkan(t, func(t *testing.T, be backend.Backend, d *device) {
+		cpys := func(g *backend.Graph) int { return cpyNodes(t, d, g) }
+		one, three := cpys(halfProducts(1)), cpys(halfProducts(3))
+		// The outputs go straight into their args: no copy grows with
+		// the products (each cast its own: 5 and 7 copies).
+		if three != one {
+			t.Errorf("three f16 products of one round: %d CPY nodes, one product: %d; want the same (one shared cast): %s", three, one, loweredOps(t, d, halfProducts(3)))
 		}
-		t.Run(name, func(t *testing.T) {
-			be := open(t, name)
-			d := be.(*device)
-			cpys := func(g *backend.Graph) int { return cpyNodes(t, d, g) }
-			one, three := cpys(halfProducts(1)), cpys(halfProducts(3))
-			// The outputs go straight into their args: no copy grows with
-			// the products (each cast its own: 5 and 7 copies).
-			if three != one {
-				t.Errorf("three f16 products of one round: %d CPY nodes, one product: %d; want the same (one shared cast): %s", three, one, loweredOps(t, d, halfProducts(3)))
-			}
-			rng := rand.New(rand.NewPCG(5, 5))
-			g := halfProducts(3)
-			runAndCompare(t, be, g, [][]float32{randVals(rng, 8*16), randVals(rng, 16*4), make([]float32, 8*4), make([]float32, 8*4), make([]float32, 8*4)}, 1e-5)
-		})
-	}
+		rng := rand.New(rand.NewPCG(5, 5))
+		g := halfProducts(3)
+		runAndCompare(t, be, g, [][]float32{randVals(rng, 8*16), randVals(rng, 16*4), make([]float32, 8*4), make([]float32, 8*4), make([]float32, 8*4)}, 1e-5)
+	})
 }
 
 // A round_f16 that only f16 products read is one copy (its f16 cast): the
 // cast back to f32 joins the graph only where another node reads it (an
 // add here) or the round is an output, and then both give its values.
 func TestHalfRoundBackCastOnDemand(t *testing.T) {
-	for _, name := range devices(t) {
-		if name != VulkanName {
-			continue // ggml-cpu multiplies f32: the rule is ggml-vulkan's
+	onVulkan(t, func(t *testing.T, be backend.Backend, d *device) {
+		cpys := func(g *backend.Graph) int { return cpyNodes(t, d, g) }
+		// round_f16 of arg 0 [8, 16] times round_f16 of arg 1 [16, 4]
+		// into arg 2; with add, round(arg 0) + arg 0 into arg 3 too;
+		// with out, round(arg 1) itself into arg 3.
+		build := func(add, out bool) *backend.Graph {
+			g := &backend.Graph{NumArgs: 3, Nodes: []backend.Node{
+				{Op: backend.OpArg, Arg: 0, Shape: []int{8, 16}},
+				{Op: backend.OpArg, Arg: 1, Shape: []int{16, 4}},
+				{Op: backend.OpRoundF16, In: []int{0}, Shape: []int{8, 16}},
+				{Op: backend.OpRoundF16, In: []int{1}, Shape: []int{16, 4}},
+				{Op: backend.OpMatMul, In: []int{2, 3}, Shape: []int{8, 4}},
+			}, Outputs: []backend.Output{{Node: 4, Arg: 2}}}
+			switch {
+			case add:
+				g.Nodes = append(g.Nodes, backend.Node{Op: backend.OpAdd, In: []int{2, 0}, Shape: []int{8, 16}})
+				g.Outputs, g.NumArgs = append(g.Outputs, backend.Output{Node: 5, Arg: 3}), 4
+			case out:
+				g.Outputs, g.NumArgs = append(g.Outputs, backend.Output{Node: 3, Arg: 3}), 4
+			}
+			return g
 		}
-		t.Run(name, func(t *testing.T) {
-			be := open(t, name)
-			d := be.(*device)
-			cpys := func(g *backend.Graph) int { return cpyNodes(t, d, g) }
-			// round_f16 of arg 0 [8, 16] times round_f16 of arg 1 [16, 4]
-			// into arg 2; with add, round(arg 0) + arg 0 into arg 3 too;
-			// with out, round(arg 1) itself into arg 3.
-			build := func(add, out bool) *backend.Graph {
-				g := &backend.Graph{NumArgs: 3, Nodes: []backend.Node{
-					{Op: backend.OpArg, Arg: 0, Shape: []int{8, 16}},
-					{Op: backend.OpArg, Arg: 1, Shape: []int{16, 4}},
-					{Op: backend.OpRoundF16, In: []int{0}, Shape: []int{8, 16}},
-					{Op: backend.OpRoundF16, In: []int{1}, Shape: []int{16, 4}},
-					{Op: backend.OpMatMul, In: []int{2, 3}, Shape: []int{8, 4}},
-				}, Outputs: []backend.Output{{Node: 4, Arg: 2}}}
-				switch {
-				case add:
-					g.Nodes = append(g.Nodes, backend.Node{Op: backend.OpAdd, In: []int{2, 0}, Shape: []int{8, 16}})
-					g.Outputs, g.NumArgs = append(g.Outputs, backend.Output{Node: 5, Arg: 3}), 4
-				case out:
-					g.Outputs, g.NumArgs = append(g.Outputs, backend.Output{Node: 3, Arg: 3}), 4
-				}
-				return g
+		if c := cpys(build(false, false)); c != 2 {
+			t.Errorf("two rounds read by one f16 product: %d CPY nodes, want 2 (their f16 casts): %s", c, loweredOps(t, d, build(false, false)))
+		}
+		for _, tc := range []struct {
+			name     string
+			add, out bool
+			shape    int
+		}{{"read by an add", true, false, 8 * 16}, {"an output", false, true, 16 * 4}} {
+			g := build(tc.add, tc.out)
+			if c := cpys(g); c != 3 {
+				t.Errorf("%s: %d CPY nodes, want 3 (one cast back to f32): %s", tc.name, c, loweredOps(t, d, g))
 			}
-			if c := cpys(build(false, false)); c != 2 {
-				t.Errorf("two rounds read by one f16 product: %d CPY nodes, want 2 (their f16 casts): %s", c, loweredOps(t, d, build(false, false)))
-			}
-			for _, tc := range []struct {
-				name     string
-				add, out bool
-				shape    int
-			}{{"read by an add", true, false, 8 * 16}, {"an output", false, true, 16 * 4}} {
-				g := build(tc.add, tc.out)
-				if c := cpys(g); c != 3 {
-					t.Errorf("%s: %d CPY nodes, want 3 (one cast back to f32): %s", tc.name, c, loweredOps(t, d, g))
-				}
-				rng := rand.New(rand.NewPCG(6, 6))
-				runAndCompare(t, be, g, [][]float32{randVals(rng, 8*16), randVals(rng, 16*4), make([]float32, 8*4), make([]float32, tc.shape)}, 1e-5)
-			}
-		})
-	}
+			rng := rand.New(rand.NewPCG(6, 6))
+			runAndCompare(t, be, g, [][]float32{randVals(rng, 8*16), randVals(rng, 16*4), make([]float32, 8*4), make([]float32, tc.shape)}, 1e-5)
+		}
+	})
 }
 
 // halfProducts is products matmuls of an activation stored in 16 bits
