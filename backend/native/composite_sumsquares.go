@@ -34,13 +34,51 @@ var _ = lowerVariadic(backend.OpSumSquares, 8, 8, func(l *lowering, n *backend.N
 			addTo(C.ggml_custom_4d(ctx, C.GGML_TYPE_F32, 1, 1, 1, 1, &src[0], C.int(len(src)), C.ggml_custom_op_t(C.ag_sum_squares), 1, nil))
 		}
 	} else {
-		// sumRows of the flat squares, not ggml_sum: ggml-vulkan's sum is
-		// one workgroup (73 us per 65536-element gradient on an H100,
-		// 5.3 ms of a 17 ms GPT 4x256 step), sumRows splits a long row.
-		for j := range n.In {
-			sq := C.ggml_sqr(ctx, l.contiguous(l.in(n, j)))
-			addTo(l.sumRows(C.ggml_reshape_1d(ctx, sq, C.ggml_nelements(sq))))
+		for _, s := range l.sumSquaresWaves(n) {
+			addTo(s)
 		}
 	}
 	return l.reshape(total, n.Shape)
 })
+
+// sumSquaresWaves returns each input's sum of squares on a GPU device,
+// computed in waves: every input's squares, then every input's first
+// stage of row sums, and so on (sumRows' stages), each wave added to the
+// graph before the next. ggml-vulkan puts a barrier before a node that
+// reads an unsynchronized result, so input by input (square, sums, add)
+// a step's ~200 gradients cost ~650 barriers, each waiting for the one
+// small node before it; in waves the nodes of a wave run side by side,
+// and the adds of the sums that follow are consecutive, which ggml-vulkan
+// fuses nine at a time (multi_add). The sums are sumRows' own (the same
+// stages, so the same numbers): sumRows of the flat squares, not
+// ggml_sum, whose one workgroup took 73 us per 65536-element gradient on
+// an H100 (5.3 ms of a 17 ms GPT 4x256 step).
+func (l *lowering) sumSquaresWaves(n *backend.Node) []tensor {
+	ctx := l.ctx
+	cur := make([]tensor, len(n.In))
+	for j := range n.In {
+		sq := C.ggml_sqr(ctx, l.contiguous(l.in(n, j)))
+		cur[j] = C.ggml_reshape_1d(ctx, sq, C.ggml_nelements(sq))
+		l.expand(cur[j])
+	}
+	for {
+		more := false
+		for j, t := range cur {
+			if t.ne[0] >= sumRowsStage {
+				cur[j] = l.sumRowsStage(t)
+				l.expand(cur[j])
+				more = true
+			}
+		}
+		if !more {
+			break
+		}
+	}
+	for j, t := range cur {
+		if t.ne[0] > 1 {
+			cur[j] = C.ggml_sum_rows(ctx, t)
+			l.expand(cur[j])
+		}
+	}
+	return cur
+}

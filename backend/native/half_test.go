@@ -143,3 +143,37 @@ func halfProducts(products int) *backend.Graph {
 	}
 	return g
 }
+
+// A permute read by rounds alone is no copy of its own: the rounds' casts
+// read the permuted view (attention's heads split from q, k and v at f16
+// precision). A permute that another op reads is still made contiguous.
+func TestHalfRoundOfPermuteNoCopy(t *testing.T) {
+	onVulkan(t, func(t *testing.T, be backend.Backend, d *device) {
+		graph := func(second backend.Op) *backend.Graph {
+			g := &backend.Graph{NumArgs: 3, Nodes: []backend.Node{
+				arg(0, 2, 3, 4, 8),
+				{Op: backend.OpPermute, In: []int{0}, Shape: []int{2, 4, 3, 8}, Perm: []int{0, 2, 1, 3}},
+				{Op: backend.OpRoundF16, In: []int{1}, Shape: []int{2, 4, 3, 8}},
+				{Op: second, In: []int{1}, Shape: []int{2, 4, 3, 8}},
+			}, Outputs: []backend.Output{{Node: 2, Arg: 1}, {Node: 3, Arg: 2}}}
+			return g
+		}
+		conts := func(g *backend.Graph) string {
+			m := regexp.MustCompile(`CONT=(\d+)`).FindStringSubmatch(loweredOps(t, d, g))
+			if m == nil {
+				return "0"
+			}
+			return m[1]
+		}
+		if c := conts(graph(backend.OpRoundF16)); c != "0" {
+			t.Errorf("a permute read by two rounds: %s CONT nodes, want 0: %s", c, loweredOps(t, d, graph(backend.OpRoundF16)))
+		}
+		if c := conts(graph(backend.OpNeg)); c != "1" {
+			t.Errorf("a permute read by a round and a neg: %s CONT nodes, want 1: %s", c, loweredOps(t, d, graph(backend.OpNeg)))
+		}
+		rng := rand.New(rand.NewPCG(9, 9))
+		for _, op := range []backend.Op{backend.OpRoundF16, backend.OpNeg} {
+			runAndCompare(t, be, graph(op), [][]float32{randVals(rng, 192), make([]float32, 192), make([]float32, 192)}, 0)
+		}
+	})
+}

@@ -57,7 +57,7 @@ type lowering struct {
 	// dispatch): contiguous transposes by source, clamped indices by source
 	// and row count, attention masks by keep (maskKey). Cleared at every
 	// in-place update, whose arg they may copy.
-	tmemo    map[tensor]tensor
+	tmemo    map[viewKey]tensor
 	idxmemo  map[idxKey][2]tensor
 	maskmemo map[maskKey][2]tensor
 	binmemo  map[binKey]tensor // add, sub, mul and div by operands
@@ -371,18 +371,11 @@ func (l *lowering) thinExpand(i int, n *backend.Node) bool {
 			return false
 		}
 	}
-	if l.users == nil {
-		l.users = make([][]int, len(l.g.Nodes))
-		for j := range l.g.Nodes {
-			for _, k := range l.g.Nodes[j].In {
-				l.users[k] = append(l.users[k], j)
-			}
-		}
-	}
-	if len(l.users[i]) == 0 {
+	us := l.usersOf(i)
+	if len(us) == 0 {
 		return false
 	}
-	for _, j := range l.users[i] {
+	for _, j := range us {
 		m := &l.g.Nodes[j]
 		if m.Op != backend.OpAdd && m.Op != backend.OpSub && m.Op != backend.OpMul && m.Op != backend.OpDiv ||
 			!slices.Equal(m.Shape, n.Shape) || m.In[0] == m.In[1] {
@@ -400,6 +393,19 @@ func (l *lowering) thinExpand(i int, n *backend.Node) bool {
 		}
 	}
 	return true
+}
+
+// usersOf lists the nodes that read node i (l.users, made on first use).
+func (l *lowering) usersOf(i int) []int {
+	if l.users == nil {
+		l.users = make([][]int, len(l.g.Nodes))
+		for j := range l.g.Nodes {
+			for _, k := range l.g.Nodes[j].In {
+				l.users[k] = append(l.users[k], j)
+			}
+		}
+	}
+	return l.users[i]
 }
 
 // directOutputs gives the outputs that the shared planner placed straight
@@ -623,7 +629,7 @@ func (l *lowering) lowerNode(i int, n *backend.Node) (tensor, []tensor, error) {
 	case n.Op == backend.OpReshape:
 		return l.reshape(l.in(n, 0), n.Shape), nil, nil
 	case n.Op == backend.OpPermute:
-		return l.lowerPermute(n), nil, nil
+		return l.lowerPermute(i, n), nil, nil
 	case n.Op == backend.OpExpand:
 		if l.thinExpand(i, n) {
 			if l.thin == nil {
@@ -755,11 +761,34 @@ func (l *lowering) clampIndex(idx tensor, rows int) tensor {
 	return C.ggml_clamp(l.ctx, C.ggml_relu(l.ctx, idx), 0, C.float(hi))
 }
 
+// viewKey names the memory a tensor reads: its base tensor (itself, or the
+// tensor it views), offset, type, shape and strides. Two reshapes of one
+// value are two ggml nodes but one viewKey.
+type viewKey struct {
+	base   tensor
+	offs   C.size_t
+	typ    C.enum_ggml_type
+	ne, nb [4]int64
+}
+
+func keyOf(x tensor) viewKey {
+	k := viewKey{base: x, typ: x._type}
+	if x.view_src != nil {
+		k.base, k.offs = x.view_src, x.view_offs
+	}
+	for i := range 4 {
+		k.ne[i], k.nb[i] = int64(x.ne[i]), int64(x.nb[i])
+	}
+	return k
+}
+
 // transposed is a contiguous copy of x with ne0 and ne1 swapped, made once
-// per source (a layer's gradient feeds both its weight gradient and its
-// bias gradient).
+// per source memory and view (viewKey): a layer's gradient feeds both its
+// weight gradient and its bias gradient, and a layer norm's output feeds
+// the weight gradients of q, k and v, each through a reshape of its own.
 func (l *lowering) transposed(x tensor) tensor {
-	if t, ok := l.tmemo[x]; ok {
+	key := keyOf(x)
+	if t, ok := l.tmemo[key]; ok {
 		return t
 	}
 	var t tensor
@@ -773,9 +802,9 @@ func (l *lowering) transposed(x tensor) tensor {
 		t = C.ggml_cont(l.ctx, C.ggml_transpose(l.ctx, x))
 	}
 	if l.tmemo == nil {
-		l.tmemo = map[tensor]tensor{}
+		l.tmemo = map[viewKey]tensor{}
 	}
-	l.tmemo[x] = t
+	l.tmemo[key] = t
 	return t
 }
 
@@ -1243,10 +1272,26 @@ func (l *lowering) sumShortAxis(x tensor, d int) tensor {
 // values, then the chunk sums), padded with zeros to a multiple of
 // sumChunk where no c in 64..1024 divides it.
 func (l *lowering) sumRows(f tensor) tensor {
-	L := int(f.ne[0])
-	if l.d.isCPU || L < 8192 {
+	if l.d.isCPU || int(f.ne[0]) < sumRowsStage {
 		return C.ggml_sum_rows(l.ctx, f)
 	}
+	// The chunk sums are summed the same way while they are many (2^25
+	// values: 32768 sums of 1024, then 32), so that no f32 running sum
+	// is thousands of terms long: 2^25 x 0.1 was 4e-5 off in two stages.
+	sum := l.sumRows(l.sumRowsStage(f))
+	return C.ggml_reshape_4d(l.ctx, sum, 1, f.ne[1], f.ne[2], f.ne[3])
+}
+
+// sumRowsStage is the row length from which a GPU device's sumRows sums
+// in stages.
+const sumRowsStage = 8192
+
+// sumRowsStage is one stage of sumRows on a GPU device: the sums of the
+// chunks of each row of f [L, ...] (L >= sumRowsStage), as [L/c, rows]:
+// chunks of the largest length from 1024 down to 64 that divides L, else
+// of sumChunk with the row padded with zeros.
+func (l *lowering) sumRowsStage(f tensor) tensor {
+	L := int(f.ne[0])
 	if !bool(C.ggml_is_contiguous(f)) {
 		f = C.ggml_cont(l.ctx, f)
 	}
@@ -1265,11 +1310,7 @@ func (l *lowering) sumRows(f tensor) tensor {
 	}
 	rows := C.int64_t(f.ne[1] * f.ne[2] * f.ne[3])
 	part := C.ggml_sum_rows(l.ctx, C.ggml_reshape_3d(l.ctx, x, C.int64_t(c), C.int64_t(L/c), rows))
-	// The chunk sums are summed the same way while they are many (2^25
-	// values: 32768 sums of 1024, then 32), so that no f32 running sum
-	// is thousands of terms long: 2^25 x 0.1 was 4e-5 off in two stages.
-	sum := l.sumRows(C.ggml_reshape_2d(l.ctx, part, C.int64_t(L/c), rows))
-	return C.ggml_reshape_4d(l.ctx, sum, 1, f.ne[1], f.ne[2], f.ne[3])
+	return C.ggml_reshape_2d(l.ctx, part, C.int64_t(L/c), rows)
 }
 
 // mulMat is ggml_mul_mat(x, y) (x [K, N, ...], y [K, M, ...]: y * x^T).
@@ -1323,7 +1364,10 @@ func splitKChunk(K, M, N int) int {
 	return ceilDiv(ceilDiv(K, s), align) * align
 }
 
-func (l *lowering) lowerPermute(n *backend.Node) tensor {
+// lowerPermute lowers node i, a permute: a contiguous copy of the permuted
+// view (ggml's kernels but copies want their sources contiguous), or the
+// view where only rounds read it.
+func (l *lowering) lowerPermute(i int, n *backend.Node) tensor {
 	r := len(n.Shape)
 	var ax [4]C.int
 	for s := 0; s < 4; s++ {
@@ -1335,7 +1379,31 @@ func (l *lowering) lowerPermute(n *backend.Node) tensor {
 		ax[r-1-n.Perm[r-1-j]] = C.int(j)
 	}
 	x := l.in(n, 0)
-	return C.ggml_cont(l.ctx, C.ggml_permute(l.ctx, x, ax[0], ax[1], ax[2], ax[3]))
+	p := C.ggml_permute(l.ctx, x, ax[0], ax[1], ax[2], ax[3])
+	if l.onlyRoundsRead(i) {
+		// The rounds' casts read any strides: each writes its contiguous
+		// copy straight from the permuted view (attention's heads split
+		// from q, k and v at f16 precision: a pass over each saved).
+		return p
+	}
+	return C.ggml_cont(l.ctx, p)
+}
+
+// onlyRoundsRead reports whether node i is read by round_f16 and
+// round_bf16 nodes only, one at least, and is no output.
+func (l *lowering) onlyRoundsRead(i int) bool {
+	for _, o := range l.g.Outputs {
+		if o.Node == i {
+			return false
+		}
+	}
+	us := l.usersOf(i)
+	for _, j := range us {
+		if op := l.g.Nodes[j].Op; op != backend.OpRoundF16 && op != backend.OpRoundBF16 {
+			return false
+		}
+	}
+	return len(us) > 0
 }
 
 // lowerMatMul maps C[M,N] = op(A)[M,K] x op(B)[K,N] (row-major) onto
