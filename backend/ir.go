@@ -200,6 +200,15 @@ const (
 	// key gives 0 (ggml-vulkan's latitude: see the table of special
 	// values). The [Tq, Tk] weights are never stored (but by ggml-vulkan
 	// on a device without the subgroup operations its kernel needs).
+	//
+	// Node.B is 0 or 1. B = 1 is attention at f16 precision (core's under
+	// SetMatMulPrecision(f16), as autocast's f16 attention): q, k and v
+	// hold f16 values (the graph rounded them), and a backend may round
+	// each weight to f16 before the product with v (ggml-vulkan's
+	// tensor-core kernels do: w unnormalized, exp(s - running max)), so a
+	// result may differ from the exact one by about 2^-10 of
+	// sum_j w_ij |v_j| (the weights' rounding and their sum's). A backend
+	// that does not round computes the B = 0 result.
 	OpAttention
 
 	// OpAdamW updates In[0]=w, In[2]=m, In[3]=v in place (all OpArg) from the
@@ -537,7 +546,7 @@ type Node struct {
 	Shape []int
 
 	Arg    int     // OpArg: index into Run's args
-	A, B   float32 // scalar attributes (OpFill, OpAffine, OpPowConst, OpClamp, OpInside; OpAttention's scale A; the norms' eps A)
+	A, B   float32 // scalar attributes (OpFill, OpAffine, OpPowConst, OpClamp, OpInside; OpAttention's scale A and f16 precision B; the norms' eps A)
 	Axis   int     // OpSum, OpMax
 	Start  int     // OpSliceRows; OpRandUniform: counter offset in blocks of 4
 	Perm   []int   // OpPermute
@@ -635,6 +644,9 @@ func (n *Node) AttrText() string {
 		parts = append(parts, fmt.Sprintf("a=%g b=%g", n.A, n.B))
 	case OpAttention:
 		parts = append(parts, fmt.Sprintf("scale=%g", n.A))
+		if n.B != 0 {
+			parts = append(parts, fmt.Sprintf("half=%g", n.B))
+		}
 	case OpSum, OpMax:
 		parts = append(parts, fmt.Sprintf("axis=%d", n.Axis))
 	case OpSliceRows, OpRandUniform:
@@ -964,6 +976,9 @@ func (g *Graph) validateNode(i int, n *Node, words []Op) error {
 		}
 		if math.IsNaN(float64(n.A)) || math.IsInf(float64(n.A), 0) {
 			return fmt.Errorf("scale %g is not finite", n.A)
+		}
+		if n.B != 0 && n.B != 1 {
+			return fmt.Errorf("B %g: want 0 (f32) or 1 (f16 precision)", n.B)
 		}
 	case n.Op.IsComposite():
 		return composites[n.Op].Check(n, in)

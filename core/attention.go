@@ -163,9 +163,21 @@ func attentionWeights(scores, keep *Tensor, scale float32, maybeEmpty bool) *Ten
 
 // fusedAttention records OpAttention for q, k, v with their batch
 // dimensions broadcast to one shape, and keep (nil: every key) reshaped to
-// their rank.
+// their rank. At f16 matmul precision the attention's products take f16
+// operands, as MatMul's do: q, k and v are rounded (once per value, shared
+// with the backward's products) and the node says f16 (B = 1: a backend
+// may round the weights too, as autocast's f16 attention does). At bf16 it
+// stays f32: no backend has a bf16 attention kernel.
 func fusedAttention(q, k, v, keep *Tensor, scale float32) *Tensor {
 	d := q.dev
+	d.lock()
+	prec := d.mmPrec
+	d.mu.Unlock()
+	var half float32
+	if prec == PrecisionF16 {
+		q, k, v = roundedTo(q, backend.OpRoundF16), roundedTo(k, backend.OpRoundF16), roundedTo(v, backend.OpRoundF16)
+		half = 1
+	}
 	rq, rk, rv := q.Rank(), k.Rank(), v.Rank()
 	batch, err := backend.BroadcastShape(q.shape[:rq-2], k.shape[:rk-2])
 	if err == nil {
@@ -194,7 +206,7 @@ func fusedAttention(q, k, v, keep *Tensor, scale float32) *Tensor {
 		keep = Reshape(keep, append(ones(r-keep.Rank()), keep.shape...)...)
 	}
 	out := append(slices.Clone(lead), q.shape[r-2], v.shape[r-1])
-	y := d.record("Attention", backend.OpAttention, out, attrs{A: scale}, q, k, v, keep)
+	y := d.record("Attention", backend.OpAttention, out, attrs{A: scale, B: half}, q, k, v, keep)
 	if len(batch) < len(lead) {
 		y = Reshape(y, y.shape[1:]...)
 	}

@@ -361,3 +361,61 @@ func TestAttentionCausalNoEmptyRows(t *testing.T) {
 		t.Errorf("a user's mask: no max node in the backward, want its rows' maxima")
 	}
 }
+
+// At f16 matmul precision the fused attention's products take f16
+// operands, as MatMul's do: q, k and v are rounded once (the backward's
+// products read the same rounds) and the node says f16 (B = 1); its value
+// is the f32 attention's of the rounded q, k, v, within f16's latitude.
+func TestAttentionHalfPrecision(t *testing.T) {
+	dev := open(t)
+	r := rand.New(rand.NewPCG(3, 4))
+	vals := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(r.NormFloat64())
+		}
+		return v
+	}
+	qv, kv, vv := vals(2*5*8), vals(2*5*8), vals(2*5*8)
+	run := func(p Precision) (out, g []float32, half float32, ins []backend.Op) {
+		prev, err := dev.SetMatMulPrecision(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer dev.SetMatMulPrecision(prev)
+		q, k, v := dev.Param(qv, 2, 5, 8), dev.Param(kv, 2, 5, 8), dev.Param(vv, 2, 5, 8)
+		y := Attention(q, k, v, &AttentionOptions{Causal: true}).Keep()
+		half = y.attr.B
+		for _, in := range y.inputs[:3] {
+			ins = append(ins, in.op)
+		}
+		if err := Sum(Mul(y, y)).Backward(); err != nil {
+			t.Fatal(err)
+		}
+		if out, err = y.Data(); err != nil {
+			t.Fatal(err)
+		}
+		if g, err = q.Grad().Data(); err != nil {
+			t.Fatal(err)
+		}
+		return out, g, half, ins
+	}
+	out32, g32, b32, _ := run(PrecisionF32)
+	out16, g16, b16, ins := run(PrecisionF16)
+	if b32 != 0 || b16 != 1 {
+		t.Errorf("attention's B: f32 %g, f16 %g; want 0 and 1", b32, b16)
+	}
+	for k, op := range ins {
+		if op != backend.OpRoundF16 {
+			t.Errorf("f16 attention: input %d is %s, want round_f16", k, op)
+		}
+	}
+	// cpu computes the B = 0 result of rounded q, k, v: f16 rounding's
+	// error in the scores, far below a wrong key's
+	if !near(out16, out32, 1e-2) || near(out16, out32, 1e-7) {
+		t.Errorf("f16 attention %v\nf32 %v: want them near, not equal", out16[:4], out32[:4])
+	}
+	if !near(g16, g32, 2e-2) {
+		t.Errorf("f16 attention's q gradient %v\nf32 %v", g16[:4], g32[:4])
+	}
+}

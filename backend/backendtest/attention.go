@@ -17,10 +17,22 @@ const (
 // attnInst is one OpAttention of the given sizes with q, k, v in the op's
 // domain and a keep of the given kind.
 func attnInst(r *rand.Rand, batch []int, tq, tk, d, dv, mask int) instance {
+	return attnInstPrec(r, batch, tq, tk, d, dv, mask, false)
+}
+
+// attnInstPrec is attnInst at f16 precision where half (B = 1): q, k and v
+// hold f16 values, as core's rounds give them.
+func attnInstPrec(r *rand.Rand, batch []int, tq, tk, d, dv, mask int, half bool) instance {
 	lead := func(s ...int) []int { return append(append([]int(nil), batch...), s...) }
 	dom := backend.OpAttention.Info().Domain
 	u := func(s []int) []float32 {
-		return uniform(r, backend.NumElems(s), float64(dom[0]), float64(dom[1]))
+		x := uniform(r, backend.NumElems(s), float64(dom[0]), float64(dom[1]))
+		if half {
+			for i := range x {
+				x[i] = backend.RoundF16(x[i])
+			}
+		}
+		return x
 	}
 	var b builder
 	q := b.arg(u(lead(tq, d)), lead(tq, d)...)
@@ -72,7 +84,11 @@ func attnInst(r *rand.Rand, batch []int, tq, tk, d, dv, mask int) instance {
 	if d > 1 {
 		scale = 0.5 / float32(d)
 	}
-	b.out(b.node(backend.Node{Op: backend.OpAttention, In: []int{q, k, v, keep}, Shape: lead(tq, dv), A: scale}))
+	var prec float32
+	if half {
+		prec = 1
+	}
+	b.out(b.node(backend.Node{Op: backend.OpAttention, In: []int{q, k, v, keep}, Shape: lead(tq, dv), A: scale, B: prec}))
 	return b.inst(0)
 }
 
@@ -90,6 +106,22 @@ func attentionCases() []opCase {
 			for i, s := range sizes {
 				batch := [][]int{{1}, {3}, {2, 3}}[i%3]
 				is = append(is, attnInst(r, batch, s[0], s[1], s[2], s[3], m.kind))
+			}
+			return is
+		}})
+	}
+	// f16 precision (B = 1): head sizes that ggml-vulkan's f16 kernels
+	// take (multiples of 8) and one that keeps f32 k and v (5).
+	half := [][4]int{{3, 5, 5, 3}, {17, 33, 8, 16}, {33, 65, 16, 8}, {65, 129, 64, 64}, {128, 128, 32, 32}}
+	for _, m := range []struct {
+		name string
+		kind int
+	}{{"causal", maskCausal}, {"padding", maskPadding}} {
+		cs = append(cs, opCase{"attention/half-" + m.name, "attention/half", func(r *rand.Rand) []instance {
+			var is []instance
+			for i, s := range half {
+				batch := [][]int{{1}, {3}, {2, 3}}[i%3]
+				is = append(is, attnInstPrec(r, batch, s[0], s[1], s[2], s[3], m.kind, true))
 			}
 			return is
 		}})

@@ -66,18 +66,22 @@ func (l *lowering) lowerAttention(n *backend.Node) tensor {
 	return l.compositeAttention(n)
 }
 
-// unitStride is t with contiguous rows (ne0 of stride 4).
+// unitStride is t with contiguous rows (ne0 of stride its element size).
 func (l *lowering) unitStride(t tensor) tensor {
-	if t.nb[0] != 4 {
+	if t.nb[0] != C.ggml_type_size(t._type) {
 		return C.ggml_cont(l.ctx, t)
 	}
 	return t
 }
 
 // attnOperands returns the geometry and q, k, v and keep viewed as it
-// says (rows contiguous; keep contiguous, as the ops building masks want).
-func (l *lowering) attnOperands(n *backend.Node) (g attnGeom, q, k, v, keep tensor) {
+// says (rows contiguous; keep contiguous, as the ops building masks want);
+// with half, k and v are f16 (halfKV).
+func (l *lowering) attnOperands(n *backend.Node, half bool) (g attnGeom, q, k, v, keep tensor) {
 	q, k, v = l.unitStride(l.in(n, 0)), l.unitStride(l.in(n, 1)), l.unitStride(l.in(n, 2))
+	if half {
+		k, v = l.unitStride(l.halfKV(n, 1)), l.unitStride(l.halfKV(n, 2))
+	}
 	keep = l.in(n, 3)
 	if !bool(C.ggml_is_contiguous(keep)) {
 		keep = C.ggml_cont(l.ctx, keep)
@@ -124,8 +128,24 @@ func (l *lowering) infScale(x tensor, s float32) tensor {
 	return l.scaleBias(l.scaleBias(x, s*math.MaxFloat32, 0), 2, 0)
 }
 
+// halfKV is input j (k or v) of an f16-precision attention (B = 1) as an
+// f16 tensor: its round's own f16 cast (halfSource: the one copy the
+// backward's f16 products read too), else a cast of its values, which B
+// = 1 says are f16 values already.
+func (l *lowering) halfKV(n *backend.Node, j int) tensor {
+	if t, ok := l.halfSource(n.In[j]); ok {
+		return t
+	}
+	return C.ggml_cast(l.ctx, l.in(n, j), C.GGML_TYPE_F16)
+}
+
 // flashAttention lowers n to ggml_flash_attn_ext, or returns nil where the
-// device cannot run it. The mask is an f16 bias, -Inf where a query does
+// device cannot run it. At f16 precision (n.B = 1) on a GPU, k and v are
+// f16: ggml-vulkan then runs its tensor-core kernels where the device has
+// them (the f32 ones are kept off them: patches/*.coopmat.patch), which
+// round q and the weights to f16 too (ir.go's latitude for B = 1) and
+// accumulate in f32 (GGML_PREC_F32). Head sizes that need padding keep
+// f32 k and v (the pad is an f32 op). The mask is an f16 bias, -Inf where a query does
 // not attend (ggml's kernels skip those keys: ggml-vulkan whole blocks of
 // 32 or 64 keys by the queries of a workgroup, whose other keys it reads)
 // and -0 where it does; a query attending no key sums no weight, which
@@ -141,10 +161,11 @@ func (l *lowering) flashAttention(n *backend.Node) tensor {
 		// merge clamps the result to finite values.
 		dp, dvp, tqp = roundUp(d, 8), roundUp(dv, 8), max(tq, 2)
 	}
-	if !l.d.flashSupported(dp, dvp) {
+	half := n.B == 1 && !l.d.isCPU && dp == d && dvp == dv && l.d.flashHalf(dp, dvp)
+	if !half && !l.d.flashSupported(dp, dvp, C.GGML_TYPE_F32) {
 		return nil
 	}
-	g, q, k, v, keep := l.attnOperands(n)
+	g, q, k, v, keep := l.attnOperands(n, half)
 	pad := func(t tensor, p0, p1 int) tensor {
 		if p0 == 0 && p1 == 0 {
 			return t
@@ -177,20 +198,23 @@ func (l *lowering) memoMask(key maskKey, m [2]tensor) {
 	l.maskmemo[key] = m
 }
 
+// flashHalf is flashSupported with f16 k and v.
+func (d *device) flashHalf(dk, dv int) bool { return d.flashSupported(dk, dv, C.GGML_TYPE_F16) }
+
 func roundUp(x, m int) int { return ceilDiv(x, m) * m }
 
 // flashSupported asks the device whether it runs ggml_flash_attn_ext with
-// f32 q, k, v, an f16 mask and these head sizes (ggml-vulkan needs
-// multiples of 8 and subgroup shuffle and vote).
-func (d *device) flashSupported(dk, dv int) bool {
+// f32 q, k and v of type kv, an f16 mask and these head sizes (ggml-vulkan
+// needs multiples of 8 and subgroup shuffle and vote).
+func (d *device) flashSupported(dk, dv int, kv C.enum_ggml_type) bool {
 	ctx := C.ggml_init(C.struct_ggml_init_params{mem_size: 8 * C.ggml_tensor_overhead(), no_alloc: true})
 	if ctx == nil {
 		return false
 	}
 	defer C.ggml_free(ctx)
 	q := C.ggml_new_tensor_4d(ctx, C.GGML_TYPE_F32, C.int64_t(dk), 2, 1, 1)
-	k := C.ggml_new_tensor_4d(ctx, C.GGML_TYPE_F32, C.int64_t(dk), 3, 1, 1)
-	v := C.ggml_new_tensor_4d(ctx, C.GGML_TYPE_F32, C.int64_t(dv), 3, 1, 1)
+	k := C.ggml_new_tensor_4d(ctx, kv, C.int64_t(dk), 3, 1, 1)
+	v := C.ggml_new_tensor_4d(ctx, kv, C.int64_t(dv), 3, 1, 1)
 	m := C.ggml_new_tensor_4d(ctx, C.GGML_TYPE_F16, 3, 2, 1, 1)
 	fa := C.ggml_flash_attn_ext(ctx, q, k, v, m, 1, 0, 0)
 	C.ggml_flash_attn_ext_set_prec(fa, C.GGML_PREC_F32)
@@ -205,7 +229,7 @@ func (d *device) flashSupported(dk, dv int) bool {
 // key reaches the queries of its batch.
 func (l *lowering) compositeAttention(n *backend.Node) tensor {
 	ctx := l.ctx
-	g, q, k, v, keep := l.attnOperands(n)
+	g, q, k, v, keep := l.attnOperands(n, false)
 	want := [4]C.int64_t{C.int64_t(g.tk), C.int64_t(g.tq), keep.ne[2], keep.ne[3]}
 	key := maskKey{l.in(n, 3), want, false}
 	m, ok := l.maskmemo[key]

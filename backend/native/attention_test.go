@@ -73,9 +73,48 @@ func TestAttentionSharedMask(t *testing.T) {
 			if d.isCPU {
 				return
 			}
-			if c := loweredOps(t, d, g); !strings.Contains(c, " FLASH_ATTN_EXT=2") || !strings.Contains(c, " REPEAT=1") {
+			if c := loweredOps(t, d, g); !strings.Contains(c, " FLASH_ATTN_EXT[f32]=2") || !strings.Contains(c, " REPEAT=1") {
 				t.Errorf("want two flash attentions and one mask: %s", c)
 			}
 		})
 	}
+}
+
+// At f16 precision (B = 1) ggml-vulkan's flash attention reads k and v as
+// f16, the rounds' own casts (no copy of its own): the tensor-core
+// kernels where the device has them. The results are the f32 attention's
+// within ir.go's latitude for B = 1.
+func TestAttentionHalfKV(t *testing.T) {
+	onVulkan(t, func(t *testing.T, be backend.Backend, d *device) {
+		if !d.flashHalf(64, 64) {
+			t.Skip("SKIP (loud): this ggml-vulkan device runs no flash attention with f16 k and v")
+		}
+		const b, h, tq, tk, dh = 2, 3, 33, 40, 64
+		s := func(t int) []int { return []int{b, h, t, dh} }
+		g := &backend.Graph{NumArgs: 5, Nodes: []backend.Node{
+			arg(0, s(tq)...), arg(1, s(tk)...), arg(2, s(tk)...), arg(3, 1, 1, tq, tk),
+			{Op: backend.OpRoundF16, In: []int{0}, Shape: s(tq)},
+			{Op: backend.OpRoundF16, In: []int{1}, Shape: s(tk)},
+			{Op: backend.OpRoundF16, In: []int{2}, Shape: s(tk)},
+			{Op: backend.OpAttention, In: []int{4, 5, 6, 3}, Shape: s(tq), A: 0.125, B: 1},
+		}, Outputs: []backend.Output{{Node: 7, Arg: 4}}}
+		c := loweredOps(t, d, g)
+		if !strings.Contains(c, " FLASH_ATTN_EXT[f16]=1") {
+			t.Errorf("f16 attention: want one flash attention of f16 k and v: %s", c)
+		}
+		// the three rounds' casts, q's cast back to f32 and the mask's
+		// f16 bias: no copy of k or v of the attention's own
+		if n := cpyNodes(t, d, g); n != 5 {
+			t.Errorf("f16 attention: %d CPY nodes, want 5 (three rounds, q back to f32, the mask): %s", n, c)
+		}
+		rng := rand.New(rand.NewPCG(7, 7))
+		keep := make([]float32, tq*tk)
+		for i := range tq {
+			for j := 0; j <= i+tk-tq; j++ {
+				keep[i*tk+j] = 1
+			}
+		}
+		args := [][]float32{randVals(rng, b*h*tq*dh), randVals(rng, b*h*tk*dh), randVals(rng, b*h*tk*dh), keep, make([]float32, b*h*tq*dh)}
+		runAndCompare(t, be, g, args, 2e-3)
+	})
 }

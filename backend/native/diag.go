@@ -47,7 +47,8 @@ func (s *hostStats) snapshot() map[string]int64 {
 const dumpEnv = "AG_GGML_DUMP"
 
 // opCounts summarizes the ggml graph: node count per op (views and other
-// no-op nodes included, marked by ggml's own op names).
+// no-op nodes included, marked by ggml's own op names; a product with its
+// sizes and operand type, a flash attention with k and v's type).
 func (l *lowering) opCounts() string {
 	counts := map[string]int{}
 	nn := int(C.ggml_graph_n_nodes(l.gf))
@@ -56,6 +57,9 @@ func (l *lowering) opCounts() string {
 		name := C.GoString(C.ggml_op_desc(t))
 		if t.op == C.GGML_OP_MUL_MAT {
 			name = fmt.Sprintf("%s[%dx%dx%d b%d %s]", name, t.ne[1]*t.ne[2], t.ne[0], t.src[0].ne[0], t.ne[2], C.GoString(C.ggml_type_name(t.src[0]._type)))
+		}
+		if t.op == C.GGML_OP_FLASH_ATTN_EXT {
+			name = fmt.Sprintf("%s[%s]", name, C.GoString(C.ggml_type_name(t.src[1]._type))) // k and v's type
 		}
 		if t.op == C.GGML_OP_CUSTOM {
 			name += "(" + C.GoString(C.ag_custom_name(t)) + ")"
@@ -73,6 +77,23 @@ func (l *lowering) opCounts() string {
 		fmt.Fprintf(&b, " %s=%d", k, counts[k])
 	}
 	return b.String()
+}
+
+// opSequence is the graph's compute nodes' ops in execution order, space
+// separated (views, reshapes and other no-op nodes left out): the order
+// ggml-vulkan puts its barriers and fusions by.
+func (l *lowering) opSequence() string {
+	var ops []string
+	nn := int(C.ggml_graph_n_nodes(l.gf))
+	for k := 0; k < nn; k++ {
+		t := C.ggml_graph_node(l.gf, C.int(k))
+		switch t.op {
+		case C.GGML_OP_NONE, C.GGML_OP_VIEW, C.GGML_OP_RESHAPE, C.GGML_OP_PERMUTE, C.GGML_OP_TRANSPOSE:
+			continue
+		}
+		ops = append(ops, C.GoString(C.ggml_op_desc(t)))
+	}
+	return strings.Join(ops, " ")
 }
 
 func dumpGraph(name string, l *lowering) {
