@@ -199,7 +199,12 @@ const (
 	PrecisionF32 Precision = iota
 	// PrecisionF16 rounds both operands to f16 (RoundF16) and sums the
 	// products in f32, as autocast's f16 matmuls and ggml's f16 matmul
-	// with GGML_PREC_F32 do: the same numbers on every backend.
+	// with GGML_PREC_F32 do: the same numbers on every backend. Attention
+	// (fused, without dropout) takes f16 q, k and v too, and a backend may
+	// round its weights to f16 before the product with v, as autocast's
+	// f16 attention does (ggml-vulkan's tensor-core kernels; see
+	// backend.OpAttention): a difference of about 2^-10 of the output's
+	// scale between backends, where the products alone agree to f32's.
 	PrecisionF16
 	// PrecisionBF16 rounds both operands to bfloat16 and sums in f32.
 	PrecisionBF16

@@ -52,18 +52,18 @@ type maskKey struct {
 // are padded with zeros to a multiple of 8, and a single query to two,
 // so that ggml does not split the keys among workgroups: that merge
 // clamps Inf, and on NVIDIA NaN, to finite values.
-func (l *lowering) lowerAttention(n *backend.Node) tensor {
+func (l *lowering) lowerAttention(i int, n *backend.Node) tensor {
 	mode := os.Getenv(attnEnv)
 	if l.d.isCPU && mode != "flash" && mode != "composite" {
 		q, k, v, keep := l.unitStride(l.in(n, 0)), l.unitStride(l.in(n, 1)), l.unitStride(l.in(n, 2)), l.in(n, 3)
 		return C.ag_attention_op(l.ctx, q, k, v, keep, C.float(n.A))
 	}
 	if mode != "composite" {
-		if t := l.flashAttention(n); t != nil {
+		if t := l.flashAttention(i, n); t != nil {
 			return t
 		}
 	}
-	return l.compositeAttention(n)
+	return l.compositeAttention(i, n)
 }
 
 // unitStride is t with contiguous rows (ne0 of stride its element size).
@@ -101,14 +101,18 @@ func (l *lowering) swap23(t tensor) tensor {
 
 // attnResult views r, a result whose rows (Dv' values, padding past Dv
 // included) are strided by tqNb along the queries and by hNb and bNb along
-// ggml's dims 2 and 3 (the swapped ones where g.swap), as the node's [Dv,
-// Tq, a2, a3]; a copy where that view is not contiguous.
-func (l *lowering) attnResult(g attnGeom, r tensor, tqNb, hNb, bNb C.size_t) tensor {
+// ggml's dims 2 and 3 (the swapped ones where g.swap), as node i's [Dv,
+// Tq, a2, a3]; a copy where that view is not contiguous, but for readers
+// that are all permutes: a transformer merges the heads of its [B, H, T,
+// Dv] result into [B, T, H, Dv], which is the order the flash kernel
+// wrote, so that permute of the view is contiguous and neither copies
+// (lowerPermute).
+func (l *lowering) attnResult(i int, g attnGeom, r tensor, tqNb, hNb, bNb C.size_t) tensor {
 	if g.swap {
 		hNb, bNb = bNb, bNb*C.size_t(g.a2)
 	}
 	t := C.ggml_view_4d(l.ctx, r, C.int64_t(g.dv), C.int64_t(g.tq), C.int64_t(g.a2), C.int64_t(g.a3), tqNb, hNb, bNb, 0)
-	if !bool(C.ggml_is_contiguous(t)) {
+	if !bool(C.ggml_is_contiguous(t)) && !l.onlyRead(i, backend.OpPermute) {
 		t = C.ggml_cont(l.ctx, t)
 	}
 	return t
@@ -150,7 +154,7 @@ func (l *lowering) halfKV(n *backend.Node, j int) tensor {
 // 32 or 64 keys by the queries of a workgroup, whose other keys it reads)
 // and -0 where it does; a query attending no key sums no weight, which
 // both kernels turn into 0.
-func (l *lowering) flashAttention(n *backend.Node) tensor {
+func (l *lowering) flashAttention(i int, n *backend.Node) tensor {
 	ctx := l.ctx
 	d, dv, tq := l.inShape(n, 0)[len(n.Shape)-1], n.Shape[len(n.Shape)-1], n.Shape[len(n.Shape)-2]
 	dp, dvp, tqp := d, dv, tq
@@ -188,7 +192,7 @@ func (l *lowering) flashAttention(n *backend.Node) tensor {
 	}
 	fa := C.ggml_flash_attn_ext(ctx, q, k, v, mask[0], C.float(n.A), 0, 0)
 	C.ggml_flash_attn_ext_set_prec(fa, C.GGML_PREC_F32)
-	return l.attnResult(g, fa, fa.nb[2], fa.nb[1], fa.nb[3]) // fa is [Dv', h, Tq', b]
+	return l.attnResult(i, g, fa, fa.nb[2], fa.nb[1], fa.nb[3]) // fa is [Dv', h, Tq', b]
 }
 
 func (l *lowering) memoMask(key maskKey, m [2]tensor) {
@@ -227,7 +231,7 @@ func (d *device) flashSupported(dk, dv int, kv C.enum_ggml_type) bool {
 // row that attends none, whose result anyKey (0) then zeroes. Unlike the
 // flash kernels this reads every key: a NaN or Inf in k or v at a masked
 // key reaches the queries of its batch.
-func (l *lowering) compositeAttention(n *backend.Node) tensor {
+func (l *lowering) compositeAttention(i int, n *backend.Node) tensor {
 	ctx := l.ctx
 	g, q, k, v, keep := l.attnOperands(n, false)
 	want := [4]C.int64_t{C.int64_t(g.tk), C.int64_t(g.tq), keep.ne[2], keep.ne[3]}
@@ -242,5 +246,5 @@ func (l *lowering) compositeAttention(n *backend.Node) tensor {
 	}
 	w := C.ggml_soft_max_ext(ctx, C.ggml_mul_mat(ctx, k, q), m[0], C.float(n.A), 0) // [Tk, Tq, ...]
 	out := C.ggml_mul(ctx, l.mulMat(l.transposed(v), w), m[1])                      // [Dv, Tq, ...]
-	return l.attnResult(g, out, out.nb[1], out.nb[2], out.nb[3])
+	return l.attnResult(i, g, out, out.nb[1], out.nb[2], out.nb[3])
 }

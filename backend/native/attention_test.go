@@ -118,3 +118,36 @@ func TestAttentionHalfKV(t *testing.T) {
 		runAndCompare(t, be, g, args, 2e-3)
 	})
 }
+
+// The heads of an attention's [B, H, T, Dv] result merged into [B, T, H,
+// Dv] (a transformer's next step) are the order ggml's flash kernel
+// writes: neither the attention's result nor the permute is copied.
+func TestAttentionMergedHeadsNoCopy(t *testing.T) {
+	onVulkan(t, func(t *testing.T, be backend.Backend, d *device) {
+		const b, h, tq, dh = 2, 3, 9, 8
+		s := []int{b, h, tq, dh}
+		g := &backend.Graph{NumArgs: 5, Nodes: []backend.Node{
+			arg(0, s...), arg(1, s...), arg(2, s...), arg(3, 1, 1, tq, tq),
+			{Op: backend.OpAttention, In: []int{0, 1, 2, 3}, Shape: s, A: 0.3},
+			{Op: backend.OpPermute, In: []int{4}, Shape: []int{b, tq, h, dh}, Perm: []int{0, 2, 1, 3}},
+			{Op: backend.OpReshape, In: []int{5}, Shape: []int{b, tq, h * dh}},
+			{Op: backend.OpNeg, In: []int{6}, Shape: []int{b, tq, h * dh}},
+		}, Outputs: []backend.Output{{Node: 7, Arg: 4}}}
+		c := loweredOps(t, d, g)
+		if !strings.Contains(c, "FLASH_ATTN_EXT") {
+			t.Skipf("SKIP (loud): no flash attention on this device: %s", c)
+		}
+		if strings.Contains(c, "CONT=") {
+			t.Errorf("attention, heads merged: want no contiguous copy: %s", c)
+		}
+		rng := rand.New(rand.NewPCG(8, 8))
+		keep := make([]float32, tq*tq)
+		for i := range tq {
+			for j := 0; j <= i; j++ {
+				keep[i*tq+j] = 1
+			}
+		}
+		n := b * h * tq * dh
+		runAndCompare(t, be, g, [][]float32{randVals(rng, n), randVals(rng, n), randVals(rng, n), keep, make([]float32, n)}, 1e-5)
+	})
+}

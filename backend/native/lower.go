@@ -676,7 +676,7 @@ func (l *lowering) lowerNode(i int, n *backend.Node) (tensor, []tensor, error) {
 	case n.Op == backend.OpMatMul:
 		return l.lowerMatMul(n), nil, nil
 	case n.Op == backend.OpAttention:
-		return l.lowerAttention(n), nil, nil
+		return l.lowerAttention(i, n), nil, nil
 	case n.Op == backend.OpAdamW:
 		return l.lowerAdamW(i, n)
 	case n.Op == backend.OpSGD:
@@ -1380,7 +1380,10 @@ func (l *lowering) lowerPermute(i int, n *backend.Node) tensor {
 	}
 	x := l.in(n, 0)
 	p := C.ggml_permute(l.ctx, x, ax[0], ax[1], ax[2], ax[3])
-	if l.onlyRoundsRead(i) {
+	if bool(C.ggml_is_contiguous(p)) {
+		return p // x was a view in another order (attnResult)
+	}
+	if l.onlyRead(i, backend.OpRoundF16, backend.OpRoundBF16) {
 		// The rounds' casts read any strides: each writes its contiguous
 		// copy straight from the permuted view (attention's heads split
 		// from q, k and v at f16 precision: a pass over each saved).
@@ -1389,9 +1392,9 @@ func (l *lowering) lowerPermute(i int, n *backend.Node) tensor {
 	return C.ggml_cont(l.ctx, p)
 }
 
-// onlyRoundsRead reports whether node i is read by round_f16 and
-// round_bf16 nodes only, one at least, and is no output.
-func (l *lowering) onlyRoundsRead(i int) bool {
+// onlyRead reports whether node i is read by nodes of the ops given only,
+// one at least, and is no output.
+func (l *lowering) onlyRead(i int, ops ...backend.Op) bool {
 	for _, o := range l.g.Outputs {
 		if o.Node == i {
 			return false
@@ -1399,7 +1402,7 @@ func (l *lowering) onlyRoundsRead(i int) bool {
 	}
 	us := l.usersOf(i)
 	for _, j := range us {
-		if op := l.g.Nodes[j].Op; op != backend.OpRoundF16 && op != backend.OpRoundBF16 {
+		if !slices.Contains(ops, l.g.Nodes[j].Op) {
 			return false
 		}
 	}
