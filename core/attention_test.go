@@ -87,13 +87,7 @@ func hostAttention(q, k, v []float32, b, tq, tk, d, dv int, scale float64, keep 
 func TestAttentionValues(t *testing.T) {
 	dev := open(t)
 	r := rand.New(rand.NewPCG(3, 9))
-	rnd := func(n int) []float32 {
-		x := make([]float32, n)
-		for i := range x {
-			x[i] = float32(r.NormFloat64())
-		}
-		return x
-	}
+	rnd := func(n int) []float32 { return normals(r, n) }
 	const b, tq, tk, d, dv = 3, 4, 5, 6, 2
 	q, k, v := rnd(b*tq*d), rnd(b*tk*d), rnd(b*tk*dv)
 	lens := []int{5, 2, 0} // keys each sequence has; the last has none
@@ -369,13 +363,7 @@ func TestAttentionCausalNoEmptyRows(t *testing.T) {
 func TestAttentionHalfPrecision(t *testing.T) {
 	dev := open(t)
 	r := rand.New(rand.NewPCG(3, 4))
-	vals := func(n int) []float32 {
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = float32(r.NormFloat64())
-		}
-		return v
-	}
+	vals := func(n int) []float32 { return normals(r, n) }
 	qv, kv, vv := vals(2*5*8), vals(2*5*8), vals(2*5*8)
 	run := func(p Precision) (out, g []float32, half float32, ins []backend.Op) {
 		prev, err := dev.SetMatMulPrecision(p)

@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
 	"runtime"
 	"slices"
 	"strings"
@@ -19,6 +20,15 @@ func open(t *testing.T) *Device {
 	}
 	t.Cleanup(func() { dev.Close() })
 	return dev
+}
+
+// normals draws n standard normal values from r, as f32.
+func normals(r *rand.Rand, n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(r.NormFloat64())
+	}
+	return v
 }
 
 func near(a, b []float32, tol float64) bool {

@@ -45,13 +45,7 @@ func TestRoundHalfOps(t *testing.T) {
 func TestMatMulPrecision(t *testing.T) {
 	dev := open(t)
 	r := rand.New(rand.NewPCG(5, 5))
-	vals := func(n int) []float32 {
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = float32(r.NormFloat64())
-		}
-		return v
-	}
+	vals := func(n int) []float32 { return normals(r, n) }
 	av, bv := vals(3*5), vals(5*4)
 	round := func(v []float32, f func(float32) float32) []float32 {
 		out := make([]float32, len(v))
@@ -135,13 +129,7 @@ func TestRoundOncePerValue(t *testing.T) {
 		return n
 	}
 	r := rand.New(rand.NewPCG(7, 7))
-	vals := func(n int) []float32 {
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = float32(r.NormFloat64())
-		}
-		return v
-	}
+	vals := func(n int) []float32 { return normals(r, n) }
 	in, w1, w2 := dev.Param(vals(3*5), 3, 5), dev.Param(vals(5*4), 5, 4), dev.Param(vals(5*4), 5, 4)
 	x := Tanh(in).Keep() // read again after the run
 	y := Add(MatMul(x, w1), MatMul(x, w2))
