@@ -64,7 +64,7 @@ func (l *lowering) sumSquaresWaves(n *backend.Node) []tensor {
 	for {
 		more := false
 		for j, t := range cur {
-			if t.ne[0] >= sumRowsStage {
+			if t.ne[0] >= stagedRowLen {
 				cur[j] = l.sumRowsStage(t)
 				l.expand(cur[j])
 				more = true

@@ -1272,7 +1272,7 @@ func (l *lowering) sumShortAxis(x tensor, d int) tensor {
 // values, then the chunk sums), padded with zeros to a multiple of
 // sumChunk where no c in 64..1024 divides it.
 func (l *lowering) sumRows(f tensor) tensor {
-	if l.d.isCPU || int(f.ne[0]) < sumRowsStage {
+	if l.d.isCPU || int(f.ne[0]) < stagedRowLen {
 		return C.ggml_sum_rows(l.ctx, f)
 	}
 	// The chunk sums are summed the same way while they are many (2^25
@@ -1282,12 +1282,12 @@ func (l *lowering) sumRows(f tensor) tensor {
 	return C.ggml_reshape_4d(l.ctx, sum, 1, f.ne[1], f.ne[2], f.ne[3])
 }
 
-// sumRowsStage is the row length from which a GPU device's sumRows sums
+// stagedRowLen is the row length from which a GPU device's sumRows sums
 // in stages.
-const sumRowsStage = 8192
+const stagedRowLen = 8192
 
 // sumRowsStage is one stage of sumRows on a GPU device: the sums of the
-// chunks of each row of f [L, ...] (L >= sumRowsStage), as [L/c, rows]:
+// chunks of each row of f [L, ...] (L >= stagedRowLen), as [L/c, rows]:
 // chunks of the largest length from 1024 down to 64 that divides L, else
 // of sumChunk with the row padded with zeros.
 func (l *lowering) sumRowsStage(f tensor) tensor {
@@ -1366,7 +1366,7 @@ func splitKChunk(K, M, N int) int {
 
 // lowerPermute lowers node i, a permute: a contiguous copy of the permuted
 // view (ggml's kernels but copies want their sources contiguous), or the
-// view where only rounds read it.
+// view itself where it is contiguous already or only rounds read it.
 func (l *lowering) lowerPermute(i int, n *backend.Node) tensor {
 	r := len(n.Shape)
 	var ax [4]C.int
