@@ -1366,7 +1366,8 @@ func splitKChunk(K, M, N int) int {
 
 // lowerPermute lowers node i, a permute: a contiguous copy of the permuted
 // view (ggml's kernels but copies want their sources contiguous), or the
-// view itself where it is contiguous already or only rounds read it.
+// view itself where its strides are a new tensor's (denseStrides) or only
+// rounds read it.
 func (l *lowering) lowerPermute(i int, n *backend.Node) tensor {
 	r := len(n.Shape)
 	var ax [4]C.int
@@ -1380,7 +1381,7 @@ func (l *lowering) lowerPermute(i int, n *backend.Node) tensor {
 	}
 	x := l.in(n, 0)
 	p := C.ggml_permute(l.ctx, x, ax[0], ax[1], ax[2], ax[3])
-	if bool(C.ggml_is_contiguous(p)) {
+	if denseStrides(p) {
 		return p // x was a view in another order (attnResult)
 	}
 	if l.onlyRead(i, backend.OpRoundF16, backend.OpRoundBF16) {
@@ -1390,6 +1391,22 @@ func (l *lowering) lowerPermute(i int, n *backend.Node) tensor {
 		return p
 	}
 	return C.ggml_cont(l.ctx, p)
+}
+
+// denseStrides reports whether t's strides are those of a new tensor of
+// its shape: row-major, ne0 of stride its element size, each dimension's
+// stride the one below times its size, ones included. ggml_is_contiguous
+// passes a view that moved an axis of 1 into dim 0, whose nb0 ggml-cpu's
+// unary kernels refuse (nb00 == sizeof(src0_t)).
+func denseStrides(t tensor) bool {
+	nb := C.ggml_type_size(t._type)
+	for k := range 4 {
+		if t.nb[k] != nb {
+			return false
+		}
+		nb *= C.size_t(t.ne[k])
+	}
+	return true
 }
 
 // onlyRead reports whether node i is read by nodes of the ops given only,

@@ -328,3 +328,22 @@ func TestNativeComposites(t *testing.T) {
 		})
 	}
 }
+
+// A permute that moves an axis of 1 last (ggml's dim 0) is contiguous to
+// ggml_is_contiguous but has a stride of its own there, which ggml-cpu's
+// unary kernels refuse with an abort: such a permute is still copied (a
+// permute whose strides are a new tensor's is not: denseStrides).
+func TestPermuteOfAxisOneThenUnary(t *testing.T) {
+	for _, name := range devices(t) {
+		be := open(t, name)
+		t.Run(name, func(t *testing.T) {
+			g := &backend.Graph{NumArgs: 2, Nodes: []backend.Node{
+				arg(0, 3, 1, 4),
+				{Op: backend.OpPermute, In: []int{0}, Shape: []int{3, 4, 1}, Perm: []int{0, 2, 1}},
+				{Op: backend.OpTanh, In: []int{1}, Shape: []int{3, 4, 1}},
+			}, Outputs: []backend.Output{{Node: 2, Arg: 1}}}
+			rng := rand.New(rand.NewPCG(4, 4))
+			runAndCompare(t, be, g, [][]float32{randVals(rng, 12), make([]float32, 12)}, 1e-6)
+		})
+	}
+}
