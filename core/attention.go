@@ -170,12 +170,9 @@ func attentionWeights(scores, keep *Tensor, scale float32, maybeEmpty bool) *Ten
 // stays f32: no backend has a bf16 attention kernel.
 func fusedAttention(q, k, v, keep *Tensor, scale float32) *Tensor {
 	d := q.dev
-	d.lock()
-	prec := d.mmPrec
-	d.mu.Unlock()
 	var half float32
-	if prec == PrecisionF16 {
-		q, k, v = roundedTo(q, backend.OpRoundF16), roundedTo(k, backend.OpRoundF16), roundedTo(v, backend.OpRoundF16)
+	if op := d.matMulRound(); op == backend.OpRoundF16 {
+		q, k, v = roundedTo(q, op), roundedTo(k, op), roundedTo(v, op)
 		half = 1
 	}
 	rq, rk, rv := q.Rank(), k.Rank(), v.Rank()

@@ -246,6 +246,15 @@ func (d *Device) SetMatMulPrecision(p Precision) (prev Precision, err error) {
 	return prev, nil
 }
 
+// matMulRound is the rounding a product's operands take now (roundOp of
+// the device's matmul precision): OpInvalid at f32.
+func (d *Device) matMulRound() backend.Op {
+	d.lock()
+	p := d.mmPrec
+	d.mu.Unlock()
+	return roundOp(p)
+}
+
 // roundOp is the op that rounds a matmul operand to p (OpInvalid for f32).
 func roundOp(p Precision) backend.Op {
 	switch p {

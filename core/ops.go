@@ -479,11 +479,7 @@ func matmul(a, b *Tensor, transA, transB bool) *Tensor {
 // roundOperands returns a product's operands rounded to the device's
 // matmul precision (SetMatMulPrecision).
 func roundOperands(a, b *Tensor) (*Tensor, *Tensor) {
-	d := a.dev
-	d.lock()
-	prec := d.mmPrec
-	d.mu.Unlock()
-	if op := roundOp(prec); op != backend.OpInvalid {
+	if op := a.dev.matMulRound(); op != backend.OpInvalid {
 		a, b = roundedTo(a, op), roundedTo(b, op)
 	}
 	return a, b

@@ -209,8 +209,30 @@ func roundUp(x, m int) int { return ceilDiv(x, m) * m }
 
 // flashSupported asks the device whether it runs ggml_flash_attn_ext with
 // f32 q, k and v of type kv, an f16 mask and these head sizes (ggml-vulkan
-// needs multiples of 8 and subgroup shuffle and vote).
+// needs multiples of 8 and subgroup shuffle and vote). The answer is kept
+// per device (d.flash; Compile holds d.mu): a GPT's compile asked it once
+// per layer, each time building a ggml context.
 func (d *device) flashSupported(dk, dv int, kv C.enum_ggml_type) bool {
+	key := flashKey{dk, dv, kv}
+	if ok, known := d.flash[key]; known {
+		return ok
+	}
+	ok := d.askFlash(dk, dv, kv)
+	if d.flash == nil {
+		d.flash = map[flashKey]bool{}
+	}
+	d.flash[key] = ok
+	return ok
+}
+
+// flashKey is one question of flashSupported.
+type flashKey struct {
+	dk, dv int
+	kv     C.enum_ggml_type
+}
+
+// askFlash is flashSupported's question put to ggml.
+func (d *device) askFlash(dk, dv int, kv C.enum_ggml_type) bool {
 	ctx := C.ggml_init(C.struct_ggml_init_params{mem_size: 8 * C.ggml_tensor_overhead(), no_alloc: true})
 	if ctx == nil {
 		return false

@@ -86,7 +86,10 @@ func TestAttentionSharedMask(t *testing.T) {
 // within ir.go's latitude for B = 1.
 func TestAttentionHalfKV(t *testing.T) {
 	onVulkan(t, func(t *testing.T, be backend.Backend, d *device) {
-		if !d.flashHalf(64, 64) {
+		d.mu.Lock() // flashSupported's memo is Compile's, under d.mu
+		half := d.flashHalf(64, 64)
+		d.mu.Unlock()
+		if !half {
 			t.Skip("SKIP (loud): this ggml-vulkan device runs no flash attention with f16 k and v")
 		}
 		const b, h, tq, tk, dh = 2, 3, 33, 40, 64

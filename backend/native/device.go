@@ -61,6 +61,8 @@ type device struct {
 	// freed (see keeps).
 	software bool
 	slabs    slabPool // small buffers (see slab.go)
+	// flash: flashSupported's answers, asked at Compile (under mu).
+	flash map[flashKey]bool
 }
 
 // coopmat reports whether ggml runs f16 matmuls on d's matrix cores.
