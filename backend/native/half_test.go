@@ -177,3 +177,59 @@ func TestHalfRoundOfPermuteNoCopy(t *testing.T) {
 		}
 	})
 }
+
+// An add that only round_f16 reads writes its sum as f16 (addToHalf): a
+// layer norm's output plus its bias, read by the next layer's f16
+// products, costs no f32 write and no cast. An add read by anything else
+// too stays f32, with the round's cast. The values are the reference's.
+func TestHalfAddRound(t *testing.T) {
+	onVulkan(t, func(t *testing.T, be backend.Backend, d *device) {
+		// (arg 0 [8, 16] + arg 1 [16] broadcast) rounded, times round(arg
+		// 2 [16, 4]) into arg 3; with alsoF32, the sum itself into arg 4.
+		build := func(alsoF32 bool) *backend.Graph {
+			g := &backend.Graph{NumArgs: 4, Nodes: []backend.Node{
+				{Op: backend.OpArg, Arg: 0, Shape: []int{8, 16}},
+				{Op: backend.OpArg, Arg: 1, Shape: []int{16}},
+				{Op: backend.OpExpand, In: []int{1}, Shape: []int{8, 16}},
+				{Op: backend.OpAdd, In: []int{0, 2}, Shape: []int{8, 16}},
+				{Op: backend.OpRoundF16, In: []int{3}, Shape: []int{8, 16}},
+				{Op: backend.OpArg, Arg: 2, Shape: []int{16, 4}},
+				{Op: backend.OpRoundF16, In: []int{5}, Shape: []int{16, 4}},
+				{Op: backend.OpMatMul, In: []int{4, 6}, Shape: []int{8, 4}},
+			}, Outputs: []backend.Output{{Node: 7, Arg: 3}}}
+			if alsoF32 {
+				g.Outputs, g.NumArgs = append(g.Outputs, backend.Output{Node: 3, Arg: 4}), 5
+			}
+			return g
+		}
+		rng := rand.New(rand.NewPCG(7, 7))
+		in := [][]float32{randVals(rng, 8*16), randVals(rng, 16), randVals(rng, 16*4), make([]float32, 8*4)}
+		g := build(false)
+		if c := loweredOps(t, d, g); cpyNodes(t, d, g) != 1 || !strings.Contains(c, " f16]=1") {
+			t.Errorf("an add read only by a round: want one CPY (the weight's cast) and an f16 product: %s", c)
+		}
+		runAndCompare(t, be, g, in, 1e-5)
+		g = build(true)
+		if c := cpyNodes(t, d, g); c != 2 {
+			t.Errorf("an add that is an output too: %d CPY nodes, want 2 (the sum's cast and the weight's): %s", c, loweredOps(t, d, g))
+		}
+		runAndCompare(t, be, g, append(in, make([]float32, 8*16)), 1e-5)
+
+		// Through a reshape and a permute (heads split from q, k and v):
+		// the f16 sum's permuted copy is the round (a CONT), cast back to
+		// f32 for the output; an f32 sum would take two CPY nodes.
+		g = &backend.Graph{NumArgs: 3, Nodes: []backend.Node{
+			{Op: backend.OpArg, Arg: 0, Shape: []int{8, 16}},
+			{Op: backend.OpArg, Arg: 1, Shape: []int{16}},
+			{Op: backend.OpExpand, In: []int{1}, Shape: []int{8, 16}},
+			{Op: backend.OpAdd, In: []int{0, 2}, Shape: []int{8, 16}},
+			{Op: backend.OpReshape, In: []int{3}, Shape: []int{2, 4, 4, 4}},
+			{Op: backend.OpPermute, In: []int{4}, Perm: []int{0, 2, 1, 3}, Shape: []int{2, 4, 4, 4}},
+			{Op: backend.OpRoundF16, In: []int{5}, Shape: []int{2, 4, 4, 4}},
+		}, Outputs: []backend.Output{{Node: 6, Arg: 2}}}
+		if c := loweredOps(t, d, g); cpyNodes(t, d, g) != 1 || !strings.Contains(c, "CONT=1") {
+			t.Errorf("a permuted add read only by a round: want one CONT (the f16 copy) and one CPY (back to f32): %s", c)
+		}
+		runAndCompare(t, be, g, [][]float32{in[0], in[1], make([]float32, 8*16)}, 1e-5)
+	})
+}

@@ -592,6 +592,9 @@ func (l *lowering) lowerNode(i int, n *backend.Node) (tensor, []tensor, error) {
 		}
 		a := l.broadcastTo(x, n.Shape) // ggml broadcasts src1 only
 		b := y
+		if n.Op == backend.OpAdd && !l.d.isCPU && l.onlyHalfRounds(i) {
+			return l.addToHalf(a, b), nil, nil
+		}
 		key := binKey{n.Op, a, b}
 		if t, ok := l.binmemo[key]; ok {
 			return t, nil, nil
@@ -952,6 +955,11 @@ func (l *lowering) lowerUnary(n *backend.Node) tensor {
 	case backend.OpCos:
 		return C.ggml_cos(ctx, l.angle(x))
 	case backend.OpRoundF16:
+		if x._type == C.GGML_TYPE_F16 {
+			// an add's f16 sum (addToHalf), maybe permuted: the f16
+			// products read the contiguous f16 values (halfSource)
+			return C.ggml_cast(ctx, l.contiguous(x), C.GGML_TYPE_F32)
+		}
 		return C.ggml_cast(ctx, C.ggml_cast(ctx, x, C.GGML_TYPE_F16), C.GGML_TYPE_F32)
 	case backend.OpRoundBF16:
 		// ggml-vulkan converts f32 to bf16 but not back: Caps.Unsupported
@@ -1391,6 +1399,43 @@ func (l *lowering) lowerPermute(i int, n *backend.Node) tensor {
 		return p
 	}
 	return C.ggml_cont(l.ctx, p)
+}
+
+// onlyHalfRounds reports whether node i is read by round_f16 nodes only,
+// directly or through reshapes and permutes read that way (the heads
+// split from q, k and v), and is no output.
+func (l *lowering) onlyHalfRounds(i int) bool {
+	for _, o := range l.g.Outputs {
+		if o.Node == i {
+			return false
+		}
+	}
+	us := l.usersOf(i)
+	for _, j := range us {
+		switch op := l.g.Nodes[j].Op; {
+		case op == backend.OpRoundF16:
+		case (op == backend.OpReshape || op == backend.OpPermute) && l.onlyHalfRounds(j):
+		default:
+			return false
+		}
+	}
+	return len(us) > 0
+}
+
+// addToHalf is a + b written as f16: the sum of an add that only rounds to
+// f16 read (onlyHalfRounds: a layer norm's output plus its bias, read by
+// the next layer's f16 products; q, k and v plus theirs). ggml-vulkan's add sums in f32 and converts once, as the
+// round's cast does, so the round is that f16 tensor with no copy of its
+// own: an f32 write, and a pass reading it back, saved. ggml_add_cast
+// takes only 16-bit or quantized a, so the f32 add's result is retyped.
+func (l *lowering) addToHalf(a, b tensor) tensor {
+	t := C.ggml_add(l.ctx, a, b)
+	t._type = C.GGML_TYPE_F16
+	t.nb[0] = C.ggml_type_size(C.GGML_TYPE_F16)
+	for k := 1; k < 4; k++ {
+		t.nb[k] = t.nb[k-1] * C.size_t(t.ne[k-1])
+	}
+	return t
 }
 
 // denseStrides reports whether t's strides are those of a new tensor of
