@@ -1,0 +1,102 @@
+#!/bin/bash
+# Issue 40's model rows on one NVIDIA GPU in one device call: where each model step's time goes on both backends,
+# beside PyTorch's CUDA graph. ggml is linked with its tensor-core (cooperative-matrix) shaders, as `make vulkan`
+# builds it on a GPU machine. Here (Debian bookworm, as root, from the repository root):
+#   bash bench/gpu-models.sh prepare
+# builds that ggml if it is not cached (AG_GGML_COOPMAT=1: about 7 min cold, then cached outside the clone), builds
+# ag against it, and packs it with Debian's Vulkan loader and GL dispatch .debs (bench/h200.sh says why) into
+# .run/models/ (ignored; about 11 MB). Then, carrying .run/models, on the GPU machine from the repository root:
+#   bash bench/gpu-models.sh run          (results in $OUT, or /tmp/gpu-models)
+# MODELS_PARTS picks what runs (default: all, in this order; each part's output also goes to $OUT/PART.txt):
+#   gpt16    GPT 12x768 (ctx 512, batch 8, dropout 0) at f16 precision on ggml-vulkan, PyTorch autocast f16 beside,
+#            and the step per ggml op (GGML_VK_PERF_LOGGER, summed by bench/ggml_perop.py)
+#   gpt32    the same GPT in f32 on webgpu and ggml-vulkan per op (ag bench -profiled -ops), PyTorch f32 beside
+#   convnet  the convnet at batch 64 and 256 on both backends, PyTorch beside, and ggml-vulkan's step per op
+#   small    the transformer 4x256 (ctx 128, batch 32, dropout 0.1) on both backends, PyTorch beside
+# An unknown part is refused before anything runs. About 6 minutes for all of them on an H100.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+R=.run/models
+parts="gpt16 gpt32 convnet small"
+debs="libvulkan1 libgomp1 libglvnd0 libgl1 libglx0 libegl1 libgles2 libopengl0"
+
+prepare() {
+  set -e
+  mkdir -p $R
+  command -v apt-get >/dev/null || { echo "gpu-models.sh prepare: needs Debian's apt-get" >&2; exit 1; }
+  [ -n "$(ls /var/lib/apt/lists/*Packages 2>/dev/null)" ] || apt-get update -qq
+  (cd $R && for p in $debs; do ls ${p}_*.deb >/dev/null 2>&1 || apt-get download -q "$p"; done)
+  AG_GGML_COOPMAT=1 bash backend/native/ggml/build.sh
+  local p
+  p=$(AG_GGML_COOPMAT=1 bash backend/native/ggml/build.sh --print-prefix)
+  CGO_CFLAGS="-I$p/include" CGO_LDFLAGS="-L$p/lib" go build -tags ggml -trimpath -ldflags="-s -w" -o $R/ag ./cmd/ag
+  xz -T2 -6 -f $R/ag
+  ls -la $R
+}
+
+want() { case ",${MODELS_PARTS:-${parts// /,}}," in *",$1,"*) return 0 ;; esac; return 1; }
+
+run() {
+  local p
+  p=${MODELS_PARTS:-}
+  for p in ${p//,/ }; do
+    case " $parts " in *" $p "*) ;; *) echo "gpu-models.sh run: MODELS_PARTS: \"$p\" is no part; want a comma-separated list of: ${parts// /, }" >&2; exit 2 ;; esac
+  done
+  [ -f $R/ag.xz ] || { echo "gpu-models.sh run: no $R/ag.xz: run 'bash bench/gpu-models.sh prepare' first and carry $R" >&2; exit 1; }
+  O=${OUT:-/tmp/gpu-models}
+  mkdir -p "$O"
+  local S=/root/gpu-models
+  mkdir -p $S
+  cp $R/*.deb $R/ag.xz $S/
+  (cd $S && for f in *.deb; do dpkg -x "$f" /; done) && ldconfig
+  local icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+  [ -f $icd ] && export VK_DRIVER_FILES=${VK_DRIVER_FILES:-$icd}
+  xz -dkf $S/ag.xz && chmod +x $S/ag
+  local ag=$S/ag
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$O/gpu.txt"
+  AG_GGML_LOG=debug $ag devices 2>&1 | grep -E 'matrix cores' | head -1 | tee "$O/matrix-cores.txt"
+  local gpt=(-matmul '' -batch '' -gpt 12x768 -gpt-ctx 512 -gpt-batch 8 -gpt-dropout 0 -modes captured)
+  if want gpt16; then
+    {
+      timeout 90 $ag bench -device ggml-vulkan -reps 10 "${gpt[@]}" -precision f16 2>&1 | grep _step
+      (cd bench && timeout 90 python3 torch_gpt.py --gpt 12x768 --ctx 512 --batch 8 --dropout 0 --device cuda --cuda-graph --reps 10 --amp f16 | tail -c 200)
+      echo
+      GGML_VK_PERF_LOGGER=1 timeout 90 $ag bench -device ggml-vulkan -reps 1 -warmup 0 "${gpt[@]}" -precision f16 >/dev/null 2>"$O/perf-gpt16.err"
+      python3 bench/ggml_perop.py "$O/perf-gpt16.err" 45
+      xz -f "$O/perf-gpt16.err"
+    } 2>&1 | tee "$O/gpt16.txt"
+  fi
+  if want gpt32; then
+    {
+      timeout 200 $ag bench -device webgpu,ggml-vulkan -reps 3 "${gpt[@]}" -profiled -ops 25 2>&1 | grep -v -E 'Warn|XDG|ggml_vulkan'
+      (cd bench && timeout 90 python3 torch_gpt.py --gpt 12x768 --ctx 512 --batch 8 --dropout 0 --device cuda --cuda-graph --reps 10 | tail -c 200)
+      echo
+    } 2>&1 | tee "$O/gpt32.txt"
+  fi
+  if want convnet; then
+    {
+      timeout 120 $ag bench -device webgpu,ggml-vulkan -reps 10 -matmul '' -batch '' -convnet 28 -convnet-batch 64,256 -modes captured 2>&1 | grep _step
+      (cd bench && timeout 90 python3 torch_convnet.py --device cuda --cuda-graph --batch 64,256 --reps 10 | tail -c 300)
+      echo
+      GGML_VK_PERF_LOGGER=1 timeout 60 $ag bench -device ggml-vulkan -reps 1 -warmup 0 -matmul '' -batch '' -convnet 28 -convnet-batch 256 -modes captured >/dev/null 2>"$O/perf-convnet.err"
+      python3 bench/ggml_perop.py "$O/perf-convnet.err" 25
+      xz -f "$O/perf-convnet.err"
+    } 2>&1 | tee "$O/convnet.txt"
+  fi
+  if want small; then
+    {
+      timeout 120 $ag bench -device webgpu,ggml-vulkan -reps 10 -matmul '' -batch '' -gpt 4x256 -gpt-ctx 128 -gpt-batch 32 -gpt-dropout 0.1 -modes captured 2>&1 | grep _step
+      (cd bench && timeout 90 python3 torch_gpt.py --gpt 4x256 --ctx 128 --batch 32 --dropout 0.1 --device cuda --cuda-graph --reps 10 | tail -c 200)
+      echo
+    } 2>&1 | tee "$O/small.txt"
+  fi
+}
+
+case "${1:-}" in
+prepare) prepare ;;
+run) run ;;
+*)
+  echo "usage: bash bench/gpu-models.sh prepare|run" >&2
+  exit 2
+  ;;
+esac
