@@ -13,7 +13,8 @@
 #   gpt32    the same GPT in f32 on webgpu and ggml-vulkan per op (ag bench -profiled -ops), PyTorch f32 beside
 #   convnet  the convnet at batch 64 and 256 on both backends, PyTorch beside, and ggml-vulkan's step per op
 #   small    the transformer 4x256 (ctx 128, batch 32, dropout 0.1) on both backends, PyTorch beside
-# An unknown part is refused before anything runs. About 6 minutes for all of them on an H100.
+# An unknown part is refused before anything runs; a command that fails is reported and the rest go on, and the
+# exit status is the first failure's. About 6 minutes for all of them on an H100.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 R=.run/models
@@ -32,6 +33,16 @@ prepare() {
   CGO_CFLAGS="-I$p/include" CGO_LDFLAGS="-L$p/lib" go build -tags ggml -trimpath -ldflags="-s -w" -o $R/ag ./cmd/ag
   xz -T2 -6 -f $R/ag
   ls -la $R
+}
+
+fail=0
+# ok NAME STATUS: remembers the first failed command's status; the parts go on.
+ok() {
+  if [ "$2" != 0 ]; then
+    echo "!! $1 failed (exit $2)"
+    [ $fail = 0 ] && fail=$2
+  fi
+  return 0
 }
 
 want() { case ",${MODELS_PARTS:-${parts// /,}}," in *",$1,"*) return 0 ;; esac; return 1; }
@@ -59,42 +70,56 @@ run() {
   if want gpt16; then
     {
       timeout 90 $ag bench -device ggml-vulkan -reps 10 "${gpt[@]}" -precision f16 2>&1 | grep _step
-      (cd bench && timeout 90 python3 torch_gpt.py --gpt 12x768 --ctx 512 --batch 8 --dropout 0 --device cuda --cuda-graph --reps 10 --amp f16 | tail -c 200)
+      ok "ag gpt16" "${PIPESTATUS[0]}"
+      (cd bench && timeout 90 python3 torch_gpt.py --gpt 12x768 --ctx 512 --batch 8 --dropout 0 --device cuda --cuda-graph --reps 10 --amp f16 | tail -c 200; exit "${PIPESTATUS[0]}")
+      ok "torch gpt16" $?
       echo
       GGML_VK_PERF_LOGGER=1 timeout 90 $ag bench -device ggml-vulkan -reps 1 -warmup 0 "${gpt[@]}" -precision f16 >/dev/null 2>"$O/perf-gpt16.err"
       python3 bench/ggml_perop.py "$O/perf-gpt16.err" 45
       xz -f "$O/perf-gpt16.err"
-    } 2>&1 | tee "$O/gpt16.txt"
+    } > >(tee "$O/gpt16.txt") 2>&1
   fi
   if want gpt32; then
     {
       timeout 200 $ag bench -device webgpu,ggml-vulkan -reps 3 "${gpt[@]}" -profiled -ops 25 2>&1 | grep -v -E 'Warn|XDG|ggml_vulkan'
-      (cd bench && timeout 90 python3 torch_gpt.py --gpt 12x768 --ctx 512 --batch 8 --dropout 0 --device cuda --cuda-graph --reps 10 | tail -c 200)
+      ok "ag gpt32" "${PIPESTATUS[0]}"
+      (cd bench && timeout 90 python3 torch_gpt.py --gpt 12x768 --ctx 512 --batch 8 --dropout 0 --device cuda --cuda-graph --reps 10 | tail -c 200; exit "${PIPESTATUS[0]}")
+      ok "torch gpt32" $?
       echo
-    } 2>&1 | tee "$O/gpt32.txt"
+    } > >(tee "$O/gpt32.txt") 2>&1
   fi
   if want convnet; then
     {
       timeout 120 $ag bench -device webgpu,ggml-vulkan -reps 10 -matmul '' -batch '' -convnet 28 -convnet-batch 64,256 -modes captured 2>&1 | grep _step
-      (cd bench && timeout 90 python3 torch_convnet.py --device cuda --cuda-graph --batch 64,256 --reps 10 | tail -c 300)
+      ok "ag convnet" "${PIPESTATUS[0]}"
+      (cd bench && timeout 90 python3 torch_convnet.py --device cuda --cuda-graph --batch 64,256 --reps 10 | tail -c 300; exit "${PIPESTATUS[0]}")
+      ok "torch convnet" $?
       echo
       GGML_VK_PERF_LOGGER=1 timeout 60 $ag bench -device ggml-vulkan -reps 1 -warmup 0 -matmul '' -batch '' -convnet 28 -convnet-batch 256 -modes captured >/dev/null 2>"$O/perf-convnet.err"
       python3 bench/ggml_perop.py "$O/perf-convnet.err" 25
       xz -f "$O/perf-convnet.err"
-    } 2>&1 | tee "$O/convnet.txt"
+    } > >(tee "$O/convnet.txt") 2>&1
   fi
   if want small; then
     {
       timeout 120 $ag bench -device webgpu,ggml-vulkan -reps 10 -matmul '' -batch '' -gpt 4x256 -gpt-ctx 128 -gpt-batch 32 -gpt-dropout 0.1 -modes captured 2>&1 | grep _step
-      (cd bench && timeout 90 python3 torch_gpt.py --gpt 4x256 --ctx 128 --batch 32 --dropout 0.1 --device cuda --cuda-graph --reps 10 | tail -c 200)
+      ok "ag small" "${PIPESTATUS[0]}"
+      (cd bench && timeout 90 python3 torch_gpt.py --gpt 4x256 --ctx 128 --batch 32 --dropout 0.1 --device cuda --cuda-graph --reps 10 | tail -c 200; exit "${PIPESTATUS[0]}")
+      ok "torch small" $?
       echo
-    } 2>&1 | tee "$O/small.txt"
+    } > >(tee "$O/small.txt") 2>&1
   fi
+  wait # for the last tee
+  [ $fail = 0 ] || echo "gpu-models.sh run: a part failed (the first exit status: $fail)"
+  return $fail
 }
 
 case "${1:-}" in
 prepare) prepare ;;
-run) run ;;
+run)
+  run
+  exit $?
+  ;;
 *)
   echo "usage: bash bench/gpu-models.sh prepare|run" >&2
   exit 2
