@@ -366,10 +366,8 @@ func (l *lowering) build() error {
 // leading axes or stretches axes of 1, which ggml's ne (reversed) repeats
 // as they are.
 func (l *lowering) thinExpand(i int, n *backend.Node) bool {
-	for _, o := range l.g.Outputs {
-		if o.Node == i {
-			return false
-		}
+	if l.isOutput(i) {
+		return false
 	}
 	us := l.usersOf(i)
 	if len(us) == 0 {
@@ -1405,10 +1403,8 @@ func (l *lowering) lowerPermute(i int, n *backend.Node) tensor {
 // directly or through reshapes and permutes read that way (the heads
 // split from q, k and v), and is no output.
 func (l *lowering) onlyHalfRounds(i int) bool {
-	for _, o := range l.g.Outputs {
-		if o.Node == i {
-			return false
-		}
+	if l.isOutput(i) {
+		return false
 	}
 	us := l.usersOf(i)
 	for _, j := range us {
@@ -1424,10 +1420,11 @@ func (l *lowering) onlyHalfRounds(i int) bool {
 
 // addToHalf is a + b written as f16: the sum of an add that only rounds to
 // f16 read (onlyHalfRounds: a layer norm's output plus its bias, read by
-// the next layer's f16 products; q, k and v plus theirs). ggml-vulkan's add sums in f32 and converts once, as the
-// round's cast does, so the round is that f16 tensor with no copy of its
-// own: an f32 write, and a pass reading it back, saved. ggml_add_cast
-// takes only 16-bit or quantized a, so the f32 add's result is retyped.
+// the next layer's f16 products; q, k and v plus theirs). ggml-vulkan's
+// add sums in f32 and converts once, as the round's cast does, so the
+// round is that f16 tensor with no copy of its own: an f32 write, and a
+// pass reading it back, saved. ggml_add_cast takes only 16-bit or
+// quantized a, so the f32 add's result is retyped.
 func (l *lowering) addToHalf(a, b tensor) tensor {
 	t := C.ggml_add(l.ctx, a, b)
 	t._type = C.GGML_TYPE_F16
@@ -1454,13 +1451,21 @@ func denseStrides(t tensor) bool {
 	return true
 }
 
+// isOutput reports whether node i's value is one of the graph's outputs.
+func (l *lowering) isOutput(i int) bool {
+	for _, o := range l.g.Outputs {
+		if o.Node == i {
+			return true
+		}
+	}
+	return false
+}
+
 // onlyRead reports whether node i is read by nodes of the ops given only,
 // one at least, and is no output.
 func (l *lowering) onlyRead(i int, ops ...backend.Op) bool {
-	for _, o := range l.g.Outputs {
-		if o.Node == i {
-			return false
-		}
+	if l.isOutput(i) {
+		return false
 	}
 	us := l.usersOf(i)
 	for _, j := range us {
