@@ -17,16 +17,13 @@
 # exit status is the first failure's. About 6 minutes for all of them on an H100.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+. bench/gpu-env.sh
 R=.run/models
 parts="gpt16 gpt32 convnet small"
-debs="libvulkan1 libgomp1 libglvnd0 libgl1 libglx0 libegl1 libgles2 libopengl0"
 
 prepare() {
   set -e
-  mkdir -p $R
-  command -v apt-get >/dev/null || { echo "gpu-models.sh prepare: needs Debian's apt-get" >&2; exit 1; }
-  [ -n "$(ls /var/lib/apt/lists/*Packages 2>/dev/null)" ] || apt-get update -qq
-  (cd $R && for p in $debs; do ls ${p}_*.deb >/dev/null 2>&1 || apt-get download -q "$p"; done)
+  gpu_env_download $R
   AG_GGML_COOPMAT=1 bash backend/native/ggml/build.sh
   local p
   p=$(AG_GGML_COOPMAT=1 bash backend/native/ggml/build.sh --print-prefix)
@@ -58,10 +55,8 @@ run() {
   mkdir -p "$O"
   local S=/root/gpu-models
   mkdir -p $S
-  cp $R/*.deb $R/ag.xz $S/
-  (cd $S && for f in *.deb; do dpkg -x "$f" /; done) && ldconfig
-  local icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-  [ -f $icd ] && export VK_DRIVER_FILES=${VK_DRIVER_FILES:-$icd}
+  cp $R/ag.xz $S/
+  gpu_env_install $R || exit 1
   xz -dkf $S/ag.xz && chmod +x $S/ag
   local ag=$S/ag
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$O/gpu.txt"

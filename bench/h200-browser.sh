@@ -46,6 +46,8 @@
 # smoothed loss fell below the text's unigram entropy; then PyTorch's step
 # of the same model (bench/torch_gpt.py --gpt2; G2_TORCH= skips it).
 set -euo pipefail
+cd "$(dirname "$0")/.."
+. bench/gpu-env.sh
 
 prepare() {
   mkdir -p .chr
@@ -124,8 +126,7 @@ unpack() {
     tar -C /opt/chr -xJf .chr/extra.tar.xz
     cp .chr/run-chr.sh /opt/chr/run.sh
   fi
-  (cd .run && for f in *.deb; do dpkg -x "$f" /; done) && ldconfig
-  export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+  gpu_env_install .run || exit 1
 }
 
 tests() {

@@ -7,9 +7,8 @@
 #   P=$(AG_GGML_COOPMAT=1 bash backend/native/ggml/build.sh); export CGO_CFLAGS=-I$P/include CGO_LDFLAGS=-L$P/lib
 #   go build -tags ggml -ldflags="-s -w" -o .run/ag ./cmd/ag && go test -c -tags ggml -ldflags="-s -w" -o .run/native.test ./backend/native/
 # then on the GPU machine from the repository root: bash bench/h200-coopmat.sh (results in $OUT)
-cd .run; for f in *.deb; do dpkg -x $f / ; done; ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-gunzip -f *.gz; chmod +x ag *.test; cd ..
+. bench/gpu-env.sh; gpu_env_install .run || exit 1
+cd .run; gunzip -f *.gz; chmod +x ag *.test; cd ..
 R=.run; F='Warn|XDG|ggml_vulkan'
 nvidia-smi -L
 AG_GGML_LOG=debug $R/ag devices 2>&1 | grep -E 'matrix cores' | head -2   # want "matrix cores: NV_coopmat2"

@@ -3,9 +3,8 @@
 # the 8x4096 MLP step in f32 and f16 matmul precision, next to PyTorch CUDA (f32 and autocast f16).
 # Build and carry as bench/h200.sh says (the Debian .debs and the gzipped ag binary in .run/),
 # then on the GPU machine from the repository root: bash bench/h200-precision.sh (results in $OUT)
-cd .run; for f in *.deb; do dpkg -x $f / ; done; ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-gunzip -f *.gz; chmod +x ag; cd ..
+. bench/gpu-env.sh; gpu_env_install .run || exit 1
+cd .run; gunzip -f *.gz; chmod +x ag; cd ..
 R=.run; F='Warn|XDG|ggml_vulkan'
 A="$R/ag bench -device webgpu,ggml-vulkan -reps 20"
 timeout 200 $A -matmul 4096 -batch 1024 -width 4096 -depth 8 -modes captured -precision f32,f16 -json $OUT/ag-mlp.json 2>&1 | grep -v -E "$F"

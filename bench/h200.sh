@@ -30,16 +30,13 @@
 # the exit status is that of the first failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+. bench/gpu-env.sh
 
 parts="steps later big splitk tests profile"
-debs="libvulkan1 libgomp1 libglvnd0 libgl1 libglx0 libegl1 libgles2 libopengl0"
 
 prepare() {
   set -e
-  mkdir -p .run
-  command -v apt-get >/dev/null || { echo "h200.sh prepare: needs Debian's apt-get" >&2; exit 1; }
-  [ -n "$(ls /var/lib/apt/lists/*Packages 2>/dev/null)" ] || apt-get update -qq
-  (cd .run && for p in $debs; do ls ${p}_*.deb >/dev/null 2>&1 || apt-get download -q "$p"; done)
+  gpu_env_download .run
   bash backend/native/ggml/build.sh
   local p
   p=$(bash backend/native/ggml/build.sh --print-prefix)
@@ -88,10 +85,7 @@ run() {
   O=${OUT:-/tmp/h200}
   mkdir -p "$O"
   [ -f .run/ag.gz ] || [ -x .run/ag ] || { echo "h200.sh run: no .run/ag: run 'bash bench/h200.sh prepare' first and carry .run" >&2; exit 1; }
-  (cd .run && for f in *.deb; do dpkg -x "$f" /; done) && ldconfig
-  # the loader finds no NVIDIA driver there by itself
-  local icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-  [ -f $icd ] && export VK_DRIVER_FILES=${VK_DRIVER_FILES:-$icd}
+  gpu_env_install .run || exit 1
   (cd .run && for f in ag native.test webgpu.test; do [ -f $f.gz ] && gunzip -kf $f.gz; chmod +x $f 2>/dev/null; done)
   local ag=$PWD/.run/ag reps=${H200_REPS:-30} big
   big=$(((reps + 2) / 3))
