@@ -42,6 +42,14 @@ ok() {
   return 0
 }
 
+# peerRows prints a PyTorch peer's JSON (stdin), one result a line.
+peerRows() {
+  python3 -c 'import json, sys
+for r in json.load(sys.stdin)["results"]:
+    keys = [k for k in ("kind", "gpt", "width", "batch", "dropout", "precision", "amp", "mode") if k in r]
+    print("torch", " ".join("%s=%s" % (k, r[k]) for k in keys), "median %.3f ms, min %.3f" % (r["median_ms"], r["min_ms"]))'
+}
+
 want() { case ",${MODELS_PARTS:-${parts// /,}}," in *",$1,"*) return 0 ;; esac; return 1; }
 
 run() {
@@ -60,13 +68,12 @@ run() {
   xz -dkf $S/ag.xz && chmod +x $S/ag
   local ag=$S/ag
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$O/gpu.txt"
-  AG_GGML_LOG=debug $ag devices 2>&1 | grep -E 'matrix cores' | head -1 | tee "$O/matrix-cores.txt"
   local gpt=(-matmul '' -batch '' -gpt 12x768 -gpt-ctx 512 -gpt-batch 8 -gpt-dropout 0 -modes captured)
   if want gpt16; then
     {
       timeout 90 $ag bench -device ggml-vulkan -reps 10 "${gpt[@]}" -precision f16 2>&1 | grep _step
       ok "ag gpt16" "${PIPESTATUS[0]}"
-      (cd bench && timeout 90 python3 torch_gpt.py --gpt 12x768 --ctx 512 --batch 8 --dropout 0 --device cuda --cuda-graph --reps 10 --amp f16 | tail -c 200; exit "${PIPESTATUS[0]}")
+      (cd bench && timeout 90 python3 torch_gpt.py --gpt 12x768 --ctx 512 --batch 8 --dropout 0 --device cuda --cuda-graph --reps 10 --amp f16 | peerRows; exit "${PIPESTATUS[0]}")
       ok "torch gpt16" $?
       echo
       GGML_VK_PERF_LOGGER=1 timeout 90 $ag bench -device ggml-vulkan -reps 1 -warmup 0 "${gpt[@]}" -precision f16 >/dev/null 2>"$O/perf-gpt16.err"
@@ -78,7 +85,7 @@ run() {
     {
       timeout 200 $ag bench -device webgpu,ggml-vulkan -reps 3 "${gpt[@]}" -profiled -ops 25 2>&1 | grep -v -E 'Warn|XDG|ggml_vulkan'
       ok "ag gpt32" "${PIPESTATUS[0]}"
-      (cd bench && timeout 90 python3 torch_gpt.py --gpt 12x768 --ctx 512 --batch 8 --dropout 0 --device cuda --cuda-graph --reps 10 | tail -c 200; exit "${PIPESTATUS[0]}")
+      (cd bench && timeout 90 python3 torch_gpt.py --gpt 12x768 --ctx 512 --batch 8 --dropout 0 --device cuda --cuda-graph --reps 10 | peerRows; exit "${PIPESTATUS[0]}")
       ok "torch gpt32" $?
       echo
     } > >(tee "$O/gpt32.txt") 2>&1
@@ -87,7 +94,7 @@ run() {
     {
       timeout 120 $ag bench -device webgpu,ggml-vulkan -reps 10 -matmul '' -batch '' -convnet 28 -convnet-batch 64,256 -modes captured 2>&1 | grep _step
       ok "ag convnet" "${PIPESTATUS[0]}"
-      (cd bench && timeout 90 python3 torch_convnet.py --device cuda --cuda-graph --batch 64,256 --reps 10 | tail -c 300; exit "${PIPESTATUS[0]}")
+      (cd bench && timeout 90 python3 torch_convnet.py --device cuda --cuda-graph --batch 64,256 --reps 10 | peerRows; exit "${PIPESTATUS[0]}")
       ok "torch convnet" $?
       echo
       GGML_VK_PERF_LOGGER=1 timeout 60 $ag bench -device ggml-vulkan -reps 1 -warmup 0 -matmul '' -batch '' -convnet 28 -convnet-batch 256 -modes captured >/dev/null 2>"$O/perf-convnet.err"
@@ -99,7 +106,7 @@ run() {
     {
       timeout 120 $ag bench -device webgpu,ggml-vulkan -reps 10 -matmul '' -batch '' -gpt 4x256 -gpt-ctx 128 -gpt-batch 32 -gpt-dropout 0.1 -modes captured 2>&1 | grep _step
       ok "ag small" "${PIPESTATUS[0]}"
-      (cd bench && timeout 90 python3 torch_gpt.py --gpt 4x256 --ctx 128 --batch 32 --dropout 0.1 --device cuda --cuda-graph --reps 10 | tail -c 200; exit "${PIPESTATUS[0]}")
+      (cd bench && timeout 90 python3 torch_gpt.py --gpt 4x256 --ctx 128 --batch 32 --dropout 0.1 --device cuda --cuda-graph --reps 10 | peerRows; exit "${PIPESTATUS[0]}")
       ok "torch small" $?
       echo
     } > >(tee "$O/small.txt") 2>&1
