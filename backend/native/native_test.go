@@ -159,6 +159,40 @@ func TestAdamWSharedState(t *testing.T) {
 	}
 }
 
+// Two AdamW updates that share their weights w but not their moments (as
+// nn.BatchNorm's running statistics do: the weights are scratch) are each
+// ggml's fused opt_step_adamw, one node an update, and give the reference's
+// numbers: the second update reads the w the first wrote. Sharing a moment
+// takes the composed path (29 nodes an update in the convnet's step).
+func TestAdamWSharedWeights(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	n := 6
+	g := &backend.Graph{NumArgs: 8, Nodes: []backend.Node{
+		arg(0, n), arg(1, n), arg(2, n), arg(3, n), arg(4, n), arg(5, n), arg(6, 7), arg(7, n),
+		{Op: backend.OpAdamW, In: []int{0, 1, 2, 3, 6}, Shape: []int{n}},
+		{Op: backend.OpAdamW, In: []int{0, 7, 4, 5, 6}, Shape: []int{n}},
+	}}
+	hp := []float32{0.01, 0.9, 0.999, 1e-8, 0.1, 1 / (1 - 0.9), 1 / (1 - 0.999)}
+	pos := func() []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(r.Float64())
+		}
+		return v
+	}
+	for _, name := range devices(t) {
+		t.Run(name, func(t *testing.T) {
+			be := open(t, name)
+			if d, ok := be.(*device); ok {
+				if c := loweredOps(t, d, g); !strings.Contains(c, "OPT_STEP_ADAMW=2") {
+					t.Errorf("two AdamW updates sharing w: %s, want two fused OPT_STEP_ADAMW nodes", c)
+				}
+			}
+			runAndCompare(t, be, g, [][]float32{randVals(r, n), randVals(r, n), randVals(r, n), pos(), randVals(r, n), pos(), hp, randVals(r, n)}, 2e-5)
+		})
+	}
+}
+
 // A read of w before and after an in-place SGD update in one graph sees the
 // old and the new value respectively, also through a reshape (a view in
 // ggml) taken before the update and consumed after it.
