@@ -274,6 +274,13 @@ struct ggml_tensor *ag_gelu_back_vk(struct ggml_context *ctx, struct ggml_tensor
 	return r;
 }
 
+struct ggml_tensor *ag_layer_norm_back_vk(struct ggml_context *ctx, struct ggml_tensor *x, struct ggml_tensor *dy, float eps) {
+	struct ggml_tensor *r = ggml_rms_norm_back(ctx, dy, x, eps); // src0 the gradient, src1 x
+	const int32_t mode = 1;
+	memcpy((char *)r->op_params + sizeof(float), &mode, sizeof(mode)); // op_params[0] is eps
+	return r;
+}
+
 void ag_relu(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
 	(void)userdata;
 	clamp_op(dst, ith, nth, 0.0f, INFINITY);

@@ -91,6 +91,12 @@ struct ggml_tensor *ag_clamp_to(struct ggml_context *ctx, struct ggml_tensor *a,
 // SiLU's: ag lowers it there only where probeGeluBack saw the mode).
 struct ggml_tensor *ag_gelu_back_vk(struct ggml_context *ctx, struct ggml_tensor *x, struct ggml_tensor *dy);
 
+// ag_layer_norm_back_vk is layer norm's input gradient as one ggml-vulkan
+// node: a RMS_NORM_BACK whose op_params[1] = 1 selects the layer-norm mode
+// build.sh's patch 0013 gives its shader (ggml-cpu would compute RMS norm's:
+// ag lowers it there only where probeLayerNormBack saw the mode).
+struct ggml_tensor *ag_layer_norm_back_vk(struct ggml_context *ctx, struct ggml_tensor *x, struct ggml_tensor *dy, float eps);
+
 // ag_relu, ag_clamp and ag_row_max are ggml custom ops (ggml-cpu only) with
 // the NaN semantics of backend/ir.go, which ggml-cpu's own relu, clamp and
 // max pool lack (they turn NaN into 0, hi and the row's other maximum):

@@ -52,6 +52,14 @@ type device struct {
 	// geluBack: gelu_back is one node (probeGeluBack: ggml-vulkan's
 	// silu_back in the GELU mode of patch 0012); else its 13-node form.
 	geluBack bool
+	// twoPassNorm: ggml_norm takes the variance of the centred row
+	// (probeNorm: ggml-vulkan's with patch 0013), so layer norm is one
+	// node; else the row is centred first.
+	twoPassNorm bool
+	// layerNormBack: layer norm's gradient is one node (probeLayerNormBack:
+	// ggml-vulkan's rms_norm_back in the layer-norm mode of patch 0013);
+	// else five.
+	layerNormBack bool
 	// matrixCores: what ggml-vulkan said of the device's matrix cores
 	// ("KHR_coopmat", "NV_coopmat2"; "none" or "" without them, or in a
 	// ggml built without its cooperative-matrix shaders): f16 matmuls then
@@ -96,6 +104,8 @@ func newDevice(name, desc string, be C.ggml_backend_t, isCPU, software bool) (*d
 		d.signStep = d.probeSignStep()
 		d.drawsPhilox = d.probeDraw()
 		d.geluBack = d.probeGeluBack()
+		d.twoPassNorm = d.probeNorm()
+		d.layerNormBack = d.probeLayerNormBack()
 	}
 	d.stepStrict = d.probeStep()
 	d.caps.Composites = nativeOps() // composite_*.go; the probe below drops any a device refuses

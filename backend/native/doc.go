@@ -40,7 +40,11 @@
 // A pool over a long axis (a maximum, a bias gradient's column sums) goes
 // in windows of 32 first, not one invocation per result looping over the
 // axis. GELU's gradient is one node where the device's silu_back has the
-// GELU mode of patches/0012 (checked at Open), 13 otherwise. Under f16
+// GELU mode of patches/0012 (checked at Open), 13 otherwise. Layer norm
+// is one node where the device's norm takes two passes, and its gradient
+// one where its rms_norm_back has the layer-norm mode (patches/0013, both
+// checked at Open); else the rows are centred by a mean and a subtraction
+// first (one-pass variance cancels far from 0). Under f16
 // matmul precision a round's f16 cast is what its products read, and its
 // cast back to f32 is made only where another node reads it.
 //

@@ -170,10 +170,11 @@ func (d *device) probeDraw() bool {
 }
 
 // probeRun computes one f32 node that build makes from 1-D f32 inputs
-// holding ins, on the device, and returns its values; ok is false where
-// the device refuses the node or the compute fails.
+// holding ins (with up to probeViews views of them), on the device, and
+// returns its values; ok is false where the device refuses the node or
+// the compute fails.
 func (d *device) probeRun(ins [][]float32, build func(*C.struct_ggml_context, []tensor) tensor) (out []float32, ok bool) {
-	ctx := C.ggml_init(C.struct_ggml_init_params{mem_size: C.size_t(len(ins)+2)*C.ggml_tensor_overhead() + C.ggml_graph_overhead(), no_alloc: true})
+	ctx := C.ggml_init(C.struct_ggml_init_params{mem_size: C.size_t(len(ins)+probeViews+2)*C.ggml_tensor_overhead() + C.ggml_graph_overhead(), no_alloc: true})
 	if ctx == nil {
 		return nil, false
 	}
@@ -204,6 +205,9 @@ func (d *device) probeRun(ins [][]float32, build func(*C.struct_ggml_context, []
 	return out, true
 }
 
+// probeViews is how many reshapes a probeRun builder may make.
+const probeViews = 4
+
 // probeGeluBack reports whether the device computes gelu_back as one
 // silu_back node in the GELU mode of build.sh's patch 0012
 // (ag_gelu_back_vk): the composite's numbers within its tolerance, NaN
@@ -221,16 +225,75 @@ func (d *device) probeGeluBack() bool {
 	got, ok := d.probeRun([][]float32{x, dy}, func(ctx *C.struct_ggml_context, in []tensor) tensor {
 		return C.ag_gelu_back_vk(ctx, in[0], in[1])
 	})
-	if !ok {
-		return false
+	return ok && probeMatches(backend.OpGELUBack, got, [][]float32{x, dy}, []int{len(x)})
+}
+
+// probeNorm reports whether the device's ggml_norm takes the variance of
+// the centred row, as build.sh's patch 0013 makes ggml-vulkan's (and
+// ggml-cpu's is): on rows far from 0 for their spread, where E[x^2] -
+// E[x]^2 cancels, its numbers are layer norm's within the composite's
+// tolerance, and a row holding an infinity or NaN is NaN.
+func (d *device) probeNorm() bool {
+	x, rows := normProbeRows()
+	got, ok := d.probeRun([][]float32{x}, func(ctx *C.struct_ggml_context, in []tensor) tensor {
+		return C.ggml_norm(ctx, C.ggml_reshape_2d(ctx, in[0], normProbeCols, C.int64_t(rows)), 1e-5)
+	})
+	return ok && probeMatches(backend.OpLayerNorm, got, [][]float32{x}, []int{rows, normProbeCols})
+}
+
+// probeLayerNormBack reports whether the device computes layer norm's
+// gradient as one rms_norm_back node in the layer-norm mode of build.sh's
+// patch 0013 (ag_layer_norm_back_vk): the composite's numbers within its
+// tolerance on the rows of probeNorm, NaN where the definition's is.
+func (d *device) probeLayerNormBack() bool {
+	x, rows := normProbeRows()
+	dy := make([]float32, len(x))
+	for i := range dy {
+		dy[i] = float32(math.Sin(float64(i)*0.7)) * 3
 	}
-	in := [][]float64{make([]float64, len(x)), make([]float64, len(x))}
-	for i := range x {
-		in[0][i], in[1][i] = float64(x[i]), float64(dy[i])
+	dy[normProbeCols+2] = float32(math.Inf(1)) // row 1: NaN
+	got, ok := d.probeRun([][]float32{x, dy}, func(ctx *C.struct_ggml_context, in []tensor) tensor {
+		shape := func(t tensor) tensor { return C.ggml_reshape_2d(ctx, t, normProbeCols, C.int64_t(rows)) }
+		return C.ag_layer_norm_back_vk(ctx, shape(in[0]), shape(in[1]), 1e-5)
+	})
+	return ok && probeMatches(backend.OpLayerNormBack, got, [][]float32{x, dy}, []int{rows, normProbeCols})
+}
+
+// normProbeCols is the row length of the norm probes: longer than a
+// workgroup of ggml-vulkan's norm (512), so each lane sums several values.
+const normProbeCols = 1000
+
+// normProbeRows are the norm probes' rows: mean 30 and spread 0.5 (the
+// one-pass variance is ~1e-4 off, the normalized values ~4e-4: past the
+// tolerance), mean 0 and spread 1e3, mean -3 and a NaN, mean 7 and an
+// infinity; returned flat with their count.
+func normProbeRows() ([]float32, int) {
+	params := [][2]float64{{30, 0.5}, {0, 1e3}, {-3, 2}, {7, 1}}
+	x := make([]float32, 0, len(params)*normProbeCols)
+	for r, p := range params {
+		for i := range normProbeCols {
+			x = append(x, float32(p[0]+p[1]*math.Cos(float64(i*(r+3))*0.37)))
+		}
 	}
-	want := make([]float64, len(x))
-	c := backend.CompositeOf(backend.OpGELUBack)
-	c.Eval(nil, in, nil, want)
+	x[2*normProbeCols+5] = float32(math.NaN())
+	x[3*normProbeCols+9] = float32(math.Inf(-1))
+	return x, len(params)
+}
+
+// probeMatches reports whether got is op's composite evaluated on ins (of
+// one shape, eps 1e-5) within its tolerance, NaN exactly where its is.
+func probeMatches(op backend.Op, got []float32, ins [][]float32, shape []int) bool {
+	c := backend.CompositeOf(op)
+	in := make([][]float64, len(ins))
+	for k, v := range ins {
+		in[k] = make([]float64, len(v))
+		for i, e := range v {
+			in[k][i] = float64(e)
+		}
+	}
+	want := make([]float64, len(got))
+	n := backend.Node{Op: op, Shape: shape, A: 1e-5}
+	c.Eval(&n, in, nil, want)
 	for i, w := range want {
 		g := float64(got[i])
 		if math.IsNaN(w) != math.IsNaN(g) || !math.IsNaN(w) && !(math.Abs(g-w) <= c.Tol[0]+c.Tol[1]*math.Abs(w)) {
