@@ -38,7 +38,7 @@
 // each); ggml-vulkan's f32 get_rows runs one invocation per element, not a
 // 512-lane workgroup per row (patches/0011: keep's rows of one element).
 // A pool over a long axis (a maximum, a bias gradient's column sums) goes
-// in windows of 32 first, not one invocation per result looping over the
+// in windows of 16 first, not one invocation per result looping over the
 // axis. GELU's gradient is one node where the device's silu_back has the
 // GELU mode of patches/0012 (checked at Open), 13 otherwise. Layer norm
 // is one node where the device's norm takes two passes, and its gradient

@@ -1078,10 +1078,12 @@ func (l *lowering) toFront(x tensor, d int) tensor {
 // has no such limit and keeps one.
 const (
 	// poolStage is the window of a GPU device's pools over a long axis
-	// (see poolStages), a power of two. 64 and 128 took the f16 GPT
-	// 12x768 step on an H100 from 39.7 ms to 42.2 and 44.3 ms (fewer
-	// pools, each invocation looping longer).
-	poolStage = 32
+	// (see poolStages), a power of two. On an H100 the f16 GPT 12x768
+	// step took 37.8-38.0 ms with 16, 38.0-38.1 with 8, 38.8 with 32,
+	// 42.2 with 64 and 44.3 with 128 (more pools, each invocation looping
+	// less); the MLP 8x4096 and the convnet were fastest at 16 or 8 too
+	// (bench/results/h100-2026-12-07-s31c-ab.txt).
+	poolStage = 16
 	// sumChunk is the row length of a two-stage sum whose rows have no
 	// divisor in 64..1024 (they are padded with zeros to a multiple).
 	sumChunk = 1024
