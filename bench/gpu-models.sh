@@ -3,8 +3,8 @@
 # beside PyTorch's CUDA graph. ggml is linked with its tensor-core (cooperative-matrix) shaders, as `make vulkan`
 # builds it on a GPU machine. Here (Debian bookworm, as root, from the repository root):
 #   bash bench/gpu-models.sh prepare
-# builds that ggml if it is not cached (AG_GGML_COOPMAT=1: about 7 min cold, then cached outside the clone), builds
-# ag against it, and packs it with Debian's Vulkan loader and GL dispatch .debs (bench/h200.sh says why) into
+# builds that ggml if it is not cached (AG_GGML_COOPMAT=1: about 11 min cold on 2 cores, then cached outside the clone), builds
+# ag against it, and packs it with Debian's Vulkan loader and GL dispatch .debs (bench/gpu-env.sh says why) into
 # .run/models/ (ignored; about 11 MB). Then, carrying .run/models, on the GPU machine from the repository root:
 #   bash bench/gpu-models.sh run          (results in $OUT, or /tmp/gpu-models)
 # MODELS_PARTS picks what runs (default: all, in this order; each part's output also goes to $OUT/PART.txt):

@@ -20,7 +20,7 @@
 #   1. carry .chr/p00:  mkdir -p /root/chr && cp .chr/p00 /root/chr/
 #   2. carry .chr/p01:  cp .chr/p01 /root/chr/
 #   3. carry .chr/p02 .chr/extra.tar.xz .chr/agbrow .chr/run-chr.sh .chr/agnat.gz and .run
-#      (Debian's libvulkan1 and GL dispatch .debs, see bench/h200.sh):
+#      (Debian's libvulkan1 and GL dispatch .debs, see bench/gpu-env.sh):
 #      bash bench/h200-browser.sh run     (sizes: BR_SIZES; BR_EVERY, BR_STEPS,
 #      BR_STREAM, BR_TFJS: see run below)
 # or, for the WebGPU tests in that browser on the GPU (TestInBrowser with

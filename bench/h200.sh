@@ -7,7 +7,7 @@
 # its NVIDIA Vulkan driver needs the GL dispatch libraries to load. So, here
 # (Debian bookworm, as root, from the repository root):
 #   bash bench/h200.sh prepare
-# downloads Debian's libvulkan1, libgomp1 and the GL dispatch libraries
+# downloads Debian's libvulkan1, libgomp1 and the GL dispatch libraries (bench/gpu-env.sh)
 # (libglvnd0 libgl1 libglx0 libegl1 libgles2 libopengl0) as .debs, builds
 # ggml if it is not cached (backend/native/ggml/build.sh), and builds ag and
 # the native and webgpu tests with -tags ggml, all gzipped into .run/
