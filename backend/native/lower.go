@@ -10,6 +10,7 @@ import "C"
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 
 	"github.com/ag-go/ag/backend"
@@ -1120,8 +1121,11 @@ func (l *lowering) poolAxis(x tensor, d int, op C.enum_ggml_op_pool) tensor {
 // axis longer than 2*poolStage is pooled in windows of poolStage first,
 // and again, until it is short; padding it by poolStage-1 on both sides
 // (padded places are skipped) makes the windows cover any length, the
-// first holding element 0 alone. The windows are powers of two but the
-// last: an average's divisions by them are exact.
+// first holding element 0 alone. ggml's average multiplies each value by
+// 1/window (padded places count), so every window is a power of two,
+// whose reciprocal is exact: on a GPU device the last one too, padded in
+// front from the rest's length L to the next power of two (a window of L
+// made a bias gradient over 1e6 rows of ones 999999.94).
 func (l *lowering) poolStages(x tensor, d int, op C.enum_ggml_op_pool) (tensor, float64) {
 	pool := func(t tensor, w, pad int) tensor {
 		if d == 0 {
@@ -1138,7 +1142,13 @@ func (l *lowering) poolStages(x tensor, d int, op C.enum_ggml_op_pool) (tensor, 
 		x, div = pool(x, poolStage, pad), div*poolStage
 	}
 	L := int(x.ne[d])
-	return pool(x, L, 0), div * float64(L)
+	w := L
+	if !l.d.isCPU && op == C.GGML_OP_POOL_AVG {
+		w = 1 << bits.Len(uint(L-1))
+	}
+	// one window, starting w-L places before the axis (ggml pads both
+	// sides; the padding behind it falls outside the only window)
+	return pool(x, w, w-L), div * float64(w)
 }
 
 func (l *lowering) lowerReduce(n *backend.Node) tensor {
