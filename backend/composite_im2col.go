@@ -115,15 +115,7 @@ var OpCol2Im = defineComposite(Composite{
 		g = add(Node{Op: OpPermute, In: []int{g}, Shape: []int{m, k, c}, Perm: []int{0, 2, 1}})
 		g = add(Node{Op: OpReshape, In: []int{g}, Shape: []int{m * k, c}})
 		g = add(Node{Op: OpScatterAddRows, In: []int{g, in[1]}, Shape: []int{hp * wp * nb, c}})
-		g = add(Node{Op: OpReshape, In: []int{g}, Shape: []int{hp, wp, nb, c}})
-		if w.PH > 0 {
-			g = add(Node{Op: OpSliceRows, In: []int{g}, Shape: []int{h, wp, nb, c}, Start: w.PH})
-		}
-		g = add(Node{Op: OpPermute, In: []int{g}, Shape: []int{wp, h, nb, c}, Perm: []int{1, 0, 2, 3}})
-		if w.PW > 0 {
-			g = add(Node{Op: OpSliceRows, In: []int{g}, Shape: []int{wd, h, nb, c}, Start: w.PW})
-		}
-		return add(Node{Op: OpPermute, In: []int{g}, Shape: slices.Clone(x), Perm: []int{2, 3, 1, 0}})
+		return unpadRows(g, x, w, add)
 	},
 	Eval: func(n *Node, in [][]float64, _ [][]int, out []float64) {
 		im2col64(WindowOf(n), n.Shape, out, in[0], true)
@@ -197,6 +189,22 @@ func padRows(x int, s []int, w Window, pad float32, add func(Node) int) int {
 	v = add(Node{Op: OpPermute, In: []int{v}, Shape: []int{h, wp, nb, c}, Perm: []int{1, 0, 2, 3}})
 	v = padAxis(v, []int{h, wp, nb, c}, w.PH)
 	return add(Node{Op: OpReshape, In: []int{v}, Shape: []int{(h + 2*w.PH) * wp * nb, c}})
+}
+
+// unpadRows is padRows' inverse: rows v [HP*WP*N, C] in Window.Rows'
+// order back to the image [N, C, H, W] (s), the padding cropped.
+func unpadRows(v int, s []int, w Window, add func(Node) int) int {
+	nb, c, h, wd := s[0], s[1], s[2], s[3]
+	wp := wd + 2*w.PW
+	v = add(Node{Op: OpReshape, In: []int{v}, Shape: []int{h + 2*w.PH, wp, nb, c}})
+	if w.PH > 0 {
+		v = add(Node{Op: OpSliceRows, In: []int{v}, Shape: []int{h, wp, nb, c}, Start: w.PH})
+	}
+	v = add(Node{Op: OpPermute, In: []int{v}, Shape: []int{wp, h, nb, c}, Perm: []int{1, 0, 2, 3}})
+	if w.PW > 0 {
+		v = add(Node{Op: OpSliceRows, In: []int{v}, Shape: []int{wd, h, nb, c}, Start: w.PW})
+	}
+	return add(Node{Op: OpPermute, In: []int{v}, Shape: slices.Clone(s), Perm: []int{2, 3, 1, 0}})
 }
 
 // im2col64 walks every (output position, channel, kernel offset) of the

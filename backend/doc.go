@@ -65,10 +65,14 @@ package backend
 //	                              sample and conformance cases, tolerance
 //	core/composite_<name>.go      its function for users and its gradient
 //	                              (a backward composite where that fuses
-//	                              too: OpLayerNormBack)
+//	                              too: OpLayerNormBack; OpMaxPool2dBack
+//	                              only where Caps.Native says so, else a
+//	                              composition cheaper there than its
+//	                              decomposition)
 //	backend/<b>/composite_<name>.go  its native lowering, on a backend that
 //	                              runs it natively (native: lowerComposite,
-//	                              which Caps.Composites lists)
+//	                              which Caps.Composites lists; webgpu: a
+//	                              case of its lower.go and nativeComposites)
 //
 // Nothing else: validation, SampleGraph, the reference backend, the cost
 // model and the conformance suite read the definition. core and the suite

@@ -3,6 +3,7 @@ package core
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/ag-go/ag/backend"
 )
@@ -14,7 +15,8 @@ import (
 // One composite op of the IR (backend.OpMaxPool2d; ggml runs
 // ggml_pool_2d); its gradient goes, as MaxAxis's, to the first maximal
 // element of each window in row-major window order (the first NaN where
-// there is one), built from the gathered windows.
+// there is one): one backend.OpMaxPool2dBack where the device runs it
+// natively (ggml), else built from the gathered windows.
 func MaxPool2d(x, rows *Tensor, w backend.Window) *Tensor {
 	needTensors("MaxPool2d", x, rows)
 	needRank("MaxPool2d", x, 4)
@@ -37,11 +39,18 @@ var _ = defineComposite(backend.OpMaxPool2d, composite{
 	// workgroup of 512 lanes, so the convnet's rows of 32 channels kept 32
 	// of them busy (2.9 ms of a 21 ms H100 step in its GET_ROWS,
 	// GGML_VK_PERF_LOGGER); the values and the first maximum are the same.
+	//
+	// A device that runs backend.OpMaxPool2dBack natively (ggml-vulkan's
+	// pool_2d_back kernel, one node where this is about a hundred) gets that
+	// op instead; its decomposition is the same gradient by a scatter-add.
 	grad: func(n *Tensor, in []*Tensor, g *Tensor, k int) *Tensor {
 		if k == 1 {
 			return nil // the index table
 		}
 		x := in[0]
+		if x.dev.caps.Native(backend.OpMaxPool2dBack) {
+			return g.dev.recordGrad("MaxPool2dGrad", backend.OpMaxPool2dBack, slices.Clone(x.shape), attrs{Perm: n.attr.Perm}, false, x, g, in[1])
+		}
 		p := n.attr.Perm
 		w := backend.Window{KH: p[0], KW: p[1], SH: p[2], SW: p[3], PH: p[4], PW: p[5], DH: p[6], DW: p[7]}
 		nb, c, h, wd := x.shape[0], x.shape[1], x.shape[2], x.shape[3]
@@ -57,6 +66,8 @@ var _ = defineComposite(backend.OpMaxPool2d, composite{
 		return foldPadded(Reshape(keep(first, gw), m*kk, nc), rows, 1, x.shape, w)
 	},
 })
+
+var _ = defineComposite(backend.OpMaxPool2dBack, composite{grad: noGrad})
 
 // poolRows is the window table of one image of h x wd pixels,
 // w.Rows(1, h, wd) (each window element's pixel in the padded image), a

@@ -599,6 +599,62 @@ struct ggml_tensor *ag_layer_norm_back_op(struct ggml_context *ctx, struct ggml_
 	return t;
 }
 
+// The window of ag_max_pool_back: int32 op_params from here on, past
+// ggml's struct ggml_custom_op_params (in ggml-impl.h, not installed: a
+// function, an int count and userdata, 24 bytes on 64-bit targets).
+enum { POOL_PARAMS = 8 };
+
+void ag_max_pool_back(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
+	(void)userdata;
+	const int32_t *w = dst->op_params + POOL_PARAMS;
+	const int kh = w[0], kw = w[1], sh = w[2], sw = w[3], ph = w[4], pw = w[5];
+	const struct ggml_tensor *g = dst->src[1];
+	const int64_t W = dst->ne[0], H = dst->ne[1], OW = g->ne[0], OH = g->ne[1];
+	// whole planes per thread: each plane's sums are its own
+	for (int64_t p = ith; p < dst->ne[2] * dst->ne[3]; p += nth) {
+		const float *x = (const float *)dst->src[0]->data + p * H * W;
+		const float *gp = (const float *)g->data + p * OH * OW;
+		float *d = (float *)dst->data + p * H * W;
+		memset(d, 0, sizeof(float) * H * W);
+		for (int64_t oy = 0; oy < OH; oy++) {
+			for (int64_t ox = 0; ox < OW; ox++) {
+				int64_t by = 0, bx = 0;
+				float best = 0;
+				int found = 0;
+				for (int i = 0; i < kh; i++) {
+					for (int j = 0; j < kw; j++) {
+						const int64_t y = oy * sh + i - ph, xx = ox * sw + j - pw;
+						const float v = y >= 0 && y < H && xx >= 0 && xx < W ? x[y * W + xx] : -INFINITY;
+						if (v != v) {
+							by = y, bx = xx, found = 2;
+							goto picked;
+						}
+						if (!found || v > best) {
+							by = y, bx = xx, best = v, found = 1;
+						}
+					}
+				}
+			picked:
+				if (by >= 0 && by < H && bx >= 0 && bx < W) {
+					d[by * W + bx] += gp[oy * OW + ox];
+				}
+			}
+		}
+	}
+}
+
+struct ggml_tensor *ag_max_pool_back_op(struct ggml_context *ctx, struct ggml_tensor *x, struct ggml_tensor *g, int kh, int kw, int sh,
+                                        int sw, int ph, int pw) {
+	struct ggml_tensor *src[2] = {x, g};
+	struct ggml_tensor *t = ggml_custom_4d(ctx, GGML_TYPE_F32, x->ne[0], x->ne[1], x->ne[2], x->ne[3], src, 2, ag_max_pool_back,
+	                                       GGML_N_TASKS_MAX, NULL);
+	_Static_assert((POOL_PARAMS + 6) * sizeof(int32_t) <= GGML_MAX_OP_PARAMS, "the window does not fit op_params");
+	const int32_t w[6] = {kh, kw, sh, sw, ph, pw};
+	memcpy(t->op_params + POOL_PARAMS, w, sizeof(w));
+	ggml_set_name(t, "MAX_POOL_BACK(custom)"); // its label in profiles (nodetimer.go)
+	return t;
+}
+
 // Attention (ag_attention) takes the queries in blocks of 4 (of one batch),
 // so that each k and v row read serves 4 of them: the union of the keys
 // the block attends (a key no query of it attends is not read), the 4
@@ -973,7 +1029,7 @@ const char *ag_custom_name(const struct ggml_tensor *t) {
 	    {ag_dropout, "dropout"},         {ag_attention, "attention"}, {ag_rand_uniform, "rand_uniform"},
 	    {ag_layer_norm_back, "layer_norm_back"}, {ag_index, "index"},
 	    {ag_rms_norm_back, "rms_norm_back"}, {ag_batch_norm, "batch_norm"},
-	    {ag_batch_norm_back, "batch_norm_back"},
+	    {ag_batch_norm_back, "batch_norm_back"}, {ag_max_pool_back, "max_pool_back"},
 	};
 	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
 		if (known[i].fn == fun) {

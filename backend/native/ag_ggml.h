@@ -143,6 +143,16 @@ struct ggml_tensor *ag_index_op(struct ggml_context *ctx, struct ggml_tensor *id
 void ag_layer_norm_back(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 struct ggml_tensor *ag_layer_norm_back_op(struct ggml_context *ctx, struct ggml_tensor *x, struct ggml_tensor *dy, float eps);
 
+// ag_max_pool_back is backend.OpMaxPool2dBack as a ggml custom op
+// (ggml-cpu only): dst (x's shape, ne [W, H, C, N]) = each window's
+// gradient (src[1], ne [OW, OH, C, N]) added to the window's first maximal
+// element of x (src[0]) as the float64 definition picks it. The window
+// (kh, kw, sh, sw, ph, pw) is kept in dst's op_params past ggml's custom-op
+// parameters (ag_max_pool_back_op records it). Sources contiguous.
+void ag_max_pool_back(struct ggml_tensor *dst, int ith, int nth, void *userdata);
+struct ggml_tensor *ag_max_pool_back_op(struct ggml_context *ctx, struct ggml_tensor *x, struct ggml_tensor *g, int kh, int kw, int sh,
+                                        int sw, int ph, int pw);
+
 // ag_rms_norm_back is backend.OpRMSNormBack as ag_layer_norm_back is
 // OpLayerNormBack (ggml-cpu only; ag_rms_norm_back_op records it).
 void ag_rms_norm_back(struct ggml_tensor *dst, int ith, int nth, void *userdata);

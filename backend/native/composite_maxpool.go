@@ -24,3 +24,17 @@ var _ = lowerComposite(backend.OpMaxPool2d, 20, func(l *lowering, n *backend.Nod
 	}
 	return l.poolFix(pool(x, C.GGML_OP_POOL_MAX), pool(C.ggml_tanh(l.ctx, x), C.GGML_OP_POOL_AVG))
 })
+
+// max_pool2d_back: on ggml-cpu one custom op (ag_max_pool_back); on
+// ggml-vulkan ggml_pool_2d_back, whose Vulkan kernel is build.sh's patch
+// 0014, where probeMaxPoolBack saw its numbers (else newDevice drops the
+// op and core composes the gradient from primitives, about a hundred ggml
+// nodes a pool).
+var _ = lowerComposite(backend.OpMaxPool2dBack, 8, func(l *lowering, n *backend.Node) tensor {
+	w := backend.WindowOf(n)
+	x, g := l.contiguous(l.in(n, 0)), l.contiguous(l.in(n, 1))
+	if l.d.isCPU {
+		return C.ag_max_pool_back_op(l.ctx, x, g, C.int(w.KH), C.int(w.KW), C.int(w.SH), C.int(w.SW), C.int(w.PH), C.int(w.PW))
+	}
+	return C.ggml_pool_2d_back(l.ctx, g, x, C.GGML_OP_POOL_MAX, C.int(w.KW), C.int(w.KH), C.int(w.SW), C.int(w.SH), C.float(w.PW), C.float(w.PH))
+})

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 	"unsafe"
@@ -60,6 +61,10 @@ type device struct {
 	// ggml-vulkan's rms_norm_back in the layer-norm mode of patch 0013);
 	// else five.
 	layerNormBack bool
+	// maxPoolBack: a max pool's gradient is one node (probeMaxPoolBack:
+	// ggml-vulkan's pool_2d_back of patch 0014); else the device does not
+	// list backend.OpMaxPool2dBack and core composes it.
+	maxPoolBack bool
 	// matrixCores: what ggml-vulkan said of the device's matrix cores
 	// ("KHR_coopmat", "NV_coopmat2"; "none" or "" without them, or in a
 	// ggml built without its cooperative-matrix shaders): f16 matmuls then
@@ -106,9 +111,13 @@ func newDevice(name, desc string, be C.ggml_backend_t, isCPU, software bool) (*d
 		d.geluBack = d.probeGeluBack()
 		d.twoPassNorm = d.probeNorm()
 		d.layerNormBack = d.probeLayerNormBack()
+		d.maxPoolBack = d.probeMaxPoolBack()
 	}
 	d.stepStrict = d.probeStep()
 	d.caps.Composites = nativeOps() // composite_*.go; the probe below drops any a device refuses
+	if !isCPU && !d.maxPoolBack {
+		d.caps.Composites = slices.DeleteFunc(d.caps.Composites, func(o backend.Op) bool { return o == backend.OpMaxPool2dBack })
+	}
 	d.caps.Unsupported = d.probeUnsupported()
 	return d, nil
 }

@@ -302,3 +302,56 @@ func probeMatches(op backend.Op, got []float32, ins [][]float32, shape []int) bo
 	}
 	return true
 }
+
+// probeMaxPoolBack reports whether the device's ggml_pool_2d_back (a max
+// pool's input gradient: build.sh's patch 0014 on ggml-vulkan) gives
+// backend.OpMaxPool2dBack's values on a padded, overlapping window over
+// ties, ±0, subnormals of two sizes, infinities, NaN and a window of -Inf
+// whose first place is padding (its share dropped). The gradients are
+// small whole numbers, so every sum is exact; a NaN or infinite gradient
+// reaches its element alone.
+func (d *device) probeMaxPoolBack() bool {
+	w := backend.Window{KH: 3, KW: 2, SH: 2, SW: 1, PH: 1, PW: 1, DH: 1, DW: 1}
+	xs := []int{1, 2, 5, 6}
+	oh, ow := w.Out(xs[2], xs[3])
+	gs := []int{1, 2, oh, ow}
+	x := make([]float32, backend.NumElems(xs))
+	for i := range x {
+		x[i] = float32((i*7)%5 - 2) // ties in most windows
+	}
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	x[0], x[6] = -inf, -inf // rows 0 and 1 of column 0: window (0, 0) holds only -Inf
+	x[9], x[10] = float32(math.Copysign(0, -1)), 0
+	x[21], x[22] = math.Float32frombits(1), math.Float32frombits(2)
+	x[30+14], x[30+15] = nan, 3
+	x[30+26] = inf
+	g := make([]float32, backend.NumElems(gs))
+	for i := range g {
+		g[i] = float32(i%7 - 3)
+	}
+	g[5], g[oh*ow+8] = inf, nan
+	got, ok := d.probeRun([][]float32{x, g}, func(ctx *C.struct_ggml_context, in []tensor) tensor {
+		xt := C.ggml_reshape_4d(ctx, in[0], C.int64_t(xs[3]), C.int64_t(xs[2]), C.int64_t(xs[1]), C.int64_t(xs[0]))
+		gt := C.ggml_reshape_4d(ctx, in[1], C.int64_t(ow), C.int64_t(oh), C.int64_t(gs[1]), C.int64_t(gs[0]))
+		return C.ggml_pool_2d_back(ctx, gt, xt, C.GGML_OP_POOL_MAX, C.int(w.KW), C.int(w.KH), C.int(w.SW), C.int(w.SH), C.float(w.PW), C.float(w.PH))
+	})
+	if !ok || len(got) != len(x) {
+		return false
+	}
+	want := make([]float64, len(x))
+	in := [][]float64{make([]float64, len(x)), make([]float64, len(g))}
+	for i, v := range x {
+		in[0][i] = float64(v)
+	}
+	for i, v := range g {
+		in[1][i] = float64(v)
+	}
+	n := backend.Node{Op: backend.OpMaxPool2dBack, Shape: xs, Perm: w.Attr()}
+	backend.CompositeOf(backend.OpMaxPool2dBack).Eval(&n, in, [][]int{xs, gs, {oh * ow * w.KH * w.KW}}, want)
+	for i, v := range want {
+		if gv := float64(got[i]); v != gv && !(math.IsNaN(v) && math.IsNaN(gv)) {
+			return false
+		}
+	}
+	return true
+}
