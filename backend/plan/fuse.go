@@ -91,6 +91,9 @@ func Pointwise(op backend.Op) bool {
 	if op.IsUnary() || op.IsBinary() {
 		return true // by class: each is its row of backend.OpInfo
 	}
+	if op.IsComposite() {
+		return false // a backend's native composite is a kernel of its own
+	}
 	switch op {
 	case backend.OpFill, backend.OpReshape, backend.OpExpand, backend.OpPermute,
 		backend.OpSliceRows, backend.OpGetRows, backend.OpOneHot:

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -186,9 +187,15 @@ func (b *Backend) Caps() backend.Caps {
 		DeviceTimer:    b.info.Timestamps,
 		Timer:          b.timerText(),
 		Unsupported:    b.info.Unsupported,
+		Composites:     slices.Clone(nativeComposites),
 		LaterReads:     gpu.ReadsLater,
 	}
 }
+
+// nativeComposites are the composites with a kernel of their own here:
+// the max pool's gradient, which composed from primitives gathers the
+// windows, marks each one's first maximum and gathers the gradient back.
+var nativeComposites = []backend.Op{backend.OpMaxPool2dBack}
 
 // timerText says how RunTimed times nodes on this device.
 // calibrationText says how profiled runs between calibrations are timed.

@@ -148,8 +148,9 @@ func (p *program) plan(fp *plan.Fusion) (*plan.Plan, error) {
 	}
 	o := fp.Options()
 	o.CopiesAtEnd = true
-	// no native composite yet: plan.Expand decomposes them first
-	o.Unsupported, o.Device = p.b.info.Unsupported, p.b.info.Name
+	// the composites it runs natively (Caps.Composites); plan.Expand
+	// decomposed the others first
+	o.Unsupported, o.Device, o.Composites = p.b.info.Unsupported, p.b.info.Name, nativeComposites
 	o.Limits = plan.Limits{
 		MaxStoreElems: int(p.b.info.MaxBuffer / 4),
 		MaxIndexElems: math.MaxUint32, // kernels index with u32

@@ -486,6 +486,85 @@ func oneHotKernel() *kernel {
 `)
 }
 
+// maxPoolBackKernel is backend.OpMaxPool2dBack, one invocation per
+// element of x gathering the gradients of the windows whose first maximum
+// it is (no atomics: the same sums in the same order every run). Values
+// are ordered by their bits (orderKey), so a device that flushes
+// subnormals in float compares still tells them apart, and -0 ties +0; a
+// padded place is -Inf, the first NaN wins. Params [elements, W, H, OW,
+// OH, KH, KW, SH, SW, PH, PW]; bindings G (the output's gradient), X, Y.
+func maxPoolBackKernel() *kernel {
+	return newKernel("max_pool2d_back", []bindDecl{{name: "G"}, {name: "X"}, {name: "Y", rw: true}}, `
+fn orderKey(b0: u32) -> u32 {
+	var b = b0;
+	if ((b & 0x7fffffffu) == 0u) { b = 0u; }
+	if ((b & 0x80000000u) != 0u) { return ~b; }
+	return b | 0x80000000u;
+}
+`+linearHead+`
+	if (i >= P[0]) { return; }
+	let W = i32(P[1]); let H = i32(P[2]); let OW = i32(P[3]); let OH = i32(P[4]);
+	let kh = i32(P[5]); let kw = i32(P[6]); let sh = i32(P[7]); let sw = i32(P[8]);
+	let ph = i32(P[9]); let pw = i32(P[10]);
+	let hw = u32(H * W);
+	let xb = (i / hw) * hw;
+	let gb = (i / hw) * u32(OH * OW);
+	let ih = i32((i % hw) / u32(W));
+	let iw = i32(i % u32(W));
+	// the windows holding (ih, iw): oh*sh - ph <= ih <= oh*sh - ph + kh - 1
+	let ah = ih + ph - kh + 1;
+	let aw = iw + pw - kw + 1;
+	var oh0 = 0;
+	if (ah > 0) { oh0 = (ah + sh - 1) / sh; }
+	var ow0 = 0;
+	if (aw > 0) { ow0 = (aw + sw - 1) / sw; }
+	let oh1 = min(OH - 1, (ih + ph) / sh);
+	let ow1 = min(OW - 1, (iw + pw) / sw);
+	let ninf = orderKey(0xff800000u);
+	var acc = 0.0;
+	var got = false;
+	for (var oh = oh0; oh <= oh1; oh++) {
+		for (var ow = ow0; ow <= ow1; ow++) {
+			let h0 = oh * sh - ph;
+			let w0 = ow * sw - pw;
+			var bh = h0;
+			var bw = w0;
+			var best = 0u;
+			var isNaN = false;
+			for (var a = 0; a < kh && !isNaN; a++) {
+				for (var b = 0; b < kw; b++) {
+					let y = h0 + a;
+					let x = w0 + b;
+					var key = ninf;
+					if (y >= 0 && y < H && x >= 0 && x < W) {
+						let bits = bitcast<u32>(X[xb + u32(y * W + x)]);
+						if ((bits & 0x7fffffffu) > 0x7f800000u) {
+							bh = y;
+							bw = x;
+							isNaN = true;
+							break;
+						}
+						key = orderKey(bits);
+					}
+					if ((a == 0 && b == 0) || key > best) {
+						best = key;
+						bh = y;
+						bw = x;
+					}
+				}
+			}
+			if (bh == ih && bw == iw) {
+				let gv = G[gb + u32(oh * OW + ow)];
+				acc = select(gv, acc + gv, got);
+				got = true;
+			}
+		}
+	}
+	Y[i] = acc;
+}
+`)
+}
+
 // packKernel is pack_f16 (bf false) or pack_bf16 over a range of words:
 // word i holds X[2i] (low half) and X[2i+1] (high half, 0 past the
 // values' end). The bits are computed by integer operations, as the Go

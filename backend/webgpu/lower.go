@@ -77,6 +77,8 @@ func (p *program) lower(g *backend.Graph, i int, locs []loc) error {
 		p.add(i, oneHotKernel(), []bref{in(0), out}, []uint32{uint32(ne), uint32(n.Shape[1])}, x, y, 1)
 	case n.Op == backend.OpMatMul:
 		return p.lowerMatmul(i, i, locs)
+	case n.Op == backend.OpMaxPool2dBack:
+		return p.maxPoolBack(i, n, in(1), in(0), out, inShape(1))
 	case n.Op == backend.OpAttention:
 		return p.attention(i, n, in(0), in(1), in(2), in(3), out, inShape(0), inShape(1), inShape(2), inShape(3))
 	case n.Op == backend.OpAdamW:
@@ -95,6 +97,21 @@ func (p *program) lower(g *backend.Graph, i int, locs []loc) error {
 	default:
 		backend.Unknown("webgpu.lower", n.Op) // sum and max lower through lowerFused
 	}
+	return nil
+}
+
+// maxPoolBack adds max_pool2d_back's one dispatch (maxPoolBackKernel),
+// which binds its three buffers whole.
+func (p *program) maxPoolBack(node int, n *backend.Node, g, x, y bref, gs []int) error {
+	ne := backend.NumElems(n.Shape)
+	if b := uint64(ne) * 4; b > uint64(p.lim.MaxBindingBytes) {
+		return fmt.Errorf("max_pool2d_back of shape %v: its image takes %d bytes, more than the %d one binding holds on this device", n.Shape, b, p.lim.MaxBindingBytes)
+	}
+	w := backend.WindowOf(n)
+	prm := []uint32{uint32(ne), uint32(n.Shape[3]), uint32(n.Shape[2]), uint32(gs[3]), uint32(gs[2]),
+		uint32(w.KH), uint32(w.KW), uint32(w.SH), uint32(w.SW), uint32(w.PH), uint32(w.PW)}
+	gx, gy := p.grid(ne, wg)
+	p.add(node, maxPoolBackKernel(), []bref{g, x, y}, prm, gx, gy, 1)
 	return nil
 }
 
