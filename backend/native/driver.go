@@ -214,6 +214,11 @@ func (d vulkanDriver) Open() (backend.Backend, error) {
 	dev, err := newDevice(VulkanName, C.GoString(&desc[0])+" (Vulkan)", be, false, software)
 	if dev != nil {
 		dev.matrixCores = C.GoString(C.ag_vk_matrix_cores(0))
+		if dev.coopmat() {
+			// which shaders the f16 products get (issue 40's question on
+			// each GPU): KHR_coopmat or NV_coopmat2
+			dev.caps.Device += ", matrix cores " + dev.matrixCores
+		}
 	}
 	return dev, err
 }

@@ -207,6 +207,7 @@ func bench(args []string) error {
 		if err != nil {
 			return err
 		}
+		fmt.Fprintf(os.Stderr, "ag bench: device %s\n", dev) // its hardware (and a GPU's matrix cores)
 		for _, prec := range precisions {
 			if _, err := dev.SetMatMulPrecision(prec); err != nil {
 				return fmt.Errorf("-precision: %w", err)
