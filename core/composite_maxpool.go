@@ -48,7 +48,7 @@ var _ = defineComposite(backend.OpMaxPool2d, composite{
 			return nil // the index table
 		}
 		x := in[0]
-		if x.dev.caps.Native(backend.OpMaxPool2dBack) {
+		if x.dev.Info().Native(backend.OpMaxPool2dBack) { // Info: caps under the device's lock (a reopen replaces them)
 			return g.dev.recordGrad("MaxPool2dGrad", backend.OpMaxPool2dBack, slices.Clone(x.shape), attrs{Perm: n.attr.Perm}, false, x, g, in[1])
 		}
 		p := n.attr.Perm
