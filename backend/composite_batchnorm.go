@@ -53,6 +53,72 @@ var OpBatchNormBack = defineComposite(Composite{
 	Tol: [2]float64{2e-4, 1e-4}, Flops: 14, Attr: epsAttr,
 })
 
+// OpBatchNormStats is the batch's statistics that batch norm normalizes
+// with, for its running statistics: each channel (axis 1) of x [N, C, ...]
+// (rank 2 to 4) over every other axis, its mean (row 0) and biased
+// variance about that mean (row 1), of shape [2, C]. A channel holding NaN
+// has NaN for both; one holding infinities of one sign has that infinity
+// as its mean and a NaN variance (the float64 definition's values).
+var OpBatchNormStats = defineComposite(Composite{
+	Name: "batch_norm_stats", Inputs: 1,
+	Check: checkBatchNormStats,
+	Decompose: func(n *Node, in []int, shapes [][]int, add func(Node) int) int {
+		xs, c := shapes[0], shapes[0][1]
+		m := chanMean(xs, in[0], 0, add)
+		d := add(Node{Op: OpSub, In: []int{in[0], m}, Shape: xs})
+		dd := add(Node{Op: OpMul, In: []int{d, d}, Shape: xs})
+		v := chanMean(xs, dd, 0, add)
+		m = add(Node{Op: OpReshape, In: []int{m}, Shape: []int{1, c}})
+		v = add(Node{Op: OpReshape, In: []int{v}, Shape: []int{1, c}})
+		return add(Node{Op: OpConcatRows, In: []int{m, v}, Shape: []int{2, c}})
+	},
+	Eval:   batchNormStats64,
+	Sample: func() ([][]int, Node) { return [][]int{{2, 3, 2}}, Node{In: []int{0}, Shape: []int{2, 3}} },
+	Cases: func(d Draw, special bool) []CompositeCase {
+		cs := normCases(1, true)(d, special)
+		for i := range cs {
+			cs[i].Node.Shape, cs[i].Node.A = []int{2, cs[i].Shapes[0][1]}, 0
+		}
+		return cs
+	},
+	// as batch norm's: the f32 mean of a channel is ~1e-7 of its values
+	// off, and the variance a few of its own ulps
+	Tol: [2]float64{5e-5, 1e-4}, Flops: 4,
+})
+
+// checkBatchNormStats: x of rank 2 to 4, the node [2, C].
+func checkBatchNormStats(n *Node, in func(int) []int) error {
+	x := in(0)
+	if r := len(x); r < 2 || r > 4 {
+		return fmt.Errorf("input of shape %v: want [N, C], [N, C, L] or [N, C, H, W]", x)
+	}
+	if len(n.Shape) != 2 || n.Shape[0] != 2 || n.Shape[1] != x[1] {
+		return fmt.Errorf("shape %v for an input of shape %v: want [2, %d]", n.Shape, x, x[1])
+	}
+	return nil
+}
+
+// batchNormStats64 computes OpBatchNormStats channel by channel.
+func batchNormStats64(n *Node, in [][]float64, shapes [][]int, out []float64) {
+	nn, c := shapes[0][0], shapes[0][1]
+	l := len(in[0]) / (nn * c)
+	for ch := 0; ch < c; ch++ {
+		m, v := 0.0, 0.0
+		for b := 0; b < nn; b++ {
+			for _, e := range in[0][(b*c+ch)*l : (b*c+ch+1)*l] {
+				m += e
+			}
+		}
+		m /= float64(nn * l)
+		for b := 0; b < nn; b++ {
+			for _, e := range in[0][(b*c+ch)*l : (b*c+ch+1)*l] {
+				v += (e - m) * (e - m)
+			}
+		}
+		out[ch], out[c+ch] = m, v/float64(nn*l)
+	}
+}
+
 // checkBatchNorm: as checkNorm, and rank 2 to 4.
 func checkBatchNorm(n *Node, in func(int) []int) error {
 	if r := len(n.Shape); r < 2 || r > 4 {
@@ -123,3 +189,20 @@ func batchNorm64(n *Node, in [][]float64, _ [][]int, out []float64) {
 		}
 	}
 }
+
+// BatchNormSplits is how many chunks each channel of a batch norm over
+// shape [N, C, ...] splits into where a GPU kernel sums the chunks in
+// workgroups of their own and merges them per channel (ggml-vulkan's
+// patch 0015, webgpu): chunks of at least batchNormChunk values, as many as
+// bring the channels' chunks to about batchNormWorkgroups (32 channels of
+// a convnet, a workgroup each, would leave most of a large GPU idle).
+func BatchNormSplits(shape []int) int {
+	c := shape[1]
+	m := NumElems(shape) / c
+	return max(1, min((batchNormWorkgroups+c-1)/c, m/batchNormChunk))
+}
+
+const (
+	batchNormWorkgroups = 1024
+	batchNormChunk      = 256
+)

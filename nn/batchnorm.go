@@ -122,14 +122,16 @@ func (b *BatchNorm) Forward(x *core.Tensor) *core.Tensor {
 		dev.Composite(b.name, func() {
 			switch {
 			case training && dev.Info().Native(backend.OpBatchNorm):
-				// one composite op (a ggml-cpu kernel), its gradient
-				// through the batch's statistics another; the running
-				// statistics' batch moments are primitives of their own
+				// one composite op (the device's kernels), its gradient
+				// through the batch's statistics another, and the
+				// running statistics' batch moments a third, which
+				// shares the forward's partial sums where the device
+				// runs it (ggml-vulkan)
 				y = core.BatchNorm(x, b.Eps)
 				if b.Momentum > 0 {
-					var mu, v *core.Tensor
-					dev.NoGrad(func() { mu, _, v = b.moments(x, bshape) })
-					b.update(mu, v, n)
+					var s *core.Tensor
+					dev.NoGrad(func() { s = core.BatchNormStats(x) })
+					b.update(core.SliceRows(s, 0, 1), core.SliceRows(s, 1, 1), n)
 				}
 			case training:
 				// where the device would decompose the composite, its

@@ -705,3 +705,120 @@ fn add64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
 }
 `)
 }
+
+// The batch norm kernels (backend.OpBatchNorm, OpBatchNormBack) over x [N,
+// C, L], each channel over its N*L values, which split into S chunks so
+// that C*S workgroups share the reading (no atomics: the same sums in the
+// same order every run). Part holds the chunks' sums, [4, S, C] from 0,
+// and after them the channels' statistics, [4, C]. Params [L, C, N, S, eps,
+// elements]. bnHead opens each; at(c, j) is the place of value j of
+// channel c.
+var bnHead = fmt.Sprintf(`
+var<workgroup> bs: array<vec3<f32>, %d>;
+fn sumAll(v: vec3<f32>, lid: u32) -> vec3<f32> {
+	bs[lid] = v;
+	workgroupBarrier();
+	for (var s = %du; s > 0u; s = s >> 1u) {
+		if (lid < s) { bs[lid] = bs[lid] + bs[lid + s]; }
+		workgroupBarrier();
+	}
+	let r = bs[0];
+	workgroupBarrier();
+	return r;
+}
+fn finite(v: f32) -> bool { return (bitcast<u32>(v) & 0x7f800000u) != 0x7f800000u; }
+fn at(c: u32, j: u32) -> u32 { return ((j / P[0]) * P[1] + c) * P[0] + j %% P[0]; }
+@compute @workgroup_size(%d)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+	let L = P[0]; let C = P[1]; let N = P[2]; let S = P[3]; let eps = pf(4u);
+	let M = N * L; let q = M / S; let rem = M %% S;
+`, wg, wg/2, wg)
+
+// bnPartsKernel: workgroup w sums chunk w %% S of channel w / S: its mean,
+// the sum of squares about that mean and (back) the sums of dy and of
+// dy*(x - the chunk's mean).
+func bnPartsKernel(back bool) *kernel {
+	binds, acc := []bindDecl{{name: "X"}, {name: "Part", rw: true}}, ""
+	if back {
+		binds = []bindDecl{{name: "X"}, {name: "DY"}, {name: "Part", rw: true}}
+		acc = "let g = DY[i]; v.y = v.y + g; v.z = v.z + g * d;"
+	}
+	return newKernel("batch_norm_parts", binds, bnHead+fmt.Sprintf(`
+	let w = wid.y * nwg.x + wid.x;
+	if (w >= C * S) { return; }
+	let c = w / S; let s = w %% S;
+	let j0 = s * q + min(s, rem);
+	let cnt = q + select(0u, 1u, s < rem);
+	var a = 0.0;
+	for (var j = lid; j < cnt; j = j + %du) { a = a + X[at(c, j0 + j)]; }
+	let mean = sumAll(vec3<f32>(a, 0.0, 0.0), lid).x / f32(cnt);
+	var v = vec3<f32>(0.0);
+	for (var j = lid; j < cnt; j = j + %du) {
+		let i = at(c, j0 + j);
+		let d = X[i] - mean;
+		v.x = v.x + d * d;
+		%s
+	}
+	v = sumAll(v, lid);
+	if (lid == 0u) { Part[4u * w] = mean; Part[4u * w + 1u] = v.x; Part[4u * w + 2u] = v.y; Part[4u * w + 3u] = v.z; }
+}
+`, wg, wg, acc))
+}
+
+// bnMergeKernel: per channel the chunks merged (Chan et al.'s update, so a
+// channel far from 0 for its spread does not cancel): mean, r = 1/sqrt(var
+// + eps), mean(dy), r^2*mean(dy*(x - mean)), after the parts; a channel
+// whose sums are not finite gets NaN for all four. With stats, the mean
+// and the biased variance instead, as Y [2, C] (batch_norm_stats).
+func bnMergeKernel(back, stats bool) *kernel {
+	binds, name := []bindDecl{{name: "Part", rw: true}}, "batch_norm_merge"
+	if stats {
+		binds, name = append(binds, bindDecl{name: "Y", rw: true}), "batch_norm_stats"
+	}
+	tail := fmt.Sprintf(`	let r = 1.0 / sqrt(m2 / f32(M) + eps);
+	var o = vec4<f32>(m, r, sdy / f32(M), r * r * sdx / f32(M));
+	if (!finite(m) || !finite(m2) || (%t && (!finite(sdy) || !finite(sdx)))) { o = vec4<f32>(qnan()); }
+	let k = 4u * (C * S + c);
+	Part[k] = o.x; Part[k + 1u] = o.y; Part[k + 2u] = o.z; Part[k + 3u] = o.w;
+`, back)
+	if stats {
+		tail = "\tY[c] = m; Y[C + c] = m2 / f32(M);\n"
+	}
+	return newKernel(name, binds, bnHead+fmt.Sprintf(`
+	let c = (wid.y * nwg.x + wid.x) * %du + lid;
+	if (c >= C) { return; }
+	let b = 4u * c * S;
+	var m = Part[b];
+	if (S > 1u) {
+		m = 0.0;
+		for (var s = 0u; s < S; s = s + 1u) { m = m + f32(q + select(0u, 1u, s < rem)) * Part[b + 4u * s]; }
+		m = m / f32(M);
+	}
+	var m2 = 0.0; var sdy = 0.0; var sdx = 0.0;
+	for (var s = 0u; s < S; s = s + 1u) {
+		let dm = Part[b + 4u * s] - m;
+		m2 = m2 + Part[b + 4u * s + 1u] + f32(q + select(0u, 1u, s < rem)) * dm * dm;
+		sdy = sdy + Part[b + 4u * s + 2u];
+		sdx = sdx + Part[b + 4u * s + 3u] + dm * Part[b + 4u * s + 2u];
+	}
+%s}
+`, wg, tail))
+}
+
+// bnApplyKernel: y = (x - mean)*r, or (back) dx = r*(dy - mean(dy) - (x -
+// mean)*r^2*mean(dy*(x - mean))), from the channel's statistics.
+func bnApplyKernel(back bool) *kernel {
+	binds, out := []bindDecl{{name: "X"}, {name: "Part"}, {name: "Y", rw: true}}, "(X[i] - st.x) * st.y"
+	if back {
+		binds = []bindDecl{{name: "X"}, {name: "Part"}, {name: "DY"}, {name: "Y", rw: true}}
+		out = "st.y * (DY[i] - st.z - (X[i] - st.x) * st.w)"
+	}
+	return newKernel("batch_norm_apply", binds, bnHead+fmt.Sprintf(`
+	let i = (wid.y * nwg.x + wid.x) * %du + lid;
+	if (i >= P[5]) { return; }
+	let k = 4u * (C * S + (i / L) %% C);
+	let st = vec4<f32>(Part[k], Part[k + 1u], Part[k + 2u], Part[k + 3u]);
+	Y[i] = %s;
+}
+`, wg, out))
+}

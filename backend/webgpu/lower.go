@@ -79,6 +79,12 @@ func (p *program) lower(g *backend.Graph, i int, locs []loc) error {
 		return p.lowerMatmul(i, i, locs)
 	case n.Op == backend.OpMaxPool2dBack:
 		return p.maxPoolBack(i, n, in(1), in(0), out, inShape(1))
+	case n.Op == backend.OpBatchNorm:
+		return p.batchNorm(i, n, inShape(0), in(0), bref{}, out)
+	case n.Op == backend.OpBatchNormBack:
+		return p.batchNorm(i, n, inShape(0), in(0), in(1), out)
+	case n.Op == backend.OpBatchNormStats:
+		return p.batchNorm(i, n, inShape(0), in(0), bref{}, out)
 	case n.Op == backend.OpAttention:
 		return p.attention(i, n, in(0), in(1), in(2), in(3), out, inShape(0), inShape(1), inShape(2), inShape(3))
 	case n.Op == backend.OpAdamW:
@@ -112,6 +118,38 @@ func (p *program) maxPoolBack(node int, n *backend.Node, g, x, y bref, gs []int)
 		uint32(w.KH), uint32(w.KW), uint32(w.SH), uint32(w.SW), uint32(w.PH), uint32(w.PW)}
 	gx, gy := p.grid(ne, wg)
 	p.add(node, maxPoolBackKernel(), []bref{g, x, y}, prm, gx, gy, 1)
+	return nil
+}
+
+// batchNorm adds batch_norm's (with dy, batch_norm_back's) three
+// dispatches: the chunks' partial sums (bnPartsKernel), the channels'
+// statistics (bnMergeKernel) and the elementwise pass (bnApplyKernel), in
+// the scratch buffer; x (of shape xs), dy and y are bound whole.
+// batch_norm_stats is the first two, the second writing y.
+func (p *program) batchNorm(node int, n *backend.Node, xs []int, x, dy, y bref) error {
+	ne := backend.NumElems(xs)
+	if b := uint64(ne) * 4; b > uint64(p.lim.MaxBindingBytes) {
+		return fmt.Errorf("%s of shape %v: it takes %d bytes, more than the %d one binding holds on this device", n.Op.Info().Name, xs, b, p.lim.MaxBindingBytes)
+	}
+	c, s := xs[1], backend.BatchNormSplits(xs)
+	part := bref{kind: refScratch, size: uint64(4*c*(s+1)) * 4}
+	p.scratchBytes = max(p.scratchBytes, part.size)
+	back, stats := n.Op == backend.OpBatchNormBack, n.Op == backend.OpBatchNormStats
+	prm := []uint32{uint32(ne / (xs[0] * c)), uint32(c), uint32(xs[0]), uint32(s), f32bits(n.A), uint32(ne)}
+	parts, apply := []bref{x, part}, []bref{x, part, y}
+	if back {
+		parts, apply = []bref{x, dy, part}, []bref{x, part, dy, y}
+	}
+	gx, gy := p.grid(c*s, 1)
+	p.add(node, bnPartsKernel(back), parts, prm, gx, gy, 1)
+	gx, gy = p.grid(c, wg)
+	if stats {
+		p.add(node, bnMergeKernel(false, true), []bref{part, y}, prm, gx, gy, 1)
+		return nil
+	}
+	p.add(node, bnMergeKernel(back, false), []bref{part}, prm, gx, gy, 1)
+	gx, gy = p.grid(ne, wg)
+	p.add(node, bnApplyKernel(back), apply, prm, gx, gy, 1)
 	return nil
 }
 
