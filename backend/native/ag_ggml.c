@@ -579,6 +579,109 @@ struct ggml_tensor *ag_batch_norm_op(struct ggml_context *ctx, struct ggml_tenso
 	return t;
 }
 
+// ag_batch_norm_stats: backend.OpBatchNormStats, each channel's mean and
+// biased variance in double (dst [C, 2] in ggml's order), channels split
+// among the threads. userdata: the channel axis cd of src[0].
+void ag_batch_norm_stats(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
+	const struct ggml_tensor *x = dst->src[0];
+	const int cd = (int)(uintptr_t)userdata;
+	const int64_t c = x->ne[cd];
+	int64_t l = 1, nb = 1;
+	for (int i = 0; i < 4; i++) {
+		if (i < cd) {
+			l *= x->ne[i];
+		} else if (i > cd) {
+			nb *= x->ne[i];
+		}
+	}
+	const float *xs = (const float *)x->data;
+	float *out = (float *)dst->data;
+	for (int64_t ch = ith; ch < c; ch += nth) {
+		double m = 0, v = 0;
+		for (int64_t b = 0; b < nb; b++) {
+			for (int64_t k = 0; k < l; k++) {
+				m += xs[(b * c + ch) * l + k];
+			}
+		}
+		m /= (double)(nb * l);
+		for (int64_t b = 0; b < nb; b++) {
+			for (int64_t k = 0; k < l; k++) {
+				const double d = xs[(b * c + ch) * l + k] - m;
+				v += d * d;
+			}
+		}
+		out[ch] = (float)m, out[c + ch] = (float)(v / (double)(nb * l));
+	}
+}
+
+struct ggml_tensor *ag_batch_norm_stats_op(struct ggml_context *ctx, struct ggml_tensor *x, int cd) {
+	struct ggml_tensor *t =
+	    ggml_custom_4d(ctx, GGML_TYPE_F32, x->ne[cd], 2, 1, 1, &x, 1, ag_batch_norm_stats, GGML_N_TASKS_MAX, (void *)(uintptr_t)cd);
+	ggml_set_name(t, "BATCH_NORM_STATS(custom)"); // its label in profiles (nodetimer.go)
+	return t;
+}
+
+// ggml-vulkan's batch norm kernels (build.sh's patch 0015): custom nodes
+// marked in op_params from AG_VK_PARAMS on, past ggml's struct
+// ggml_custom_op_params, which that backend runs by its own shader. Their
+// CPU function is a guard: ggml-cpu never gets them (ag_batch_norm_op).
+enum { AG_VK_PARAMS = 8, AG_VK_MAGIC = 0x6167766b };
+
+void ag_vk_kernel(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
+	(void)ith, (void)nth, (void)userdata;
+	GGML_ABORT("ag: %s is a ggml-vulkan kernel (patch 0015), not run on this backend", dst->name);
+}
+
+static struct ggml_tensor *vk_kernel(struct ggml_context *ctx, const int64_t ne[4], struct ggml_tensor **src, int n, int mode,
+                                     const int32_t lcns[4], float eps, const char *name) {
+	struct ggml_tensor *t = ggml_custom_4d(ctx, GGML_TYPE_F32, ne[0], ne[1], ne[2], ne[3], src, n, ag_vk_kernel, 1, NULL);
+	int32_t *p = t->op_params + AG_VK_PARAMS;
+	p[0] = AG_VK_MAGIC, p[1] = mode;
+	memcpy(p + 2, lcns, 4 * sizeof(int32_t));
+	memcpy(p + 6, &eps, sizeof(float));
+	ggml_set_name(t, name); // its label in profiles (nodetimer.go)
+	return t;
+}
+
+// vk_bn_shape: L, C, N of x over channel axis cd, and the chunks.
+static void vk_bn_shape(const struct ggml_tensor *x, int cd, int splits, int32_t lcns[4]) {
+	int64_t l = 1, nb = 1;
+	for (int i = 0; i < 4; i++) {
+		if (i < cd) {
+			l *= x->ne[i];
+		} else if (i > cd) {
+			nb *= x->ne[i];
+		}
+	}
+	lcns[0] = (int32_t)l, lcns[1] = (int32_t)x->ne[cd], lcns[2] = (int32_t)nb, lcns[3] = splits;
+}
+
+struct ggml_tensor *ag_vk_batch_norm_sums(struct ggml_context *ctx, struct ggml_tensor *x, struct ggml_tensor *dy, int cd, int splits) {
+	int32_t lcns[4];
+	vk_bn_shape(x, cd, splits, lcns);
+	struct ggml_tensor *src[2] = {x, dy};
+	const int64_t ps[4] = {4, splits, lcns[1], 1};
+	return vk_kernel(ctx, ps, src, dy ? 2 : 1, dy ? 1 : 0, lcns, 0, "BN_SUMS(custom)");
+}
+
+struct ggml_tensor *ag_vk_batch_norm(struct ggml_context *ctx, struct ggml_tensor *x, struct ggml_tensor *dy, struct ggml_tensor *sums,
+                                     float eps, int cd, int splits) {
+	int32_t lcns[4];
+	vk_bn_shape(x, cd, splits, lcns);
+	const int back = dy != NULL;
+	const int64_t ms[4] = {4, lcns[1], 1, 1};
+	struct ggml_tensor *stats = vk_kernel(ctx, ms, &sums, 1, 2 + back, lcns, eps, "BN_STATS(custom)");
+	struct ggml_tensor *src[3] = {x, stats, dy};
+	return vk_kernel(ctx, x->ne, src, 2 + back, 4 + back, lcns, eps, back ? "BATCH_NORM_BACK(custom)" : "BATCH_NORM(custom)");
+}
+
+struct ggml_tensor *ag_vk_batch_norm_stats(struct ggml_context *ctx, struct ggml_tensor *x, struct ggml_tensor *sums, int cd, int splits) {
+	int32_t lcns[4];
+	vk_bn_shape(x, cd, splits, lcns);
+	const int64_t ms[4] = {lcns[1], 2, 1, 1};
+	return vk_kernel(ctx, ms, &sums, 1, 6, lcns, 0, "BATCH_NORM_STATS(custom)");
+}
+
 struct ggml_tensor *ag_rms_norm_back_op(struct ggml_context *ctx, struct ggml_tensor *x, struct ggml_tensor *dy, float eps) {
 	uint32_t eb;
 	memcpy(&eb, &eps, 4);
@@ -1030,6 +1133,8 @@ const char *ag_custom_name(const struct ggml_tensor *t) {
 	    {ag_layer_norm_back, "layer_norm_back"}, {ag_index, "index"},
 	    {ag_rms_norm_back, "rms_norm_back"}, {ag_batch_norm, "batch_norm"},
 	    {ag_batch_norm_back, "batch_norm_back"}, {ag_max_pool_back, "max_pool_back"},
+	    {ag_batch_norm_stats, "batch_norm_stats"},
+	    {ag_vk_kernel, "vulkan_kernel"},
 	};
 	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
 		if (known[i].fn == fun) {

@@ -168,6 +168,25 @@ void ag_batch_norm(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 void ag_batch_norm_back(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 struct ggml_tensor *ag_batch_norm_op(struct ggml_context *ctx, struct ggml_tensor *x, struct ggml_tensor *dy, float eps, int cd);
 
+// ag_batch_norm_stats is backend.OpBatchNormStats as a ggml custom op
+// (ggml-cpu only): dst [C, 2], each channel's mean and biased variance in
+// double; ag_batch_norm_stats_op records it over channel axis cd.
+void ag_batch_norm_stats(struct ggml_tensor *dst, int ith, int nth, void *userdata);
+struct ggml_tensor *ag_batch_norm_stats_op(struct ggml_context *ctx, struct ggml_tensor *x, int cd);
+
+// ggml-vulkan's batch norm (build.sh's patch 0015), custom nodes its shader
+// runs: ag_vk_batch_norm_sums the partial sums over splits chunks of each
+// channel of x (with dy, the gradient's), ag_vk_batch_norm from them the
+// channels' statistics and the elementwise pass of backend.OpBatchNorm
+// (dy NULL) or OpBatchNormBack, ag_vk_batch_norm_stats from the forward's
+// sums OpBatchNormStats. x and dy contiguous, channel axis cd (ggml's
+// order). ag_vk_kernel is their CPU function, which aborts.
+void ag_vk_kernel(struct ggml_tensor *dst, int ith, int nth, void *userdata);
+struct ggml_tensor *ag_vk_batch_norm_sums(struct ggml_context *ctx, struct ggml_tensor *x, struct ggml_tensor *dy, int cd, int splits);
+struct ggml_tensor *ag_vk_batch_norm(struct ggml_context *ctx, struct ggml_tensor *x, struct ggml_tensor *dy, struct ggml_tensor *sums,
+                                     float eps, int cd, int splits);
+struct ggml_tensor *ag_vk_batch_norm_stats(struct ggml_context *ctx, struct ggml_tensor *x, struct ggml_tensor *sums, int cd, int splits);
+
 // ag_dropout is backend.OpDropout as a ggml custom op (ggml-cpu only): dst
 // = src[0] * (p <= src[1] < 2 ? scale : 0), sources contiguous, of dst's
 // shape; ag_dropout_op records it (p and scale travel in userdata).

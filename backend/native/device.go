@@ -65,6 +65,11 @@ type device struct {
 	// ggml-vulkan's pool_2d_back of patch 0014); else the device does not
 	// list backend.OpMaxPool2dBack and core composes it.
 	maxPoolBack bool
+	// batchNorm: batch norm and its gradient are three nodes each, its
+	// batch statistics one more (probeBatchNorm: ggml-vulkan's kernels of
+	// patch 0015); else the device does not list them and core composes
+	// them.
+	batchNorm bool
 	// matrixCores: what ggml-vulkan said of the device's matrix cores
 	// ("KHR_coopmat", "NV_coopmat2"; "none" or "" without them, or in a
 	// ggml built without its cooperative-matrix shaders): f16 matmuls then
@@ -112,11 +117,15 @@ func newDevice(name, desc string, be C.ggml_backend_t, isCPU, software bool) (*d
 		d.twoPassNorm = d.probeNorm()
 		d.layerNormBack = d.probeLayerNormBack()
 		d.maxPoolBack = d.probeMaxPoolBack()
+		d.batchNorm = d.probeBatchNorm()
 	}
 	d.stepStrict = d.probeStep()
 	d.caps.Composites = nativeOps() // composite_*.go; the probe below drops any a device refuses
-	if !isCPU && !d.maxPoolBack {
-		d.caps.Composites = slices.DeleteFunc(d.caps.Composites, func(o backend.Op) bool { return o == backend.OpMaxPool2dBack })
+	if !isCPU {
+		d.caps.Composites = slices.DeleteFunc(d.caps.Composites, func(o backend.Op) bool {
+			return o == backend.OpMaxPool2dBack && !d.maxPoolBack ||
+				(o == backend.OpBatchNorm || o == backend.OpBatchNormBack || o == backend.OpBatchNormStats) && !d.batchNorm
+		})
 	}
 	d.caps.Unsupported = d.probeUnsupported()
 	return d, nil

@@ -65,6 +65,9 @@ type lowering struct {
 	// dropmemo holds dropout's scaled masks by draws and probability
 	// (ggml-vulkan): the gradient's dropout reuses the forward's.
 	dropmemo map[dropKey]tensor
+	// bnmemo holds batch norm's partial sums by input (ggml-vulkan): the
+	// running statistics' batch_norm_stats reads the forward's.
+	bnmemo map[tensor]tensor
 	// thin marks the expands whose value is their input, not repeated:
 	// every reader is a broadcasting binary op (see thinExpand).
 	thin map[int]bool
@@ -312,7 +315,7 @@ func (l *lowering) build() error {
 			v = C.ggml_cont(l.ctx, v)
 		}
 		if n.Op.InPlace() {
-			l.tmemo, l.idxmemo, l.maskmemo, l.binmemo, l.dropmemo = nil, nil, nil, nil, nil
+			l.tmemo, l.idxmemo, l.maskmemo, l.binmemo, l.dropmemo, l.bnmemo = nil, nil, nil, nil, nil, nil
 		}
 		if used := l.tensorsUsed() - before; used > tensorsFor(n) {
 			return fmt.Errorf("node %d (%s): lowering made %d ggml tensors, more than its budget %d (a bug in package native)", i, n.Op, used, tensorsFor(n))

@@ -355,3 +355,64 @@ func (d *device) probeMaxPoolBack() bool {
 	}
 	return true
 }
+
+// probeBatchNorm reports whether the device computes batch_norm,
+// batch_norm_back and batch_norm_stats as ag_vk_batch_norm's nodes
+// (ggml-vulkan with build.sh's patch 0015) within the composites'
+// tolerances: channels of random values, of values far from 0 for their
+// spread (where a variance as E[x^2] - E[x]^2 cancels), of one value
+// (output 0), and of NaN (x) and an infinity (dy), which make their
+// channel NaN, over chunks of uneven sizes. A driver or a ggml without the
+// patch keeps the composition.
+func (d *device) probeBatchNorm() bool {
+	const nn, c, l, splits, eps = 3, 4, 37, 4, 1e-5
+	shape := []int{nn, c, l}
+	x, dy := make([]float32, nn*c*l), make([]float32, nn*c*l)
+	for i := range x {
+		ch, k := (i/l)%c, float32((i*37)%101)/101
+		x[i] = [c]float32{8*k - 4, 100 + k/4, 2.5, 1000 * (k - 0.3)}[ch]
+		dy[i] = float32((i*13)%29)/7 - 2
+	}
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	x[3*l+5], dy[(c+1)*l+7] = nan, inf // channel 3's x in batch 0, channel 1's dy in batch 1
+	in := [][]float64{make([]float64, len(x)), make([]float64, len(dy))}
+	for i := range x {
+		in[0][i], in[1][i] = float64(x[i]), float64(dy[i])
+	}
+	for _, op := range []backend.Op{backend.OpBatchNorm, backend.OpBatchNormBack, backend.OpBatchNormStats} {
+		back := op == backend.OpBatchNormBack
+		ins, out := [][]float32{x}, shape
+		if back {
+			ins = append(ins, dy)
+		}
+		if op == backend.OpBatchNormStats {
+			out = []int{2, c}
+		}
+		got, ok := d.probeRun(ins, func(ctx *C.struct_ggml_context, ts []tensor) tensor {
+			xt := C.ggml_reshape_3d(ctx, ts[0], l, c, nn)
+			var dt tensor
+			if back {
+				dt = C.ggml_reshape_3d(ctx, ts[1], l, c, nn)
+			}
+			sums := C.ag_vk_batch_norm_sums(ctx, xt, dt, 1, splits)
+			if op == backend.OpBatchNormStats {
+				return C.ag_vk_batch_norm_stats(ctx, xt, sums, 1, splits)
+			}
+			return C.ag_vk_batch_norm(ctx, xt, dt, sums, eps, 1, splits)
+		})
+		want := make([]float64, backend.NumElems(out))
+		if !ok || len(got) != len(want) {
+			return false
+		}
+		comp := backend.CompositeOf(op)
+		n := backend.Node{Op: op, Shape: out, A: eps}
+		comp.Eval(&n, in[:len(ins)], [][]int{shape, shape}[:len(ins)], want)
+		for i, w := range want {
+			g := float64(got[i])
+			if math.IsNaN(w) != math.IsNaN(g) || math.Abs(g-w) > comp.Tol[0]+comp.Tol[1]*math.Abs(w) {
+				return false
+			}
+		}
+	}
+	return true
+}
