@@ -38,6 +38,9 @@ type BatchNorm struct {
 	// into the statistics (see update); one second moment per statistic
 	scratchW *core.Tensor
 	scratchV [2]*core.Tensor
+	// hp: the AdamW ops' hyperparameters for momentum hpFor (see hyper)
+	hp    *core.Tensor
+	hpFor float32
 }
 
 func newBatchNorm(name string, dev *core.Device, c int, eps, momentum float32, affine bool, ranks []int) *BatchNorm {
@@ -171,14 +174,23 @@ func (b *BatchNorm) Forward(x *core.Tensor) *core.Tensor {
 func (b *BatchNorm) update(mu, v *core.Tensor, n int) {
 	dev := mu.Device()
 	dev.NoGrad(func() {
-		// [lr 0, beta1 1-m, beta2 1, eps 1, wd 0, 1, 1]: constants of the graph
-		one := dev.Full(1, 2)
-		hp := core.Concat(0, dev.Full(0, 1), dev.Full(1-b.Momentum, 1), one, dev.Full(0, 1), one)
+		hp := b.hyper(dev)
 		bm := core.Reshape(mu, b.c)
 		bv := core.Reshape(v, b.c)
 		core.AdamWUpdate(b.scratchW, bm, b.RunningMean, b.scratchV[0], hp)
 		core.AdamWUpdate(b.scratchW, core.Scale(bv, float32(n)/float32(n-1)), b.RunningVar, b.scratchV[1], hp)
 	})
+}
+
+// hyper returns the AdamW hyperparameters of update, [lr 0, beta1 1-m,
+// beta2 1, eps 1, wd 0, 1, 1], a Constant made again only when Momentum
+// changes: concatenated from fills at each step they cost ggml-vulkan four
+// nodes a layer, and webgpu as many copies.
+func (b *BatchNorm) hyper(dev *core.Device) *core.Tensor {
+	if b.hp == nil || b.hpFor != b.Momentum || b.hp.Device() != dev {
+		b.hp, b.hpFor = dev.Constant([]float32{0, 1 - b.Momentum, 1, 1, 0, 1, 1}, 7), b.Momentum
+	}
+	return b.hp
 }
 
 // moments returns the batch's per-channel mean and biased variance, shaped
