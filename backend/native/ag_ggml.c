@@ -536,20 +536,27 @@ void ag_rms_norm_back(struct ggml_tensor *dst, int ith, int nth, void *userdata)
 	rows_back(dst, ith, nth, userdata, 0);
 }
 
+// channel_blocks: t as N blocks (*nb) of C channels (axis cd, ggml's
+// order) of L contiguous values (*l).
+static void channel_blocks(const struct ggml_tensor *t, int cd, int64_t *l, int64_t *nb) {
+	*l = 1, *nb = 1;
+	for (int i = 0; i < 4; i++) {
+		if (i < cd) {
+			*l *= t->ne[i];
+		} else if (i > cd) {
+			*nb *= t->ne[i];
+		}
+	}
+}
+
 // batch_groups runs norm_group on each channel of dst: channel axis cd of
 // ggml's order (userdata's bits 32 and up; eps in the low 32), C = ne[cd]
 // channels of N blocks of L contiguous values. Sources contiguous.
 static void batch_groups(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
 	const int cd = (int)((uint64_t)(uintptr_t)userdata >> 32);
 	const int64_t c = dst->ne[cd];
-	int64_t l = 1, nb = 1;
-	for (int i = 0; i < 4; i++) {
-		if (i < cd) {
-			l *= dst->ne[i];
-		} else if (i > cd) {
-			nb *= dst->ne[i];
-		}
-	}
+	int64_t l, nb;
+	channel_blocks(dst, cd, &l, &nb);
 	const float *dy = dst->src[1] ? (const float *)dst->src[1]->data : NULL;
 	// channels split evenly (range_of's multiples of 16 would give one
 	// thread a convnet's 8 to 16 channels)
@@ -586,14 +593,8 @@ void ag_batch_norm_stats(struct ggml_tensor *dst, int ith, int nth, void *userda
 	const struct ggml_tensor *x = dst->src[0];
 	const int cd = (int)(uintptr_t)userdata;
 	const int64_t c = x->ne[cd];
-	int64_t l = 1, nb = 1;
-	for (int i = 0; i < 4; i++) {
-		if (i < cd) {
-			l *= x->ne[i];
-		} else if (i > cd) {
-			nb *= x->ne[i];
-		}
-	}
+	int64_t l, nb;
+	channel_blocks(x, cd, &l, &nb);
 	const float *xs = (const float *)x->data;
 	float *out = (float *)dst->data;
 	for (int64_t ch = ith; ch < c; ch += nth) {
@@ -645,14 +646,8 @@ static struct ggml_tensor *vk_kernel(struct ggml_context *ctx, const int64_t ne[
 
 // vk_bn_shape: L, C, N of x over channel axis cd, and the chunks.
 static void vk_bn_shape(const struct ggml_tensor *x, int cd, int splits, int32_t lcns[4]) {
-	int64_t l = 1, nb = 1;
-	for (int i = 0; i < 4; i++) {
-		if (i < cd) {
-			l *= x->ne[i];
-		} else if (i > cd) {
-			nb *= x->ne[i];
-		}
-	}
+	int64_t l, nb;
+	channel_blocks(x, cd, &l, &nb);
 	lcns[0] = (int32_t)l, lcns[1] = (int32_t)x->ne[cd], lcns[2] = (int32_t)nb, lcns[3] = splits;
 }
 

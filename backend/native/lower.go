@@ -857,9 +857,17 @@ func (l *lowering) logSoftmax(x tensor) tensor {
 
 // oneHot is the [cnt, c] one-hot of indices idx (rounded and clamped as
 // get_rows'): onehot[i][c] = relu(1 - |c - idx[i]|), exactly 0 or 1 for
-// whole indices.
+// whole indices. On a GPU with no more classes than indices, the rows of
+// a [c, c] identity (ggml_diag of ones) gathered at the indices instead:
+// two nodes where that is seven (a convnet's cross-entropy gradient), the
+// indices the forward's (indices memoizes them).
 func (l *lowering) oneHot(idx tensor, cnt, c int) tensor {
 	ctx := l.ctx
+	if !l.d.isCPU && c <= cnt {
+		_, i32 := l.indices(idx, c)
+		eye := C.ggml_diag(ctx, l.constant([]int{c}, 1))
+		return C.ggml_get_rows(ctx, eye, C.ggml_reshape_1d(ctx, i32, C.int64_t(cnt)))
+	}
 	idxF, _ := l.indices(idx, c)
 	ar := C.ggml_repeat_4d(ctx, C.ggml_arange(ctx, 0, C.float(c), 1), C.int64_t(c), C.int64_t(cnt), 1, 1)
 	ix := C.ggml_repeat_4d(ctx, C.ggml_reshape_2d(ctx, idxF, 1, C.int64_t(cnt)), C.int64_t(c), C.int64_t(cnt), 1, 1)
