@@ -85,5 +85,28 @@ func TestRMSNormBatchNorm(t *testing.T) {
 		if err := Gradcheck(func() *Tensor { return Sum(Mul(BatchNorm(x4, 1e-3), w4)) }, []*Tensor{x4}, nil); err != nil {
 			t.Errorf("BatchNorm of rank 4: %v", err)
 		}
+		// the batch's mean and variance: their values, and their gradient
+		// through both rows
+		got, err = BatchNormStats(dev.Tensor(f32s(bnX), 2, 2, 4)).Data()
+		wantStats := make([]float64, 4)
+		for ch := range 2 {
+			var vals []float64
+			for b := range 2 {
+				vals = append(vals, bnX[(b*2+ch)*4:(b*2+ch+1)*4]...)
+			}
+			m, v := 0.0, 0.0
+			for _, e := range vals {
+				m += e / float64(len(vals))
+			}
+			for _, e := range vals {
+				v += (e - m) * (e - m) / float64(len(vals))
+			}
+			wantStats[ch], wantStats[2+ch] = m, v
+		}
+		check("BatchNormStats", got, err, wantStats)
+		ws := dev.Tensor([]float32{1.5, -2, 0.75, 3}, 2, 2)
+		if err := Gradcheck(func() *Tensor { return Sum(Mul(BatchNormStats(x4), ws)) }, []*Tensor{x4}, nil); err != nil {
+			t.Errorf("BatchNormStats: %v", err)
+		}
 	})
 }
