@@ -98,24 +98,21 @@ func checkBatchNormStats(n *Node, in func(int) []int) error {
 	return nil
 }
 
-// batchNormStats64 computes OpBatchNormStats channel by channel.
+// batchNormStats64 computes OpBatchNormStats channel by channel
+// (channelValues).
 func batchNormStats64(n *Node, in [][]float64, shapes [][]int, out []float64) {
-	nn, c := shapes[0][0], shapes[0][1]
-	l := len(in[0]) / (nn * c)
+	c := shapes[0][1]
 	for ch := 0; ch < c; ch++ {
+		vals := channelValues(in[0], shapes[0][0], c, ch)
 		m, v := 0.0, 0.0
-		for b := 0; b < nn; b++ {
-			for _, e := range in[0][(b*c+ch)*l : (b*c+ch+1)*l] {
-				m += e
-			}
+		for _, e := range vals {
+			m += e
 		}
-		m /= float64(nn * l)
-		for b := 0; b < nn; b++ {
-			for _, e := range in[0][(b*c+ch)*l : (b*c+ch+1)*l] {
-				v += (e - m) * (e - m)
-			}
+		m /= float64(len(vals))
+		for _, e := range vals {
+			v += (e - m) * (e - m)
 		}
-		out[ch], out[c+ch] = m, v/float64(nn*l)
+		out[ch], out[c+ch] = m, v/float64(len(vals))
 	}
 }
 
@@ -170,24 +167,28 @@ func chanShape(shape []int) []int {
 func batchNorm64(n *Node, in [][]float64, _ [][]int, out []float64) {
 	nn, c := n.Shape[0], n.Shape[1]
 	l := len(out) / (nn * c)
-	at := func(ch int, src []float64) []float64 {
-		g := make([]float64, 0, nn*l)
-		for b := 0; b < nn; b++ {
-			g = append(g, src[(b*c+ch)*l:(b*c+ch+1)*l]...)
-		}
-		return g
-	}
 	for ch := 0; ch < c; ch++ {
-		x, o := at(ch, in[0]), make([]float64, nn*l)
+		x, o := channelValues(in[0], nn, c, ch), make([]float64, nn*l)
 		var dy []float64
 		if len(in) > 1 {
-			dy = at(ch, in[1])
+			dy = channelValues(in[1], nn, c, ch)
 		}
 		norm64(x, dy, o, float64(n.A), true)
 		for b := 0; b < nn; b++ {
 			copy(out[(b*c+ch)*l:(b*c+ch+1)*l], o[b*l:(b+1)*l])
 		}
 	}
+}
+
+// channelValues gathers channel ch of src [N, C, ...] (N = nn): its N
+// blocks of contiguous values.
+func channelValues(src []float64, nn, c, ch int) []float64 {
+	l := len(src) / (nn * c)
+	g := make([]float64, 0, nn*l)
+	for b := 0; b < nn; b++ {
+		g = append(g, src[(b*c+ch)*l:(b*c+ch+1)*l]...)
+	}
+	return g
 }
 
 // BatchNormSplits is how many chunks each channel of a batch norm over

@@ -3,6 +3,7 @@ package nn
 import (
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/ag-go/ag/backend"
 	"github.com/ag-go/ag/core"
@@ -38,9 +39,18 @@ type BatchNorm struct {
 	// into the statistics (see update); one second moment per statistic
 	scratchW *core.Tensor
 	scratchV [2]*core.Tensor
-	// hp: the AdamW ops' hyperparameters for momentum hpFor (see hyper)
-	hp    *core.Tensor
-	hpFor float32
+	// hyp caches the AdamW ops' hyperparameters (see hyper); a pointer,
+	// so that a model holding its BatchNorm by value copies no lock
+	hyp *hyperCache
+}
+
+// hyperCache is a BatchNorm's Constant of update's hyperparameters for
+// momentum m on its device, safe for concurrent use (two goroutines may
+// run one module's Forward).
+type hyperCache struct {
+	mu sync.Mutex
+	t  *core.Tensor
+	m  float32
 }
 
 func newBatchNorm(name string, dev *core.Device, c int, eps, momentum float32, affine bool, ranks []int) *BatchNorm {
@@ -63,6 +73,7 @@ func newBatchNorm(name string, dev *core.Device, c int, eps, momentum float32, a
 		RunningVar:  dev.Tensor(ones, c),
 		scratchW:    dev.Tensor(make([]float32, c), c),
 		scratchV:    [2]*core.Tensor{dev.Tensor(make([]float32, c), c), dev.Tensor(make([]float32, c), c)},
+		hyp:         &hyperCache{},
 		Eps:         eps, Momentum: momentum, Training: true,
 		name: name, ranks: ranks, c: c,
 	}
@@ -187,10 +198,13 @@ func (b *BatchNorm) update(mu, v *core.Tensor, n int) {
 // changes: concatenated from fills at each step they cost ggml-vulkan four
 // nodes a layer, and webgpu as many copies.
 func (b *BatchNorm) hyper(dev *core.Device) *core.Tensor {
-	if b.hp == nil || b.hpFor != b.Momentum || b.hp.Device() != dev {
-		b.hp, b.hpFor = dev.Constant([]float32{0, 1 - b.Momentum, 1, 1, 0, 1, 1}, 7), b.Momentum
+	h := b.hyp
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.t == nil || h.m != b.Momentum || h.t.Device() != dev {
+		h.t, h.m = dev.Constant([]float32{0, 1 - b.Momentum, 1, 1, 0, 1, 1}, 7), b.Momentum
 	}
-	return b.hp
+	return h.t
 }
 
 // moments returns the batch's per-channel mean and biased variance, shaped

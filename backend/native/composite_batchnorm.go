@@ -40,7 +40,7 @@ var _ = lowerComposite(backend.OpBatchNormBack, 40, func(l *lowering, n *backend
 })
 
 var _ = lowerComposite(backend.OpBatchNormStats, 8, func(l *lowering, n *backend.Node) tensor {
-	xs := l.g.Nodes[n.In[0]].Shape
+	xs := l.inShape(n, 0)
 	x := l.contiguous(l.in(n, 0))
 	if !l.d.isCPU {
 		return C.ag_vk_batch_norm_stats(l.ctx, x, l.bnSums(x, xs), C.int(len(xs)-2), C.int(backend.BatchNormSplits(xs)))

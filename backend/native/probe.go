@@ -227,7 +227,7 @@ func (d *device) probeGeluBack() bool {
 	got, ok := d.probeRun([][]float32{x, dy}, func(ctx *C.struct_ggml_context, in []tensor) tensor {
 		return C.ag_gelu_back_vk(ctx, in[0], in[1])
 	})
-	return ok && probeMatches(backend.OpGELUBack, got, [][]float32{x, dy}, []int{len(x)})
+	return ok && d.probeMatches("probeGeluBack", backend.OpGELUBack, got, [][]float32{x, dy}, []int{len(x)}, []int{len(x)})
 }
 
 // probeNorm reports whether the device's ggml_norm takes the variance of
@@ -240,7 +240,7 @@ func (d *device) probeNorm() bool {
 	got, ok := d.probeRun([][]float32{x}, func(ctx *C.struct_ggml_context, in []tensor) tensor {
 		return C.ggml_norm(ctx, C.ggml_reshape_2d(ctx, in[0], normProbeCols, C.int64_t(rows)), 1e-5)
 	})
-	return ok && probeMatches(backend.OpLayerNorm, got, [][]float32{x}, []int{rows, normProbeCols})
+	return ok && d.probeMatches("probeNorm", backend.OpLayerNorm, got, [][]float32{x}, []int{rows, normProbeCols}, []int{rows, normProbeCols})
 }
 
 // probeLayerNormBack reports whether the device computes layer norm's
@@ -258,7 +258,7 @@ func (d *device) probeLayerNormBack() bool {
 		shape := func(t tensor) tensor { return C.ggml_reshape_2d(ctx, t, normProbeCols, C.int64_t(rows)) }
 		return C.ag_layer_norm_back_vk(ctx, shape(in[0]), shape(in[1]), 1e-5)
 	})
-	return ok && probeMatches(backend.OpLayerNormBack, got, [][]float32{x, dy}, []int{rows, normProbeCols})
+	return ok && d.probeMatches("probeLayerNormBack", backend.OpLayerNormBack, got, [][]float32{x, dy}, []int{rows, normProbeCols}, []int{rows, normProbeCols})
 }
 
 // normProbeCols is the row length of the norm probes: longer than a
@@ -282,23 +282,29 @@ func normProbeRows() ([]float32, int) {
 	return x, len(params)
 }
 
-// probeMatches reports whether got is op's composite evaluated on ins (of
-// one shape, eps 1e-5) within its tolerance, NaN exactly where its is.
-func probeMatches(op backend.Op, got []float32, ins [][]float32, shape []int) bool {
+// probeMatches reports whether got holds op's values (A = 1e-5) over ins,
+// each of shape in, within the composite's tolerance and NaN where the
+// definition's is; probeFailed says where it does not.
+func (d *device) probeMatches(probe string, op backend.Op, got []float32, ins [][]float32, in, shape []int) bool {
 	c := backend.CompositeOf(op)
-	in := make([][]float64, len(ins))
+	vals, shapes := make([][]float64, len(ins)), make([][]int, len(ins))
 	for k, v := range ins {
-		in[k] = make([]float64, len(v))
+		vals[k], shapes[k] = make([]float64, len(v)), in
 		for i, e := range v {
-			in[k][i] = float64(e)
+			vals[k][i] = float64(e)
 		}
 	}
-	want := make([]float64, len(got))
+	want := make([]float64, backend.NumElems(shape))
+	if len(got) != len(want) {
+		d.probeFailed(probe, "%v: %d values, want %d", op, len(got), len(want))
+		return false
+	}
 	n := backend.Node{Op: op, Shape: shape, A: 1e-5}
-	c.Eval(&n, in, nil, want)
+	c.Eval(&n, vals, shapes, want)
 	for i, w := range want {
 		g := float64(got[i])
 		if math.IsNaN(w) != math.IsNaN(g) || !math.IsNaN(w) && !(math.Abs(g-w) <= c.Tol[0]+c.Tol[1]*math.Abs(w)) {
+			d.probeFailed(probe, "%v [%d]: got %g, want %g", op, i, g, w)
 			return false
 		}
 	}
@@ -367,7 +373,7 @@ func (d *device) probeMaxPoolBack() bool {
 // channel NaN, over chunks of uneven sizes. A driver or a ggml without the
 // patch keeps the composition.
 func (d *device) probeBatchNorm() bool {
-	const nn, c, l, splits, eps = 3, 4, 37, 4, 1e-5
+	const nn, c, l, splits = 3, 4, 37, 4
 	shape := []int{nn, c, l}
 	x, dy := make([]float32, nn*c*l), make([]float32, nn*c*l)
 	for i := range x {
@@ -381,10 +387,6 @@ func (d *device) probeBatchNorm() bool {
 	}
 	nan, inf := float32(math.NaN()), float32(math.Inf(1))
 	x[3*l+5], dy[(c+1)*l+7] = nan, inf // channel 3's x in batch 0, channel 1's dy in batch 1
-	in := [][]float64{make([]float64, len(x)), make([]float64, len(dy))}
-	for i := range x {
-		in[0][i], in[1][i] = float64(x[i]), float64(dy[i])
-	}
 	for _, op := range []backend.Op{backend.OpBatchNorm, backend.OpBatchNormBack, backend.OpBatchNormStats} {
 		back := op == backend.OpBatchNormBack
 		ins, out := [][]float32{x}, shape
@@ -404,22 +406,14 @@ func (d *device) probeBatchNorm() bool {
 			if op == backend.OpBatchNormStats {
 				return C.ag_vk_batch_norm_stats(ctx, xt, sums, 1, splits)
 			}
-			return C.ag_vk_batch_norm(ctx, xt, dt, sums, eps, 1, splits)
+			return C.ag_vk_batch_norm(ctx, xt, dt, sums, 1e-5, 1, splits)
 		})
-		want := make([]float64, backend.NumElems(out))
-		if !ok || len(got) != len(want) {
+		if !ok {
 			d.probeFailed("probeBatchNorm", "%v: not run (supports_op or the compute failed)", op)
 			return false
 		}
-		comp := backend.CompositeOf(op)
-		n := backend.Node{Op: op, Shape: out, A: eps}
-		comp.Eval(&n, in[:len(ins)], [][]int{shape, shape}[:len(ins)], want)
-		for i, w := range want {
-			g := float64(got[i])
-			if math.IsNaN(w) != math.IsNaN(g) || math.Abs(g-w) > comp.Tol[0]+comp.Tol[1]*math.Abs(w) {
-				d.probeFailed("probeBatchNorm", "%v [%d]: got %g, want %g", op, i, g, w)
-				return false
-			}
+		if !d.probeMatches("probeBatchNorm", op, got, ins, shape, out) {
+			return false
 		}
 	}
 	return true
