@@ -2,7 +2,9 @@ package gpu
 
 import (
 	"errors"
+	"runtime"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/ag-go/ag/backend/backendtest/testenv"
@@ -114,4 +116,75 @@ func TestRoundTrip(t *testing.T) {
 	}
 	d.DestroyBuffer(a)
 	d.DestroyBuffer(b)
+}
+
+// TestMappingSurvivesCollection reads, reads later and times runs while
+// another goroutine collects garbage and reuses the freed memory without
+// pause: a mapping's state must not live in memory the collector can free
+// before wgpu calls back (see mapping). The binding's own MapAsync crashed
+// here ("misuse of an invalid Handle").
+func TestMappingSurvivesCollection(t *testing.T) {
+	d, err := Open()
+	if err != nil {
+		testenv.SkipDevice(t, "webgpu", err.Error())
+	}
+	defer d.Close()
+	const n = 1 << 20
+	a, err := d.NewBuffer(4 * n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.DestroyBuffer(a)
+	b, err := d.NewBuffer(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.DestroyBuffer(b)
+	src := make([]uint32, n)
+	for i := range src {
+		src[i] = uint32(i)
+	}
+	if err := d.Write(a, 0, BytesOf(src)); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		var keep [64]*[2]uint64
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for j := range keep { // small pointer-free objects take the freed cells
+				keep[j] = &[2]uint64{^uint64(i), ^uint64(j)}
+			}
+			runtime.GC()
+		}
+	})
+	defer func() { close(stop); wg.Wait() }()
+	got := make([]uint32, n)
+	for k := range 40 {
+		if err := d.Read(a, 0, BytesOf(got)); err != nil {
+			t.Fatalf("read %d: %v", k, err)
+		}
+		if got[n-1] != n-1 {
+			t.Fatalf("read %d: last element %d, want %d", k, got[n-1], n-1)
+		}
+		r, err := d.ReadLater(a, 4*uint64(k), BytesOf(got[:2]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rb := &ReadBack{Src: b, Dst: BytesOf(got[2:6])}
+		if _, err := d.RunRead(nil, []CopyOp{{Src: a, Dst: b, SrcOff: 4 * uint64(k), Size: 16}}, d.Info().Timestamps, rb); err != nil {
+			t.Fatalf("timed run %d: %v", k, err)
+		}
+		if got[2] != uint32(k) || got[5] != uint32(k+3) {
+			t.Fatalf("run %d read %v, want %d..%d", k, got[2:6], k, k+3)
+		}
+		if err := r.Finish(r.Await(), false); err != nil || got[0] != uint32(k) {
+			t.Fatalf("later read %d: %v, %v; want %d", k, got[:2], err, k)
+		}
+	}
 }

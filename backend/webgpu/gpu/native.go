@@ -37,7 +37,6 @@ type Pipeline struct {
 }
 
 // BindGroup binds buffer ranges to a pipeline's bindings (Device.NewBindGroup).
-// BindGroup binds buffer ranges to a pipeline's bindings (Device.NewBindGroup).
 type BindGroup struct{ g *wgpu.BindGroup }
 
 type dev struct {
@@ -74,7 +73,8 @@ type dev struct {
 	// finished. (Not counted down by Queue.OnSubmittedWorkDone:
 	// cogentcore/webgpu v0.23 hands C the address of a Go variable as the
 	// callback's handle, which the collector may reuse before the callback
-	// runs; on an H200 two benchmark runs of six died that way. Nor waited
+	// runs; on an H200 two benchmark runs of six died that way: mappings
+	// go through startMap for the same reason. Nor waited
 	// for one by one: wgpu's blocking poll is never used, see dev.wait.)
 	deferRuns  bool
 	runs, done uint64
@@ -374,9 +374,8 @@ func (d *dev) newStage(size uint64) (stageBuf, error) {
 // on building and submitting steps while the device runs the work before
 // the read (a lazy step's host work, 50-90 us on an H200 machine,
 // otherwise left the GPU idle at every read). finish maps the buffer and
-// copies the bytes out. Nothing is mapped until then: cogentcore's
-// MapAsync hands C the address of a Go variable (see deferRuns), so a
-// mapping is kept in flight only for one wait, as read's is.
+// copies the bytes out. Nothing is mapped until then: a mapping is asked
+// for when its bytes are wanted and waited for at once, as read's is.
 func (d *dev) startLater(b *Buffer, off uint64, r *laterRead) error {
 	cmd, err := d.copyCmd(b.b, off, r.st.b, r.n)
 	if err != nil {
@@ -437,16 +436,15 @@ func (d *dev) completeRead(r *laterRead) {
 	if i := slices.Index(d.later, r); i >= 0 {
 		d.later = slices.Delete(d.later, i, i+1)
 	}
-	mapped := false
-	var status wgpu.BufferMapAsyncStatus
-	if err := r.st.b.MapAsync(wgpu.MapModeRead, 0, r.n, func(s wgpu.BufferMapAsyncStatus) { status, mapped = s, true }); err != nil {
+	mp, err := startMap(r.st.b, r.n)
+	if err != nil {
 		r.err = fmt.Errorf("read: %w", err)
 		d.wait(nil) // the copy may still run: the buffer goes after it
 		r.st.destroy()
 		return
 	}
-	d.waitFor(func() bool { return mapped }, false)
-	if err := d.finishMap(r.st.b, r.n, r.dst, status); err != nil {
+	d.waitFor(mp.done, false)
+	if err := d.finishMap(r.st.b, r.n, r.dst, mp.status()); err != nil {
 		r.err = fmt.Errorf("read: %w", err)
 		r.st.destroy()
 		return
@@ -458,13 +456,12 @@ func (d *dev) completeRead(r *laterRead) {
 // mapRead maps the first n bytes of a MapRead buffer, copies them into dst
 // (the mapped memory is valid only until Unmap) and unmaps.
 func (d *dev) mapRead(buf *wgpu.Buffer, n uint64, dst []byte) error {
-	done := false
-	var status wgpu.BufferMapAsyncStatus
-	if err := buf.MapAsync(wgpu.MapModeRead, 0, n, func(s wgpu.BufferMapAsyncStatus) { status, done = s, true }); err != nil {
+	mp, err := startMap(buf, n)
+	if err != nil {
 		return err
 	}
-	d.wait(&done)
-	return d.finishMap(buf, n, dst, status)
+	d.waitFor(mp.done, true)
+	return d.finishMap(buf, n, dst, mp.status())
 }
 
 func (d *dev) finishMap(buf *wgpu.Buffer, n uint64, dst []byte, status wgpu.BufferMapAsyncStatus) error {
@@ -723,22 +720,23 @@ func (d *dev) submitWait(cmd, rbCmd *wgpu.CommandBuffer, nq uint32, timed bool, 
 	cmd.Release()
 	// Map the timestamps and the read now: the mappings complete with the
 	// submission, so the one wait covers all.
-	tsDone, rbDone := !timed, rb == nil
-	var tsStatus, rbStatus wgpu.BufferMapAsyncStatus
+	var tsMap, rbMap mapping
 	n := uint64(0)
 	if rb != nil {
 		n = uint64(len(rb.Dst))
-		if err := d.staging.MapAsync(wgpu.MapModeRead, 0, n, func(s wgpu.BufferMapAsyncStatus) { rbStatus, rbDone = s, true }); err != nil {
+		var err error
+		if rbMap, err = startMap(d.staging, n); err != nil {
 			d.wait(nil)
 			return nil, fmt.Errorf("read: %w", err)
 		}
 	}
 	if timed {
-		if err := d.qReadout.MapAsync(wgpu.MapModeRead, 0, 8*uint64(nq), func(s wgpu.BufferMapAsyncStatus) { tsStatus, tsDone = s, true }); err != nil {
-			d.wait(&rbDone)
+		var err error
+		if tsMap, err = startMap(d.qReadout, 8*uint64(nq)); err != nil {
 			if rb != nil {
-				// the read's mapping is done: finish it, so the staging buffer is unmapped
-				err = errors.Join(err, d.finishMap(d.staging, n, rb.Dst, rbStatus))
+				// finish the read's mapping, so the staging buffer is unmapped
+				d.waitFor(rbMap.done, true)
+				err = errors.Join(err, d.finishMap(d.staging, n, rb.Dst, rbMap.status()))
 			}
 			return nil, fmt.Errorf("timestamps: %w", err)
 		}
@@ -746,17 +744,17 @@ func (d *dev) submitWait(cmd, rbCmd *wgpu.CommandBuffer, nq uint32, timed bool, 
 	if during != nil {
 		during()
 	}
-	d.waitFor(func() bool { return tsDone && rbDone }, true)
+	d.waitFor(func() bool { return (!timed || tsMap.done()) && (rb == nil || rbMap.done()) }, true)
 	var raw []uint64
 	var tsErr error
 	if timed {
 		raw = make([]uint64, nq)
-		if err := d.finishMap(d.qReadout, 8*uint64(nq), BytesOf(raw), tsStatus); err != nil {
+		if err := d.finishMap(d.qReadout, 8*uint64(nq), BytesOf(raw), tsMap.status()); err != nil {
 			tsErr = fmt.Errorf("timestamps: %w", err)
 		}
 	}
 	if rb != nil {
-		if err := d.finishMap(d.staging, n, rb.Dst, rbStatus); err != nil {
+		if err := d.finishMap(d.staging, n, rb.Dst, rbMap.status()); err != nil {
 			return nil, fmt.Errorf("read: %w", err)
 		}
 	}
