@@ -630,7 +630,7 @@ enum { AG_VK_PARAMS = 8, AG_VK_MAGIC = 0x6167766b };
 
 void ag_vk_kernel(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
 	(void)ith, (void)nth, (void)userdata;
-	GGML_ABORT("ag: %s is a ggml-vulkan kernel (patch 0015), not run on this backend", dst->name);
+	GGML_ABORT("ag: %s is a ggml-vulkan kernel (patches 0015-0017), not run on this backend", dst->name);
 }
 
 static struct ggml_tensor *vk_kernel(struct ggml_context *ctx, const int64_t ne[4], struct ggml_tensor **src, int n, int mode,
@@ -675,6 +675,26 @@ struct ggml_tensor *ag_vk_batch_norm_stats(struct ggml_context *ctx, struct ggml
 	vk_bn_shape(x, cd, splits, lcns);
 	const int64_t ms[4] = {lcns[1], 2, 1, 1};
 	return vk_kernel(ctx, ms, &sums, 1, 6, lcns, 0, "BATCH_NORM_STATS(custom)");
+}
+
+struct ggml_tensor *ag_vk_cross_entropy(struct ggml_context *ctx, struct ggml_tensor *x, struct ggml_tensor *labels, struct ggml_tensor *g) {
+	// L = 1, C classes, N rows, S = 1 (patch 0015's parameters, read by patch 0016's modes)
+	const int32_t lcns[4] = {1, (int32_t)x->ne[0], (int32_t)x->ne[1], 1};
+	struct ggml_tensor *src[3] = {x, labels, g};
+	if (g == NULL) {
+		const int64_t ne[4] = {x->ne[1], 1, 1, 1};
+		return vk_kernel(ctx, ne, src, 2, 7, lcns, 0, "CROSS_ENTROPY(custom)");
+	}
+	return vk_kernel(ctx, x->ne, src, 3, 8, lcns, 0, "CROSS_ENTROPY_BACK(custom)");
+}
+
+struct ggml_tensor *ag_vk_col_sums(struct ggml_context *ctx, struct ggml_tensor *x, int64_t rows, int64_t cols, int splits) {
+	// L = 1, C columns, N rows, S chunks (patch 0015's parameters, read by patch 0017's modes)
+	const int32_t lcns[4] = {1, (int32_t)cols, (int32_t)rows, splits};
+	const int64_t ps[4] = {cols, splits, 1, 1};
+	struct ggml_tensor *parts = vk_kernel(ctx, ps, &x, 1, 9, lcns, 0, "COL_SUMS_PARTS(custom)");
+	const int64_t ne[4] = {cols, 1, 1, 1};
+	return vk_kernel(ctx, ne, &parts, 1, 10, lcns, 0, "COL_SUMS(custom)");
 }
 
 struct ggml_tensor *ag_rms_norm_back_op(struct ggml_context *ctx, struct ggml_tensor *x, struct ggml_tensor *dy, float eps) {

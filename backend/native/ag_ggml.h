@@ -187,6 +187,18 @@ struct ggml_tensor *ag_vk_batch_norm(struct ggml_context *ctx, struct ggml_tenso
                                      float eps, int cd, int splits);
 struct ggml_tensor *ag_vk_batch_norm_stats(struct ggml_context *ctx, struct ggml_tensor *x, struct ggml_tensor *sums, int cd, int splits);
 
+// ggml-vulkan's cross-entropy (build.sh's patch 0016), a custom node its
+// shader runs: with g NULL each row's loss [B] of backend.OpCrossEntropy's
+// (the caller sums and scales them), else OpCrossEntropyBack's gradient
+// [B, C] for the loss's gradient g [1]. x [B, C] and labels [B]
+// contiguous f32.
+struct ggml_tensor *ag_vk_cross_entropy(struct ggml_context *ctx, struct ggml_tensor *x, struct ggml_tensor *labels, struct ggml_tensor *g);
+
+// ggml-vulkan's column sums (build.sh's patch 0017), two custom nodes its
+// shader runs: the sums of the contiguous x's rows rows of cols values
+// over splits chunks of rows, then the chunks' sums per column, ne [cols].
+struct ggml_tensor *ag_vk_col_sums(struct ggml_context *ctx, struct ggml_tensor *x, int64_t rows, int64_t cols, int splits);
+
 // ag_dropout is backend.OpDropout as a ggml custom op (ggml-cpu only): dst
 // = src[0] * (p <= src[1] < 2 ? scale : 0), sources contiguous, of dst's
 // shape; ag_dropout_op records it (p and scale travel in userdata).

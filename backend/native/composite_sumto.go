@@ -74,8 +74,13 @@ func runShape(runs []sumRun) []int {
 // a [K, R] image along its rows (poolStages: windows of poolStage, then
 // the rest), times what they divided by, in x's own layout (ggml-vulkan
 // has no out_prod, and its mul_mat rounds a strided (transposed) operand
-// to f16; the transposed copy's row sums cost a copy of x).
+// to f16; the transposed copy's row sums cost a copy of x); two nodes of
+// patch 0017's kernel where probeColSums saw their numbers (the pools were
+// four nodes at 4096 rows, 9% of a GPT 12x768 step on an H100).
 func (l *lowering) colSums(x tensor, R, K int) tensor {
+	if l.d.colSums {
+		return C.ag_vk_col_sums(l.ctx, x, C.int64_t(R), C.int64_t(K), C.int(colSumSplits(R, K)))
+	}
 	if l.d.isCPU {
 		if int(x.ne[0]) != K {
 			x = l.reshape(x, []int{R, K})
@@ -86,4 +91,12 @@ func (l *lowering) colSums(x tensor, R, K int) tensor {
 	}
 	p, div := l.poolStages(l.reshape(x, []int{R, K}), 1, C.GGML_OP_POOL_AVG)
 	return l.scaleBias(p, float32(div), 0)
+}
+
+// colSumSplits is how many chunks of rows patch 0017's column sums split R
+// rows of K columns into: about 1024 workgroups of 64 columns in all (a
+// few would leave most of a GPU idle), chunks of at least 16 rows.
+func colSumSplits(R, K int) int {
+	blocks := (K + 63) / 64
+	return max(1, min((1024+blocks-1)/blocks, R/16))
 }

@@ -70,6 +70,14 @@ type device struct {
 	// patch 0015); else the device does not list them and core composes
 	// them.
 	batchNorm bool
+	// crossEntropy: the cross-entropy loss is three nodes and its gradient
+	// one (probeCrossEntropy: ggml-vulkan's kernels of patch 0016); else 27
+	// and five.
+	crossEntropy bool
+	// colSums: a column sum (sum_to over leading axes: bias gradients) is
+	// two nodes (probeColSums: ggml-vulkan's kernels of patch 0017); else
+	// pools in stages and a scale.
+	colSums bool
 	// matrixCores: what ggml-vulkan said of the device's matrix cores
 	// ("KHR_coopmat", "NV_coopmat2"; "none" or "" without them, or in a
 	// ggml built without its cooperative-matrix shaders): f16 matmuls then
@@ -118,6 +126,8 @@ func newDevice(name, desc string, be C.ggml_backend_t, isCPU, software bool) (*d
 		d.layerNormBack = d.probeLayerNormBack()
 		d.maxPoolBack = d.probeMaxPoolBack()
 		d.batchNorm = d.probeBatchNorm()
+		d.crossEntropy = d.probeCrossEntropy()
+		d.colSums = d.probeColSums()
 	}
 	d.stepStrict = d.probeStep()
 	d.caps.Composites = nativeOps() // composite_*.go; the probe below drops any a device refuses

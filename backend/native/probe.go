@@ -227,7 +227,7 @@ func (d *device) probeGeluBack() bool {
 	got, ok := d.probeRun([][]float32{x, dy}, func(ctx *C.struct_ggml_context, in []tensor) tensor {
 		return C.ag_gelu_back_vk(ctx, in[0], in[1])
 	})
-	return ok && d.probeMatches("probeGeluBack", backend.OpGELUBack, got, [][]float32{x, dy}, []int{len(x)}, []int{len(x)})
+	return ok && d.probeMatches("probeGeluBack", backend.OpGELUBack, got, [][]float32{x, dy}, [][]int{{len(x)}}, []int{len(x)})
 }
 
 // probeNorm reports whether the device's ggml_norm takes the variance of
@@ -240,7 +240,7 @@ func (d *device) probeNorm() bool {
 	got, ok := d.probeRun([][]float32{x}, func(ctx *C.struct_ggml_context, in []tensor) tensor {
 		return C.ggml_norm(ctx, C.ggml_reshape_2d(ctx, in[0], normProbeCols, C.int64_t(rows)), 1e-5)
 	})
-	return ok && d.probeMatches("probeNorm", backend.OpLayerNorm, got, [][]float32{x}, []int{rows, normProbeCols}, []int{rows, normProbeCols})
+	return ok && d.probeMatches("probeNorm", backend.OpLayerNorm, got, [][]float32{x}, [][]int{{rows, normProbeCols}}, []int{rows, normProbeCols})
 }
 
 // probeLayerNormBack reports whether the device computes layer norm's
@@ -258,7 +258,7 @@ func (d *device) probeLayerNormBack() bool {
 		shape := func(t tensor) tensor { return C.ggml_reshape_2d(ctx, t, normProbeCols, C.int64_t(rows)) }
 		return C.ag_layer_norm_back_vk(ctx, shape(in[0]), shape(in[1]), 1e-5)
 	})
-	return ok && d.probeMatches("probeLayerNormBack", backend.OpLayerNormBack, got, [][]float32{x, dy}, []int{rows, normProbeCols}, []int{rows, normProbeCols})
+	return ok && d.probeMatches("probeLayerNormBack", backend.OpLayerNormBack, got, [][]float32{x, dy}, [][]int{{rows, normProbeCols}}, []int{rows, normProbeCols})
 }
 
 // normProbeCols is the row length of the norm probes: longer than a
@@ -283,13 +283,14 @@ func normProbeRows() ([]float32, int) {
 }
 
 // probeMatches reports whether got holds op's values (A = 1e-5) over ins,
-// each of shape in, within the composite's tolerance and NaN where the
-// definition's is; probeFailed says where it does not.
-func (d *device) probeMatches(probe string, op backend.Op, got []float32, ins [][]float32, in, shape []int) bool {
+// of shapes in (one shape: every input's), within the composite's
+// tolerance and NaN where the definition's is; probeFailed says where it
+// does not.
+func (d *device) probeMatches(probe string, op backend.Op, got []float32, ins [][]float32, in [][]int, shape []int) bool {
 	c := backend.CompositeOf(op)
 	vals, shapes := make([][]float64, len(ins)), make([][]int, len(ins))
 	for k, v := range ins {
-		vals[k], shapes[k] = make([]float64, len(v)), in
+		vals[k], shapes[k] = make([]float64, len(v)), in[min(k, len(in)-1)]
 		for i, e := range v {
 			vals[k][i] = float64(e)
 		}
@@ -303,7 +304,7 @@ func (d *device) probeMatches(probe string, op backend.Op, got []float32, ins []
 	c.Eval(&n, vals, shapes, want)
 	for i, w := range want {
 		g := float64(got[i])
-		if math.IsNaN(w) != math.IsNaN(g) || !math.IsNaN(w) && !(math.Abs(g-w) <= c.Tol[0]+c.Tol[1]*math.Abs(w)) {
+		if math.IsNaN(w) != math.IsNaN(g) || !math.IsNaN(w) && g != w && !(math.Abs(g-w) <= c.Tol[0]+c.Tol[1]*math.Abs(w)) { // g == w: infinities
 			d.probeFailed(probe, "%v [%d]: got %g, want %g", op, i, g, w)
 			return false
 		}
@@ -412,11 +413,85 @@ func (d *device) probeBatchNorm() bool {
 			d.probeFailed("probeBatchNorm", "%v: not run (supports_op or the compute failed)", op)
 			return false
 		}
-		if !d.probeMatches("probeBatchNorm", op, got, ins, shape, out) {
+		if !d.probeMatches("probeBatchNorm", op, got, ins, [][]int{shape}, out) {
 			return false
 		}
 	}
 	return true
+}
+
+// probeCrossEntropy reports whether the device computes cross_entropy and
+// cross_entropy_back as ag_vk_cross_entropy's nodes (ggml-vulkan with
+// build.sh's patch 0016) within the composites' tolerances: rows longer
+// than a workgroup, a row far above 0 (exp overflows unless shifted by the
+// maximum), labels rounded half away from 0 and at the last class, and for
+// the gradient a NaN and an infinity in x and labels outside the classes
+// (clamped); the loss once more with a label past the last class (NaN).
+// A driver or a ggml without the patch keeps the composition.
+func (d *device) probeCrossEntropy() bool {
+	const b, c = 5, 300
+	x := make([]float32, b*c)
+	for i := range x {
+		x[i] = float32((i*37)%101)/101*8 - 4
+	}
+	for j := range c {
+		x[3*c+j] += 80
+	}
+	lab := []float32{3, 2.5, 298.6, 0, 1.4}
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	xs := append([]float32(nil), x...)
+	xs[1*c+7], xs[4*c+100] = nan, inf
+	labs := []float32{-3, nan, 300, 299, 1.5}
+	type run struct {
+		op     backend.Op
+		x, lab []float32
+	}
+	for _, r := range []run{{backend.OpCrossEntropy, x, lab}, {backend.OpCrossEntropy, x, []float32{0, 1, 2, 3, 300}},
+		{backend.OpCrossEntropyBack, x, lab}, {backend.OpCrossEntropyBack, xs, labs}} {
+		back := r.op == backend.OpCrossEntropyBack
+		ins, shapes, out := [][]float32{r.x, r.lab}, [][]int{{b, c}, {b}}, []int{}
+		if back {
+			ins, shapes, out = append(ins, []float32{1.5}), append(shapes, []int{}), []int{b, c}
+		}
+		got, ok := d.probeRun(ins, func(ctx *C.struct_ggml_context, ts []tensor) tensor {
+			var g tensor
+			if back {
+				g = ts[2]
+			}
+			return vkCrossEntropy(ctx, d.be, C.ggml_reshape_2d(ctx, ts[0], c, b), ts[1], g)
+		})
+		if !ok {
+			d.probeFailed("probeCrossEntropy", "%v: not run (supports_op or the compute failed)", r.op)
+			return false
+		}
+		if !d.probeMatches("probeCrossEntropy", r.op, got, ins, shapes, out) {
+			return false
+		}
+	}
+	return true
+}
+
+// probeColSums reports whether the device sums columns as ag_vk_col_sums's
+// two nodes (ggml-vulkan with build.sh's patch 0017): sum_to's values over
+// rows split into chunks of uneven sizes, columns past a whole workgroup's
+// 64, a NaN and an infinity (each its column's sum), values in eighths so
+// that every f32 partial sum is exact. A driver or a ggml without the
+// patch keeps the pools.
+func (d *device) probeColSums() bool {
+	const r, k = 1001, 70
+	x := make([]float32, r*k)
+	for i := range x {
+		x[i] = float32((i*37)%101)/8 - 6
+	}
+	x[5*k+3], x[700*k+69] = float32(math.NaN()), float32(math.Inf(-1))
+	got, ok := d.probeRun([][]float32{x}, func(ctx *C.struct_ggml_context, ts []tensor) tensor {
+		return C.ag_vk_col_sums(ctx, ts[0], r, k, C.int(colSumSplits(r, k)))
+	})
+	if !ok {
+		d.probeFailed("probeColSums", "not run (supports_op or the compute failed)")
+		return false
+	}
+	return d.probeMatches("probeColSums", backend.OpSumTo, got, [][]float32{x}, [][]int{{r, k}}, []int{k})
 }
 
 // probeFailed says, with AG_GGML_LOG=debug or info, why a probe kept a
