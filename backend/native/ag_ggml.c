@@ -630,7 +630,7 @@ enum { AG_VK_PARAMS = 8, AG_VK_MAGIC = 0x6167766b };
 
 void ag_vk_kernel(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
 	(void)ith, (void)nth, (void)userdata;
-	GGML_ABORT("ag: %s is a ggml-vulkan kernel (patches 0015-0017), not run on this backend", dst->name);
+	GGML_ABORT("ag: %s is a ggml-vulkan kernel (patches 0015-0018), not run on this backend", dst->name);
 }
 
 static struct ggml_tensor *vk_kernel(struct ggml_context *ctx, const int64_t ne[4], struct ggml_tensor **src, int n, int mode,
@@ -695,6 +695,24 @@ struct ggml_tensor *ag_vk_col_sums(struct ggml_context *ctx, struct ggml_tensor 
 	struct ggml_tensor *parts = vk_kernel(ctx, ps, &x, 1, 9, lcns, 0, "COL_SUMS_PARTS(custom)");
 	const int64_t ne[4] = {cols, 1, 1, 1};
 	return vk_kernel(ctx, ne, &parts, 1, 10, lcns, 0, "COL_SUMS(custom)");
+}
+
+struct ggml_tensor *ag_vk_sum_squares_parts(struct ggml_context *ctx, struct ggml_tensor **src, int n, int splits) {
+	// L, C, N the sources' lengths (0: none), S the chunks
+	int32_t lcns[4] = {0, 0, 0, splits};
+	for (int i = 0; i < n; i++) {
+		lcns[i] = (int32_t)ggml_nelements(src[i]);
+	}
+	const int64_t ne[4] = {splits, 3, 1, 1};
+	return vk_kernel(ctx, ne, src, n, 11, lcns, 0, "SUM_SQUARES_PARTS(custom)");
+}
+
+struct ggml_tensor *ag_vk_sum_squares_add(struct ggml_context *ctx, struct ggml_tensor *parts, struct ggml_tensor *total) {
+	// N = 1: chained to total
+	const int32_t lcns[4] = {0, 0, total != NULL, (int32_t)parts->ne[0]};
+	struct ggml_tensor *src[2] = {parts, total};
+	const int64_t ne[4] = {1, 1, 1, 1};
+	return vk_kernel(ctx, ne, src, total != NULL ? 2 : 1, 12, lcns, 0, "SUM_SQUARES(custom)");
 }
 
 struct ggml_tensor *ag_rms_norm_back_op(struct ggml_context *ctx, struct ggml_tensor *x, struct ggml_tensor *dy, float eps) {

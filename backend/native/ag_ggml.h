@@ -199,6 +199,13 @@ struct ggml_tensor *ag_vk_cross_entropy(struct ggml_context *ctx, struct ggml_te
 // over splits chunks of rows, then the chunks' sums per column, ne [cols].
 struct ggml_tensor *ag_vk_col_sums(struct ggml_context *ctx, struct ggml_tensor *x, int64_t rows, int64_t cols, int splits);
 
+// ggml-vulkan's sums of squares (build.sh's patch 0018), custom nodes its
+// shader runs: ag_vk_sum_squares_parts the sums of squares of splits
+// chunks of each of the n (1 to 3) contiguous f32 src, ne [splits, 3];
+// ag_vk_sum_squares_add those added to total (NULL: to 0), ne [1].
+struct ggml_tensor *ag_vk_sum_squares_parts(struct ggml_context *ctx, struct ggml_tensor **src, int n, int splits);
+struct ggml_tensor *ag_vk_sum_squares_add(struct ggml_context *ctx, struct ggml_tensor *parts, struct ggml_tensor *total);
+
 // ag_dropout is backend.OpDropout as a ggml custom op (ggml-cpu only): dst
 // = src[0] * (p <= src[1] < 2 ? scale : 0), sources contiguous, of dst's
 // shape; ag_dropout_op records it (p and scale travel in userdata).

@@ -4,7 +4,6 @@ package native
 
 import (
 	"math/rand/v2"
-	"strings"
 	"testing"
 
 	"github.com/ag-go/ag/backend"
@@ -33,15 +32,7 @@ func TestCrossEntropyKernel(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			be := open(t, name)
 			d := be.(*device)
-			ops := loweredOps(t, d, g)
-			if !d.isCPU {
-				if !d.crossEntropy {
-					t.Fatalf("probeCrossEntropy kept the composition (a ggml built without patch 0016? AG_GGML_LOG=info says why); lowered to %s", ops)
-				}
-				if !strings.Contains(ops, "CUSTOM(vulkan_kernel)=2") || strings.Contains(ops, "SOFT_MAX") || strings.Contains(ops, "GET_ROWS") {
-					t.Errorf("cross_entropy and its gradient lowered to %s, want 2 custom kernels and no soft_max or get_rows", ops)
-				}
-			}
+			wantKernels(t, d, d.crossEntropy, "probeCrossEntropy", "0016", loweredOps(t, d, g), "CUSTOM(vulkan_kernel)=2", "SOFT_MAX", "GET_ROWS")
 			runAndCompare(t, be, g, args, 1e-5)
 		})
 	}

@@ -14,7 +14,8 @@ import "github.com/ag-go/ag/backend"
 const sumSquaresGroup = C.GGML_MAX_SRC - 1
 
 // sum_squares: on ggml-cpu one ag_sum_squares per nine inputs and the adds
-// of their sums; on ggml-vulkan sqr and row sums per input and the adds.
+// of their sums; on ggml-vulkan patch 0018's kernels (sumSquaresKernels),
+// else sqr and row sums per input and the adds.
 var _ = lowerVariadic(backend.OpSumSquares, 8, 8, func(l *lowering, n *backend.Node) tensor {
 	ctx := l.ctx
 	var total tensor
@@ -33,6 +34,8 @@ var _ = lowerVariadic(backend.OpSumSquares, 8, 8, func(l *lowering, n *backend.N
 			}
 			addTo(C.ggml_custom_4d(ctx, C.GGML_TYPE_F32, 1, 1, 1, 1, &src[0], C.int(len(src)), C.ggml_custom_op_t(C.ag_sum_squares), 1, nil))
 		}
+	} else if l.d.sumSquares {
+		total = l.sumSquaresKernels(n)
 	} else {
 		for _, s := range l.sumSquaresWaves(n) {
 			addTo(s)
@@ -40,6 +43,50 @@ var _ = lowerVariadic(backend.OpSumSquares, 8, 8, func(l *lowering, n *backend.N
 	}
 	return l.reshape(total, n.Shape)
 })
+
+// sumSquaresKernels is sum_squares by patch 0018's kernels where
+// probeSumSquares saw their numbers (vkSumSquares).
+func (l *lowering) sumSquaresKernels(n *backend.Node) tensor {
+	src := make([]tensor, len(n.In))
+	for j := range n.In {
+		src[j] = l.contiguous(l.in(n, j))
+	}
+	return vkSumSquares(l.ctx, src, l.expand)
+}
+
+// vkSumSquares is the sum of the squares of the contiguous f32 src by patch
+// 0018's kernels: three inputs a node, every group's partial sums first
+// (expand, when given, adds each to the graph then: nodes independent of
+// each other, between which ggml-vulkan puts no barrier), then each
+// group's added to the sum so far. Two nodes per three inputs where
+// sumSquaresWaves makes three or four per input.
+func vkSumSquares(ctx *C.struct_ggml_context, src []tensor, expand func(tensor)) tensor {
+	var parts []tensor
+	for k := 0; k < len(src); k += 3 {
+		group := src[k:min(k+3, len(src))]
+		longest := 0
+		for _, t := range group {
+			longest = max(longest, int(C.ggml_nelements(t)))
+		}
+		p := C.ag_vk_sum_squares_parts(ctx, &group[0], C.int(len(group)), C.int(sumSquaresSplits(longest)))
+		if expand != nil {
+			expand(p)
+		}
+		parts = append(parts, p)
+	}
+	var total tensor
+	for _, p := range parts {
+		total = C.ag_vk_sum_squares_add(ctx, p, total)
+	}
+	return total
+}
+
+// sumSquaresSplits is how many chunks patch 0018 splits each input of a
+// group whose longest has n elements into: chunks of at least 1024
+// values, at most 256 (768 workgroups a node).
+func sumSquaresSplits(n int) int {
+	return min(256, max(1, (n+1023)/1024))
+}
 
 // sumSquaresWaves returns each input's sum of squares on a GPU device,
 // computed in waves: every input's squares, then every input's first

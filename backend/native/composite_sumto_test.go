@@ -4,7 +4,6 @@ package native
 
 import (
 	"math/rand/v2"
-	"strings"
 	"testing"
 
 	"github.com/ag-go/ag/backend"
@@ -30,15 +29,7 @@ func TestColSumsTwoNodes(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			be := open(t, name)
 			d := be.(*device)
-			ops := loweredOps(t, d, g)
-			if !d.isCPU {
-				if !d.colSums {
-					t.Fatalf("probeColSums kept the pools (a ggml built without patch 0017? AG_GGML_LOG=info says why); lowered to %s", ops)
-				}
-				if !strings.Contains(ops, "CUSTOM(vulkan_kernel)=2") || strings.Contains(ops, "POOL_2D") {
-					t.Errorf("sum_to lowered to %s, want 2 custom kernels and no pools", ops)
-				}
-			}
+			wantKernels(t, d, d.colSums, "probeColSums", "0017", loweredOps(t, d, g), "CUSTOM(vulkan_kernel)=2", "POOL_2D")
 			runAndCompare(t, be, g, args, 1e-4) // sums of 2103 terms
 		})
 	}

@@ -78,6 +78,10 @@ type device struct {
 	// two nodes (probeColSums: ggml-vulkan's kernels of patch 0017); else
 	// pools in stages and a scale.
 	colSums bool
+	// sumSquares: sum_squares is two nodes per three inputs
+	// (probeSumSquares: ggml-vulkan's kernels of patch 0018); else three
+	// or four per input (sumSquaresWaves).
+	sumSquares bool
 	// matrixCores: what ggml-vulkan said of the device's matrix cores
 	// ("KHR_coopmat", "NV_coopmat2"; "none" or "" without them, or in a
 	// ggml built without its cooperative-matrix shaders): f16 matmuls then
@@ -128,6 +132,7 @@ func newDevice(name, desc string, be C.ggml_backend_t, isCPU, software bool) (*d
 		d.batchNorm = d.probeBatchNorm()
 		d.crossEntropy = d.probeCrossEntropy()
 		d.colSums = d.probeColSums()
+		d.sumSquares = d.probeSumSquares()
 	}
 	d.stepStrict = d.probeStep()
 	d.caps.Composites = nativeOps() // composite_*.go; the probe below drops any a device refuses

@@ -132,6 +132,26 @@ func runAndCompare(t *testing.T, be backend.Backend, g *backend.Graph, args [][]
 	}
 }
 
+// wantKernels fails t unless, on a GPU device, its probe (named) turned on
+// (on) the kernels of build.sh's patch and the graph lowered to ops holds
+// want and none of absent.
+func wantKernels(t *testing.T, d *device, on bool, probe, patch, ops, want string, absent ...string) {
+	t.Helper()
+	if d.isCPU {
+		return
+	}
+	if !on {
+		t.Fatalf("%s kept the composition (a ggml built without patch %s? AG_GGML_LOG=info says why); lowered to %s", probe, patch, ops)
+	}
+	bad := !strings.Contains(ops, want)
+	for _, a := range absent {
+		bad = bad || strings.Contains(ops, a)
+	}
+	if bad {
+		t.Errorf("lowered to %s, want %s and none of %v", ops, want, absent)
+	}
+}
+
 func arg(a int, shape ...int) backend.Node {
 	return backend.Node{Op: backend.OpArg, Arg: a, Shape: shape}
 }

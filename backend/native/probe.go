@@ -494,6 +494,42 @@ func (d *device) probeColSums() bool {
 	return d.probeMatches("probeColSums", backend.OpSumTo, got, [][]float32{x}, [][]int{{r, k}}, []int{k})
 }
 
+// probeSumSquares reports whether the device computes sum_squares as
+// sumSquaresKernels's nodes (ggml-vulkan with build.sh's patch 0018): four
+// inputs of different lengths (two groups, the second chained to the
+// first's sum), chunks of uneven sizes, values in eighths so that every f32
+// partial sum is exact; then an infinity (+Inf) and a NaN (NaN). A driver
+// or a ggml without the patch keeps the composition.
+func (d *device) probeSumSquares() bool {
+	lens := []int{5003, 37, 1, 2100}
+	ins := make([][]float32, len(lens))
+	for k, n := range lens {
+		ins[k] = make([]float32, n)
+		for i := range ins[k] {
+			ins[k][i] = float32((i*37+k)%65)/8 - 4
+		}
+	}
+	special := [][]float32{{1, 2, float32(math.Inf(-1))}, {3}, {4, 5}, {6}}
+	nan := [][]float32{{1, 2}, {3, float32(math.NaN())}, {4}, {float32(math.Inf(1))}}
+	for _, in := range [][][]float32{ins, special, nan} {
+		sh := make([][]int, len(in))
+		for k, v := range in {
+			sh[k] = []int{len(v)}
+		}
+		got, ok := d.probeRun(in, func(ctx *C.struct_ggml_context, ts []tensor) tensor {
+			return vkSumSquares(ctx, ts, nil)
+		})
+		if !ok {
+			d.probeFailed("probeSumSquares", "not run (supports_op or the compute failed)")
+			return false
+		}
+		if !d.probeMatches("probeSumSquares", backend.OpSumSquares, got, in, sh, []int{1}) {
+			return false
+		}
+	}
+	return true
+}
+
 // probeFailed says, with AG_GGML_LOG=debug or info, why a probe kept a
 // composition (a kernel of a patch that gives other numbers on this
 // device, or a ggml without the patch).
