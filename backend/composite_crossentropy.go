@@ -77,6 +77,9 @@ func checkCrossEntropy(n *Node, in func(int) []int) error {
 	if len(x) != 2 || len(lab) != 1 || lab[0] != x[0] {
 		return fmt.Errorf("logits %v, labels %v: want [batch, classes] and [batch]", x, lab)
 	}
+	if err := checkClasses(x[1]); err != nil {
+		return err
+	}
 	want := []int{}
 	if len(n.In) == 3 {
 		if g := in(2); len(g) != 0 {
@@ -86,6 +89,20 @@ func checkCrossEntropy(n *Node, in func(int) []int) error {
 	}
 	if fmt.Sprint(n.Shape) != fmt.Sprint(want) {
 		return fmt.Errorf("shape %v: want %v", n.Shape, want)
+	}
+	return nil
+}
+
+// MaxClasses is the most classes one_hot and cross_entropy take: their
+// indices and labels are f32, which name every whole number only up to
+// 2^24 (the one-hot's column numbers, made as f32, could not even be
+// counted past it: ggml-vulkan's composition aborted the process there).
+const MaxClasses = 1 << 24
+
+// checkClasses refuses more than MaxClasses classes.
+func checkClasses(c int) error {
+	if c > MaxClasses {
+		return fmt.Errorf("%d classes: more than f32 indices name exactly (%d)", c, MaxClasses)
 	}
 	return nil
 }

@@ -943,6 +943,9 @@ func (g *Graph) validateNode(i int, n *Node, words []Op) error {
 		if len(in(0)) != 1 || len(n.Shape) != 2 || n.Shape[0] != in(0)[0] {
 			return fmt.Errorf("indices %v", in(0))
 		}
+		if err := checkClasses(n.Shape[1]); err != nil {
+			return err
+		}
 	case n.Op == OpMatMul:
 		a, b := in(0), in(1)
 		if len(a) < 2 || len(a) != len(b) || len(n.Shape) != len(a) || !same(a[:len(a)-2], b[:len(b)-2]) {

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -189,6 +190,32 @@ func TestElementwiseRows(t *testing.T) {
 			got := info.F32(x, 1.5, 0.5, 2)
 			if math.Abs(float64(got)-want) > 1e-6*max(1, math.Abs(want)) {
 				t.Errorf("%v(%g): F32 %g, F64 %g", op, x, got, want)
+			}
+		}
+	}
+}
+
+// Validate refuses one_hot and cross_entropy over more classes than f32
+// indices name exactly (MaxClasses), naming the count; up to it they pass.
+func TestValidateClasses(t *testing.T) {
+	for _, c := range []int{MaxClasses, MaxClasses + 1} {
+		graphs := map[string]*Graph{
+			"one_hot": {NumArgs: 1, Nodes: []Node{
+				{Op: OpArg, Shape: []int{2}},
+				{Op: OpOneHot, In: []int{0}, Shape: []int{2, c}},
+			}},
+			"cross_entropy": {NumArgs: 2, Nodes: []Node{
+				{Op: OpArg, Shape: []int{2, c}}, {Op: OpArg, Arg: 1, Shape: []int{2}},
+				{Op: OpCrossEntropy, In: []int{0, 1}, Shape: []int{}},
+			}},
+		}
+		for name, g := range graphs {
+			err := g.Validate()
+			if c <= MaxClasses && err != nil {
+				t.Errorf("%s of %d classes: %v", name, c, err)
+			}
+			if want := fmt.Sprintf("%d classes", c); c > MaxClasses && (err == nil || !strings.Contains(err.Error(), want)) {
+				t.Errorf("%s of %d classes: error %v, want one saying %q", name, c, err, want)
 			}
 		}
 	}

@@ -12,7 +12,9 @@ import (
 // sum_i LogSoftmax(logits)_i[label_i], one composite op of the IR
 // (backend.OpCrossEntropy) with its gradient another. Host labels outside
 // 0..classes-1 are an error of the run, as OneHot's; labels computed on the
-// device that are make the loss NaN. The labels get no gradient.
+// device that are make the loss NaN. The labels get no gradient. More than
+// backend.MaxClasses classes (2^24: f32 labels name no more exactly) fail
+// the sync that runs it, naming the count.
 func CrossEntropy(logits, labels *Tensor) *Tensor {
 	needTensors("CrossEntropy", logits, labels)
 	if logits.Rank() != 2 || labels.Rank() != 1 || labels.shape[0] != logits.shape[0] {

@@ -371,7 +371,9 @@ func scatterAddRows(src, idx *Tensor, rows int) *Tensor {
 }
 
 // OneHot turns 1-D class indices into [n, classes] rows with a 1 at each
-// index (no gradient). Indices given as host data (Device.Tensor) are
+// index (no gradient). More than backend.MaxClasses classes (2^24: f32
+// indices name no more exactly) fail the sync that runs it, naming the
+// count. Indices given as host data (Device.Tensor) are
 // checked at the sync that uploads them: a label that is not a whole number
 // in 0..classes-1 fails that sync with an error naming it. Indices computed
 // on the device are rounded and clamped there, like every device-side index.

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/ag-go/ag/backend"
 )
 
 // Regression tests of issue 10 ("Trust"): each names the item it guards.
@@ -123,6 +125,19 @@ func TestShapeAndRangeOverflow(t *testing.T) {
 	wantIn(t, mustPanic(t, func() { SliceRows(x, math.MaxInt, 2) }), "core.SliceRows")
 	wantIn(t, mustPanic(t, func() { Reshape(x, 1<<62, 1<<62) }), "core.Reshape")
 	wantIn(t, mustPanic(t, func() { Reshape(x, -1, 1<<62) }), "core.Reshape")
+	// one-hot columns and labels past 2^24 are not whole f32 numbers: the
+	// sync fails, naming the count, as for other sizes no device takes
+	lab := dev.Tensor([]float32{0, 1}, 2)
+	for name, y := range map[string]*Tensor{
+		"one_hot":       Sum(OneHot(lab, backend.MaxClasses+1)),
+		"cross_entropy": CrossEntropy(dev.Full(0, 2, backend.MaxClasses+1), lab),
+	} {
+		if _, err := y.Data(); err == nil {
+			t.Errorf("%s of %d classes: no error", name, backend.MaxClasses+1)
+		} else {
+			wantIn(t, err.Error(), "core: Data", name, "16777217 classes")
+		}
+	}
 	for _, held := range []bool{true, false} {
 		y := x
 		if !held {
