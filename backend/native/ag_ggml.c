@@ -630,7 +630,7 @@ enum { AG_VK_PARAMS = 8, AG_VK_MAGIC = 0x6167766b };
 
 void ag_vk_kernel(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
 	(void)ith, (void)nth, (void)userdata;
-	GGML_ABORT("ag: %s is a ggml-vulkan kernel (patches 0015-0018), not run on this backend", dst->name);
+	GGML_ABORT("ag: %s is a ggml-vulkan kernel (patches 0015-0019), not run on this backend", dst->name);
 }
 
 static struct ggml_tensor *vk_kernel(struct ggml_context *ctx, const int64_t ne[4], struct ggml_tensor **src, int n, int mode,
@@ -713,6 +713,23 @@ struct ggml_tensor *ag_vk_sum_squares_add(struct ggml_context *ctx, struct ggml_
 	struct ggml_tensor *src[2] = {parts, total};
 	const int64_t ne[4] = {1, 1, 1, 1};
 	return vk_kernel(ctx, ne, src, total != NULL ? 2 : 1, 12, lcns, 0, "SUM_SQUARES(custom)");
+}
+
+struct ggml_tensor *ag_vk_matmul(struct ggml_context *ctx, struct ggml_tensor *a, struct ggml_tensor *b, int a_rows, int splits) {
+	// M, N, K, S; the batches in op_params[14] (where the others' eps is), the layout in [15]
+	const int64_t m = a_rows ? a->ne[1] : a->ne[0], n = b->ne[0], batches = a->ne[2];
+	const int32_t lcns[4] = {(int32_t)m, (int32_t)n, (int32_t)b->ne[1], splits};
+	struct ggml_tensor *src[2] = {a, b};
+	const int64_t ps[4] = {n, m, batches * splits, 1};
+	struct ggml_tensor *p = vk_kernel(ctx, ps, src, 2, 13, lcns, 0, splits > 1 ? "MATMUL_PARTS(custom)" : "MATMUL(custom)");
+	p->op_params[AG_VK_PARAMS + 6] = (int32_t)batches, p->op_params[AG_VK_PARAMS + 7] = a_rows != 0;
+	if (splits == 1) {
+		return p;
+	}
+	const int64_t ne[4] = {n, m, batches, 1};
+	struct ggml_tensor *t = vk_kernel(ctx, ne, &p, 1, 14, lcns, 0, "MATMUL_SUM(custom)");
+	t->op_params[AG_VK_PARAMS + 6] = (int32_t)batches, t->op_params[AG_VK_PARAMS + 7] = 0;
+	return t;
 }
 
 struct ggml_tensor *ag_rms_norm_back_op(struct ggml_context *ctx, struct ggml_tensor *x, struct ggml_tensor *dy, float eps) {

@@ -206,6 +206,13 @@ struct ggml_tensor *ag_vk_col_sums(struct ggml_context *ctx, struct ggml_tensor 
 struct ggml_tensor *ag_vk_sum_squares_parts(struct ggml_context *ctx, struct ggml_tensor **src, int n, int splits);
 struct ggml_tensor *ag_vk_sum_squares_add(struct ggml_context *ctx, struct ggml_tensor *parts, struct ggml_tensor *total);
 
+// ag_vk_matmul is patch 0019's f32 matmul: for each batch (ne2) of the
+// contiguous b [K][N] (ne0 = N) and a [K][M] (ne0 = M), or a [M][K]
+// (ne0 = K) if a_rows, the product op(a) b, ne [N, M, batches]; splits > 1
+// splits K into that many parts (one node writing their partial products,
+// one summing them). M and N must be multiples of 4, K too if a_rows.
+struct ggml_tensor *ag_vk_matmul(struct ggml_context *ctx, struct ggml_tensor *a, struct ggml_tensor *b, int a_rows, int splits);
+
 // ag_dropout is backend.OpDropout as a ggml custom op (ggml-cpu only): dst
 // = src[0] * (p <= src[1] < 2 ? scale : 0), sources contiguous, of dst's
 // shape; ag_dropout_op records it (p and scale travel in userdata).

@@ -82,6 +82,9 @@ type device struct {
 	// (probeSumSquares: ggml-vulkan's kernels of patch 0018); else three
 	// or four per input (sumSquaresWaves).
 	sumSquares bool
+	// vkMatmul: f32 products run on ag's matmul kernel (probeMatmul:
+	// ggml-vulkan's of patch 0019, see useVKMatmul); else ggml's mul_mat.
+	vkMatmul bool
 	// matrixCores: what ggml-vulkan said of the device's matrix cores
 	// ("KHR_coopmat", "NV_coopmat2"; "none" or "" without them, or in a
 	// ggml built without its cooperative-matrix shaders): f16 matmuls then
@@ -133,6 +136,7 @@ func newDevice(name, desc string, be C.ggml_backend_t, isCPU, software bool) (*d
 		d.crossEntropy = d.probeCrossEntropy()
 		d.colSums = d.probeColSums()
 		d.sumSquares = d.probeSumSquares()
+		d.vkMatmul = d.probeMatmul()
 	}
 	d.stepStrict = d.probeStep()
 	d.caps.Composites = nativeOps() // composite_*.go; the probe below drops any a device refuses

@@ -1537,6 +1537,11 @@ func (l *lowering) matmulTN(a, b tensor) tensor {
 // values themselves, summing in f32 - the same numbers as the f32 product
 // of the rounded values.
 func (l *lowering) matMul(a, b tensor, transA, transB, half bool) tensor {
+	if !half {
+		if r, ok := l.vkMatMul(a, b, transA, transB); ok {
+			return r
+		}
+	}
 	y := a
 	if transA { // stored [K,M]
 		y = l.transposed(a)

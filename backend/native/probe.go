@@ -538,3 +538,66 @@ func (d *device) probeFailed(probe, format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "native: %s: %s: "+format+"\n", append([]any{d.name, probe}, args...)...)
 	}
 }
+
+// probeMatmul reports whether the device computes f32 products as patch
+// 0019's kernel (ag_vk_matmul): two batches of 132 x 136 outputs over K =
+// 100 (edge tiles along M, N and K), A stored [K, M] and [M, K], whole and
+// with K in three parts (the last empty), values in eighths so that every
+// f32 sum is exact, a NaN (its row NaN) and an infinity (its column ±Inf,
+// NaN where it meets 0). A driver or a ggml without the patch keeps ggml's
+// mul_mat.
+func (d *device) probeMatmul() bool {
+	const m, n, k, batches = 132, 136, 100, 2
+	a, b := make([]float32, batches*k*m), make([]float32, batches*k*n)
+	for i := range a {
+		a[i] = float32((i*37)%17-8) / 8
+	}
+	for i := range b {
+		b[i] = float32((i*29)%13-6) / 8
+	}
+	a[3*m+5] = float32(math.NaN())
+	b[k*n+7*n+9] = float32(math.Inf(1))
+	want := make([]float64, batches*m*n)
+	for z := 0; z < batches; z++ {
+		for i := 0; i < m; i++ {
+			for j := 0; j < n; j++ {
+				s := 0.0
+				for q := 0; q < k; q++ {
+					s += float64(a[(z*k+q)*m+i]) * float64(b[(z*k+q)*n+j])
+				}
+				want[(z*m+i)*n+j] = s
+			}
+		}
+	}
+	// A stored [K, M], then the same values stored [M, K]
+	at := make([]float32, len(a))
+	for z := 0; z < batches; z++ {
+		for q := 0; q < k; q++ {
+			for i := 0; i < m; i++ {
+				at[(z*m+i)*k+q] = a[(z*k+q)*m+i]
+			}
+		}
+	}
+	for _, run := range []struct{ rows, splits int }{{0, 1}, {0, 3}, {1, 1}, {1, 3}} {
+		in := a
+		if run.rows == 1 {
+			in = at
+		}
+		got, ok := d.probeRun([][]float32{in, b}, func(ctx *C.struct_ggml_context, ts []tensor) tensor {
+			a3 := C.ggml_reshape_3d(ctx, ts[0], C.int64_t(m+run.rows*(k-m)), C.int64_t(k+run.rows*(m-k)), batches) // [K, M] or [M, K]
+			b3 := C.ggml_reshape_3d(ctx, ts[1], n, k, batches)
+			return C.ag_vk_matmul(ctx, a3, b3, C.int(run.rows), C.int(run.splits))
+		})
+		if !ok {
+			d.probeFailed("probeMatmul", "not run (supports_op or the compute failed)")
+			return false
+		}
+		for i, w := range want {
+			if g := float64(got[i]); g != w && !(math.IsNaN(g) && math.IsNaN(w)) {
+				d.probeFailed("probeMatmul", "A stored [M, K] %d, %d parts: [%d]: got %g, want %g", run.rows, run.splits, i, g, w)
+				return false
+			}
+		}
+	}
+	return true
+}
