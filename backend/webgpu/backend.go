@@ -195,10 +195,12 @@ func (b *Backend) Caps() backend.Caps {
 // nativeComposites are the composites with kernels of their own here:
 // the max pool's gradient, which composed from primitives gathers the
 // windows, marks each one's first maximum and gathers the gradient back,
-// and batch norm, its gradient and its batch statistics, two or three
+// batch norm, its gradient and its batch statistics, two or three
 // dispatches each where the composition makes about ten full passes over
-// the activations.
-var nativeComposites = []backend.Op{backend.OpMaxPool2dBack, backend.OpBatchNorm, backend.OpBatchNormBack, backend.OpBatchNormStats}
+// the activations, and sum_squares (a gradient norm's), a dispatch per
+// MaxStorageBuffers-2 inputs and one more where the composition made
+// three per input.
+var nativeComposites = []backend.Op{backend.OpMaxPool2dBack, backend.OpBatchNorm, backend.OpBatchNormBack, backend.OpBatchNormStats, backend.OpSumSquares}
 
 // timerText says how RunTimed times nodes on this device.
 // calibrationText says how profiled runs between calibrations are timed.

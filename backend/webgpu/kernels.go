@@ -822,3 +822,68 @@ func bnApplyKernel(back bool) *kernel {
 }
 `, wg, out))
 }
+
+// ssHead is the reduction helper of the sum_squares kernels.
+var ssHead = fmt.Sprintf(`
+var<workgroup> ss: array<f32, %d>;
+fn sumAll(v: f32, lid: u32) -> f32 {
+	ss[lid] = v;
+	workgroupBarrier();
+	for (var s = %du; s > 0u; s = s >> 1u) {
+		if (lid < s) { ss[lid] = ss[lid] + ss[lid + s]; }
+		workgroupBarrier();
+	}
+	return ss[0];
+}
+`, wg, wg/2)
+
+// sumSquaresPartsKernel sums the squares of chunks of g inputs X0..X<g-1>
+// into Part: P = [g, then per input its length, chunks and first partial
+// sum's index]; workgroup w takes input i (the first whose chunks reach
+// past w) and its chunk w - (the chunks before i). A workgroup's input is
+// uniform, so the switch over the bindings is too.
+func sumSquaresPartsKernel(g int) *kernel {
+	binds := make([]bindDecl, g, g+1)
+	var cases strings.Builder
+	for k := range g {
+		binds[k] = bindDecl{name: fmt.Sprintf("X%d", k)}
+		fmt.Fprintf(&cases, "\t\tcase %du: { for (var j = lid; j < cnt; j = j + %du) { let v = X%d[j0 + j]; a = a + v * v; } }\n", k, wg, k)
+	}
+	binds = append(binds, bindDecl{name: "Part", rw: true})
+	return newKernel(fmt.Sprintf("sum_squares_parts_%d", g), binds, ssHead+fmt.Sprintf(`@compute @workgroup_size(%d)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+	var w = wid.y * nwg.x + wid.x;
+	let g = P[0];
+	var i = 0u;
+	for (; i < g; i = i + 1u) {
+		let s = P[2u + 3u * i];
+		if (w < s) { break; }
+		w = w - s;
+	}
+	if (i >= g) { return; }
+	let n = P[1u + 3u * i]; let S = P[2u + 3u * i];
+	let q = n / S; let rem = n %% S;
+	let j0 = w * q + min(w, rem);
+	let cnt = q + select(0u, 1u, w < rem);
+	var a = 0.0;
+	switch i {
+%s		default: {}
+	}
+	a = sumAll(a, lid);
+	if (lid == 0u) { Part[P[3u + 3u * i] + w] = a; }
+}
+`, wg, cases.String()))
+}
+
+// sumSquaresTotalKernel adds the P[0] partial sums of Part in one
+// workgroup (each lane its strided share in order, then a tree): Y[0].
+func sumSquaresTotalKernel() *kernel {
+	return newKernel("sum_squares_total", []bindDecl{{name: "Part"}, {name: "Y", rw: true}}, ssHead+fmt.Sprintf(`@compute @workgroup_size(%d)
+fn main(@builtin(local_invocation_index) lid: u32) {
+	var a = 0.0;
+	for (var j = lid; j < P[0]; j = j + %du) { a = a + Part[j]; }
+	a = sumAll(a, lid);
+	if (lid == 0u) { Y[0] = a; }
+}
+`, wg, wg))
+}

@@ -85,6 +85,12 @@ func (p *program) lower(g *backend.Graph, i int, locs []loc) error {
 		return p.batchNorm(i, n, inShape(0), in(0), in(1), out)
 	case n.Op == backend.OpBatchNormStats:
 		return p.batchNorm(i, n, inShape(0), in(0), bref{}, out)
+	case n.Op == backend.OpSumSquares:
+		ins := make([]bref, len(n.In))
+		for k := range n.In {
+			ins[k] = in(k)
+		}
+		p.sumSquares(i, ins, out)
 	case n.Op == backend.OpAttention:
 		return p.attention(i, n, in(0), in(1), in(2), in(3), out, inShape(0), inShape(1), inShape(2), inShape(3))
 	case n.Op == backend.OpAdamW:
@@ -152,6 +158,61 @@ func (p *program) batchNorm(node int, n *backend.Node, xs []int, x, dy, y bref) 
 	p.add(node, bnApplyKernel(back), apply, prm, gx, gy, 1)
 	return nil
 }
+
+// sumSquares adds sum_squares's dispatches: the sums of squares of chunks
+// of up to MaxStorageBuffers-2 inputs per dispatch (sumSquaresPartsKernel;
+// an input larger than one binding in bound ranges, each an input of its
+// own), then those partial sums added in order (sumSquaresTotalKernel),
+// in the scratch buffer: no atomics, the same sums every run. Decomposed,
+// it was a square, a sum and an add per input: a GPT 12x768 step's
+// gradient norm took about 450 dispatches and 3.3 ms on an H100.
+func (p *program) sumSquares(node int, ins []bref, y bref) {
+	type piece struct {
+		r        bref
+		n, parts int
+	}
+	var pieces []piece
+	total := 0
+	for _, r := range ins {
+		ne := int(r.size / 4)
+		c := ne
+		if !p.lim.Fits(ne) {
+			c = p.lim.RangeRecords(1)
+		}
+		for off := 0; off < ne; off += c {
+			l := min(c, ne-off)
+			pr := r
+			pr.off, pr.size = r.off+uint64(off)*4, uint64(l)*4
+			// chunks of about ssChunk values, each lane looping at most maxTrips
+			s := max(ceilDiv(l, ssChunk), ceilDiv(l, wg*p.b.maxTrips), 1)
+			pieces = append(pieces, piece{pr, l, s})
+			total += s
+		}
+	}
+	part := bref{kind: refScratch, size: uint64(total) * 4}
+	p.scratchBytes = max(p.scratchBytes, part.size)
+	per := max(int(p.b.info.MaxStorageBuffers)-2, 1)
+	first := 0
+	for k := 0; k < len(pieces); k += per {
+		group := pieces[k:min(k+per, len(pieces))]
+		prm := []uint32{uint32(len(group))}
+		binds := make([]bref, 0, len(group)+1)
+		wgs := 0
+		for _, pc := range group {
+			prm = append(prm, uint32(pc.n), uint32(pc.parts), uint32(first))
+			binds = append(binds, pc.r)
+			first += pc.parts
+			wgs += pc.parts
+		}
+		gx, gy := p.grid(wgs, 1)
+		p.add(node, sumSquaresPartsKernel(len(group)), append(binds, part), prm, gx, gy, 1)
+	}
+	p.add(node, sumSquaresTotalKernel(), []bref{part, y}, []uint32{uint32(total)}, 1, 1, 1)
+}
+
+// ssChunk is about how many values one workgroup of sumSquaresPartsKernel
+// sums: 64 per lane.
+const ssChunk = 64 * wg
 
 // softmax adds the dispatches of a softmax (log-softmax) over rows of c:
 // one workgroup per row, or for rows longer than its lanes may loop over
