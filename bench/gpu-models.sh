@@ -13,13 +13,16 @@
 #   gpt32    the same GPT in f32 on webgpu and ggml-vulkan per op (ag bench -profiled -ops), PyTorch f32 beside
 #   convnet  the convnet at batch 64 and 256 on both backends, PyTorch beside, and ggml-vulkan's step per op
 #   small    the transformer 4x256 (ctx 128, batch 32, dropout 0.1) on both backends, PyTorch beside
+#   vkmatmul ggml-vulkan's f32 products on ggml's mul_mat (the default) against ag's kernel (patch 0019,
+#            AG_GGML_MATMUL=auto; AG_GGML_MATMUL_A=copy beside on the GPT): matmul 1024-4096, the GPT 12x768, the
+#            MLP 8x4096, the transformer 4x256 and the convnet, then the GPT step per ggml op on the kernel
 # An unknown part is refused before anything runs; a command that fails is reported and the rest go on, and the
-# exit status is the first failure's. About 6 minutes for all of them on an H100.
+# exit status is the first failure's. About 6 minutes for all of them but vkmatmul (about 4 more) on an H100.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . bench/gpu-env.sh
 R=.run/models
-parts="gpt16 gpt32 convnet small"
+parts="gpt16 gpt32 convnet small vkmatmul"
 
 prepare() {
   set -e
@@ -46,7 +49,7 @@ ok() {
 peerRows() {
   python3 -c 'import json, sys
 for r in json.load(sys.stdin)["results"]:
-    keys = [k for k in ("kind", "gpt", "width", "batch", "dropout", "precision", "amp", "mode") if k in r]
+    keys = [k for k in ("kind", "n", "dtype", "gpt", "width", "depth", "batch", "dropout", "precision", "amp", "mode") if k in r]
     print("torch", " ".join("%s=%s" % (k, r[k]) for k in keys), "median %.3f ms, min %.3f" % (r["median_ms"], r["min_ms"]))'
 }
 
@@ -110,6 +113,32 @@ run() {
       ok "torch small" $?
       echo
     } > >(tee "$O/small.txt") 2>&1
+  fi
+  if want vkmatmul; then
+    {
+      local v m
+      for v in ggml auto copy; do
+        m=$v
+        [ $v = copy ] && m=auto
+        if [ $v = copy ]; then echo "== AG_GGML_MATMUL=auto AG_GGML_MATMUL_A=copy"; else echo "== AG_GGML_MATMUL=$m"; fi
+        [ $v = copy ] || { AG_GGML_MATMUL=$m timeout 60 $ag bench -device ggml-vulkan -matmul 1024,2048,4096 -batch '' -reps 10 2>&1 | grep " matmul"; ok "ag matmul $v" "${PIPESTATUS[0]}"; }
+        AG_GGML_MATMUL=$m AG_GGML_MATMUL_A=${v/#auto/rows} timeout 90 $ag bench -device ggml-vulkan -reps 5 "${gpt[@]}" 2>&1 | grep _step
+        ok "ag gpt32 $v" "${PIPESTATUS[0]}"
+        [ $v = copy ] && continue
+        AG_GGML_MATMUL=$m timeout 60 $ag bench -device ggml-vulkan -matmul '' -depth 8 -width 4096 -batch 1024,4096 -modes captured -reps 5 2>&1 | grep _step
+        ok "ag mlp 8x4096 $v" "${PIPESTATUS[0]}"
+        AG_GGML_MATMUL=$m timeout 60 $ag bench -device ggml-vulkan -matmul '' -batch '' -gpt 4x256 -gpt-ctx 128 -gpt-batch 32 -gpt-dropout 0.1 -modes captured -reps 10 2>&1 | grep _step
+        ok "ag small $v" "${PIPESTATUS[0]}"
+        AG_GGML_MATMUL=$m timeout 60 $ag bench -device ggml-vulkan -matmul '' -batch '' -convnet 28 -convnet-batch 64,256 -modes captured -reps 10 2>&1 | grep _step
+        ok "ag convnet $v" "${PIPESTATUS[0]}"
+      done
+      (cd bench && timeout 90 python3 torch_mlp.py --matmul 1024,2048,4096 --batch '' --depth 8 --width 4096 --device cuda --reps 10 | peerRows; exit "${PIPESTATUS[0]}")
+      ok "torch matmul" $?
+      echo
+      AG_GGML_MATMUL=auto GGML_VK_PERF_LOGGER=1 timeout 90 $ag bench -device ggml-vulkan -reps 1 -warmup 0 "${gpt[@]}" >/dev/null 2>"$O/perf-vkmatmul.err"
+      python3 bench/ggml_perop.py "$O/perf-vkmatmul.err" 30
+      xz -f "$O/perf-vkmatmul.err"
+    } > >(tee "$O/vkmatmul.txt") 2>&1
   fi
   wait # for the last tee
   [ $fail = 0 ] || echo "gpu-models.sh run: a part failed (the first exit status: $fail)"

@@ -82,8 +82,9 @@ type device struct {
 	// (probeSumSquares: ggml-vulkan's kernels of patch 0018); else three
 	// or four per input (sumSquaresWaves).
 	sumSquares bool
-	// vkMatmul: f32 products run on ag's matmul kernel (probeMatmul:
-	// ggml-vulkan's of patch 0019, see useVKMatmul); else ggml's mul_mat.
+	// vkMatmul: f32 products may run on ag's matmul kernel (probeMatmul:
+	// ggml-vulkan's of patch 0019; AG_GGML_MATMUL, see useVKMatmul); else
+	// ggml's mul_mat.
 	vkMatmul bool
 	// matrixCores: what ggml-vulkan said of the device's matrix cores
 	// ("KHR_coopmat", "NV_coopmat2"; "none" or "" without them, or in a

@@ -13,9 +13,13 @@ import (
 )
 
 // vkMatmulEnv picks ggml-vulkan's f32 product where probeMatmul saw patch
-// 0019's numbers: "ag" runs every product it can take on ag's kernel,
-// "ggml" none (ggml's mul_mat), unset or "auto" those of at least
-// vkMatmulWork multiply-adds. For side-by-side measurements.
+// 0019's numbers: "auto" runs the products of at least vkMatmulWork
+// multiply-adds on ag's kernel, "ag" every product it takes; unset or
+// "ggml" none (ggml's mul_mat). The kernel is opt-in until it is measured
+// beside ggml's mul_mat on a GPU (bench/gpu-models.sh's part vkmatmul):
+// its tiling ran at 38-40 TFLOP/s as ag's WGSL kernel on an H200 where
+// ggml's f32 mul_mat ran a GPT step's products at about 20 on an H100, but
+// this GLSL build of it has run on lavapipe only.
 const vkMatmulEnv = "AG_GGML_MATMUL"
 
 // vkMatmulAEnv: "copy" gives patch 0019's kernel an A stored [M, K] as a
@@ -30,8 +34,8 @@ const vkMatmulSplitEnv = "AG_GGML_MATMUL_SPLIT"
 
 const (
 	// vkMatmulWork is the least M*N*K (times the batches) that runs on
-	// patch 0019's kernel by default: 256^3, below which a product is
-	// mostly its launch.
+	// patch 0019's kernel with AG_GGML_MATMUL=auto: 256^3, below which a
+	// product is mostly its launch.
 	vkMatmulWork = 1 << 24
 	// vkMatmulTile is the kernel's tile edge (ag_matmul.comp's BM, BN).
 	vkMatmulTile = 128
@@ -74,13 +78,19 @@ func (d *device) useVKMatmul(M, N, K, batches int) bool {
 	if !d.vkMatmul || M%4 != 0 || N%4 != 0 {
 		return false
 	}
+	// the shader indexes each operand and the partial products in uint32
+	const most = 1 << 31
+	parts := int64(vkMatmulSplits(M, N, K, batches))
+	if int64(batches)*int64(K)*int64(max(M, N)) >= most || int64(batches)*parts*int64(M)*int64(N) >= most {
+		return false
+	}
 	switch os.Getenv(vkMatmulEnv) {
 	case "ag":
 		return true
-	case "ggml":
-		return false
+	case "auto":
+		return int64(M)*int64(N)*int64(K)*int64(batches) >= vkMatmulWork
 	}
-	return int64(M)*int64(N)*int64(K)*int64(batches) >= vkMatmulWork
+	return false
 }
 
 // vkMatMul is op(a) x op(b) (row-major, equal batches in ggml dims 2 and 3,

@@ -71,3 +71,31 @@ func TestMatmulKernel(t *testing.T) {
 		}
 	})
 }
+
+// The kernel is opt-in (AG_GGML_MATMUL=auto or ag); products whose
+// operands or partial products index past 2^31 elements stay on ggml's
+// mul_mat (the shader indexes in uint32); with auto the rest of the
+// kernel's share is decided by size alone.
+func TestMatmulKernelSizes(t *testing.T) {
+	d := &device{vkMatmul: true}
+	t.Setenv(vkMatmulEnv, "")
+	if d.useVKMatmul(4096, 768, 3072, 1) {
+		t.Errorf("useVKMatmul with %s unset took a product: the kernel is opt-in", vkMatmulEnv)
+	}
+	t.Setenv(vkMatmulEnv, "auto")
+	for _, c := range []struct {
+		m, n, k, batches int
+		want             bool
+	}{
+		{4096, 768, 3072, 1, true},
+		{64, 64, 64, 1, false},          // below vkMatmulWork
+		{130, 768, 768, 1, false},       // M not a multiple of 4
+		{1 << 16, 1 << 15, 8, 1, false}, // M*N = 2^31 outputs
+		{8, 8, 1 << 28, 1, false},       // K*M = 2^31
+		{512, 512, 64, 96, true},        // attention's batched products
+	} {
+		if got := d.useVKMatmul(c.m, c.n, c.k, c.batches); got != c.want {
+			t.Errorf("useVKMatmul(%d, %d, %d, %d) = %t, want %t", c.m, c.n, c.k, c.batches, got, c.want)
+		}
+	}
+}
