@@ -336,7 +336,17 @@ fn reduceMax(v: f32, lid: u32) -> f32 {
 	workgroupBarrier();
 	return r;
 }
-fn reduceSum(v: f32, lid: u32) -> f32 {
+%s@compute @workgroup_size(%d)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+	let row = wid.y * nwg.x + wid.x;
+	if (row >= P[0]) { return; }
+	let C = P[1];
+	let base = row * C;
+`, wg, wg/2, reduceSumFn, wg)
+
+// reduceSumFn is a tree sum of one value per lane over the workgroup in
+// the shared array sh (of wg values), the same order every run.
+var reduceSumFn = fmt.Sprintf(`fn reduceSum(v: f32, lid: u32) -> f32 {
 	sh[lid] = v;
 	workgroupBarrier();
 	for (var s = %du; s > 0u; s = s >> 1u) {
@@ -347,13 +357,7 @@ fn reduceSum(v: f32, lid: u32) -> f32 {
 	workgroupBarrier();
 	return r;
 }
-@compute @workgroup_size(%d)
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-	let row = wid.y * nwg.x + wid.x;
-	if (row >= P[0]) { return; }
-	let C = P[1];
-	let base = row * C;
-`, wg, wg/2, wg/2, wg)
+`, wg/2)
 
 // softmaxOut is the output of softmax (log-softmax) for x in a row of
 // maximum m and sum of exp(x - m) s.
@@ -824,18 +828,7 @@ func bnApplyKernel(back bool) *kernel {
 }
 
 // ssHead is the reduction helper of the sum_squares kernels.
-var ssHead = fmt.Sprintf(`
-var<workgroup> ss: array<f32, %d>;
-fn sumAll(v: f32, lid: u32) -> f32 {
-	ss[lid] = v;
-	workgroupBarrier();
-	for (var s = %du; s > 0u; s = s >> 1u) {
-		if (lid < s) { ss[lid] = ss[lid] + ss[lid + s]; }
-		workgroupBarrier();
-	}
-	return ss[0];
-}
-`, wg, wg/2)
+var ssHead = fmt.Sprintf("var<workgroup> sh: array<f32, %d>;\n", wg) + reduceSumFn
 
 // sumSquaresPartsKernel sums the squares of chunks of g inputs X0..X<g-1>
 // into Part: P = [g, then per input its length, chunks and first partial
@@ -869,7 +862,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 	switch i {
 %s		default: {}
 	}
-	a = sumAll(a, lid);
+	a = reduceSum(a, lid);
 	if (lid == 0u) { Part[P[3u + 3u * i] + w] = a; }
 }
 `, wg, cases.String()))
@@ -882,7 +875,7 @@ func sumSquaresTotalKernel() *kernel {
 fn main(@builtin(local_invocation_index) lid: u32) {
 	var a = 0.0;
 	for (var j = lid; j < P[0]; j = j + %du) { a = a + Part[j]; }
-	a = sumAll(a, lid);
+	a = reduceSum(a, lid);
 	if (lid == 0u) { Y[0] = a; }
 }
 `, wg, wg))
