@@ -207,6 +207,18 @@ func (d *device) probeRun(ins [][]float32, build func(*C.struct_ggml_context, []
 	return out, true
 }
 
+// probeOp runs build over ins (probeRun) and compares its result with
+// op's composite (probeMatches; in the inputs' shapes, shape the
+// output's). A device that does not run the nodes says so (probeFailed).
+func (d *device) probeOp(probe string, op backend.Op, ins [][]float32, in [][]int, shape []int, build func(*C.struct_ggml_context, []tensor) tensor) bool {
+	got, ok := d.probeRun(ins, build)
+	if !ok {
+		d.probeFailed(probe, "%v: not run (supports_op or the compute failed)", op)
+		return false
+	}
+	return d.probeMatches(probe, op, got, ins, in, shape)
+}
+
 // probeViews is how many reshapes a probeRun builder may make.
 const probeViews = 4
 
@@ -224,10 +236,9 @@ func (d *device) probeGeluBack() bool {
 	for _, g := range dys {
 		x, dy = append(x, xs...), append(dy, slices.Repeat([]float32{g}, len(xs))...)
 	}
-	got, ok := d.probeRun([][]float32{x, dy}, func(ctx *C.struct_ggml_context, in []tensor) tensor {
+	return d.probeOp("probeGeluBack", backend.OpGELUBack, [][]float32{x, dy}, [][]int{{len(x)}}, []int{len(x)}, func(ctx *C.struct_ggml_context, in []tensor) tensor {
 		return C.ag_gelu_back_vk(ctx, in[0], in[1])
 	})
-	return ok && d.probeMatches("probeGeluBack", backend.OpGELUBack, got, [][]float32{x, dy}, [][]int{{len(x)}}, []int{len(x)})
 }
 
 // probeNorm reports whether the device's ggml_norm takes the variance of
@@ -237,10 +248,9 @@ func (d *device) probeGeluBack() bool {
 // tolerance, and a row holding an infinity or NaN is NaN.
 func (d *device) probeNorm() bool {
 	x, rows := normProbeRows()
-	got, ok := d.probeRun([][]float32{x}, func(ctx *C.struct_ggml_context, in []tensor) tensor {
+	return d.probeOp("probeNorm", backend.OpLayerNorm, [][]float32{x}, [][]int{{rows, normProbeCols}}, []int{rows, normProbeCols}, func(ctx *C.struct_ggml_context, in []tensor) tensor {
 		return C.ggml_norm(ctx, C.ggml_reshape_2d(ctx, in[0], normProbeCols, C.int64_t(rows)), 1e-5)
 	})
-	return ok && d.probeMatches("probeNorm", backend.OpLayerNorm, got, [][]float32{x}, [][]int{{rows, normProbeCols}}, []int{rows, normProbeCols})
 }
 
 // probeLayerNormBack reports whether the device computes layer norm's
@@ -254,11 +264,10 @@ func (d *device) probeLayerNormBack() bool {
 		dy[i] = float32(math.Sin(float64(i)*0.7)) * 3
 	}
 	dy[normProbeCols+2] = float32(math.Inf(1)) // row 1: NaN
-	got, ok := d.probeRun([][]float32{x, dy}, func(ctx *C.struct_ggml_context, in []tensor) tensor {
+	return d.probeOp("probeLayerNormBack", backend.OpLayerNormBack, [][]float32{x, dy}, [][]int{{rows, normProbeCols}}, []int{rows, normProbeCols}, func(ctx *C.struct_ggml_context, in []tensor) tensor {
 		shape := func(t tensor) tensor { return C.ggml_reshape_2d(ctx, t, normProbeCols, C.int64_t(rows)) }
 		return C.ag_layer_norm_back_vk(ctx, shape(in[0]), shape(in[1]), 1e-5)
 	})
-	return ok && d.probeMatches("probeLayerNormBack", backend.OpLayerNormBack, got, [][]float32{x, dy}, [][]int{{rows, normProbeCols}}, []int{rows, normProbeCols})
 }
 
 // normProbeCols is the row length of the norm probes: longer than a
@@ -397,7 +406,7 @@ func (d *device) probeBatchNorm() bool {
 		if op == backend.OpBatchNormStats {
 			out = []int{2, c}
 		}
-		got, ok := d.probeRun(ins, func(ctx *C.struct_ggml_context, ts []tensor) tensor {
+		ok := d.probeOp("probeBatchNorm", op, ins, [][]int{shape}, out, func(ctx *C.struct_ggml_context, ts []tensor) tensor {
 			xt := C.ggml_reshape_3d(ctx, ts[0], l, c, nn)
 			var dt tensor
 			if back {
@@ -410,10 +419,6 @@ func (d *device) probeBatchNorm() bool {
 			return C.ag_vk_batch_norm(ctx, xt, dt, sums, 1e-5, 1, splits)
 		})
 		if !ok {
-			d.probeFailed("probeBatchNorm", "%v: not run (supports_op or the compute failed)", op)
-			return false
-		}
-		if !d.probeMatches("probeBatchNorm", op, got, ins, [][]int{shape}, out) {
 			return false
 		}
 	}
@@ -453,7 +458,7 @@ func (d *device) probeCrossEntropy() bool {
 		if back {
 			ins, shapes, out = append(ins, []float32{1.5}), append(shapes, []int{}), []int{b, c}
 		}
-		got, ok := d.probeRun(ins, func(ctx *C.struct_ggml_context, ts []tensor) tensor {
+		ok := d.probeOp("probeCrossEntropy", r.op, ins, shapes, out, func(ctx *C.struct_ggml_context, ts []tensor) tensor {
 			var g tensor
 			if back {
 				g = ts[2]
@@ -461,10 +466,6 @@ func (d *device) probeCrossEntropy() bool {
 			return vkCrossEntropy(ctx, d.be, C.ggml_reshape_2d(ctx, ts[0], c, b), ts[1], g)
 		})
 		if !ok {
-			d.probeFailed("probeCrossEntropy", "%v: not run (supports_op or the compute failed)", r.op)
-			return false
-		}
-		if !d.probeMatches("probeCrossEntropy", r.op, got, ins, shapes, out) {
 			return false
 		}
 	}
@@ -484,14 +485,9 @@ func (d *device) probeColSums() bool {
 		x[i] = float32((i*37)%101)/8 - 6
 	}
 	x[5*k+3], x[700*k+69] = float32(math.NaN()), float32(math.Inf(-1))
-	got, ok := d.probeRun([][]float32{x}, func(ctx *C.struct_ggml_context, ts []tensor) tensor {
+	return d.probeOp("probeColSums", backend.OpSumTo, [][]float32{x}, [][]int{{r, k}}, []int{k}, func(ctx *C.struct_ggml_context, ts []tensor) tensor {
 		return C.ag_vk_col_sums(ctx, ts[0], r, k, C.int(colSumSplits(r, k)))
 	})
-	if !ok {
-		d.probeFailed("probeColSums", "not run (supports_op or the compute failed)")
-		return false
-	}
-	return d.probeMatches("probeColSums", backend.OpSumTo, got, [][]float32{x}, [][]int{{r, k}}, []int{k})
 }
 
 // probeSumSquares reports whether the device computes sum_squares as
@@ -516,14 +512,9 @@ func (d *device) probeSumSquares() bool {
 		for k, v := range in {
 			sh[k] = []int{len(v)}
 		}
-		got, ok := d.probeRun(in, func(ctx *C.struct_ggml_context, ts []tensor) tensor {
+		if !d.probeOp("probeSumSquares", backend.OpSumSquares, in, sh, []int{1}, func(ctx *C.struct_ggml_context, ts []tensor) tensor {
 			return vkSumSquares(ctx, ts, nil)
-		})
-		if !ok {
-			d.probeFailed("probeSumSquares", "not run (supports_op or the compute failed)")
-			return false
-		}
-		if !d.probeMatches("probeSumSquares", backend.OpSumSquares, got, in, sh, []int{1}) {
+		}) {
 			return false
 		}
 	}
