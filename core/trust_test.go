@@ -126,12 +126,22 @@ func TestShapeAndRangeOverflow(t *testing.T) {
 	wantIn(t, mustPanic(t, func() { Reshape(x, 1<<62, 1<<62) }), "core.Reshape")
 	wantIn(t, mustPanic(t, func() { Reshape(x, -1, 1<<62) }), "core.Reshape")
 	// one-hot columns and labels past 2^24 are not whole f32 numbers: the
-	// sync fails, naming the count, as for other sizes no device takes
+	// sync fails, naming the count, as for other sizes no device takes.
+	// Each is built just before its sync: pending nodes compile together, so
+	// building both first let the first synced fail on the other's node
+	// (they were in a map, whose order is random: the test was flaky).
 	lab := dev.Tensor([]float32{0, 1}, 2)
-	for name, y := range map[string]*Tensor{
-		"one_hot":       Sum(OneHot(lab, backend.MaxClasses+1)),
-		"cross_entropy": CrossEntropy(dev.Full(0, 2, backend.MaxClasses+1), lab),
+	if err := dev.Sync(lab); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		y    func() *Tensor
+	}{
+		{"one_hot", func() *Tensor { return Sum(OneHot(lab, backend.MaxClasses+1)) }},
+		{"cross_entropy", func() *Tensor { return CrossEntropy(dev.Full(0, 2, backend.MaxClasses+1), lab) }},
 	} {
+		name, y := c.name, c.y()
 		if _, err := y.Data(); err == nil {
 			t.Errorf("%s of %d classes: no error", name, backend.MaxClasses+1)
 		} else {

@@ -73,7 +73,10 @@ func decompose(g *backend.Graph, caps backend.Caps) (*backend.Graph, []int) {
 			origin = append(origin, i)
 			return len(out.Nodes) - 1
 		}
-		if n.Op.IsComposite() && !native(i) {
+		// A composite its own Check refuses stays whole, for Compile's
+		// Validate to refuse naming it: its primitives would fail under
+		// another op's name, or not at all.
+		if n.Op.IsComposite() && !native(i) && backend.CompositeOf(n.Op).Check(&n, func(k int) []int { return shapes[k] }) == nil {
 			at[i] = backend.Decompose(&n, in, shapes, add)
 			continue
 		}

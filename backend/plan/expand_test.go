@@ -77,3 +77,19 @@ func TestExpand(t *testing.T) {
 		t.Errorf("folded times %v (%v), want %v at the composite", into.Dur, into.How, want)
 	}
 }
+
+// TestExpandKeepsRefusedComposite: a composite its Check refuses (a
+// cross_entropy of more than MaxClasses classes) stays whole, so that
+// Validate names it and not the one_hot of its decomposition.
+func TestExpandKeepsRefusedComposite(t *testing.T) {
+	b := &builder{}
+	x := b.arg(2, backend.MaxClasses+1)
+	lab := b.arg(2)
+	ce := b.op(backend.OpCrossEntropy, []int{}, x, lab)
+	b.out(ce)
+	xg, _ := Expand(&b.g, backend.Caps{})
+	err := xg.Validate()
+	if err == nil || !strings.Contains(err.Error(), "cross_entropy") || !strings.Contains(err.Error(), "16777217 classes") {
+		t.Errorf("Validate of the expanded graph: %v, want cross_entropy's refusal of 16777217 classes\n%s", err, xg)
+	}
+}
