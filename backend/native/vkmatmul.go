@@ -73,24 +73,25 @@ func vkMatmulSplits(M, N, K, batches int) int {
 }
 
 // useVKMatmul reports whether an f32 product of batches M x N x K products
-// runs on patch 0019's kernel (see vkMatmulEnv).
-func (d *device) useVKMatmul(M, N, K, batches int) bool {
+// runs on patch 0019's kernel (see vkMatmulEnv), and if so in how many
+// parts of K (vkMatmulSplits).
+func (d *device) useVKMatmul(M, N, K, batches int) (parts int, ok bool) {
 	if !d.vkMatmul || M%4 != 0 || N%4 != 0 {
-		return false
+		return 0, false
 	}
 	// the shader indexes each operand and the partial products in uint32
 	const most = 1 << 31
-	parts := int64(vkMatmulSplits(M, N, K, batches))
-	if int64(batches)*int64(K)*int64(max(M, N)) >= most || int64(batches)*parts*int64(M)*int64(N) >= most {
-		return false
+	parts = vkMatmulSplits(M, N, K, batches)
+	if int64(batches)*int64(K)*int64(max(M, N)) >= most || int64(batches)*int64(parts)*int64(M)*int64(N) >= most {
+		return 0, false
 	}
 	switch os.Getenv(vkMatmulEnv) {
 	case "ag":
-		return true
+		return parts, true
 	case "auto":
-		return int64(M)*int64(N)*int64(K)*int64(batches) >= vkMatmulWork
+		return parts, int64(M)*int64(N)*int64(K)*int64(batches) >= vkMatmulWork
 	}
-	return false
+	return 0, false
 }
 
 // vkMatMul is op(a) x op(b) (row-major, equal batches in ggml dims 2 and 3,
@@ -110,8 +111,11 @@ func (l *lowering) vkMatMul(a, b tensor, transA, transB bool) (tensor, bool) {
 	} else {
 		N = int(b.ne[0])
 	}
-	batches := int(a.ne[2] * a.ne[3])
-	if a.ne[2] != b.ne[2] || a.ne[3] != b.ne[3] || !l.d.useVKMatmul(M, N, K, batches) {
+	if a.ne[2] != b.ne[2] || a.ne[3] != b.ne[3] {
+		return nil, false
+	}
+	parts, ok := l.d.useVKMatmul(M, N, K, int(a.ne[2]*a.ne[3]))
+	if !ok {
 		return nil, false
 	}
 	ak, aRows := l.contiguous(a), 0
@@ -132,7 +136,7 @@ func (l *lowering) vkMatMul(a, b tensor, transA, transB bool) (tensor, bool) {
 		}
 		return C.ggml_reshape_3d(l.ctx, t, t.ne[0], t.ne[1], t.ne[2]*t.ne[3])
 	}
-	r := C.ag_vk_matmul(l.ctx, flat(ak), flat(bk), C.int(aRows), C.int(vkMatmulSplits(M, N, K, batches)))
+	r := C.ag_vk_matmul(l.ctx, flat(ak), flat(bk), C.int(aRows), C.int(parts))
 	if a.ne[3] != 1 {
 		r = C.ggml_reshape_4d(l.ctx, r, r.ne[0], r.ne[1], a.ne[2], a.ne[3])
 	}

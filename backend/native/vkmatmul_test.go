@@ -79,7 +79,7 @@ func TestMatmulKernel(t *testing.T) {
 func TestMatmulKernelSizes(t *testing.T) {
 	d := &device{vkMatmul: true}
 	t.Setenv(vkMatmulEnv, "")
-	if d.useVKMatmul(4096, 768, 3072, 1) {
+	if _, ok := d.useVKMatmul(4096, 768, 3072, 1); ok {
 		t.Errorf("useVKMatmul with %s unset took a product: the kernel is opt-in", vkMatmulEnv)
 	}
 	t.Setenv(vkMatmulEnv, "auto")
@@ -94,7 +94,7 @@ func TestMatmulKernelSizes(t *testing.T) {
 		{8, 8, 1 << 28, 1, false},       // K*M = 2^31
 		{512, 512, 64, 96, true},        // attention's batched products
 	} {
-		if got := d.useVKMatmul(c.m, c.n, c.k, c.batches); got != c.want {
+		if _, got := d.useVKMatmul(c.m, c.n, c.k, c.batches); got != c.want {
 			t.Errorf("useVKMatmul(%d, %d, %d, %d) = %t, want %t", c.m, c.n, c.k, c.batches, got, c.want)
 		}
 	}
