@@ -13,9 +13,10 @@
 #   gpt32    the same GPT in f32 on webgpu and ggml-vulkan per op (ag bench -profiled -ops), PyTorch f32 beside
 #   convnet  the convnet at batch 64 and 256 on both backends, PyTorch beside, and ggml-vulkan's step per op
 #   small    the transformer 4x256 (ctx 128, batch 32, dropout 0.1) on both backends, PyTorch beside
-#   vkmatmul ggml-vulkan's f32 products on ggml's mul_mat (the default) against ag's kernel (patch 0019,
-#            AG_GGML_MATMUL=auto; AG_GGML_MATMUL_A=copy beside on the GPT): matmul 1024-4096, the GPT 12x768, the
-#            MLP 8x4096, the transformer 4x256 and the convnet, then the GPT step per ggml op on the kernel
+#   vkmatmul ggml-vulkan's f32 products on ggml's mul_mat (AG_GGML_MATMUL=ggml), on the faster of it and ag's
+#            kernel (patch 0019) timed per shape (tune, the default) and on ag's kernel wherever it takes them (ag;
+#            AG_GGML_MATMUL_A=copy beside on the GPT): matmul 1024-4096, the GPT 12x768, the MLP 8x4096, the
+#            transformer 4x256 and the convnet, then the GPT's picks (AG_GGML_LOG=info) and its step per ggml op
 # An unknown part is refused before anything runs; a command that fails is reported and the rest go on, and the
 # exit status is the first failure's. About 6 minutes for all of them but vkmatmul (about 4 more) on an H100.
 set -uo pipefail
@@ -117,12 +118,12 @@ run() {
   if want vkmatmul; then
     {
       local v m
-      for v in ggml auto copy; do
-        m=$v
-        [ $v = copy ] && m=auto
-        if [ $v = copy ]; then echo "== AG_GGML_MATMUL=auto AG_GGML_MATMUL_A=copy"; else echo "== AG_GGML_MATMUL=$m"; fi
+      for v in ggml tune ag copy; do
+        m=$v a=rows
+        [ $v = copy ] && m=ag a=copy
+        if [ $v = copy ]; then echo "== AG_GGML_MATMUL=ag AG_GGML_MATMUL_A=copy"; else echo "== AG_GGML_MATMUL=$m"; fi
         [ $v = copy ] || { AG_GGML_MATMUL=$m timeout 60 $ag bench -device ggml-vulkan -matmul 1024,2048,4096 -batch '' -reps 10 2>&1 | grep " matmul"; ok "ag matmul $v" "${PIPESTATUS[0]}"; }
-        AG_GGML_MATMUL=$m AG_GGML_MATMUL_A=${v/#auto/rows} timeout 90 $ag bench -device ggml-vulkan -reps 5 "${gpt[@]}" 2>&1 | grep _step
+        AG_GGML_MATMUL=$m AG_GGML_MATMUL_A=$a timeout 90 $ag bench -device ggml-vulkan -reps 5 "${gpt[@]}" 2>&1 | grep _step
         ok "ag gpt32 $v" "${PIPESTATUS[0]}"
         [ $v = copy ] && continue
         AG_GGML_MATMUL=$m timeout 60 $ag bench -device ggml-vulkan -matmul '' -depth 8 -width 4096 -batch 1024,4096 -modes captured -reps 5 2>&1 | grep _step
@@ -135,7 +136,9 @@ run() {
       (cd bench && timeout 90 python3 torch_mlp.py --matmul 1024,2048,4096 --batch '' --depth 8 --width 4096 --device cuda --reps 10 | peerRows; exit "${PIPESTATUS[0]}")
       ok "torch matmul" $?
       echo
-      AG_GGML_MATMUL=auto GGML_VK_PERF_LOGGER=1 timeout 90 $ag bench -device ggml-vulkan -reps 1 -warmup 0 "${gpt[@]}" >/dev/null 2>"$O/perf-vkmatmul.err"
+      echo "== the GPT's f32 products, each timed on both kernels (AG_GGML_LOG=info)"
+      AG_GGML_LOG=info timeout 90 $ag bench -device ggml-vulkan -reps 1 -warmup 0 "${gpt[@]}" 2>&1 | grep "f32 product"
+      GGML_VK_PERF_LOGGER=1 timeout 90 $ag bench -device ggml-vulkan -reps 1 -warmup 0 "${gpt[@]}" >/dev/null 2>"$O/perf-vkmatmul.err"
       python3 bench/ggml_perop.py "$O/perf-vkmatmul.err" 30
       xz -f "$O/perf-vkmatmul.err"
     } > >(tee "$O/vkmatmul.txt") 2>&1

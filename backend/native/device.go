@@ -83,9 +83,12 @@ type device struct {
 	// or four per input (sumSquaresWaves).
 	sumSquares bool
 	// vkMatmul: f32 products may run on ag's matmul kernel (probeMatmul:
-	// ggml-vulkan's of patch 0019; AG_GGML_MATMUL, see useVKMatmul); else
+	// ggml-vulkan's of patch 0019; AG_GGML_MATMUL, see pickVKMatmul); else
 	// ggml's mul_mat.
 	vkMatmul bool
+	// mmTuned: tunedMatmul's measurements and picks by product, made at
+	// Compile (under mu).
+	mmTuned map[mmKey]mmChoice
 	// matrixCores: what ggml-vulkan said of the device's matrix cores
 	// ("KHR_coopmat", "NV_coopmat2"; "none" or "" without them, or in a
 	// ggml built without its cooperative-matrix shaders): f16 matmuls then

@@ -46,14 +46,14 @@
 // checked at Open); else the rows are centred by a mean and a subtraction
 // first (one-pass variance cancels far from 0). Under f16
 // matmul precision a round's f16 cast is what its products read, and its
-// cast back to f32 is made only where another node reads it. With
-// AG_GGML_MATMUL=auto, f32 products of at least 256^3 multiply-adds (M and
-// N multiples of 4) run on ag's own matmul on ggml-vulkan (patches/0019,
-// checked at Open, see vkmatmul.go): it reads A contiguous along M or K
-// and B along N, where ggml's mul_mat wants both along K (transposed
-// copies of a linear layer's weights and activations) and ran f32 at about
-// half the speed of ag's WGSL kernel of the same tiling; opt-in until
-// measured on a GPU.
+// cast back to f32 is made only where another node reads it. On a GPU,
+// each f32 product of at least 256^3 multiply-adds (M and N multiples of
+// 4) is timed, the first time a Compile meets its shape, on ggml's mul_mat
+// and on ag's own matmul (patches/0019, checked at Open, see vkmatmul.go
+// and vkmatmul_tune.go), and runs on the faster: ag's reads A contiguous
+// along M or K and B along N, where ggml's wants both along K (transposed
+// copies of a linear layer's weights and activations), and which wins
+// depends on the GPU and the shape. AG_GGML_LOG=info prints each timing.
 //
 // On ggml-cpu, whose mul_mat needs both operands contiguous along K, two
 // custom ops (ag_ggml.c) replace ggml's slow paths: A^T B (weight
@@ -78,9 +78,11 @@
 // device that has them, f32 ones and flash attention stay on the fp32
 // shaders (which GGML_VK_DISABLE_F16 alone would not ensure:
 // ggml/patches/*.coopmat.patch). For experiments: AG_GGML_MM_ROWS (0: never
-// split matmuls, a number: that many rows per block), AG_GGML_MATMUL (auto
-// or ag: f32 products on ag's kernel, see above; ggml, the default: on
-// ggml's mul_mat), AG_GGML_MATMUL_A=copy (the kernel reads A stored [M, K]
+// split matmuls, a number: that many rows per block), AG_GGML_MATMUL (tune,
+// the default on a GPU: timed as above; ag: every f32 product ag's kernel
+// takes on it; ggml, the default on a software device: none; another
+// value fails Open; ag or ggml also make the pick, and with it the order
+// of f32 sums, the same in every process), AG_GGML_MATMUL_A=copy (the kernel reads A stored [M, K]
 // as a transposed copy), AG_GGML_MATMUL_SPLIT (T,K: split K until T tiles
 // run, parts at least K deep), AG_GGML_ATTN (flash or
 // composite: attention's lowering, see attention.go), AG_GGML_SLAB=0 (a ggml

@@ -177,6 +177,9 @@ const f16Env = "AG_GGML_VK_F16"
 // device it cannot create, Vulkan older than 1.2), and a C++ exception would
 // abort the process.
 func (d vulkanDriver) Open() (backend.Backend, error) {
+	if err := checkVKMatmulEnv(); err != nil {
+		return nil, fmt.Errorf("native: %s: %w", VulkanName, err)
+	}
 	if a := d.Available(); !a.OK {
 		return nil, fmt.Errorf("native: %s is unavailable: %s", VulkanName, a.Why)
 	}

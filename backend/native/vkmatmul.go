@@ -10,22 +10,26 @@ import "C"
 import (
 	"fmt"
 	"os"
+	"slices"
 )
 
-// vkMatmulEnv picks ggml-vulkan's f32 product where probeMatmul saw patch
-// 0019's numbers: "auto" runs the products of at least vkMatmulWork
-// multiply-adds on ag's kernel, "ag" every product it takes; unset or
-// "ggml" none (ggml's mul_mat). The kernel is opt-in until it is measured
-// beside ggml's mul_mat on a GPU (bench/gpu-models.sh's part vkmatmul):
-// its tiling ran at 38-40 TFLOP/s as ag's WGSL kernel on an H200 where
-// ggml's f32 mul_mat ran a GPT step's products at about 20 on an H100, but
-// this GLSL build of it has run on lavapipe only.
+// vkMatmulEnv picks the kernel of ggml-vulkan's f32 products where
+// probeMatmul saw patch 0019's numbers: "tune" (the default on a GPU)
+// times each product of at least vkMatmulWork multiply-adds on both
+// kernels the first time a Compile meets it and keeps the faster
+// (tunedMatmul); "ag" runs every product the kernel takes on it; "ggml"
+// none (ggml's mul_mat, the default on a software device such as
+// lavapipe, whose timings say nothing of a GPU's). Another value fails
+// Open, naming it.
 const vkMatmulEnv = "AG_GGML_MATMUL"
 
-// vkMatmulAEnv: "copy" gives patch 0019's kernel an A stored [M, K] as a
-// transposed copy, [K, M]; unset or "rows" lets it read A as stored (K a
-// multiple of 4), transposing each tile into shared memory. For
-// side-by-side measurements.
+// vkMatmulModes are vkMatmulEnv's values ("" is the default).
+var vkMatmulModes = []string{"", "tune", "ag", "ggml"}
+
+// vkMatmulAEnv: with AG_GGML_MATMUL=ag, "copy" gives patch 0019's kernel
+// an A stored [M, K] as a transposed copy, [K, M]; unset or "rows" lets it
+// read A as stored (K a multiple of 4), transposing each tile into shared
+// memory. The tuner times both.
 const vkMatmulAEnv = "AG_GGML_MATMUL_A"
 
 // vkMatmulSplitEnv overrides vkMatmulTarget and vkMatmulMinK as "T,K" (for
@@ -33,9 +37,9 @@ const vkMatmulAEnv = "AG_GGML_MATMUL_A"
 const vkMatmulSplitEnv = "AG_GGML_MATMUL_SPLIT"
 
 const (
-	// vkMatmulWork is the least M*N*K (times the batches) that runs on
-	// patch 0019's kernel with AG_GGML_MATMUL=auto: 256^3, below which a
-	// product is mostly its launch.
+	// vkMatmulWork is the least M*N*K (times the batches) that is tuned
+	// (vkMatmulEnv): 256^3, below which a product is mostly its launch
+	// and stays on ggml's mul_mat.
 	vkMatmulWork = 1 << 24
 	// vkMatmulTile is the kernel's tile edge (ag_matmul.comp's BM, BN).
 	vkMatmulTile = 128
@@ -72,10 +76,10 @@ func vkMatmulSplits(M, N, K, batches int) int {
 	return max(s, ceilDiv(K, vkMatmulMaxK))
 }
 
-// useVKMatmul reports whether an f32 product of batches M x N x K products
-// runs on patch 0019's kernel (see vkMatmulEnv), and if so in how many
-// parts of K (vkMatmulSplits).
-func (d *device) useVKMatmul(M, N, K, batches int) (parts int, ok bool) {
+// vkMatmulFits reports whether patch 0019's kernel takes an f32 product of
+// batches M x N x K products on d, and if so in how many parts of K
+// (vkMatmulSplits).
+func (d *device) vkMatmulFits(M, N, K, batches int) (parts int, ok bool) {
 	if !d.vkMatmul || M%4 != 0 || N%4 != 0 {
 		return 0, false
 	}
@@ -85,20 +89,80 @@ func (d *device) useVKMatmul(M, N, K, batches int) (parts int, ok bool) {
 	if int64(batches)*int64(K)*int64(max(M, N)) >= most || int64(batches)*int64(parts)*int64(M)*int64(N) >= most {
 		return 0, false
 	}
+	return parts, true
+}
+
+// mmKernel is the kernel of an f32 product on ggml-vulkan.
+type mmKernel int8
+
+const (
+	mmFree   mmKernel = iota // lowering.mm: as vkMatmulEnv picks
+	mmGGML                   // ggml's mul_mat
+	mmAG                     // patch 0019's kernel, A stored [M, K] read as stored (K a multiple of 4)
+	mmAGCopy                 // patch 0019's kernel, A stored [M, K] read as a transposed copy
+)
+
+func (k mmKernel) String() string {
+	switch k {
+	case mmFree:
+		return "free"
+	case mmGGML:
+		return "ggml's mul_mat"
+	case mmAG:
+		return "ag's kernel (patch 0019)"
+	case mmAGCopy:
+		return "ag's kernel (patch 0019) on a transposed copy of A"
+	}
+	panic(fmt.Sprintf("native: unknown mmKernel %d", int8(k)))
+}
+
+// pickVKMatmul is the kernel of product k, which patch 0019's kernel takes
+// (vkMatmulFits): the lowering's forced one (the tuner's candidates), else
+// as vkMatmulEnv says.
+func (l *lowering) pickVKMatmul(k mmKey) mmKernel {
+	switch l.mm {
+	case mmGGML, mmAG, mmAGCopy:
+		return l.mm
+	case mmFree:
+	default:
+		panic(fmt.Sprintf("native: unknown mmKernel %d", int8(l.mm)))
+	}
 	switch os.Getenv(vkMatmulEnv) {
 	case "ag":
-		return parts, true
-	case "auto":
-		return parts, int64(M)*int64(N)*int64(K)*int64(batches) >= vkMatmulWork
+		if os.Getenv(vkMatmulAEnv) == "copy" {
+			return mmAGCopy
+		}
+		return mmAG
+	case "ggml":
+		return mmGGML
+	case "":
+		if l.d.software {
+			return mmGGML
+		}
+	case "tune":
+	default:
+		return mmGGML // Open refused it (checkVKMatmulEnv); set since
 	}
-	return 0, false
+	if k.work() < vkMatmulWork {
+		return mmGGML
+	}
+	return l.d.tunedMatmul(k)
+}
+
+// checkVKMatmulEnv is Open's check of vkMatmulEnv's value.
+func checkVKMatmulEnv() error {
+	if v := os.Getenv(vkMatmulEnv); !slices.Contains(vkMatmulModes, v) {
+		return fmt.Errorf("%s=%q: want tune, ag or ggml (or unset)", vkMatmulEnv, v)
+	}
+	return nil
 }
 
 // vkMatMul is op(a) x op(b) (row-major, equal batches in ggml dims 2 and 3,
 // see matMul) on patch 0019's kernel, which takes B stored [K, N] (not
 // transB) and A stored [K, M] (transA) or [M, K] (K a multiple of 4) as
 // they are, the others as transposed copies. ok is false where the kernel
-// does not take the product (useVKMatmul).
+// does not take the product (vkMatmulFits) or is not picked for it
+// (pickVKMatmul).
 func (l *lowering) vkMatMul(a, b tensor, transA, transB bool) (tensor, bool) {
 	var M, K, N int
 	if transA {
@@ -114,13 +178,17 @@ func (l *lowering) vkMatMul(a, b tensor, transA, transB bool) (tensor, bool) {
 	if a.ne[2] != b.ne[2] || a.ne[3] != b.ne[3] {
 		return nil, false
 	}
-	parts, ok := l.d.useVKMatmul(M, N, K, int(a.ne[2]*a.ne[3]))
+	parts, ok := l.d.vkMatmulFits(M, N, K, int(a.ne[2]*a.ne[3]))
 	if !ok {
+		return nil, false
+	}
+	kern := l.pickVKMatmul(mmKey{M: M, N: N, K: K, b2: int(a.ne[2]), b3: int(a.ne[3]), transA: transA, transB: transB})
+	if kern == mmGGML {
 		return nil, false
 	}
 	ak, aRows := l.contiguous(a), 0
 	if !transA {
-		if K%4 == 0 && os.Getenv(vkMatmulAEnv) != "copy" {
+		if K%4 == 0 && kern == mmAG {
 			aRows = 1
 		} else {
 			ak = l.transposed(a)

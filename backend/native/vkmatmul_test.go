@@ -5,6 +5,7 @@ package native
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/ag-go/ag/backend"
@@ -72,30 +73,117 @@ func TestMatmulKernel(t *testing.T) {
 	})
 }
 
-// The kernel is opt-in (AG_GGML_MATMUL=auto or ag); products whose
-// operands or partial products index past 2^31 elements stay on ggml's
-// mul_mat (the shader indexes in uint32); with auto the rest of the
-// kernel's share is decided by size alone.
+// Products whose operands or partial products index past 2^31 elements
+// stay on ggml's mul_mat (the shader indexes in uint32), as do M or N not
+// multiples of 4; AG_GGML_MATMUL picks among the rest, and a value it
+// does not know fails Open.
 func TestMatmulKernelSizes(t *testing.T) {
 	d := &device{vkMatmul: true}
-	t.Setenv(vkMatmulEnv, "")
-	if _, ok := d.useVKMatmul(4096, 768, 3072, 1); ok {
-		t.Errorf("useVKMatmul with %s unset took a product: the kernel is opt-in", vkMatmulEnv)
-	}
-	t.Setenv(vkMatmulEnv, "auto")
 	for _, c := range []struct {
 		m, n, k, batches int
 		want             bool
 	}{
 		{4096, 768, 3072, 1, true},
-		{64, 64, 64, 1, false},          // below vkMatmulWork
+		{64, 64, 64, 1, true},
 		{130, 768, 768, 1, false},       // M not a multiple of 4
 		{1 << 16, 1 << 15, 8, 1, false}, // M*N = 2^31 outputs
 		{8, 8, 1 << 28, 1, false},       // K*M = 2^31
 		{512, 512, 64, 96, true},        // attention's batched products
 	} {
-		if _, got := d.useVKMatmul(c.m, c.n, c.k, c.batches); got != c.want {
-			t.Errorf("useVKMatmul(%d, %d, %d, %d) = %t, want %t", c.m, c.n, c.k, c.batches, got, c.want)
+		if _, got := d.vkMatmulFits(c.m, c.n, c.k, c.batches); got != c.want {
+			t.Errorf("vkMatmulFits(%d, %d, %d, %d) = %t, want %t", c.m, c.n, c.k, c.batches, got, c.want)
 		}
 	}
+	big, small := mmKey{M: 4096, N: 768, K: 3072, b2: 1, b3: 1}, mmKey{M: 64, N: 64, K: 64, b2: 1, b3: 1}
+	for _, c := range []struct {
+		env, envA string
+		software  bool
+		key       mmKey
+		want      mmKernel
+	}{
+		{"ag", "", true, small, mmAG},
+		{"ag", "copy", false, big, mmAGCopy},
+		{"ggml", "", false, big, mmGGML},
+		{"", "", true, big, mmGGML},        // a software device's default: its timings say nothing of a GPU's
+		{"tune", "", false, small, mmGGML}, // below vkMatmulWork: not timed
+	} {
+		t.Setenv(vkMatmulEnv, c.env)
+		t.Setenv(vkMatmulAEnv, c.envA)
+		l := &lowering{d: &device{vkMatmul: true, software: c.software}}
+		if got := l.pickVKMatmul(c.key); got != c.want {
+			t.Errorf("%s=%q %s=%q, software %t: pickVKMatmul(%v) = %v, want %v", vkMatmulEnv, c.env, vkMatmulAEnv, c.envA, c.software, c.key, got, c.want)
+		}
+	}
+	t.Setenv(vkMatmulEnv, "auto")
+	if err := checkVKMatmulEnv(); err == nil || !strings.Contains(err.Error(), `AG_GGML_MATMUL="auto"`) {
+		t.Errorf("checkVKMatmulEnv with %s=auto: %v, want an error naming it", vkMatmulEnv, err)
+	}
+	if _, err := backend.Open(VulkanName); err == nil || !strings.Contains(err.Error(), `AG_GGML_MATMUL="auto"`) {
+		t.Errorf("Open(%s) with %s=auto: %v, want an error naming it", VulkanName, vkMatmulEnv, err)
+	}
+}
+
+// With AG_GGML_MATMUL=tune a product is timed on each candidate kernel
+// the first time it is lowered (each the fastest of tuneRuns runs) and
+// runs on the one picked, the pick kept for the next Compile; each gives
+// the exact product. Which wins on lavapipe says nothing (tuning is off
+// there by default): the test checks the mechanism, not the pick.
+func TestMatmulTune(t *testing.T) {
+	onVulkan(t, func(t *testing.T, be backend.Backend, d *device) {
+		if !d.vkMatmul {
+			t.Fatal("probeMatmul refused patch 0019's kernel (a ggml built without it? AG_GGML_LOG=info says why)")
+		}
+		t.Setenv(vkMatmulEnv, "tune")
+		const n = 256 // vkMatmulWork: the least product timed
+		rng := rand.New(rand.NewPCG(7, 7))
+		eighths := func(n int) []float32 {
+			v := make([]float32, n)
+			for i := range v {
+				v[i] = float32(rng.IntN(17)-8) / 8
+			}
+			return v
+		}
+		for _, transA := range []bool{true, false} { // two candidates; three (A read as stored or copied)
+			key := mmKey{M: n, N: n, K: n, b2: 1, b3: 1, transA: transA}
+			g := &backend.Graph{NumArgs: 3, Nodes: []backend.Node{arg(0, n, n), arg(1, n, n),
+				{Op: backend.OpMatMul, In: []int{0, 1}, Shape: []int{n, n}, TransA: transA}},
+				Outputs: []backend.Output{{Node: 2, Arg: 2}}}
+			delete(d.mmTuned, key)
+			ops := loweredOps(t, d, g)
+			c, ok := d.mmTuned[key]
+			if !ok {
+				t.Fatalf("lowering a %v product tuned nothing: %v", key, d.mmTuned)
+			}
+			cands := tuneCandidates(key)
+			if c.why != "" || len(c.t) != len(cands) {
+				t.Fatalf("%v: the tuner timed %v of %v: %s", key, c.t, cands, c.why)
+			}
+			best := mmGGML
+			for _, kern := range cands {
+				if c.t[kern] <= 0 {
+					t.Errorf("%v: %v timed at %v", key, kern, c.t[kern])
+				}
+				if kern != mmGGML && float64(c.t[kern]) <= tuneMargin*float64(c.t[mmGGML]) && c.t[kern] < c.t[best] {
+					best = kern
+				}
+			}
+			if c.pick != best {
+				t.Errorf("%v: picked %v, timed %v", key, c.pick, c.t)
+			}
+			if on := strings.Contains(ops, "CUSTOM(vulkan_kernel)"); on != (c.pick != mmGGML) || on == strings.Contains(ops, "MUL_MAT") {
+				t.Errorf("%v: picked %v, lowered to %s", key, c.pick, ops)
+			}
+			t.Logf("%v: %v: %v", key, c.t, c.pick)
+			runAndCompare(t, be, g, [][]float32{eighths(n * n), eighths(n * n), make([]float32, n*n)}, 0)
+			if again := d.mmTuned[key]; again.pick != c.pick || fmt.Sprint(again.t) != fmt.Sprint(c.t) {
+				t.Errorf("%v: Compile timed the product again: %+v, then %+v", key, c, again)
+			}
+		}
+		// a product whose candidates would take more than tuneMaxBytes
+		// is not timed and stays on ggml's mul_mat
+		huge := mmKey{M: 16384, N: 16384, K: 4096, b2: 1, b3: 1}
+		if c := d.tuneMatmul(huge); c.pick != mmGGML || !strings.Contains(c.why, "not timed") || len(c.t) != 0 {
+			t.Errorf("tuneMatmul(%v) = %+v, want ggml's mul_mat, not timed", huge, c)
+		}
+	})
 }
