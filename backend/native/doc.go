@@ -50,7 +50,8 @@
 // each f32 product of at least 256^3 multiply-adds (M and N multiples of
 // 4) is timed, the first time a Compile meets its shape, on ggml's mul_mat
 // and on ag's own matmul (patches/0019, checked at Open, see vkmatmul.go
-// and vkmatmul_tune.go), and runs on the faster: ag's reads A contiguous
+// and vkmatmul_tune.go; A read as stored and as a transposed copy, K in
+// more parts where few tiles run), and runs on the fastest: ag's reads A contiguous
 // along M or K and B along N, where ggml's wants both along K (transposed
 // copies of a linear layer's weights and activations), and which wins
 // depends on the GPU and the shape. AG_GGML_LOG=info prints each timing.

@@ -79,8 +79,8 @@ type lowering struct {
 	// get no ggml node of their own; each unpack that reads one gathers
 	// its 16-bit records itself (see unpackRows).
 	words []bool
-	// mm forces the kernel of f32 products (the tuner's lowerings).
-	mm mmKernel
+	// mm forces the plan of f32 products (the tuner's lowerings).
+	mm mmPlan
 }
 
 type outCopy struct{ end, node int }

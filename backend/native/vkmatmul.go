@@ -116,35 +116,49 @@ func (k mmKernel) String() string {
 	panic(fmt.Sprintf("native: unknown mmKernel %d", int8(k)))
 }
 
-// pickVKMatmul is the kernel of product k, which patch 0019's kernel takes
+// mmPlan is how an f32 product runs on ggml-vulkan: its kernel and, for
+// patch 0019's, the parts K is split into (0: vkMatmulSplits').
+type mmPlan struct {
+	kern  mmKernel
+	split int
+}
+
+func (p mmPlan) String() string {
+	if p.split > 0 {
+		return fmt.Sprintf("%v, K in %d parts", p.kern, p.split)
+	}
+	return p.kern.String()
+}
+
+// pickVKMatmul is the plan of product k, which patch 0019's kernel takes
 // (vkMatmulFits): the lowering's forced one (the tuner's candidates), else
 // as vkMatmulEnv says.
-func (l *lowering) pickVKMatmul(k mmKey) mmKernel {
-	switch l.mm {
+func (l *lowering) pickVKMatmul(k mmKey) mmPlan {
+	switch l.mm.kern {
 	case mmGGML, mmAG, mmAGCopy:
 		return l.mm
 	case mmFree:
 	default:
-		panic(fmt.Sprintf("native: unknown mmKernel %d", int8(l.mm)))
+		panic(fmt.Sprintf("native: unknown mmKernel %d", int8(l.mm.kern)))
 	}
 	switch os.Getenv(vkMatmulEnv) {
 	case "ag":
 		if os.Getenv(vkMatmulAEnv) == "copy" {
-			return mmAGCopy
+			return mmPlan{kern: mmAGCopy}
 		}
-		return mmAG
+		return mmPlan{kern: mmAG}
 	case "ggml":
-		return mmGGML
+		return mmPlan{kern: mmGGML}
 	case "":
 		if l.d.software {
-			return mmGGML
+			return mmPlan{kern: mmGGML}
 		}
 	case "tune":
 	default:
-		return mmGGML // Open refused it (checkVKMatmulEnv); set since
+		return mmPlan{kern: mmGGML} // Open refused it (checkVKMatmulEnv); set since
 	}
 	if k.work() < vkMatmulWork {
-		return mmGGML
+		return mmPlan{kern: mmGGML}
 	}
 	return l.d.tunedMatmul(k)
 }
@@ -182,13 +196,16 @@ func (l *lowering) vkMatMul(a, b tensor, transA, transB bool) (tensor, bool) {
 	if !ok {
 		return nil, false
 	}
-	kern := l.pickVKMatmul(mmKey{M: M, N: N, K: K, b2: int(a.ne[2]), b3: int(a.ne[3]), transA: transA, transB: transB})
-	if kern == mmGGML {
+	plan := l.pickVKMatmul(mmKey{M: M, N: N, K: K, b2: int(a.ne[2]), b3: int(a.ne[3]), transA: transA, transB: transB})
+	if plan.kern == mmGGML {
 		return nil, false
+	}
+	if plan.split > 0 {
+		parts = plan.split // a split the tuner timed (tuneCandidates checked its bounds)
 	}
 	ak, aRows := l.contiguous(a), 0
 	if !transA {
-		if K%4 == 0 && kern == mmAG {
+		if K%4 == 0 && plan.kern == mmAG {
 			aRows = 1
 		} else {
 			ak = l.transposed(a)

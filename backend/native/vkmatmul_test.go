@@ -110,7 +110,7 @@ func TestMatmulKernelSizes(t *testing.T) {
 		t.Setenv(vkMatmulEnv, c.env)
 		t.Setenv(vkMatmulAEnv, c.envA)
 		l := &lowering{d: &device{vkMatmul: true, software: c.software}}
-		if got := l.pickVKMatmul(c.key); got != c.want {
+		if got := l.pickVKMatmul(c.key); got != (mmPlan{kern: c.want}) {
 			t.Errorf("%s=%q %s=%q, software %t: pickVKMatmul(%v) = %v, want %v", vkMatmulEnv, c.env, vkMatmulAEnv, c.envA, c.software, c.key, got, c.want)
 		}
 	}
@@ -123,18 +123,17 @@ func TestMatmulKernelSizes(t *testing.T) {
 	}
 }
 
-// With AG_GGML_MATMUL=tune a product is timed on each candidate kernel
-// the first time it is lowered (each the fastest of tuneRuns runs) and
-// runs on the one picked, the pick kept for the next Compile; each gives
-// the exact product. Which wins on lavapipe says nothing (tuning is off
-// there by default): the test checks the mechanism, not the pick.
+// With AG_GGML_MATMUL=tune a product is timed on each candidate plan the
+// first time it is lowered (each the fastest of tuneRuns runs) and runs on
+// the one picked, the pick kept for the next Compile; each gives the exact
+// product. Which wins on lavapipe says nothing (tuning is off there by
+// default): the test checks the mechanism, not the pick.
 func TestMatmulTune(t *testing.T) {
 	onVulkan(t, func(t *testing.T, be backend.Backend, d *device) {
 		if !d.vkMatmul {
 			t.Fatal("probeMatmul refused patch 0019's kernel (a ggml built without it? AG_GGML_LOG=info says why)")
 		}
 		t.Setenv(vkMatmulEnv, "tune")
-		const n = 256 // vkMatmulWork: the least product timed
 		rng := rand.New(rand.NewPCG(7, 7))
 		eighths := func(n int) []float32 {
 			v := make([]float32, n)
@@ -143,46 +142,73 @@ func TestMatmulTune(t *testing.T) {
 			}
 			return v
 		}
-		for _, transA := range []bool{true, false} { // two candidates; three (A read as stored or copied)
-			key := mmKey{M: n, N: n, K: n, b2: 1, b3: 1, transA: transA}
-			g := &backend.Graph{NumArgs: 3, Nodes: []backend.Node{arg(0, n, n), arg(1, n, n),
-				{Op: backend.OpMatMul, In: []int{0, 1}, Shape: []int{n, n}, TransA: transA}},
+		for _, c := range []struct {
+			m, n, k int
+			transA  bool
+			plans   int
+		}{
+			{256, 256, 256, true, 2},   // ggml; ag (vkMatmulWork: the least product timed)
+			{256, 256, 256, false, 3},  // and ag on a copy of A
+			{128, 128, 1024, true, 3},  // ggml; ag in 2 and 4 parts of K (one tile)
+			{128, 128, 1024, false, 5}, // the same on a copy of A
+		} {
+			key := mmKey{M: c.m, N: c.n, K: c.k, b2: 1, b3: 1, transA: c.transA}
+			as := []int{c.m, c.k}
+			if c.transA {
+				as = []int{c.k, c.m}
+			}
+			g := &backend.Graph{NumArgs: 3, Nodes: []backend.Node{arg(0, as...), arg(1, c.k, c.n),
+				{Op: backend.OpMatMul, In: []int{0, 1}, Shape: []int{c.m, c.n}, TransA: c.transA}},
 				Outputs: []backend.Output{{Node: 2, Arg: 2}}}
 			delete(d.mmTuned, key)
 			ops := loweredOps(t, d, g)
-			c, ok := d.mmTuned[key]
+			ch, ok := d.mmTuned[key]
 			if !ok {
 				t.Fatalf("lowering a %v product tuned nothing: %v", key, d.mmTuned)
 			}
 			cands := tuneCandidates(key)
-			if c.why != "" || len(c.t) != len(cands) {
-				t.Fatalf("%v: the tuner timed %v of %v: %s", key, c.t, cands, c.why)
+			if len(cands) != c.plans || ch.why != "" || len(ch.t) != len(cands) {
+				t.Fatalf("%v: the tuner timed %v of %v, want %d plans: %s", key, ch.t, cands, c.plans, ch.why)
 			}
-			best := mmGGML
-			for _, kern := range cands {
-				if c.t[kern] <= 0 {
-					t.Errorf("%v: %v timed at %v", key, kern, c.t[kern])
+			ggml := mmPlan{kern: mmGGML}
+			best := ggml
+			for _, p := range cands {
+				if ch.t[p] <= 0 {
+					t.Errorf("%v: %v timed at %v", key, p, ch.t[p])
 				}
-				if kern != mmGGML && float64(c.t[kern]) <= tuneMargin*float64(c.t[mmGGML]) && c.t[kern] < c.t[best] {
-					best = kern
+				if p != ggml && float64(ch.t[p]) <= tuneMargin*float64(ch.t[ggml]) && ch.t[p] < ch.t[best] {
+					best = p
 				}
 			}
-			if c.pick != best {
-				t.Errorf("%v: picked %v, timed %v", key, c.pick, c.t)
+			if ch.pick != best {
+				t.Errorf("%v: picked %v, timed %v", key, ch.pick, ch.t)
 			}
-			if on := strings.Contains(ops, "CUSTOM(vulkan_kernel)"); on != (c.pick != mmGGML) || on == strings.Contains(ops, "MUL_MAT") {
-				t.Errorf("%v: picked %v, lowered to %s", key, c.pick, ops)
+			want := "MUL_MAT"
+			switch {
+			case ch.pick.kern == mmGGML:
+			case ch.pick.split > 1 || ch.pick.split == 0 && vkMatmulSplits(c.m, c.n, c.k, 1) > 1:
+				want = "CUSTOM(vulkan_kernel)=2" // the parts, then their sum
+			default:
+				want = "CUSTOM(vulkan_kernel)=1"
 			}
-			t.Logf("%v: %v: %v", key, c.t, c.pick)
-			runAndCompare(t, be, g, [][]float32{eighths(n * n), eighths(n * n), make([]float32, n*n)}, 0)
-			if again := d.mmTuned[key]; again.pick != c.pick || fmt.Sprint(again.t) != fmt.Sprint(c.t) {
-				t.Errorf("%v: Compile timed the product again: %+v, then %+v", key, c, again)
+			if !strings.Contains(ops, want) || (ch.pick.kern == mmGGML) == strings.Contains(ops, "CUSTOM(vulkan_kernel)") {
+				t.Errorf("%v: picked %v, lowered to %s, want %s", key, ch.pick, ops, want)
+			}
+			t.Logf("%v: %v: %v", key, ch.t, ch.pick)
+			runAndCompare(t, be, g, [][]float32{eighths(c.m * c.k), eighths(c.k * c.n), make([]float32, c.m*c.n)}, 0)
+			if again := d.mmTuned[key]; again.pick != ch.pick || fmt.Sprint(again.t) != fmt.Sprint(ch.t) {
+				t.Errorf("%v: Compile timed the product again: %+v, then %+v", key, ch, again)
+			}
+			// every candidate plan computes the exact product
+			for _, p := range cands {
+				d.mmTuned[key] = mmChoice{pick: p, t: ch.t}
+				runAndCompare(t, be, g, [][]float32{eighths(c.m * c.k), eighths(c.k * c.n), make([]float32, c.m*c.n)}, 0)
 			}
 		}
 		// a product whose candidates would take more than tuneMaxBytes
 		// is not timed and stays on ggml's mul_mat
 		huge := mmKey{M: 16384, N: 16384, K: 4096, b2: 1, b3: 1}
-		if c := d.tuneMatmul(huge); c.pick != mmGGML || !strings.Contains(c.why, "not timed") || len(c.t) != 0 {
+		if c := d.tuneMatmul(huge); c.pick != (mmPlan{kern: mmGGML}) || !strings.Contains(c.why, "not timed") || len(c.t) != 0 {
 			t.Errorf("tuneMatmul(%v) = %+v, want ggml's mul_mat, not timed", huge, c)
 		}
 	})

@@ -26,7 +26,7 @@ import (
 // process that must repeat another's sums bit for bit sets
 // AG_GGML_MATMUL=ggml or ag. A stored [M, K] is timed both as read where
 // it is, each tile transposed into shared memory, and as a transposed copy
-// first.
+// first; a product of few tiles also with K split into twice the parts.
 
 // mmKey is one f32 product as matMul meets it: M x N outputs over K,
 // batches b2 x b3 (ggml dims 2 and 3), A and B stored transposed or not.
@@ -55,11 +55,11 @@ func (k mmKey) String() string {
 }
 
 // mmChoice is tunedMatmul's measurement of one product: each candidate
-// kernel's fastest of tuneRuns runs (by mmKernel; none where nothing was
+// kernel's fastest of tuneRuns runs (by plan; none where nothing was
 // timed, and why) and the pick.
 type mmChoice struct {
-	pick mmKernel
-	t    map[mmKernel]time.Duration
+	pick mmPlan
+	t    map[mmPlan]time.Duration
 	why  string
 }
 
@@ -83,6 +83,10 @@ const (
 	// share of ggml's time, so that two kernels within the noise do not
 	// change places from one process to the next.
 	tuneMargin = 0.95
+	// tuneSplitTiles: products of fewer tiles (times vkMatmulSplits'
+	// parts) are also timed with K in twice as many parts: up to about
+	// four waves on a GPU of 132 SMs, where the last wave's share idles.
+	tuneSplitTiles = 4 * vkMatmulTarget
 	// tuneSlow: a candidate's first run longer than this leaves one timed
 	// run of each (a GPU runs a graph of tuneWork in well under 10 ms).
 	tuneSlow = 50 * time.Millisecond
@@ -91,9 +95,9 @@ const (
 	tuneNodesPerRep = 32
 )
 
-// tunedMatmul is the kernel of product k: the fastest in tuneMatmul's
+// tunedMatmul is the plan of product k: the fastest in tuneMatmul's
 // timing, made once per product (Compile holds d.mu).
-func (d *device) tunedMatmul(k mmKey) mmKernel {
+func (d *device) tunedMatmul(k mmKey) mmPlan {
 	if c, ok := d.mmTuned[k]; ok {
 		return c.pick
 	}
@@ -107,10 +111,8 @@ func (d *device) tunedMatmul(k mmKey) mmKernel {
 			fmt.Fprintf(os.Stderr, "native: %s: f32 product %v: %s: %v\n", d.name, k, c.why, c.pick)
 		} else {
 			var times []string
-			for _, kern := range []mmKernel{mmGGML, mmAG, mmAGCopy} {
-				if t, ok := c.t[kern]; ok {
-					times = append(times, fmt.Sprintf("%v %v", kern, t))
-				}
+			for _, p := range tuneCandidates(k) {
+				times = append(times, fmt.Sprintf("%v %v", p, c.t[p]))
 			}
 			fmt.Fprintf(os.Stderr, "native: %s: f32 product %v: %s: %v\n", d.name, k, strings.Join(times, ", "), c.pick)
 		}
@@ -118,12 +120,30 @@ func (d *device) tunedMatmul(k mmKey) mmKernel {
 	return c.pick
 }
 
-// tuneCandidates are the kernels tuneMatmul times for product k.
-func tuneCandidates(k mmKey) []mmKernel {
+// tuneCandidates are the plans tuneMatmul times for product k: ggml's
+// mul_mat; ag's kernel (on a transposed copy of A too, where A is stored
+// [M, K] with K a multiple of 4); and, where vkMatmulSplits leaves fewer
+// than tuneSplitTiles tiles, each with K in twice as many parts (more
+// workgroups to fill a GPU whose tiles would run in a wave and a part).
+func tuneCandidates(k mmKey) []mmPlan {
+	kerns := []mmKernel{mmAG}
 	if !k.transA && k.K%4 == 0 {
-		return []mmKernel{mmGGML, mmAG, mmAGCopy}
+		kerns = append(kerns, mmAGCopy)
 	}
-	return []mmKernel{mmGGML, mmAG} // A is read as stored or copied either way
+	batches := k.b2 * k.b3
+	parts := vkMatmulSplits(k.M, k.N, k.K, batches)
+	tiles := ceilDiv(k.M, vkMatmulTile) * ceilDiv(k.N, vkMatmulTile) * batches
+	s := 2 * parts
+	split := tiles*parts < tuneSplitTiles && s <= vkMatmulMaxSplit && k.K/s >= vkMatmulMinK/2 &&
+		int64(batches)*int64(s)*int64(k.M)*int64(k.N) < 1<<31
+	plans := []mmPlan{{kern: mmGGML}}
+	for _, kern := range kerns {
+		plans = append(plans, mmPlan{kern: kern})
+		if split {
+			plans = append(plans, mmPlan{kern: kern, split: s})
+		}
+	}
+	return plans
 }
 
 // tuneMatmul times product k on each candidate kernel: operands of its
@@ -135,7 +155,7 @@ func tuneCandidates(k mmKey) []mmKernel {
 func (d *device) tuneMatmul(k mmKey) mmChoice {
 	cands := tuneCandidates(k)
 	batches := k.b2 * k.b3
-	parts := vkMatmulSplits(k.M, k.N, k.K, batches)
+	parts := 2 * vkMatmulSplits(k.M, k.N, k.K, batches) // a split candidate's at most
 	in := 4 * int64(batches) * (int64(k.M)*int64(k.K) + int64(k.K)*int64(k.N))
 	// per repetition and kernel, at most: transposed copies of both
 	// operands, the partial products and the result
@@ -149,12 +169,12 @@ func (d *device) tuneMatmul(k mmKey) mmChoice {
 		reps--
 	}
 	if bytes(reps) > tuneMaxBytes {
-		return mmChoice{pick: mmGGML, why: fmt.Sprintf("not timed: the candidates' graphs would take %d bytes, more than %d", bytes(reps), tuneMaxBytes)}
+		return mmChoice{pick: mmPlan{kern: mmGGML}, why: fmt.Sprintf("not timed: the candidates' graphs would take %d bytes, more than %d", bytes(reps), tuneMaxBytes)}
 	}
 	nodes := 2 + len(cands)*reps*tuneNodesPerRep
 	ctx := C.ggml_init(C.struct_ggml_init_params{mem_size: C.size_t(nodes)*C.ggml_tensor_overhead() + C.size_t(len(cands))*C.ggml_graph_overhead(), no_alloc: true})
 	if ctx == nil {
-		return mmChoice{pick: mmGGML, why: "not timed: ggml_init failed"}
+		return mmChoice{pick: mmPlan{kern: mmGGML}, why: "not timed: ggml_init failed"}
 	}
 	defer C.ggml_free(ctx)
 	ne := func(rows, cols int) tensor { // a row-major [rows, cols] per batch
@@ -169,8 +189,8 @@ func (d *device) tuneMatmul(k mmKey) mmChoice {
 	}
 	l := &lowering{d: d, ctx: ctx, cctx: ctx}
 	graphs := make([]*C.struct_ggml_cgraph, len(cands))
-	for c, kern := range cands {
-		l.mm = kern
+	for c, plan := range cands {
+		l.mm = plan
 		gf := C.ggml_new_graph(ctx)
 		for range reps {
 			l.tmemo = nil // each repetition makes its own copies, as a step's products do
@@ -178,18 +198,18 @@ func (d *device) tuneMatmul(k mmKey) mmChoice {
 		}
 		for i := range int(C.ggml_graph_n_nodes(gf)) {
 			if !C.ggml_backend_supports_op(d.be, C.ggml_graph_node(gf, C.int(i))) {
-				return mmChoice{pick: mmGGML, why: fmt.Sprintf("not timed: the device refuses a node of %v's graph", kern)}
+				return mmChoice{pick: mmPlan{kern: mmGGML}, why: fmt.Sprintf("not timed: the device refuses a node of %v's graph", plan)}
 			}
 		}
 		graphs[c] = gf
 	}
 	buf := C.ggml_backend_alloc_ctx_tensors(ctx, d.be)
 	if buf == nil {
-		return mmChoice{pick: mmGGML, why: fmt.Sprintf("not timed: allocating about %d bytes on the device failed", bytes(reps))}
+		return mmChoice{pick: mmPlan{kern: mmGGML}, why: fmt.Sprintf("not timed: allocating about %d bytes on the device failed", bytes(reps))}
 	}
 	defer d.freeProbe(buf)
 	C.ggml_backend_buffer_clear(buf, 0)
-	c := mmChoice{pick: mmGGML, t: map[mmKernel]time.Duration{}}
+	c := mmChoice{pick: mmPlan{kern: mmGGML}, t: map[mmPlan]time.Duration{}}
 	runs := tuneRuns
 	for run := 0; run <= runs; run++ {
 		for i, gf := range graphs {
@@ -197,7 +217,7 @@ func (d *device) tuneMatmul(k mmKey) mmChoice {
 			st := C.ggml_backend_graph_compute(d.be, gf) // returns when the device is done
 			el := time.Since(t0)
 			if st != C.GGML_STATUS_SUCCESS {
-				return mmChoice{pick: mmGGML, why: fmt.Sprintf("not timed: %v's graph compute failed (status %d)", cands[i], int(st))}
+				return mmChoice{pick: mmPlan{kern: mmGGML}, why: fmt.Sprintf("not timed: %v's graph compute failed (status %d)", cands[i], int(st))}
 			}
 			// the first run compiles pipelines and warms caches
 			if t, ok := c.t[cands[i]]; run > 0 && (!ok || el < t) {
@@ -208,10 +228,11 @@ func (d *device) tuneMatmul(k mmKey) mmChoice {
 			}
 		}
 	}
-	best := c.t[mmGGML]
-	for _, kern := range cands[1:] {
-		if t := c.t[kern]; float64(t) <= tuneMargin*float64(c.t[mmGGML]) && t < best {
-			c.pick, best = kern, t
+	ggml := mmPlan{kern: mmGGML}
+	best := c.t[ggml]
+	for _, p := range cands[1:] {
+		if t := c.t[p]; float64(t) <= tuneMargin*float64(c.t[ggml]) && t < best {
+			c.pick, best = p, t
 		}
 	}
 	return c
