@@ -143,22 +143,32 @@ func TestMatmulTune(t *testing.T) {
 			return v
 		}
 		for _, c := range []struct {
-			m, n, k int
-			transA  bool
-			plans   int
+			b3, b2, m, n, k int
+			transA, transB  bool
+			plans           int
 		}{
-			{256, 256, 256, true, 2},   // ggml; ag (vkMatmulWork: the least product timed)
-			{256, 256, 256, false, 3},  // and ag on a copy of A
-			{128, 128, 1024, true, 3},  // ggml; ag in 2 and 4 parts of K (one tile)
-			{128, 128, 1024, false, 5}, // the same on a copy of A
+			{1, 1, 256, 256, 256, true, false, 2},   // ggml; ag (vkMatmulWork: the least product timed)
+			{1, 1, 256, 256, 256, false, false, 3},  // and ag on a copy of A
+			{1, 1, 128, 128, 1024, true, false, 3},  // ggml; ag in 2 and 4 parts of K (one tile)
+			{1, 1, 128, 128, 1024, false, false, 5}, // the same on a copy of A
+			{2, 3, 128, 64, 384, false, true, 3},    // batches in ggml dims 2 and 3, B transposed
 		} {
-			key := mmKey{M: c.m, N: c.n, K: c.k, b2: 1, b3: 1, transA: c.transA}
-			as := []int{c.m, c.k}
-			if c.transA {
-				as = []int{c.k, c.m}
+			batches := c.b3 * c.b2
+			key := mmKey{M: c.m, N: c.n, K: c.k, b2: c.b2, b3: c.b3, transA: c.transA, transB: c.transB}
+			lead := []int{c.b3, c.b2}
+			if batches == 1 {
+				lead = nil
 			}
-			g := &backend.Graph{NumArgs: 3, Nodes: []backend.Node{arg(0, as...), arg(1, c.k, c.n),
-				{Op: backend.OpMatMul, In: []int{0, 1}, Shape: []int{c.m, c.n}, TransA: c.transA}},
+			shape := func(r, c int) []int { return append(append([]int{}, lead...), r, c) }
+			as, bs := shape(c.m, c.k), shape(c.k, c.n)
+			if c.transA {
+				as = shape(c.k, c.m)
+			}
+			if c.transB {
+				bs = shape(c.n, c.k)
+			}
+			g := &backend.Graph{NumArgs: 3, Nodes: []backend.Node{arg(0, as...), arg(1, bs...),
+				{Op: backend.OpMatMul, In: []int{0, 1}, Shape: shape(c.m, c.n), TransA: c.transA, TransB: c.transB}},
 				Outputs: []backend.Output{{Node: 2, Arg: 2}}}
 			delete(d.mmTuned, key)
 			ops := loweredOps(t, d, g)
@@ -186,7 +196,7 @@ func TestMatmulTune(t *testing.T) {
 			want := "MUL_MAT"
 			switch {
 			case ch.pick.kern == mmGGML:
-			case ch.pick.split > 1 || ch.pick.split == 0 && vkMatmulSplits(c.m, c.n, c.k, 1) > 1:
+			case ch.pick.split > 1 || ch.pick.split == 0 && vkMatmulSplits(c.m, c.n, c.k, batches) > 1:
 				want = "CUSTOM(vulkan_kernel)=2" // the parts, then their sum
 			default:
 				want = "CUSTOM(vulkan_kernel)=1"
@@ -195,14 +205,17 @@ func TestMatmulTune(t *testing.T) {
 				t.Errorf("%v: picked %v, lowered to %s, want %s", key, ch.pick, ops, want)
 			}
 			t.Logf("%v: %v: %v", key, ch.t, ch.pick)
-			runAndCompare(t, be, g, [][]float32{eighths(c.m * c.k), eighths(c.k * c.n), make([]float32, c.m*c.n)}, 0)
+			args := func() [][]float32 {
+				return [][]float32{eighths(batches * c.m * c.k), eighths(batches * c.k * c.n), make([]float32, batches*c.m*c.n)}
+			}
+			runAndCompare(t, be, g, args(), 0)
 			if again := d.mmTuned[key]; again.pick != ch.pick || fmt.Sprint(again.t) != fmt.Sprint(ch.t) {
 				t.Errorf("%v: Compile timed the product again: %+v, then %+v", key, ch, again)
 			}
 			// every candidate plan computes the exact product
 			for _, p := range cands {
 				d.mmTuned[key] = mmChoice{pick: p, t: ch.t}
-				runAndCompare(t, be, g, [][]float32{eighths(c.m * c.k), eighths(c.k * c.n), make([]float32, c.m*c.n)}, 0)
+				runAndCompare(t, be, g, args(), 0)
 			}
 		}
 		// a product whose candidates would take more than tuneMaxBytes
