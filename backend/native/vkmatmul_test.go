@@ -57,15 +57,7 @@ func TestMatmulKernel(t *testing.T) {
 						want = "CUSTOM(vulkan_kernel)=2"
 					}
 					wantKernels(t, d, d.vkMatmul, "probeMatmul", "0019", loweredOps(t, d, g), want, "MUL_MAT")
-					// eighths: every product and sum is exact in f32, whatever its order
-					eighths := func(n int) []float32 {
-						v := make([]float32, n)
-						for i := range v {
-							v[i] = float32(rng.IntN(17)-8) / 8
-						}
-						return v
-					}
-					args := [][]float32{eighths(backend.NumElems(as)), eighths(backend.NumElems(bs)), make([]float32, c.batch*c.m*c.n)}
+					args := [][]float32{eighths(rng, backend.NumElems(as)), eighths(rng, backend.NumElems(bs)), make([]float32, c.batch*c.m*c.n)}
 					runAndCompare(t, be, g, args, 0)
 				})
 			}
@@ -135,13 +127,6 @@ func TestMatmulTune(t *testing.T) {
 		}
 		t.Setenv(vkMatmulEnv, "tune")
 		rng := rand.New(rand.NewPCG(7, 7))
-		eighths := func(n int) []float32 {
-			v := make([]float32, n)
-			for i := range v {
-				v[i] = float32(rng.IntN(17)-8) / 8
-			}
-			return v
-		}
 		for _, c := range []struct {
 			b3, b2, m, n, k int
 			transA, transB  bool
@@ -206,7 +191,7 @@ func TestMatmulTune(t *testing.T) {
 			}
 			t.Logf("%v: %v: %v", key, ch.t, ch.pick)
 			args := func() [][]float32 {
-				return [][]float32{eighths(batches * c.m * c.k), eighths(batches * c.k * c.n), make([]float32, batches*c.m*c.n)}
+				return [][]float32{eighths(rng, batches*c.m*c.k), eighths(rng, batches*c.k*c.n), make([]float32, batches*c.m*c.n)}
 			}
 			runAndCompare(t, be, g, args(), 0)
 			if again := d.mmTuned[key]; again.pick != ch.pick || fmt.Sprint(again.t) != fmt.Sprint(ch.t) {
@@ -225,4 +210,15 @@ func TestMatmulTune(t *testing.T) {
 			t.Errorf("tuneMatmul(%v) = %+v, want ggml's mul_mat, not timed", huge, c)
 		}
 	})
+}
+
+// eighths draws n multiples of 1/8 in [-1, 1]: every product and sum of
+// the matmul tests is exact in f32, whatever its order, so each kernel's
+// result is compared exactly.
+func eighths(rng *rand.Rand, n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(rng.IntN(17)-8) / 8
+	}
+	return v
 }
