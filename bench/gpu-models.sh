@@ -12,7 +12,8 @@
 #            and the step per ggml op (GGML_VK_PERF_LOGGER, summed by bench/ggml_perop.py)
 #   gpt32    the same GPT in f32 on webgpu and ggml-vulkan per op (ag bench -profiled -ops), PyTorch f32 beside
 #   convnet  the convnet at batch 64 and 256 on both backends, PyTorch beside, and ggml-vulkan's step per op
-#   small    the transformer 4x256 (ctx 128, batch 32, dropout 0.1) on both backends, PyTorch beside
+#   small    the transformer 4x256 (ctx 128, batch 32, dropout 0.1) on both backends, PyTorch beside, and
+#            ggml-vulkan's step per op
 #   vkmatmul ggml-vulkan's f32 products on ggml's mul_mat (AG_GGML_MATMUL=ggml), on the faster of it and ag's
 #            kernel (patch 0019) timed per shape (tune, the default) and on ag's kernel wherever it takes them (ag;
 #            AG_GGML_MATMUL_A=copy beside on the GPT): matmul 1024-4096, the GPT 12x768, the MLP 8x4096, the
@@ -113,6 +114,9 @@ run() {
       (cd bench && timeout 90 python3 torch_gpt.py --gpt 4x256 --ctx 128 --batch 32 --dropout 0.1 --device cuda --cuda-graph --reps 10 | peerRows; exit "${PIPESTATUS[0]}")
       ok "torch small" $?
       echo
+      GGML_VK_PERF_LOGGER=1 timeout 60 $ag bench -device ggml-vulkan -reps 1 -warmup 0 -matmul '' -batch '' -gpt 4x256 -gpt-ctx 128 -gpt-batch 32 -gpt-dropout 0.1 -modes captured >/dev/null 2>"$O/perf-small.err"
+      python3 bench/ggml_perop.py "$O/perf-small.err" 25
+      xz -f "$O/perf-small.err"
     } > >(tee "$O/small.txt") 2>&1
   fi
   if want vkmatmul; then
