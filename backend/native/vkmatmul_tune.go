@@ -58,9 +58,10 @@ func (k mmKey) String() string {
 // kernel's fastest of tuneRuns runs (by plan; none where nothing was
 // timed, and why) and the pick.
 type mmChoice struct {
-	pick mmPlan
-	t    map[mmPlan]time.Duration
-	why  string
+	pick  mmPlan
+	cands []mmPlan // in the order timed
+	t     map[mmPlan]time.Duration
+	why   string
 }
 
 const (
@@ -111,7 +112,7 @@ func (d *device) tunedMatmul(k mmKey) mmPlan {
 			fmt.Fprintf(os.Stderr, "native: %s: f32 product %v: %s: %v\n", d.name, k, c.why, c.pick)
 		} else {
 			var times []string
-			for _, p := range tuneCandidates(k) {
+			for _, p := range c.cands {
 				times = append(times, fmt.Sprintf("%v %v", p, c.t[p]))
 			}
 			fmt.Fprintf(os.Stderr, "native: %s: f32 product %v: %s: %v\n", d.name, k, strings.Join(times, ", "), c.pick)
@@ -209,7 +210,7 @@ func (d *device) tuneMatmul(k mmKey) mmChoice {
 	}
 	defer d.freeProbe(buf)
 	C.ggml_backend_buffer_clear(buf, 0)
-	c := mmChoice{pick: mmPlan{kern: mmGGML}, t: map[mmPlan]time.Duration{}}
+	c := mmChoice{pick: mmPlan{kern: mmGGML}, cands: cands, t: map[mmPlan]time.Duration{}}
 	runs := tuneRuns
 	for run := 0; run <= runs; run++ {
 		for i, gf := range graphs {
