@@ -55,8 +55,10 @@ build:
 deps:
 	bash scripts/deps.sh
 
-# Builds ggml once per version; later runs print "up to date".
+# Builds ggml once per version (installing its build tools when missing);
+# later runs print "up to date".
 vulkan:
+	bash scripts/deps.sh ggml
 	bash $(GGML_BUILD)
 
 # `make test` re-invokes make after the ggml build so TAGS/CGO flags see it.

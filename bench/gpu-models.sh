@@ -3,7 +3,8 @@
 # beside PyTorch's CUDA graph. ggml is linked with its tensor-core (cooperative-matrix) shaders, as `make vulkan`
 # builds it on a GPU machine. Here (Debian bookworm, as root, from the repository root):
 #   bash bench/gpu-models.sh prepare
-# builds that ggml if it is not cached (AG_GGML_COOPMAT=1: about 11 min cold on 2 cores, then cached outside the clone), builds
+# installs ggml's build tools if missing (scripts/deps.sh ggml), builds that ggml if it is not cached (AG_GGML_COOPMAT=1:
+# 7-17 min cold on 2 cores, then cached outside the clone), builds
 # ag against it, and packs it with Debian's Vulkan loader and GL dispatch .debs (bench/gpu-env.sh says why) into
 # .run/models/ (ignored; about 11 MB). Then, carrying .run/models, on the GPU machine from the repository root:
 #   bash bench/gpu-models.sh run          (results in $OUT, or /tmp/gpu-models)
@@ -29,6 +30,7 @@ parts="gpt16 gpt32 convnet small vkmatmul"
 prepare() {
   set -e
   gpu_env_download $R
+  bash scripts/deps.sh ggml
   AG_GGML_COOPMAT=1 bash backend/native/ggml/build.sh
   local p
   p=$(AG_GGML_COOPMAT=1 bash backend/native/ggml/build.sh --print-prefix)

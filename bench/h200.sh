@@ -8,7 +8,8 @@
 # (Debian bookworm, as root, from the repository root):
 #   bash bench/h200.sh prepare
 # downloads Debian's libvulkan1, libgomp1 and the GL dispatch libraries (bench/gpu-env.sh)
-# (libglvnd0 libgl1 libglx0 libegl1 libgles2 libopengl0) as .debs, builds
+# (libglvnd0 libgl1 libglx0 libegl1 libgles2 libopengl0) as .debs, installs ggml's build tools if
+# missing (scripts/deps.sh ggml), builds
 # ggml if it is not cached (backend/native/ggml/build.sh), and builds ag and
 # the native and webgpu tests with -tags ggml, all gzipped into .run/
 # (ignored; about 31 MB, the device tool carries at most 64 MiB). Then on the GPU machine,
@@ -37,6 +38,7 @@ parts="steps later big splitk tests profile"
 prepare() {
   set -e
   gpu_env_download .run
+  bash scripts/deps.sh ggml
   bash backend/native/ggml/build.sh
   local p
   p=$(bash backend/native/ggml/build.sh --print-prefix)

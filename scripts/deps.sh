@@ -9,9 +9,22 @@
 #   scripts/deps.sh peers    what make bench-peers needs: Debian's PyTorch and the
 #                            threaded OpenBLAS (without it PyTorch runs on the
 #                            reference BLAS, ~10x slower, and the comparison is void)
+#   scripts/deps.sh ggml     what building ggml needs (make vulkan, the bench
+#                            scripts' prepare): backend/native/ggml/build.sh's tools
 set -euo pipefail
 pkgs=(mesa-vulkan-drivers libvulkan1 libvulkan-dev chromium nodejs cmake g++ glslc glslang-tools spirv-headers libgomp1 gdb)
-[ "${1:-}" = peers ] && pkgs=(python3-torch libopenblas0-pthread)
+case "${1:-}" in
+"") ;;
+peers) pkgs=(python3-torch libopenblas0-pthread) ;;
+ggml) pkgs=(cmake g++ patch libvulkan-dev glslc glslang-tools spirv-headers) ;;
+*) echo "deps: unknown set \"$1\": want none (make test), peers or ggml" >&2; exit 2 ;;
+esac
+if ! command -v dpkg-query >/dev/null; then
+  echo "deps: not Debian/Ubuntu (no dpkg-query); install these or their like yourself: ${pkgs[*]}" >&2
+  # build.sh checks its own tools by name and says what is missing
+  [ "${1:-}" = ggml ] && exit 0
+  exit 1
+fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
