@@ -76,6 +76,7 @@ run() {
   local ag=$S/ag
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$O/gpu.txt"
   local gpt=(-matmul '' -batch '' -gpt 12x768 -gpt-ctx 512 -gpt-batch 8 -gpt-dropout 0 -modes captured)
+  local small=(-matmul '' -batch '' -gpt 4x256 -gpt-ctx 128 -gpt-batch 32 -gpt-dropout 0.1 -modes captured)
   if want gpt16; then
     {
       timeout 90 $ag bench -device ggml-vulkan -reps 10 "${gpt[@]}" -precision f16 2>&1 | grep _step
@@ -111,12 +112,12 @@ run() {
   fi
   if want small; then
     {
-      timeout 120 $ag bench -device webgpu,ggml-vulkan -reps 10 -matmul '' -batch '' -gpt 4x256 -gpt-ctx 128 -gpt-batch 32 -gpt-dropout 0.1 -modes captured 2>&1 | grep _step
+      timeout 120 $ag bench -device webgpu,ggml-vulkan -reps 10 "${small[@]}" 2>&1 | grep _step
       ok "ag small" "${PIPESTATUS[0]}"
       (cd bench && timeout 90 python3 torch_gpt.py --gpt 4x256 --ctx 128 --batch 32 --dropout 0.1 --device cuda --cuda-graph --reps 10 | peerRows; exit "${PIPESTATUS[0]}")
       ok "torch small" $?
       echo
-      GGML_VK_PERF_LOGGER=1 timeout 60 $ag bench -device ggml-vulkan -reps 1 -warmup 0 -matmul '' -batch '' -gpt 4x256 -gpt-ctx 128 -gpt-batch 32 -gpt-dropout 0.1 -modes captured >/dev/null 2>"$O/perf-small.err"
+      GGML_VK_PERF_LOGGER=1 timeout 60 $ag bench -device ggml-vulkan -reps 1 -warmup 0 "${small[@]}" >/dev/null 2>"$O/perf-small.err"
       python3 bench/ggml_perop.py "$O/perf-small.err" 25
       xz -f "$O/perf-small.err"
     } > >(tee "$O/small.txt") 2>&1
@@ -134,7 +135,7 @@ run() {
         [ $v = copy ] && continue
         AG_GGML_MATMUL=$m timeout 60 $ag bench -device ggml-vulkan -matmul '' -depth 8 -width 4096 -batch 1024,4096 -modes captured -reps 5 2>&1 | grep _step
         ok "ag mlp 8x4096 $v" "${PIPESTATUS[0]}"
-        AG_GGML_MATMUL=$m timeout 60 $ag bench -device ggml-vulkan -matmul '' -batch '' -gpt 4x256 -gpt-ctx 128 -gpt-batch 32 -gpt-dropout 0.1 -modes captured -reps 10 2>&1 | grep _step
+        AG_GGML_MATMUL=$m timeout 60 $ag bench -device ggml-vulkan "${small[@]}" -reps 10 2>&1 | grep _step
         ok "ag small $v" "${PIPESTATUS[0]}"
         AG_GGML_MATMUL=$m timeout 60 $ag bench -device ggml-vulkan -matmul '' -batch '' -convnet 28 -convnet-batch 64,256 -modes captured -reps 10 2>&1 | grep _step
         ok "ag convnet $v" "${PIPESTATUS[0]}"
